@@ -1,0 +1,39 @@
+"""Errors a user can see.
+
+Every error that comes from bad input subclasses :class:`click.ClickException`
+so the command line prints a clean one-line message and exits non-zero, while
+library callers can catch :class:`IolabError`.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+class IolabError(click.ClickException):
+    """Base class of the errors iolab reports to its user."""
+
+    exit_code = 2
+
+
+class SpecError(IolabError):
+    """A spec file (platform, workload, experiment, campaign) is invalid.
+
+    ``problems`` lists ``(path, reason)`` pairs, e.g. ``("apps[1].nodes",
+    "Input should be greater than 0")``.
+    """
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]):
+        self.source = source
+        self.problems = problems
+        lines = [f"{source}: invalid spec"]
+        lines += [f"  {path}: {reason}" for path, reason in problems]
+        super().__init__("\n".join(lines))
+
+
+class TraceError(IolabError):
+    """A trace file is missing, unreadable or not in iolab's schema."""
+
+
+class RunError(IolabError):
+    """An experiment could not be run (missing executable, bad environment)."""

@@ -1,0 +1,133 @@
+"""The list-scheduling priority orders of carretero2020 §5.1, and ``shared``.
+
+A list policy is a priority order: whenever an I/O node is free, it grants
+exclusive access to the waiting request that comes first in that order, and
+the transfer runs to completion (no preemption).  Each order is a *key*
+function over an :class:`IORequest` snapshot; smaller keys go first.  Every
+key ends with ``(requested_at, rank)`` so that ties are broken the same way
+in every runtime: first come, then lowest system id.
+
+``shared`` is not an order: it grants every request at once and the
+transfers split the I/O node's bandwidth equally.
+
+Nothing here reads a clock: ``now`` is always passed in by the caller (the
+simulator's virtual time, or the wall clock of the Ray arbiter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+
+@dataclass(frozen=True, slots=True)
+class IORequest:
+    """What an arbiter knows about an app when the app asks for I/O.
+
+    All durations are contention-free seconds (volume / bandwidth).
+
+    - ``rank``: the app's system id (its position in the spec); lower is older.
+    - ``requested_at``: when the request reached the arbiter.
+    - ``volume`` / ``io_time``: size and contention-free duration of this phase.
+    - ``remaining``: contention-free time the app still has to do, this phase included.
+    - ``total``: T_i(b), carretero2020 Eq. 1.
+    - ``start``: when the app started (its release, or its pack's start).
+    - ``done``: contention-free time of the phases the app has completed.
+    - ``io_received``: seconds of I/O the app has completed so far.
+    """
+
+    app: str
+    rank: int
+    requested_at: float
+    volume: float
+    io_time: float
+    remaining: float
+    total: float
+    start: float
+    done: float = 0.0
+    io_received: float = 0.0
+
+
+Key = Callable[[IORequest, float], tuple]
+
+
+def _tie(r: IORequest) -> tuple:
+    return (r.requested_at, r.rank)
+
+
+def current_stretch(r: IORequest, now: float) -> float:
+    """Stretch the app would have if granted now (Eq. 2 applied to its progress)."""
+    elapsed = now - r.start + r.io_time
+    if elapsed <= 0:
+        return 1.0
+    return min(1.0, (r.done + r.io_time) / elapsed)
+
+
+def io_share(r: IORequest, now: float) -> float:
+    """Fraction of its time in the system the app has spent transferring."""
+    elapsed = now - r.start
+    return r.io_received / elapsed if elapsed > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class ListPolicy:
+    """A priority order; ``time_dependent`` keys change while a request waits."""
+
+    name: str
+    key: Key
+    time_dependent: bool = False
+    description: str = ""
+    exclusive: bool = True
+
+    def pick(self, queue: Sequence[IORequest], now: float) -> IORequest:
+        """The request to grant next; ``queue`` must not be empty."""
+        if not queue:
+            raise ValueError("pick() needs at least one waiting request")
+        return min(queue, key=lambda r: self.key(r, now))
+
+    def order(self, queue: Sequence[IORequest], now: float) -> list[IORequest]:
+        """The whole queue in grant order (for displays and tests)."""
+        return sorted(queue, key=lambda r: self.key(r, now))
+
+
+@dataclass(frozen=True)
+class SharedPolicy:
+    """No arbitration: every request is granted at once, bandwidth split equally."""
+
+    name: str = "shared"
+    time_dependent: bool = False
+    description: str = "no arbitration; concurrent transfers share the bandwidth equally"
+    exclusive: bool = False
+
+
+POLICIES: dict[str, ListPolicy | SharedPolicy] = {
+    p.name: p
+    for p in (
+        ListPolicy("lowest-id", lambda r, now: (r.rank, r.requested_at),
+                   description="(1) lowest system id first"),
+        ListPolicy("longest-io", lambda r, now: (-r.io_time,) + _tie(r),
+                   description="(2) longest I/O phase first (resource occupation)"),
+        ListPolicy("shortest-io", lambda r, now: (r.io_time,) + _tie(r),
+                   description="(3) shortest I/O phase first (avoid long waits)"),
+        ListPolicy("shortest-remaining", lambda r, now: (r.remaining,) + _tie(r),
+                   description="(4) least remaining work first (free the machine early)"),
+        ListPolicy("longest-remaining", lambda r, now: (-r.remaining,) + _tie(r),
+                   description="(5) most remaining work first (platform occupation)"),
+        ListPolicy("fifo", lambda r, now: _tie(r),
+                   description="(6) earliest request first, then lowest id"),
+        ListPolicy("bandwidth", lambda r, now: (io_share(r, now),) + _tie(r), time_dependent=True,
+                   description="(7) lowest ratio of I/O time received to time in the system first"),
+        ListPolicy("stretch", lambda r, now: (current_stretch(r, now),) + _tie(r), time_dependent=True,
+                   description="(8) worst current stretch first"),
+        SharedPolicy(),
+    )
+}
+
+
+def get_policy(name: str) -> ListPolicy | SharedPolicy:
+    """Look a policy up by name (``Longest_IO`` and ``longest-io`` are the same)."""
+    key = name.strip().lower().replace("_", "-")
+    try:
+        return POLICIES[key]
+    except KeyError:
+        raise ValueError(f"unknown I/O policy {name!r}; known: {', '.join(POLICIES)}") from None
