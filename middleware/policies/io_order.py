@@ -17,11 +17,10 @@ simulator's virtual time, or the wall clock of the Ray arbiter).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 
-@dataclass(frozen=True, slots=True)
-class IORequest:
+class IORequest(NamedTuple):
     """What an arbiter knows about an app when the app asks for I/O.
 
     All durations are contention-free seconds (volume / bandwidth).

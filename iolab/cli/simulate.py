@@ -1,0 +1,66 @@
+"""``iolab simulate``: run the simulator on a spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..metrics import io_metrics
+from ..specs.io import IO_POLICIES
+from ..specs.load import load_spec
+from .format import dumps, table
+
+
+def metrics_json(m) -> dict:
+    return {
+        "makespan": m.makespan,
+        "max_stretch": m.max_stretch,
+        "io_load": m.io_load,
+        "packs": m.packs,
+        "apps": [{"id": a.id, "stretch": a.stretch, "slowdown": a.slowdown, "end": a.end,
+                  "io_node": a.io_node, "pack": a.pack} for a in m.apps],
+    }
+
+
+def print_metrics(m, title: str) -> None:
+    click.echo(title)
+    rows = [(a.id, a.io_node, a.pack, a.nodes, a.release, a.start, a.end, a.min_time, a.stretch,
+             a.slowdown, a.io_wait) for a in m.apps]
+    click.echo(table(["app", "io_node", "pack", "nodes", "release", "start", "end", "T_min",
+                      "stretch", "slowdown", "io_wait"], rows))
+    click.echo(
+        f"\nmakespan {m.makespan:.6g} s   max stretch (slowdown) {m.max_stretch:.4f}   "
+        f"I/O load alpha {m.io_load:.4f}   packs {m.packs}\n"
+        f"per compute node: exec {m.exec_time:.6g} s, delay {m.delay_time:.6g} s, idle {m.idle_time:.6g} s\n"
+        "stretch = T_min / (end - release) (carretero2020 Eq. 2, <= 1); slowdown = 1 / stretch."
+    )
+
+
+@click.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
+@click.option("--mode", type=click.Choice(["event", "step"]), help="engine: exact next-event, or fixed time step")
+@click.option("--dt", type=float, help="time step of --mode step, seconds")
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="write the trace (HDF5) here")
+@click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
+def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
+             out: str | None, as_json: bool) -> None:
+    """Simulate the experiment in SPEC (YAML or JSON) and print its metrics."""
+    from sim.run import simulate as run_sim
+    from ..trace import write_trace
+
+    if dt is not None and dt <= 0:
+        raise click.BadParameter("must be > 0", param_hint="--dt")
+    spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt})
+    trace = run_sim(spec)
+    m = io_metrics(trace)
+    if out:
+        write_trace(trace, Path(out))
+    if as_json:
+        click.echo(dumps(metrics_json(m)))
+    else:
+        print_metrics(m, f"{spec.name}: policy {spec.policy}, mapping {spec.mapping.kind}, "
+                         f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
+        if out:
+            click.echo(f"trace written to {out}")

@@ -1,0 +1,64 @@
+"""From an experiment to a plan: which app runs on which I/O node, in which pack.
+
+Both runtimes start from the same plan, computed by the mapping policies of
+``middleware.policies.mapping``:
+
+- mapping ``none``: each app runs on the I/O node it names, from its release;
+- ``first-fit`` / ``make-pack``: Make-Pack (carretero2020 Alg. 1) builds packs;
+  LPT places them on the I/O nodes; the packs of one I/O node run one after
+  the other and the apps of a pack start together, once the previous pack
+  has ended and every app of the pack is released.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from middleware.policies.mapping import PackJob, lpt_assign, make_pack
+
+from .specs.io import IOExperiment
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``nodes[io_node]`` is the sequence of packs on that I/O node; a pack is a
+    list of app ranks (positions in ``spec.apps``).  ``packed`` says whether
+    packs are barriers (make-pack / first-fit) or not (mapping none)."""
+
+    packed: bool
+    nodes: tuple[tuple[tuple[int, ...], ...], ...]
+    sensibility: float
+
+    def location(self) -> dict[int, tuple[int, int]]:
+        """rank -> (io_node, pack id); pack ids are global, in plan order."""
+        out: dict[int, tuple[int, int]] = {}
+        pid = 0
+        for node, packs in enumerate(self.nodes):
+            for pack in packs:
+                for rank in pack:
+                    out[rank] = (node, pid)
+                pid += 1
+        return out
+
+    @property
+    def pack_count(self) -> int:
+        return sum(len(p) for p in self.nodes)
+
+
+def make_plan(spec: IOExperiment) -> Plan:
+    p = spec.platform
+    if spec.mapping.kind == "none":
+        per_node: list[list[int]] = [[] for _ in range(p.io_nodes)]
+        for rank, app in enumerate(spec.apps):
+            per_node[app.io_node or 0].append(rank)
+        return Plan(False, tuple((tuple(r),) if r else () for r in per_node), float("nan"))
+    s = spec.resolved_sensibility()
+    b = p.bandwidth
+    jobs = [PackJob(a.id, a.nodes, a.io_total(), a.min_time(b)) for a in spec.apps]
+    packs = make_pack(jobs, p.nodes_per_io_node, b, s)
+    index = spec.app_index()
+    placement = lpt_assign([pk.length for pk in packs], p.io_nodes)
+    nodes = tuple(
+        tuple(tuple(index[j] for j in packs[k].ids) for k in seq) for seq in placement
+    )
+    return Plan(True, nodes, s)

@@ -1,0 +1,102 @@
+"""Trace files: HDF5 (h5py), one group per table and one dataset per column.
+
+Files are written to a temporary name beside the target and renamed, so a
+reader never sees half a trace.  Attributes that are not scalars (the spec,
+versions) are stored as JSON strings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from ..errors import TraceError
+from .model import Table, Trace
+from .schema import SCHEMA_VERSION, TABLES
+
+_STR = h5py.string_dtype(encoding="utf-8")
+
+
+def _attr_value(v: Any) -> Any:
+    if isinstance(v, (str, int, float, bool, np.integer, np.floating)):
+        return v
+    return "json:" + json.dumps(v, default=str, sort_keys=True)
+
+
+def _attr_load(v: Any) -> Any:
+    if isinstance(v, bytes):
+        v = v.decode()
+    if isinstance(v, str) and v.startswith("json:"):
+        return json.loads(v[5:])
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def write_trace(trace: Trace, path: str | Path) -> Path:
+    """Write atomically; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["iolab_trace_schema"] = SCHEMA_VERSION
+            for k, v in trace.attrs.items():
+                f.attrs[k] = _attr_value(v)
+            for name, cols in TABLES.items():
+                g = f.create_group(name)
+                table = trace.tables.get(name) or Table.empty(name)
+                g.attrs["rows"] = len(table)
+                for c, kind in cols:
+                    data = table.columns[c]
+                    if kind == "str":
+                        g.create_dataset(c, data=np.asarray(data, dtype=object).astype(str).astype(object)
+                                         if len(data) else np.array([], dtype=object), dtype=_STR)
+                    else:
+                        g.create_dataset(c, data=data, compression="gzip" if len(data) > 4096 else None)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read a trace written by :func:`write_trace` (either runtime)."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(f"{path}: no such trace file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise TraceError(f"{path}: not an HDF5 file ({exc})") from None
+    with f:
+        if "iolab_trace_schema" not in f.attrs:
+            raise TraceError(f"{path}: not an iolab trace (no iolab_trace_schema attribute)")
+        version = int(f.attrs["iolab_trace_schema"])
+        if version > SCHEMA_VERSION:
+            raise TraceError(f"{path}: trace schema {version} is newer than this iolab ({SCHEMA_VERSION})")
+        attrs = {k: _attr_load(v) for k, v in f.attrs.items()}
+        tables = {}
+        for name, cols in TABLES.items():
+            if name not in f:
+                tables[name] = Table.empty(name)
+                continue
+            g = f[name]
+            columns = {}
+            for c, kind in cols:
+                if c not in g:
+                    raise TraceError(f"{path}: table {name} lacks column {c}")
+                if kind == "str":
+                    columns[c] = np.array(g[c].asstr()[()], dtype=object)
+                else:
+                    columns[c] = g[c][()]
+            tables[name] = Table(name, columns)
+    return Trace(tables, attrs)

@@ -1,0 +1,48 @@
+"""The trace schema: one set of tables written by the simulator and the emulator.
+
+Each table is a set of equally long columns.  Times are seconds from the
+start of the run; volumes are the spec's data units (the emulator records
+``unit_bytes``, the bytes of one unit, as an attribute).
+
+- ``jobs``: one row per app/job: id, rank (system id: position in the spec),
+  nodes, release (submit), start, end, io_node, pack, status (ok / failed /
+  killed / pending), tier, min_time (contention-free T_i(b)), compute_time,
+  io_volume (total units).
+- ``phases``: one row per finished phase: job, index, kind (compute, write,
+  read, stage-in, stage-out), start, end, volume, io_node, tier.
+- ``grants``: one row per I/O grant: job, phase, io_node, request, grant, release.
+- ``allocations``: one row per storage request: job, disk, bytes, alloc, free,
+  status (allocated, refused, failed, split, requeued).
+- ``actions``: load-controller actions: job, suspend, resume.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+# table -> ordered (column, kind); kind is "str", "int" or "float".
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "jobs": (
+        ("id", "str"), ("rank", "int"), ("nodes", "int"), ("release", "float"),
+        ("start", "float"), ("end", "float"), ("io_node", "int"), ("pack", "int"),
+        ("status", "str"), ("tier", "str"), ("min_time", "float"),
+        ("compute_time", "float"), ("io_volume", "float"),
+    ),
+    "phases": (
+        ("job", "str"), ("index", "int"), ("kind", "str"), ("start", "float"),
+        ("end", "float"), ("volume", "float"), ("io_node", "int"), ("tier", "str"),
+    ),
+    "grants": (
+        ("job", "str"), ("phase", "int"), ("io_node", "int"), ("request", "float"),
+        ("grant", "float"), ("release", "float"),
+    ),
+    "allocations": (
+        ("job", "str"), ("disk", "str"), ("bytes", "float"), ("alloc", "float"),
+        ("free", "float"), ("status", "str"),
+    ),
+    "actions": (("job", "str"), ("suspend", "float"), ("resume", "float")),
+}
+
+PHASE_KINDS = ("compute", "write", "read", "stage-in", "stage-out")
+JOB_STATUSES = ("ok", "failed", "killed", "pending")
+IO_KINDS = ("write", "read")

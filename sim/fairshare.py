@@ -1,0 +1,64 @@
+"""A link shared fairly by its streams (processor sharing).
+
+``k`` active streams each progress at ``rate / k``.  The link is advanced
+lazily: :meth:`advance` brings every stream's remaining amount up to ``now``,
+:meth:`next_completion` says when the first one will finish if nothing
+changes.  Used for ``shared`` I/O nodes, and for the tier links of the batch
+level (lackner2019 §III-A: each link is shared fairly among its streams).
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class FairShareLink:
+    def __init__(self, rate: float):
+        if rate <= 0:
+            raise ValueError(f"a link's rate must be > 0, got {rate}")
+        self.rate = rate
+        self.remaining: dict[object, float] = {}
+        self.last = 0.0
+        self.version = 0  # bumps on every change; stale completion events are ignored
+
+    def __len__(self) -> int:
+        return len(self.remaining)
+
+    def advance(self, now: float) -> None:
+        if self.remaining and now > self.last:
+            done = (now - self.last) * self.rate / len(self.remaining)
+            for key in self.remaining:
+                self.remaining[key] -= done
+        self.last = now
+
+    def add(self, key: object, amount: float, now: float) -> None:
+        self.advance(now)
+        if key in self.remaining:
+            raise RuntimeError(f"stream {key!r} is already on the link")
+        self.remaining[key] = amount
+        self.version += 1
+
+    def remove(self, key: object, now: float) -> float:
+        self.advance(now)
+        self.version += 1
+        return self.remaining.pop(key)
+
+    def next_completion(self) -> float:
+        """Absolute time the first stream ends if nothing changes (inf if idle)."""
+        if not self.remaining:
+            return math.inf
+        least = min(self.remaining.values())
+        return self.last + max(least, 0.0) * len(self.remaining) / self.rate
+
+    def pop_finished(self, now: float, rel_tol: float = 1e-9) -> list[object]:
+        """Streams finished at ``now`` (the least one, and any within tolerance)."""
+        self.advance(now)
+        if not self.remaining:
+            return []
+        least = min(self.remaining.values())
+        out = [k for k, r in self.remaining.items() if r <= least + rel_tol * max(1.0, abs(r))
+               or r <= rel_tol]
+        for k in out:
+            del self.remaining[k]
+        self.version += 1
+        return out
