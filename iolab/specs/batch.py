@@ -1,0 +1,446 @@
+"""The batch experiment: compute nodes, two storage tiers, jobs, scheduler, placement.
+
+This is lackner2019's model (§III): homogeneous compute nodes sharing a
+low-performance storage tier (LPS, unlimited, rate R_lps), a high-performance
+tier (HPS, limited capacity, rate R_hps) and a staging link between the two
+(R_stage).  The HPS may be described down to monniot2023's storage hierarchy
+(§4.3): servers -> nodes (network bandwidth) -> disks (capacity, read and
+write bandwidth); its capacity is then the sum of its disks.
+
+Units are bytes, bytes per second and seconds inside the models.  A YAML file
+may write sizes with a decimal or binary suffix (``200GB`` = 200e9,
+``16GiB`` = 16 * 2**30), rates with ``/s`` (``1.5 GB/s``) and durations with
+``s``, ``m``/``min``, ``h`` or ``d`` (``5m`` = 300).  A minimal spec::
+
+    kind: batch
+    platform:
+      nodes: 128
+      lps: {rate: 1 GB/s}
+      hps: {rate: 15 GB/s, capacity: 2048 GB}
+      stage_rate: 5 GB/s
+    scheduler: sas                       # or {kind: random-tier, p: 0.4}
+    workload: {source: feitelson, jobs: 500}
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+
+from .base import FieldProblems, StrictModel, raise_if
+from .load import problems_of, register_kind
+
+# ---------------------------------------------------------------- units
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+    "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
+}
+_TIME_UNITS = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+_NUM_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+GB = 10**9
+
+
+def parse_size(value: object) -> object:
+    """``"200GB"`` -> 200e9, ``"16GiB"`` -> 17179869184; numbers pass through.
+
+    Decimal suffixes (kB, MB, GB, TB, PB) are powers of 10, binary ones
+    (KiB ... PiB) powers of 2.  Anything unparsable is left for pydantic to
+    refuse with the field's path.
+    """
+    if isinstance(value, str):
+        m = _NUM_UNIT.match(value)
+        if m is None:
+            raise ValueError(f"not a size: {value!r} (write e.g. 200GB, 16GiB or a number of bytes)")
+        unit = m.group(2).lower()
+        if unit not in _SIZE_UNITS:
+            raise ValueError(f"unknown size unit {m.group(2)!r} in {value!r}; use B, kB, MB, GB, TB, PB or KiB..PiB")
+        return float(m.group(1)) * _SIZE_UNITS[unit]
+    return value
+
+
+def parse_rate(value: object) -> object:
+    """``"1.5 GB/s"`` -> 1.5e9 bytes per second; numbers pass through."""
+    if isinstance(value, str):
+        v = value.strip()
+        if v.lower().endswith("/s"):
+            v = v[:-2]
+        return parse_size(v)
+    return value
+
+
+def parse_duration(value: object) -> object:
+    """``"5m"`` -> 300.0 seconds; numbers pass through."""
+    if isinstance(value, str):
+        m = _NUM_UNIT.match(value)
+        if m is None or m.group(2).lower() not in _TIME_UNITS:
+            raise ValueError(f"not a duration: {value!r} (write e.g. 300, 300s, 5m, 2h, 1d)")
+        return float(m.group(1)) * _TIME_UNITS[m.group(2).lower()]
+    return value
+
+
+Bytes = Annotated[float, BeforeValidator(parse_size), Field(ge=0, allow_inf_nan=False)]
+PosBytes = Annotated[float, BeforeValidator(parse_size), Field(gt=0, allow_inf_nan=False)]
+Rate = Annotated[float, BeforeValidator(parse_rate), Field(gt=0, allow_inf_nan=False)]
+Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0, allow_inf_nan=False)]
+PosSeconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0, allow_inf_nan=False)]
+Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
+
+
+def _norm(value: object) -> object:
+    if isinstance(value, str):
+        return value.strip().lower().replace("_", "-")
+    return value
+
+
+# ---------------------------------------------------------------- platform
+
+
+class Disk(StrictModel):
+    """A disk of a storage node (monniot2023 §4.3)."""
+
+    id: Name | None = None
+    capacity: PosBytes
+    read_bw: Rate = Field(..., description="bytes/s")
+    write_bw: Rate = Field(..., description="bytes/s")
+    count: int = Field(1, ge=1, le=10_000, description="identical disks described by this entry")
+
+
+class StorageNode(StrictModel):
+    id: Name | None = None
+    network_bw: Rate = Field(..., description="bytes/s of the node's network link")
+    disks: list[Disk] = Field(..., min_length=1)
+    count: int = Field(1, ge=1, le=10_000, description="identical nodes described by this entry")
+
+
+class StorageServer(StrictModel):
+    id: Name | None = None
+    nodes: list[StorageNode] = Field(..., min_length=1)
+
+
+class LPSTier(StrictModel):
+    """Low-performance storage: unlimited capacity, rate R_lps (lackner2019 §III-A)."""
+
+    rate: Rate
+
+
+class HPSTier(StrictModel):
+    """High-performance storage: limited capacity, rate R_hps.
+
+    Give ``capacity`` (one pool), or ``servers`` (capacity = sum of the disks),
+    or both if they agree.
+    """
+
+    rate: Rate
+    capacity: PosBytes | None = None
+    servers: list[StorageServer] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _capacity(self) -> "HPSTier":
+        problems: list[tuple[str, str]] = []
+        if self.capacity is None and not self.servers:
+            problems.append(("capacity", "give the HPS capacity, or servers with disks"))
+        if self.capacity is not None and self.servers:
+            total = self.disk_capacity()
+            if not math.isclose(total, self.capacity, rel_tol=1e-9):
+                problems.append(("capacity", f"{self.capacity:.6g} B differs from the sum of the disks "
+                                             f"{total:.6g} B; give one or make them agree"))
+        seen: dict[str, str] = {}
+        for path, ident in self._ids():
+            if ident in seen:
+                problems.append((path, f"duplicate id {ident!r} (also {seen[ident]})"))
+            seen.setdefault(ident, path)
+        raise_if(problems)
+        return self
+
+    def _ids(self) -> list[tuple[str, str]]:
+        out = []
+        for i, s in enumerate(self.servers):
+            if s.id is not None:
+                out.append((f"servers[{i}].id", s.id))
+        return out
+
+    def disk_capacity(self) -> float:
+        return sum(n.count * d.count * d.capacity for s in self.servers for n in s.nodes for d in n.disks)
+
+    @property
+    def total_capacity(self) -> float:
+        return float(self.capacity) if self.capacity is not None else self.disk_capacity()
+
+    def layout(self) -> list[dict[str, Any]]:
+        """Flat list of disks: ``{id, server, node, capacity, read_bw, write_bw, network_bw}``.
+
+        Ids are ``server.node.disk``, from the given ids or positions
+        (``s0.n1.d2``); ``count`` replicas get a ``-k`` suffix.
+        """
+        out: list[dict[str, Any]] = []
+        for si, s in enumerate(self.servers):
+            sid = s.id or f"s{si}"
+            for ni, n in enumerate(s.nodes):
+                for nk in range(n.count):
+                    nid = f"{sid}.{n.id or f'n{ni}'}" + (f"-{nk}" if n.count > 1 else "")
+                    for di, d in enumerate(n.disks):
+                        for dk in range(d.count):
+                            did = f"{nid}.{d.id or f'd{di}'}" + (f"-{dk}" if d.count > 1 else "")
+                            out.append(dict(id=did, server=sid, node=nid, capacity=d.capacity,
+                                            read_bw=d.read_bw, write_bw=d.write_bw, network_bw=n.network_bw))
+        return out
+
+
+class BatchPlatform(StrictModel):
+    """Compute nodes plus the two tiers and the staging link (lackner2019 Fig. 1)."""
+
+    nodes: int = Field(..., ge=1, le=10_000_000, description="homogeneous compute nodes")
+    memory_per_node: PosBytes = Field(16 * GB, description="checkpoint size per node (lackner2019 §IV-A)")
+    lps: LPSTier
+    hps: HPSTier
+    stage_rate: Rate = Field(..., description="R_stage, bytes/s between LPS and HPS")
+
+
+# ---------------------------------------------------------------- jobs
+
+
+class IOEstimate(StrictModel):
+    """What the user states about a job's I/O when it differs from the truth (lackner2019 §V-B)."""
+
+    input: Bytes = 0.0
+    output: Bytes = 0.0
+    data: Bytes = 0.0
+    storage: Bytes = 0.0
+
+
+class Job(StrictModel):
+    """A batch job (lackner2019 §III-B, plus the actual runtime of a trace).
+
+    ``walltime`` is the requested time the schedulers plan with; ``runtime``
+    the time the job really runs (a simulator's business).  With LPS the
+    walltime includes the job's I/O at R_lps (lackner2019 §IV-B).  ``input``,
+    ``output`` and ``data`` (intermediate / checkpoint bytes) are the true
+    volumes; ``storage`` the requested HPS capacity.  ``estimate``, when
+    given, is what the user stated instead (the scheduler sees it).
+    """
+
+    id: Name
+    user: str = Field("0", max_length=64)
+    submit: Seconds
+    nodes: int = Field(..., ge=1)
+    walltime: PosSeconds
+    runtime: Seconds
+    input: Bytes = 0.0
+    output: Bytes = 0.0
+    data: Bytes = 0.0
+    storage: Bytes = 0.0
+    estimate: IOEstimate | None = None
+
+    @field_validator("id", "user", mode="before")
+    @classmethod
+    def _str_id(cls, v: object) -> object:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @property
+    def stated(self) -> IOEstimate:
+        """The I/O the scheduler is told: the estimate if any, else the truth."""
+        if self.estimate is not None:
+            return self.estimate
+        return IOEstimate(input=self.input, output=self.output, data=self.data, storage=self.storage)
+
+
+# ---------------------------------------------------------------- workload sources
+
+
+class InlineWorkload(StrictModel):
+    source: Literal["inline"] = "inline"
+    jobs: list[Job] = Field(..., min_length=1)
+
+
+class FeitelsonWorkload(StrictModel):
+    """Feitelson-1996 model with lackner2019 Table I defaults and the §IV-B I/O model."""
+
+    source: Literal["feitelson"] = "feitelson"
+    jobs: int = Field(500, ge=1, le=10_000_000)
+    max_repetitions: int = Field(2, ge=1, le=1000)
+    arrival_factor: PosSeconds = Field(500.0, description="mean inter-arrival of new jobs, seconds")
+    shortest: PosSeconds = Field(1800.0)
+    longest: PosSeconds = Field(86400.0)
+    io_fraction: float = Field(0.10, ge=0, lt=1, description="mean share of runtime reading input + writing output")
+    io_fraction_sd: float = Field(0.02, ge=0, le=1)
+    checkpoint_fraction: float = Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")
+    checkpoint_min_runtime: Seconds = Field(3600.0, description="no checkpoints for shorter jobs")
+    theta: float = Field(0.0, ge=0, le=10, description="relative sd of the user's I/O estimates (§V-B)")
+    users: int = Field(32, ge=1)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "FeitelsonWorkload":
+        raise_if([("longest", f"must exceed shortest ({self.shortest:g} s)")] if self.longest <= self.shortest else [])
+        return self
+
+
+class SWFWorkload(StrictModel):
+    source: Literal["swf"] = "swf"
+    path: str = Field(..., min_length=1)
+    limit: int | None = Field(None, ge=1, description="read only the first jobs")
+    strict: bool = Field(True, description="raise on a malformed line instead of skipping it")
+
+
+class ThetaWorkload(StrictModel):
+    source: Literal["theta"] = "theta"
+    path: str = Field(..., min_length=1)
+
+
+Workload = Union[InlineWorkload, FeitelsonWorkload, SWFWorkload, ThetaWorkload]
+WORKLOAD_SOURCES: dict[str, type[StrictModel]] = {
+    "inline": InlineWorkload, "feitelson": FeitelsonWorkload, "swf": SWFWorkload, "theta": ThetaWorkload,
+}
+
+
+def _validate_workload(v: object) -> object:
+    """Dispatch on ``source`` by hand so that error paths read ``workload.jobs[3].nodes``.
+
+    (A pydantic discriminated union would insert the tag: ``workload.inline.jobs[3]``.)
+    """
+    if isinstance(v, list):  # a bare list of jobs is an inline workload
+        v = {"source": "inline", "jobs": v}
+    if isinstance(v, StrictModel):
+        return v
+    if not isinstance(v, dict):
+        raise ValueError("a workload is a list of jobs or a mapping with a source (inline, feitelson, swf, theta)")
+    source = _norm(v.get("source", "inline"))
+    model = WORKLOAD_SOURCES.get(source)  # type: ignore[arg-type]
+    if model is None:
+        raise FieldProblems([("source", f"unknown workload source {v.get('source')!r}; "
+                                        f"known: {', '.join(WORKLOAD_SOURCES)}")])
+    try:
+        return model.model_validate({**v, "source": source})
+    except ValidationError as err:
+        raise FieldProblems(problems_of(err)) from None
+
+
+# ---------------------------------------------------------------- policies
+
+SCHEDULERS: tuple[str, ...] = ("fcfs", "easy", "conservative", "sas", "random-tier")
+PLACEMENTS: tuple[str, ...] = ("random", "round-robin", "worst-fit", "best-bandwidth")
+REFUSING_PLACEMENTS: tuple[str, ...] = ("round-robin", "best-bandwidth")
+
+
+class SchedulerSpec(StrictModel):
+    """``fcfs | easy | conservative | sas | random-tier`` (p = P[HPS] for random-tier)."""
+
+    kind: Literal["fcfs", "easy", "conservative", "sas", "random-tier"]
+    p: float | None = Field(None, ge=0, le=1, description="random-tier: probability of HPS")
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _n(cls, v: object) -> object:
+        return _norm(v)
+
+    @model_validator(mode="after")
+    def _p(self) -> "SchedulerSpec":
+        if self.kind == "random-tier" and self.p is None:
+            raise_if([("p", "random-tier needs p, the probability of assigning HPS (0..1)")])
+        if self.kind != "random-tier" and self.p is not None:
+            raise_if([("p", f"p only applies to random-tier, not {self.kind}")])
+        return self
+
+
+class SplitSpec(StrictModel):
+    enabled: bool = False
+    threshold: PosBytes = Field(200 * GB, description="requests above this are split (monniot2023 Table 2)")
+
+
+class RequeueSpec(StrictModel):
+    enabled: bool = False
+    retries: int = Field(5, ge=0, le=100_000)
+    period: PosSeconds = Field(300.0)
+
+
+class PlacementSpec(StrictModel):
+    """StorAlloc disk placement (monniot2023 §4.2) with its split and requeue strategies."""
+
+    strategy: Literal["random", "round-robin", "worst-fit", "best-bandwidth"] = "best-bandwidth"
+    split: SplitSpec = SplitSpec()
+    requeue: RequeueSpec = RequeueSpec()
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _n(cls, v: object) -> object:
+        return _norm(v)
+
+    @field_validator("split", mode="before")
+    @classmethod
+    def _split_short(cls, v: object) -> object:
+        # ``split: 200GB`` enables splitting at that threshold; ``split: false`` disables.
+        if isinstance(v, bool):
+            return {"enabled": v}
+        if isinstance(v, (int, float, str)):
+            return {"enabled": True, "threshold": v}
+        return v
+
+    @field_validator("requeue", mode="before")
+    @classmethod
+    def _requeue_short(cls, v: object) -> object:
+        return {"enabled": v} if isinstance(v, bool) else v
+
+    @model_validator(mode="after")
+    def _requeue_applies(self) -> "PlacementSpec":
+        if self.requeue.enabled and self.strategy not in REFUSING_PLACEMENTS:
+            raise_if([("requeue.enabled", f"requeue only applies to strategies that refuse requests "
+                                          f"({', '.join(REFUSING_PLACEMENTS)}), not {self.strategy} "
+                                          "(monniot2023 §4.2)")])
+        return self
+
+
+class BatchExperiment(StrictModel):
+    kind: Literal["batch"] = "batch"
+    name: str = "batch"
+    platform: BatchPlatform
+    scheduler: SchedulerSpec
+    placement: PlacementSpec = PlacementSpec()
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+    workload: Workload
+
+    @field_validator("scheduler", mode="before")
+    @classmethod
+    def _sched_short(cls, v: object) -> object:
+        return {"kind": v} if isinstance(v, str) else v
+
+    @field_validator("placement", mode="before")
+    @classmethod
+    def _place_short(cls, v: object) -> object:
+        return {"strategy": v} if isinstance(v, str) else v
+
+    @field_validator("workload", mode="before")
+    @classmethod
+    def _wl(cls, v: object) -> object:
+        return _validate_workload(v)
+
+    @model_validator(mode="after")
+    def _cross(self) -> "BatchExperiment":
+        problems: list[tuple[str, str]] = []
+        p = self.platform
+        if isinstance(self.workload, InlineWorkload):
+            seen: dict[str, int] = {}
+            for i, job in enumerate(self.workload.jobs):
+                if job.id in seen:
+                    problems.append((f"workload.jobs[{i}].id", f"duplicate id {job.id!r} (also jobs[{seen[job.id]}])"))
+                seen.setdefault(job.id, i)
+                if job.nodes > p.nodes:
+                    problems.append((f"workload.jobs[{i}].nodes",
+                                     f"job {job.id!r} needs {job.nodes} nodes; platform.nodes is {p.nodes}"))
+        raise_if(problems)
+        return self
+
+
+register_kind("batch", lambda: BatchExperiment)
+
+__all__ = [
+    "GB", "BatchExperiment", "BatchPlatform", "Disk", "FeitelsonWorkload", "HPSTier", "IOEstimate",
+    "InlineWorkload", "Job", "LPSTier", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
+    "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
+    "StorageServer", "ThetaWorkload", "parse_duration", "parse_rate", "parse_size",
+]

@@ -1,0 +1,49 @@
+"""Batch schedulers as pure policies: snapshot in, decision (starts + plan) out.
+
+    policy = get_scheduler("easy")
+    decision = policy.decide(Snapshot(now=t, total_nodes=128, free_nodes=..., queue=..., running=...))
+    for s in decision.starts: ...         # start these jobs now, on s.tier
+    policy.plan()                         # expected start of every job that was waiting
+
+FCFS, EASY and conservative backfilling plan compute nodes only (LPS);
+SAS and random-tier also choose the storage tier (lackner2019).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backfill import EASY, FCFS, Conservative
+from .profile import Profile
+from .sas import SAS, Option, RandomTier, choose_tier, sjf_key, tier_options
+from .snapshot import (
+    HPS, LPS, TIERS, BatchPolicy, Decision, PlanEntry, QueuedJob, RunningJob, Snapshot, Start, TierRates,
+)
+
+SCHEDULERS = ("fcfs", "easy", "conservative", "sas", "random-tier")
+
+
+def get_scheduler(name: str, *, p: float | None = None,
+                  rng: np.random.Generator | int = 0) -> BatchPolicy:
+    """A fresh scheduler by name (``random-tier`` needs ``p``)."""
+    key = name.strip().lower().replace("_", "-")
+    if key == "fcfs":
+        return FCFS()
+    if key == "easy":
+        return EASY()
+    if key == "conservative":
+        return Conservative()
+    if key == "sas":
+        return SAS()
+    if key == "random-tier":
+        if p is None:
+            raise ValueError("random-tier needs p, the probability of HPS")
+        return RandomTier(p, rng)
+    raise ValueError(f"unknown batch scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
+
+
+__all__ = [
+    "EASY", "FCFS", "HPS", "LPS", "SAS", "SCHEDULERS", "TIERS", "BatchPolicy", "Conservative", "Decision",
+    "Option", "PlanEntry", "Profile", "QueuedJob", "RandomTier", "RunningJob", "Snapshot", "Start",
+    "TierRates", "choose_tier", "get_scheduler", "sjf_key", "tier_options",
+]

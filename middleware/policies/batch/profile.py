@@ -1,0 +1,121 @@
+"""The resource profile behind every reservation plan.
+
+A :class:`Profile` is a step function over time of the free compute nodes and
+free HPS bytes, built from a snapshot (free now, released at each running
+job's expected end) and then debited by each reservation the policy makes.
+Segment ``i`` covers ``[times[i], times[i+1])``; the last one runs forever.
+
+:meth:`Profile.earliest_fit` finds the earliest start, not before a given
+time, of an interval of a given length where nodes and bytes suffice
+throughout.  It skips past each blocking segment, so one search costs time
+linear in the number of breakpoints.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+from .snapshot import HPS, Snapshot
+
+
+class Profile:
+    __slots__ = ("times", "nodes", "hps", "eps")
+
+    def __init__(self, start: float, nodes: int, hps: float = 0.0, eps: float = 0.0):
+        self.times: list[float] = [start]
+        self.nodes: list[int] = [nodes]
+        self.hps: list[float] = [hps]
+        self.eps = eps  # byte tolerance for float sums
+
+    @classmethod
+    def from_snapshot(cls, snap: Snapshot) -> "Profile":
+        eps = 1e-9 * max(1.0, snap.hps_capacity)
+        prof = cls(snap.now, snap.free_nodes, float(snap.hps_free or 0.0), eps)
+        for r in sorted(snap.running, key=lambda r: r.expected_end):
+            end = r.expected_end if r.expected_end > snap.now else snap.now + snap.overrun_grace
+            prof.add(end, math.inf, -r.nodes, -(r.storage if r.tier == HPS else 0.0))
+        return prof
+
+    def copy(self) -> "Profile":
+        p = Profile.__new__(Profile)
+        p.times, p.nodes, p.hps, p.eps = list(self.times), list(self.nodes), list(self.hps), self.eps
+        return p
+
+    # -- editing ------------------------------------------------------------
+    def _split(self, t: float) -> int:
+        """Index of the segment starting exactly at ``t`` (created if needed)."""
+        i = bisect.bisect_right(self.times, t) - 1
+        if i < 0:
+            raise ValueError(f"time {t} is before the profile's start {self.times[0]}")
+        if self.times[i] == t:
+            return i
+        self.times.insert(i + 1, t)
+        self.nodes.insert(i + 1, self.nodes[i])
+        self.hps.insert(i + 1, self.hps[i])
+        return i + 1
+
+    def add(self, start: float, end: float, nodes: int, hps: float = 0.0) -> None:
+        """Lower the free counts by ``nodes`` and ``hps`` over ``[start, end)``.
+
+        Negative amounts free resources: ``add(t, inf, -n)`` means *n nodes
+        become free at t*.  Unlike :meth:`reserve` this checks nothing.
+        """
+        if end <= start:
+            return
+        i = self._split(start)
+        j = len(self.times) if math.isinf(end) else self._split(end)
+        for k in range(i, j):
+            self.nodes[k] -= nodes
+            self.hps[k] -= hps
+
+    def reserve(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> None:
+        """Hold ``nodes`` and ``hps`` bytes over ``[start, start + duration)``."""
+        if not self.fits(start, duration, nodes, hps):
+            raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at {start} for {duration} s does not fit")
+        self.add(start, start + duration, nodes, hps)
+
+    # -- queries --------------------------------------------------------------
+    def _ok(self, k: int, nodes: int, hps: float) -> bool:
+        return self.nodes[k] >= nodes and self.hps[k] + self.eps >= hps
+
+    def fits(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> bool:
+        i = bisect.bisect_right(self.times, start) - 1
+        if i < 0:
+            return False
+        end = start + duration
+        k = i
+        while True:
+            if not self._ok(k, nodes, hps):
+                return False
+            k += 1
+            if k >= len(self.times) or self.times[k] >= end:
+                return True
+
+    def earliest_fit(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None) -> float:
+        """Earliest ``t >= not_before`` where the job fits for ``duration``; ``inf`` if never."""
+        t = self.times[0] if not_before is None else max(not_before, self.times[0])
+        i = bisect.bisect_right(self.times, t) - 1
+        n = len(self.times)
+        while i < n:
+            end = t + duration
+            k = i
+            blocked = -1
+            while True:
+                if not self._ok(k, nodes, hps):
+                    blocked = k
+                    break
+                k += 1
+                if k >= n or self.times[k] >= end:
+                    break
+            if blocked < 0:
+                return t
+            i = blocked + 1
+            if i >= n:
+                return math.inf
+            t = self.times[i]
+        return math.inf
+
+    def free_at(self, t: float) -> tuple[int, float]:
+        i = bisect.bisect_right(self.times, t) - 1
+        return self.nodes[i], self.hps[i]

@@ -1,0 +1,184 @@
+"""Storage-aware scheduling (lackner2019 Alg. 1 and 2) and random tier assignment.
+
+For each job the scheduler finds two candidate schedules in the current
+reservation plan (the running jobs and the jobs started in this pass):
+
+- LPS: the job holds its nodes for its walltime;
+- HPS: it holds its nodes *and* ``storage`` HPS bytes for stage-in
+  (input / R_stage) + run with its I/O at R_hps + stage-out (output / R_stage).
+
+The turnaround of each is its planned end minus the submit time (Eq. 1 and
+its HPS counterpart); HPS is chosen only if strictly shorter (Alg. 2 line 3),
+so a job that asks for no storage, or more than the HPS holds, uses LPS.
+
+Alg. 1: in submit order, start jobs whose chosen schedule starts now; the
+first one that cannot start is the priority job ``j1``: it gets a
+reservation (its chosen schedule).  Then the other waiting jobs are tried in
+shortest-job-first order (walltime, then smaller storage, then submit
+order); one starts if its chosen schedule starts now and still fits with
+``j1``'s reservation in the plan, i.e. does not delay ``j1`` (Alg. 2 l. 8-9).
+
+:class:`RandomTier` is lackner2019's baseline (§V-A): the tier of each job is
+a Bernoulli(p) draw (HPS with probability p), made once per job, and the
+same backfilling skeleton schedules it on that tier.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .profile import Profile
+from .snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start, TierRates
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A candidate schedule of one job on one tier."""
+
+    tier: str
+    start: float
+    duration: float
+    nodes: int
+    storage: float
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+    def turnaround(self, submit: float) -> float:
+        return self.end - submit
+
+
+def tier_options(job: QueuedJob, prof: Profile, rates: TierRates, now: float,
+                 hps_capacity: float) -> dict[str, Option]:
+    """find-lps-schedule and find-hps-schedule of Alg. 2 (HPS only if possible)."""
+    d = rates.duration(job, LPS)
+    out = {LPS: Option(LPS, prof.earliest_fit(job.nodes, d, 0.0, now), d, job.nodes, 0.0)}
+    if 0 < job.storage <= hps_capacity * (1 + 1e-12):
+        dh = rates.duration(job, HPS)
+        out[HPS] = Option(HPS, prof.earliest_fit(job.nodes, dh, job.storage, now), dh, job.nodes, job.storage)
+    return out
+
+
+def choose_tier(job: QueuedJob, options: dict[str, Option]) -> Option:
+    """Alg. 2 lines 3-7: HPS iff T_hps < T_lps (ties and no request: LPS)."""
+    lps = options[LPS]
+    hps = options.get(HPS)
+    if hps is not None and hps.turnaround(job.submit) < lps.turnaround(job.submit):
+        return hps
+    return lps
+
+
+def sjf_key(job: QueuedJob, index: int) -> tuple:
+    """Backfilling order of Alg. 1 line 6: shortest job first, ties smaller storage."""
+    return (job.walltime, job.storage, job.submit, index)
+
+
+class _TieredBackfill(BatchPolicy):
+    """Alg. 1 skeleton; subclasses say how a job's schedule is chosen."""
+
+    def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
+        raise NotImplementedError
+
+    def _decide(self, snap: Snapshot) -> Decision:
+        if snap.rates is None:
+            raise ValueError(f"{self.name} needs the tier rates in the snapshot (Snapshot.rates)")
+        self._prepare(snap)
+        base = Profile.from_snapshot(snap)  # RQ: running jobs + jobs started in this pass
+        chosen: dict[str, tuple[Option, bool]] = {}
+        head: QueuedJob | None = None
+        with_head: Profile | None = None
+        # Alg. 1 lines 1-5: in queue order while jobs start.
+        for job in snap.queue:
+            opt = self._choose(job, base, snap)
+            if opt.start == snap.now:
+                base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+                chosen[job.id] = (opt, True)
+                continue
+            head = job
+            with_head = base.copy()
+            if math.isfinite(opt.start):
+                with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+            chosen[job.id] = (opt, True)
+            break
+        # Alg. 1 lines 6-8: backfill the rest shortest-job-first; never delay j1.
+        if head is not None and with_head is not None:
+            rest = [(j, i) for i, j in enumerate(snap.queue) if j.id not in chosen]
+            rest.sort(key=lambda ji: sjf_key(*ji))
+            for job, _ in rest:
+                opt = self._choose(job, base, snap)
+                if opt.start == snap.now and with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
+                    base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+                    with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+                    chosen[job.id] = (opt, True)
+        # The plan: started jobs, j1's reservation, and a projection of the rest.
+        proj = with_head if with_head is not None else base
+        plan: list[PlanEntry] = []
+        starts: list[Start] = []
+        for job in snap.queue:
+            if job.id in chosen:
+                opt, reserved = chosen[job.id]
+            else:
+                opt, reserved = self._choose(job, proj, snap), False
+                if math.isfinite(opt.start):
+                    proj.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+            plan.append(PlanEntry(job=job.id, start=opt.start, end=opt.end, nodes=opt.nodes,
+                                  tier=opt.tier, storage=opt.storage, reserved=reserved))
+            if opt.start == snap.now:
+                starts.append(Start(job=job.id, tier=opt.tier, nodes=opt.nodes,
+                                    expected_end=opt.end, storage=opt.storage))
+        return Decision(now=snap.now, starts=tuple(starts), plan=tuple(plan))
+
+    def _prepare(self, snap: Snapshot) -> None:
+        pass
+
+
+class SAS(_TieredBackfill):
+    """lackner2019's storage-aware scheduler."""
+
+    name = "sas"
+
+    def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
+        assert snap.rates is not None
+        return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
+
+
+class RandomTier(_TieredBackfill):
+    """Random storage assignment with probability ``p`` of HPS (lackner2019 §V-A).
+
+    ``rng`` is a ``numpy.random.Generator`` or a seed.  Each job's tier is
+    drawn once, when the job is first seen (queue order), so a given seed
+    and submission order give the same assignment in every runtime.  A job
+    drawn HPS that asks for no storage, or for more than the HPS holds, runs
+    on LPS (it cannot use HPS); the draw is still consumed.
+    """
+
+    name = "random-tier"
+
+    def __init__(self, p: float, rng: np.random.Generator | int = 0):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p must be in [0, 1], got {p}")
+        self.p = float(p)
+        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        self._tier: dict[str, str] = {}
+
+    def tier_of(self, job_id: str) -> str | None:
+        """The drawn tier of a job (None if not drawn yet)."""
+        return self._tier.get(job_id)
+
+    def _prepare(self, snap: Snapshot) -> None:
+        for job in snap.queue:
+            if job.id not in self._tier:
+                self._tier[job.id] = HPS if self.rng.random() < self.p else LPS
+
+    def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
+        assert snap.rates is not None
+        opts = tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity)
+        return opts.get(self._tier[job.id], opts[LPS])
+
+    def __repr__(self) -> str:
+        return f"RandomTier(p={self.p})"

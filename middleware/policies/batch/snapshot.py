@@ -1,0 +1,231 @@
+"""What a batch policy sees and what it answers: snapshot in, decision out.
+
+The caller (a discrete-event simulator or a real-clock batch loop) builds a
+:class:`Snapshot` whenever something changes (a submission, a job end) and
+asks the policy to :meth:`~BatchPolicy.decide`.  The answer is a
+:class:`Decision`: the jobs to start *now* (with their tier) and the policy's
+*plan*, the expected start of every job that was waiting.  Nothing here reads
+a clock; ``now`` is a field of the snapshot.
+
+Vocabulary (lackner2019 §III): a job runs on ``nodes`` compute nodes for its
+requested ``walltime``; with HPS it also holds ``storage`` bytes of the
+high-performance tier from the start of its stage-in to the end of its
+stage-out.  Tiers are the strings ``"lps"`` and ``"hps"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+LPS = "lps"
+HPS = "hps"
+TIERS = (LPS, HPS)
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedJob:
+    """A waiting job as the scheduler knows it (user-stated values, not the truth)."""
+
+    id: str
+    submit: float
+    nodes: int
+    walltime: float
+    storage: float = 0.0  # requested HPS bytes
+    input: float = 0.0
+    output: float = 0.0
+    data: float = 0.0  # intermediate (checkpoint) bytes read and written at runtime
+    user: str = ""
+
+    @classmethod
+    def from_job(cls, job: Any) -> "QueuedJob":
+        """From an ``iolab.specs.batch.Job``: the scheduler sees ``job.stated``."""
+        s = job.stated
+        return cls(id=job.id, submit=float(job.submit), nodes=int(job.nodes), walltime=float(job.walltime),
+                   storage=float(s.storage), input=float(s.input), output=float(s.output),
+                   data=float(s.data), user=job.user)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A running job: nodes and HPS bytes held until ``expected_end``."""
+
+    id: str
+    nodes: int
+    expected_end: float
+    tier: str = LPS
+    storage: float = 0.0  # HPS bytes held (0 on LPS)
+
+
+@dataclass(frozen=True, slots=True)
+class TierRates:
+    """R_lps, R_hps and R_stage in bytes per second (lackner2019 §III-A)."""
+
+    lps: float
+    hps: float
+    stage: float
+
+    def __post_init__(self) -> None:
+        for name in ("lps", "hps", "stage"):
+            v = getattr(self, name)
+            if not (v > 0 and math.isfinite(v)):
+                raise ValueError(f"rate {name} must be > 0 and finite, got {v}")
+
+    def io_time_lps(self, job: QueuedJob) -> float:
+        """Seconds of the walltime spent on I/O at R_lps (capped by the walltime)."""
+        return min(job.walltime, (job.input + job.output + job.data) / self.lps)
+
+    def run_time(self, job: QueuedJob, tier: str) -> float:
+        """Time on the compute nodes.  With LPS: the walltime.  With HPS: the
+        walltime with its I/O done at R_hps instead of R_lps (lackner2019 §IV-B)."""
+        if tier == LPS:
+            return job.walltime
+        io = self.io_time_lps(job)
+        return job.walltime - io + io * self.lps / self.hps
+
+    def stage_in(self, job: QueuedJob) -> float:
+        return job.input / self.stage
+
+    def stage_out(self, job: QueuedJob) -> float:
+        return job.output / self.stage
+
+    def duration(self, job: QueuedJob, tier: str) -> float:
+        """Length of the job's reservation on ``tier`` (HPS: stage-in + run + stage-out)."""
+        if tier == LPS:
+            return job.walltime
+        return self.stage_in(job) + self.run_time(job, HPS) + self.stage_out(job)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state a policy decides on.
+
+    - ``queue``: waiting jobs in submit order (ties: the caller's order).
+    - ``running``: jobs holding nodes (and HPS bytes) until their expected end.
+    - ``free_nodes``: nodes free now; ``free_nodes + sum(running nodes)`` may
+      be less than ``total_nodes`` (nodes down), never more.
+    - ``hps_free``: HPS bytes free now; default ``hps_capacity`` minus what
+      the running jobs hold.
+    - ``overrun_grace``: a running job past its expected end is assumed to end
+      this many seconds after ``now`` (its estimate was wrong; correcting it
+      is the caller's business, e.g. soysal2019's doubling).
+    """
+
+    now: float
+    total_nodes: int
+    free_nodes: int
+    queue: tuple[QueuedJob, ...] = ()
+    running: tuple[RunningJob, ...] = ()
+    hps_capacity: float = 0.0
+    hps_free: float | None = None
+    rates: TierRates | None = None
+    overrun_grace: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queue", tuple(self.queue))
+        object.__setattr__(self, "running", tuple(self.running))
+        if not math.isfinite(self.now):
+            raise ValueError(f"now must be finite, got {self.now}")
+        if self.free_nodes < 0 or self.total_nodes < 1:
+            raise ValueError(f"bad node counts: total {self.total_nodes}, free {self.free_nodes}")
+        busy = sum(r.nodes for r in self.running)
+        if self.free_nodes + busy > self.total_nodes:
+            raise ValueError(f"free ({self.free_nodes}) + running ({busy}) nodes exceed the total ({self.total_nodes})")
+        if self.overrun_grace <= 0:
+            raise ValueError("overrun_grace must be > 0")
+        held = sum(r.storage for r in self.running if r.tier == HPS)
+        if self.hps_free is None:
+            object.__setattr__(self, "hps_free", max(0.0, self.hps_capacity - held))
+        elif self.hps_free < 0 or self.hps_free > self.hps_capacity * (1 + 1e-12):
+            raise ValueError(f"hps_free {self.hps_free} outside [0, capacity {self.hps_capacity}]")
+        ids: set[str] = set()
+        for j in self.queue:
+            if j.id in ids:
+                raise ValueError(f"job {j.id!r} is twice in the queue")
+            ids.add(j.id)
+            if j.nodes < 1 or j.nodes > self.total_nodes:
+                raise ValueError(f"job {j.id!r} needs {j.nodes} nodes; the machine has {self.total_nodes}")
+            if not (j.walltime > 0 and math.isfinite(j.walltime)):
+                raise ValueError(f"job {j.id!r}: walltime must be > 0, got {j.walltime}")
+        for r in self.running:
+            if r.id in ids:
+                raise ValueError(f"job {r.id!r} is both running and waiting")
+            if r.tier not in TIERS:
+                raise ValueError(f"running job {r.id!r}: unknown tier {r.tier!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    """Where a waiting job stands in the policy's plan.
+
+    ``reserved`` tells a commitment (conservative: every job; EASY and SAS:
+    the head job) from a projection (the other jobs of EASY and SAS, whose
+    start is only what the policy would do if nothing changed).
+    """
+
+    job: str
+    start: float
+    end: float
+    nodes: int
+    tier: str = LPS
+    storage: float = 0.0
+    reserved: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start ``job`` now on ``tier``; it holds its nodes and bytes until ``expected_end``."""
+
+    job: str
+    tier: str
+    nodes: int
+    expected_end: float
+    storage: float = 0.0
+
+
+@dataclass(frozen=True)
+class Decision:
+    now: float
+    starts: tuple[Start, ...] = ()
+    plan: tuple[PlanEntry, ...] = field(default=())
+
+    @property
+    def started(self) -> list[str]:
+        return [s.job for s in self.starts]
+
+    def start_of(self, job: str) -> float:
+        """Planned start of ``job`` (``now`` if it starts now)."""
+        for e in self.plan:
+            if e.job == job:
+                return e.start
+        raise KeyError(job)
+
+
+class BatchPolicy:
+    """Base of the batch schedulers: ``decide(snapshot) -> Decision``.
+
+    Subclasses implement ``_decide``.  The last plan stays available through
+    :meth:`plan` so that a runtime can record plans over time (walltime
+    quality, soysal2019's T_NAP) without recomputing them.
+    """
+
+    name: str = ""
+
+    def __init__(self) -> None:
+        self._plan: tuple[PlanEntry, ...] = ()
+
+    def decide(self, snap: Snapshot) -> Decision:
+        d = self._decide(snap)
+        self._plan = d.plan
+        return d
+
+    def plan(self) -> tuple[PlanEntry, ...]:
+        """The plan of the last decision (immutable)."""
+        return self._plan
+
+    def _decide(self, snap: Snapshot) -> Decision:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
