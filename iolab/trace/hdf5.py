@@ -39,9 +39,27 @@ def _attr_load(v: Any) -> Any:
     return v
 
 
+def check_tables(trace: Trace) -> None:
+    """Refuse a trace whose tables do not fit the schema (before touching the disk)."""
+    for name, cols in TABLES.items():
+        table = trace.tables.get(name)
+        if table is None:
+            continue
+        lengths = {c: len(table.columns[c]) for c, _ in cols if c in table.columns}
+        missing = [c for c, _ in cols if c not in table.columns]
+        if missing:
+            raise TraceError(f"table {name} lacks column(s) {missing}")
+        if len(set(lengths.values())) > 1:
+            raise TraceError(f"table {name}: columns differ in length {lengths}")
+        for c, kind in cols:
+            if kind != "str" and table.columns[c].dtype.kind not in "iufb":
+                raise TraceError(f"table {name}: column {c} must be numeric, got {table.columns[c].dtype}")
+
+
 def write_trace(trace: Trace, path: str | Path) -> Path:
-    """Write atomically; returns the path."""
+    """Write atomically (temporary file, then rename); returns the path."""
     path = Path(path)
+    check_tables(trace)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

@@ -121,14 +121,24 @@ class TraceBuilder:
         return len(self._rows[table])
 
     def build(self, **attrs: Any) -> Trace:
+        """Freeze the rows; phases and grants in a canonical order (job, index, start)
+        so that the same run gives the same file whichever runtime recorded it."""
         tables = {}
         for name, cols in TABLES.items():
             rows = self._rows[name]
+            if name in _CANONICAL:
+                rows = sorted(rows, key=_CANONICAL[name])
             columns = {}
             for i, (c, k) in enumerate(cols):
                 columns[c] = np.array([r[i] for r in rows], dtype=_NP[k]) if rows else np.array([], dtype=_NP[k])
             tables[name] = Table(name, columns)
         return Trace(tables, {**self.attrs, **attrs})
+
+
+_CANONICAL = {
+    "phases": lambda r: (r[0], r[1], r[3]),  # job, index, start
+    "grants": lambda r: (r[0], r[1], r[3]),  # job, phase, request
+}
 
 
 def _default(kind: str) -> Any:

@@ -1,0 +1,1 @@
+"""The papers' studies, as commands that run, summarise and draw them."""

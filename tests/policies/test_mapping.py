@@ -1,0 +1,64 @@
+"""Make-Pack (carretero2020 Alg. 1), First-Fit and LPT placement."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from middleware.policies import PackJob, first_fit, lpt_assign, make_pack
+
+
+def test_make_pack_hand_made_case():
+    # P = 10, b = 1.  T and V chosen so that the packs are known:
+    #   J1: Q=6, T=100, V=60 -> opens pack 0 (L=0.6)
+    #   J2: Q=4, T=90,  V=50 -> pack 0 has 4 free nodes but L would be 1.1 > S=1 -> opens pack 1
+    #   J3: Q=4, T=80,  V=30 -> pack 0 (6 nodes, first by decreasing P^Pack): L=0.9 <= 1 -> pack 0
+    #   J4: Q=2, T=50,  V=10 -> pack 0 is full (10 nodes), pack 1: L=(50+10)/90=.67 -> pack 1
+    jobs = [PackJob("J1", 6, 60, 100), PackJob("J2", 4, 50, 90), PackJob("J3", 4, 30, 80),
+            PackJob("J4", 2, 10, 50)]
+    packs = make_pack(jobs, 10, 1.0, 1.0)
+    assert [p.ids for p in packs] == [["J1", "J3"], ["J2", "J4"]]
+    assert packs[0].length == 100 and packs[0].nodes == 10
+    assert math.isclose(packs[1].load(1.0), 60 / 90)
+    # First-Fit ignores the I/O constraint: J2 joins J1.
+    assert [p.ids for p in first_fit(jobs, 10, 1.0)] == [["J1", "J2"], ["J3", "J4"]]
+
+
+def test_make_pack_sorts_by_decreasing_contention_free_time():
+    jobs = [PackJob("short", 1, 0, 10), PackJob("long", 1, 0, 99)]
+    assert make_pack(jobs, 8, 1.0, 1.0)[0].ids == ["long", "short"]
+
+
+job_lists = st.lists(
+    st.builds(PackJob, id=st.uuids().map(str), nodes=st.integers(1, 16),
+              volume=st.floats(0, 200), min_time=st.floats(1, 300)),
+    min_size=1, max_size=40, unique_by=lambda j: j.id)
+
+
+@settings(max_examples=200, deadline=None)
+@given(jobs=job_lists, s=st.sampled_from([0.25, 0.5, 1.0, 2.0, math.inf]))
+def test_every_pack_respects_eq4_and_eq5_or_holds_a_single_job(jobs, s):
+    b, P = 2.0, 16
+    jobs = [PackJob(j.id, j.nodes, j.volume, max(j.min_time, j.volume / b)) for j in jobs]
+    packs = make_pack(jobs, P, b, s)
+    assert sorted(j for p in packs for j in p.ids) == sorted(j.id for j in jobs)
+    for p in packs:
+        assert p.nodes <= P  # Eq. 5
+        if len(p.jobs) > 1 and not math.isinf(s):
+            assert p.load(b) <= s * (1 + 1e-9)  # Eq. 4 (a job alone may exceed S)
+
+
+@settings(max_examples=100, deadline=None)
+@given(jobs=job_lists)
+def test_infinite_sensibility_is_first_fit(jobs):
+    jobs = [PackJob(j.id, j.nodes, j.volume, max(j.min_time, j.volume)) for j in jobs]
+    assert [p.ids for p in make_pack(jobs, 16, 1.0, math.inf)] == [p.ids for p in first_fit(jobs, 16, 1.0)]
+
+
+def test_lpt_places_longest_first_on_the_least_loaded_node():
+    # lengths 7, 5, 4, 3, 3 on 2 nodes: 7->n0, 5->n1, 4->n1 (5<7), 3->n0 (7<9), 3->n0? loads 10 vs 9 -> n1
+    assert lpt_assign([7, 5, 4, 3, 3], 2) == [[0, 3], [1, 2, 4]]
+    assert lpt_assign([1, 2, 3], 1) == [[2, 1, 0]]
+    assert lpt_assign([], 3) == [[], [], []]

@@ -1,0 +1,70 @@
+"""The carretero2020 study: its shortcut for several I/O nodes, its outputs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+from click.testing import CliRunner
+
+from iolab.cli import cli
+from iolab.metrics import io_metrics
+from iolab.specs import load_spec
+from iolab.studies.carretero import STRATEGIES, run_workload
+from sim.run import simulate
+from sim.workloads.carretero import CarreteroParams, generate, power_of_two_law
+
+SMALL = CarreteroParams(nodes_per_io_node=64, apps=(12, 20), iterations=(5, 15))
+
+
+def test_per_pack_shortcut_equals_a_full_simulation_on_several_io_nodes():
+    rows = {r["strategy"]: r for r in run_workload(3.0, 0, 5, SMALL)}
+    for name, mapping in (("s1", {"kind": "make-pack", "sensibility": 1.0}), ("first-fit", {"kind": "first-fit"})):
+        for R in (1, 3, 5):
+            spec = generate(3.0, 5, SMALL, io_nodes=R).model_copy()
+            spec = spec.model_validate({**spec.model_dump(), "mapping": mapping})
+            full = io_metrics(simulate(spec))
+            assert math.isclose(full.makespan, rows[name][f"makespan_R{R}"], rel_tol=1e-12), (name, R)
+            assert full.packs == rows[name]["packs"]
+
+
+def test_generated_workload_follows_the_protocol():
+    spec = generate(2.0, 42, SMALL)
+    assert 12 <= len(spec.apps) <= 20
+    for a in spec.apps:
+        assert 5 <= a.iterations <= 15 and 10 <= a.compute <= 100
+        assert a.nodes & (a.nodes - 1) == 0 and a.nodes <= 64  # a power of two
+        assert 0.01 - 1e-9 <= a.io_volume / a.compute <= 2.0 + 1e-9
+    law = power_of_two_law(20.0, 6)
+    assert abs(sum(p * 2**j for j, p in enumerate(law)) - 20.0) < 1e-6
+    assert abs(sum(law) - 1) < 1e-12
+
+
+def test_workload_generate_command_writes_a_loadable_spec(tmp_path):
+    out = tmp_path / "w.yaml"
+    res = CliRunner().invoke(cli, ["workload", "generate", "carretero", "--alpha", "1.5", "--seed", "9",
+                                   "--nodes-per-io-node", "256", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    spec = load_spec(out)
+    again = generate(1.5, 9, CarreteroParams(nodes_per_io_node=256))
+    assert [a.model_dump() for a in spec.apps] == [a.model_dump() for a in again.apps]
+    bad = CliRunner().invoke(cli, ["workload", "generate", "carretero", "--alpha", "-1", "-o", str(out)])
+    assert bad.exit_code != 0 and "--alpha" in bad.output
+
+
+def test_quick_study_writes_results_and_figures(tmp_path):
+    res = CliRunner().invoke(cli, ["study", "carretero", "--quick", "--jobs", "1", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    with open(tmp_path / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == summary["workloads"] * len(STRATEGIES) == 8 * len(STRATEGIES)
+    s1 = summary["strategies"]["s1"]
+    # more I/O nodes can only help the smaller packs of Make-Pack relative to First-Fit
+    assert s1["makespan_R5"] <= s1["makespan_R3"] <= s1["makespan_R1"]
+    assert s1["packs"] >= 1.0  # S=1 adds an I/O constraint: never fewer packs
+    assert s1["stretch"] < 1.0  # and less contention inside packs
+    for fig in ("fig10.png", "fig11.png", "fig12.png", "fig14.png", "fig15.png"):
+        assert (tmp_path / fig).stat().st_size > 10_000
+    assert "paper (Sensibility=1, Fig. 15)" in res.output

@@ -1,0 +1,76 @@
+"""Trace files: atomic, self-describing, refused clearly when not a trace."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from iolab.errors import TraceError
+from iolab.specs import parse_spec
+from iolab.trace import TraceBuilder, read_trace, write_trace
+from sim.run import simulate
+
+SPEC = {"platform": {"nodes_per_io_node": 4, "bandwidth": 2.0}, "seed": 17,
+        "apps": [{"id": "a", "nodes": 2, "iterations": 3, "compute": 1, "io_volume": 4}]}
+
+
+def test_attributes_carry_the_spec_and_seed(tmp_path):
+    path = write_trace(simulate(parse_spec(SPEC)), tmp_path / "t.h5")
+    t = read_trace(path)
+    assert t.attrs["seed"] == 17
+    assert t.attrs["spec"]["apps"][0]["io_volume"] == 4
+    assert t.attrs["runtime"] == "sim-event"
+    assert list(t.phases["kind"]) == ["compute", "write"] * 3
+    assert t.as_dict()["jobs"]["end"][0] == 9.0  # 3 x (1 + 4/2)
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left
+
+
+def test_an_inconsistent_trace_is_refused_before_writing(tmp_path):
+    tb = TraceBuilder()
+    tb.add_job(id="x", nodes=1)
+    trace = tb.build()
+    trace.tables["phases"].columns["start"] = np.array([1.0])  # 1 row where the others have 0
+    with pytest.raises(TraceError, match="columns differ in length"):
+        write_trace(trace, tmp_path / "bad.h5")
+    trace.tables["phases"].columns["start"] = np.array([], dtype=object)
+    with pytest.raises(TraceError, match="must be numeric"):
+        write_trace(trace, tmp_path / "bad.h5")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_write_that_fails_midway_leaves_neither_file_nor_temporary(tmp_path, monkeypatch):
+    trace = simulate(parse_spec(SPEC))
+    write_trace(trace, tmp_path / "t.h5")
+    before = (tmp_path / "t.h5").read_bytes()
+    calls = {"n": 0}
+    real = h5py.Group.create_dataset
+
+    def flaky(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 10:
+            raise OSError("disk full")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(h5py.Group, "create_dataset", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        write_trace(trace, tmp_path / "t.h5")
+    assert [p.name for p in tmp_path.iterdir()] == ["t.h5"]  # old file intact, no temporary
+    assert (tmp_path / "t.h5").read_bytes() == before
+
+
+def test_reading_something_else_is_a_clear_error(tmp_path):
+    with pytest.raises(TraceError, match="no such trace"):
+        read_trace(tmp_path / "nope.h5")
+    (tmp_path / "text.h5").write_text("hello")
+    with pytest.raises(TraceError, match="not an HDF5 file"):
+        read_trace(tmp_path / "text.h5")
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f["x"] = 1
+    with pytest.raises(TraceError, match="not an iolab trace"):
+        read_trace(tmp_path / "other.h5")
+
+
+def test_builder_refuses_unknown_columns():
+    with pytest.raises(ValueError, match="unknown column"):
+        TraceBuilder().add_phase(job="a", colour="red")
