@@ -1,0 +1,68 @@
+"""Simulator throughput and the wall time / peak memory of the carretero study.
+
+usage:: python benchmarks/sim_throughput.py [--full] [--jobs N]
+
+Prints events per second of the next-event engine on generated workloads
+(per policy), of the time-stepped engine on Table 1, and, with --full, the
+wall time and peak RSS of `iolab study carretero` (target: <= 60 s on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from iolab.specs import load_spec  # noqa: E402
+from sim.event import EventEngine  # noqa: E402
+from sim.scenario import Scenario  # noqa: E402
+from sim.stepped import SteppedEngine  # noqa: E402
+from sim.workloads.carretero import generate  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--full", action="store_true", help="also time the full carretero study")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+
+    spec = generate(1.0, 7)
+    sc = Scenario.from_spec(spec)
+    print(f"workload: {len(spec.apps)} apps, {sum(a.iterations for a in spec.apps)} I/O phases, {sc.plan.pack_count} packs")
+    for policy in ("fifo", "longest-remaining", "stretch", "shared"):
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            rec = EventEngine(sc, policy, rows=False).run()
+            best = min(best, time.perf_counter() - t0)
+        print(f"event engine, {policy:18s}: {rec.events / best:10.0f} events/s ({rec.events} events, {best:.3f} s)")
+    t1 = load_spec(Path(__file__).resolve().parents[1] / "examples" / "carretero-table1.yaml")
+    sc1 = Scenario.from_spec(t1)
+    for dt in (1.0, 0.5):
+        t0 = time.perf_counter()
+        rec = SteppedEngine(sc1, "fifo", dt, rows=False).run()
+        el = time.perf_counter() - t0
+        print(f"step engine, Table 1, dt={dt}: {rec.events / el:10.0f} steps/s ({rec.events} steps, {el:.2f} s)")
+    if args.full:
+        from iolab.studies.carretero import run_study
+
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.perf_counter()
+            s = run_study(Path(d), jobs=args.jobs, progress=False)
+            wall = time.perf_counter() - t0
+        peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"carretero study: {s['workloads']} workloads, {s['events']} events, {wall:.1f} s wall "
+              f"with {args.jobs} processes; peak RSS {peak_self:.0f} MiB (main), {peak_children:.0f} MiB (largest worker)")
+        print("relative makespan of Sensibility=1 (geo. mean), R=1/3/5: "
+              + ", ".join(f"{s['strategies']['s1'][f'makespan_R{R}']:.2f}" for R in (1, 3, 5))
+              + "  (paper: 1.09, 0.71, 0.53)")
+
+
+if __name__ == "__main__":
+    main()
