@@ -1,0 +1,179 @@
+"""Feitelson-1996 job model with lackner2019's I/O model (§IV-B) and estimate noise (§V-B).
+
+Fully determined by ``seed`` (numpy ``SeedSequence``; no global RNG).  The
+workload and the estimate noise use two independent child streams, so the
+same seed gives the same jobs whatever theta is: only the estimates change.
+
+Our instantiation of Feitelson's model (Packing schemes for gang scheduling,
+JSSPP 1996; the parameters of lackner2019 Table I are the defaults):
+
+- **sizes**: ``n`` in 1..``max_nodes`` with probability proportional to
+  ``n**-size_exponent`` (harmonic of order 1.5), weight multiplied by
+  ``pow2_boost`` when ``n`` is a power of two (small jobs and powers of two
+  dominate, as in the logs Feitelson modelled);
+- **runtimes**: hyper-exponential, correlated with size: the long branch is
+  taken with probability ``q(n) = q_min + (q_max - q_min)(n-1)/(N-1)``; each
+  branch is an exponential truncated to [shortest, longest] (Table I: 1800 s
+  and 86400 s) with mean parameter ``short_mean`` or ``long_mean`` (as a
+  fraction of longest - shortest) above ``shortest``;
+- **repetitions**: a job is run ``r`` times, ``P(r) ∝ r**-2.5`` for
+  r = 1..``max_repetitions`` (Table I: 2); run k+1 is submitted when run k
+  would end (Feitelson's repeated runs; zero think time) with the same size,
+  runtime and user;
+- **arrivals**: new (non-repeated) jobs arrive as a Poisson process of mean
+  inter-arrival ``arrival_factor`` seconds (Table I: 500);
+- ``jobs`` jobs in all (Table I: 500), sorted by submit time, ids "1".."n";
+  a user per repeated job, drawn uniformly among ``users``.
+
+I/O (lackner2019 §IV-B), with volumes set by filling a fraction of the
+runtime at the fixed rate R_lps (``lps_rate``):
+
+- input and output: each a fraction of the runtime drawn from
+  N(io_fraction / 2, io_fraction_sd), clipped to [0, io_fraction]; together
+  10 % of the runtime on average; ``input = f_in * runtime * R_lps``;
+- checkpoints: a checkpoint is ``nodes * memory_per_node`` bytes; jobs
+  shorter than ``checkpoint_min_runtime`` do not checkpoint; the others
+  write ``k = floor(checkpoint_fraction * runtime * R_lps / size)``
+  checkpoints (the frequency that fills that fraction of the runtime);
+  ``data = k * size`` (no checkpoint if k = 0);
+- requested HPS capacity: ``storage = max(input, output) + checkpoint size``;
+- walltime = runtime (users know their jobs, lackner2019 §III-B).
+
+Inaccurate estimates (§V-B): with ``theta > 0`` the user states
+``N(x, (theta x)^2)`` (clipped at 0) for each of input, output and data;
+the stated storage is ``max(stated input, stated output) + checkpoint
+size`` (the checkpoint size follows from the node memory and is known).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from iolab.specs.batch import FeitelsonWorkload, IOEstimate, Job
+
+GB = 10**9
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The constants of our Feitelson instantiation (see the module doc)."""
+
+    size_exponent: float = 1.5
+    pow2_boost: float = 3.0
+    q_min: float = 0.1
+    q_max: float = 0.9
+    short_mean: float = 0.05  # fraction of (longest - shortest)
+    long_mean: float = 0.4
+    repetition_exponent: float = 2.5
+
+
+def size_distribution(max_nodes: int, shape: ModelShape = ModelShape()) -> np.ndarray:
+    """P(n) for n = 1..max_nodes."""
+    n = np.arange(1, max_nodes + 1, dtype=float)
+    w = n ** -shape.size_exponent
+    pow2 = (np.arange(1, max_nodes + 1) & np.arange(0, max_nodes)) == 0
+    w[pow2] *= shape.pow2_boost
+    return w / w.sum()
+
+
+def long_branch_probability(n: np.ndarray, max_nodes: int, shape: ModelShape = ModelShape()) -> np.ndarray:
+    frac = (n - 1) / (max_nodes - 1) if max_nodes > 1 else np.zeros_like(n, dtype=float)
+    return shape.q_min + (shape.q_max - shape.q_min) * frac
+
+
+def truncated_exp_mean(mu: float, span: float) -> float:
+    """Mean of an exponential of mean ``mu`` truncated to [0, span]."""
+    if span <= 0:
+        return 0.0
+    x = span / mu
+    return mu - span * math.exp(-x) / (-math.expm1(-x))
+
+
+def _truncated_exp(rng: np.random.Generator, mu: np.ndarray, span: float, size: int) -> np.ndarray:
+    u = rng.random(size)
+    return -mu * np.log1p(-u * (-np.expm1(-span / mu)))
+
+
+def expected_runtime(params: FeitelsonWorkload, max_nodes: int, shape: ModelShape = ModelShape()) -> float:
+    """Analytic mean runtime of a new (non-repeated) job, for plausibility checks."""
+    span = params.longest - params.shortest
+    p = size_distribution(max_nodes, shape)
+    q = long_branch_probability(np.arange(1, max_nodes + 1, dtype=float), max_nodes, shape)
+    m_s = truncated_exp_mean(shape.short_mean * span, span)
+    m_l = truncated_exp_mean(shape.long_mean * span, span)
+    return params.shortest + float(np.sum(p * (q * m_l + (1 - q) * m_s)))
+
+
+def repetition_distribution(max_rep: int, shape: ModelShape = ModelShape()) -> np.ndarray:
+    r = np.arange(1, max_rep + 1, dtype=float)
+    w = r ** -shape.repetition_exponent
+    return w / w.sum()
+
+
+def feitelson_jobs(params: FeitelsonWorkload | None = None, *, seed: int = 0, max_nodes: int = 128,
+                   lps_rate: float = 1 * GB, memory_per_node: float = 16 * GB,
+                   shape: ModelShape = ModelShape(), **overrides: Any) -> list[Job]:
+    """Generate the workload (``overrides`` replace fields of ``params``)."""
+    base = params or FeitelsonWorkload()
+    p = base.model_copy(update=overrides) if overrides else base
+    if overrides:
+        p = FeitelsonWorkload.model_validate(p.model_dump())  # re-check overridden values
+    if max_nodes < 1 or not (lps_rate > 0) or not (memory_per_node > 0):
+        raise ValueError("max_nodes, lps_rate and memory_per_node must be > 0")
+    work_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
+    rng = np.random.default_rng(work_ss)
+    n_fam = p.jobs  # enough families: each has >= 1 run
+    sizes = rng.choice(np.arange(1, max_nodes + 1), size=n_fam, p=size_distribution(max_nodes, shape))
+    span = p.longest - p.shortest
+    long = rng.random(n_fam) < long_branch_probability(sizes.astype(float), max_nodes, shape)
+    mu = np.where(long, shape.long_mean * span, shape.short_mean * span)
+    runtimes = p.shortest + _truncated_exp(rng, mu, span, n_fam)
+    reps = rng.choice(np.arange(1, p.max_repetitions + 1), size=n_fam,
+                      p=repetition_distribution(p.max_repetitions, shape))
+    arrivals = np.cumsum(rng.exponential(p.arrival_factor, size=n_fam))
+    arrivals -= arrivals[0]  # the first job arrives at 0
+    users = rng.integers(p.users, size=n_fam)
+    # Expand repetitions and keep the first ``jobs`` runs in family order.
+    fam = np.repeat(np.arange(n_fam), reps)[: p.jobs]
+    rep_idx = np.concatenate([np.arange(r) for r in reps])[: p.jobs]
+    submit = arrivals[fam] + rep_idx * runtimes[fam]
+    order = np.lexsort((rep_idx, fam, submit))
+    fam, rep_idx, submit = fam[order], rep_idx[order], submit[order]
+    n = len(fam)
+    nodes = sizes[fam]
+    runtime = runtimes[fam]
+    # I/O, drawn per run in submit order.
+    half = p.io_fraction / 2
+    f_in = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
+    f_out = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
+    inp = np.floor(f_in * runtime * lps_rate)
+    out = np.floor(f_out * runtime * lps_rate)
+    ckpt = nodes * float(memory_per_node)
+    k = np.floor(p.checkpoint_fraction * runtime * lps_rate / ckpt)
+    k[runtime < p.checkpoint_min_runtime] = 0
+    data = k * ckpt
+    ckpt_held = np.where(k > 0, ckpt, 0.0)
+    storage = np.maximum(inp, out) + ckpt_held
+    est = None
+    if p.theta > 0:
+        noise = np.random.default_rng(noise_ss)
+        e_in = np.maximum(0.0, noise.normal(inp, p.theta * inp))
+        e_out = np.maximum(0.0, noise.normal(out, p.theta * out))
+        e_data = np.maximum(0.0, noise.normal(data, p.theta * data))
+        est = (e_in, e_out, e_data, np.maximum(e_in, e_out) + ckpt_held)
+    jobs = []
+    for i in range(n):
+        estimate = None
+        if est is not None:
+            estimate = IOEstimate(input=float(est[0][i]), output=float(est[1][i]), data=float(est[2][i]),
+                                  storage=float(est[3][i]))
+        jobs.append(Job(
+            id=str(i + 1), user=f"u{int(users[fam[i]])}", submit=float(submit[i]), nodes=int(nodes[i]),
+            walltime=float(runtime[i]), runtime=float(runtime[i]), input=float(inp[i]), output=float(out[i]),
+            data=float(data[i]), storage=float(storage[i]), estimate=estimate,
+        ))
+    return jobs

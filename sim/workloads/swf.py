@@ -1,0 +1,196 @@
+"""Standard Workload Format (Parallel Workloads Archive) reader, plain or gzip.
+
+An SWF file is header comments (``; Key: value``) then one job per line with
+18 whitespace-separated numeric fields; ``-1`` means *unknown* and becomes
+``None`` here.  The header's ``MaxNodes`` and ``MaxProcs`` are parsed (their
+ratio is the processors per node used to turn processors into nodes).
+
+Malformed lines (not 18 fields, a non-number, a missing or non-positive job
+number, a negative submit time) are **raised** as :class:`SWFError` naming
+the file and the line number (``strict=True``, the default), or
+**collected** in :attr:`SWFTrace.problems` as ``(line, reason)`` and skipped
+(``strict=False``).
+
+Turning a record into a :class:`iolab.specs.batch.Job` (:meth:`SWFTrace.jobs`):
+
+- ``nodes`` = ceil(processors / procs_per_node), processors = requested
+  (field 8) if known, else allocated (field 5); a record with neither is
+  unusable and is listed in :attr:`SWFTrace.unusable`, not returned;
+- ``runtime`` = run time (field 4), 0 if unknown (cancelled before start);
+- ``walltime`` = requested time (field 9) if known and > 0, else
+  max(runtime, 1 s); runtime may exceed it (logs record such jobs);
+- ``user`` = user id (field 12), ``"unknown"`` if -1; no I/O volumes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from iolab.specs.batch import Job
+
+FIELDS = (
+    "job", "submit", "wait", "run_time", "alloc_procs", "avg_cpu", "used_mem", "req_procs", "req_time",
+    "req_mem", "status", "user", "group", "executable", "queue", "partition", "preceding_job", "think_time",
+)
+
+
+class SWFError(ValueError):
+    """A malformed SWF line: ``path``, ``line`` (1-based) and ``reason``."""
+
+    def __init__(self, path: str, line: int, reason: str):
+        self.path, self.line, self.reason = path, line, reason
+        super().__init__(f"{path}:{line}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class SWFRecord:
+    line: int
+    job: int
+    submit: float
+    wait: float | None
+    run_time: float | None
+    alloc_procs: int | None
+    avg_cpu: float | None
+    used_mem: float | None
+    req_procs: int | None
+    req_time: float | None
+    req_mem: float | None
+    status: int | None
+    user: int | None
+    group: int | None
+    executable: int | None
+    queue: int | None
+    partition: int | None
+    preceding_job: int | None
+    think_time: float | None
+
+
+_INT_FIELDS = {"job", "alloc_procs", "req_procs", "status", "user", "group", "executable", "queue",
+               "partition", "preceding_job"}
+
+
+@dataclass
+class SWFTrace:
+    path: str
+    header: dict[str, str] = field(default_factory=dict)
+    records: list[SWFRecord] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    unusable: list[tuple[int, str]] = field(default_factory=list)
+
+    def _int(self, key: str) -> int | None:
+        v = self.header.get(key)
+        try:
+            return int(v.split()[0]) if v else None
+        except ValueError:
+            return None
+
+    @property
+    def max_nodes(self) -> int | None:
+        return self._int("MaxNodes")
+
+    @property
+    def max_procs(self) -> int | None:
+        return self._int("MaxProcs")
+
+    @property
+    def max_records(self) -> int | None:
+        return self._int("MaxRecords")
+
+    @property
+    def procs_per_node(self) -> int:
+        n, p = self.max_nodes, self.max_procs
+        if n and p and p % n == 0:
+            return p // n
+        return 1
+
+    def jobs(self, procs_per_node: int | None = None) -> list[Job]:
+        ppn = procs_per_node or self.procs_per_node
+        out: list[Job] = []
+        self.unusable = []
+        for r in self.records:
+            procs = r.req_procs if r.req_procs else r.alloc_procs
+            if not procs or procs <= 0:
+                self.unusable.append((r.line, f"job {r.job}: no processor count (fields 5 and 8 unknown)"))
+                continue
+            runtime = r.run_time if r.run_time is not None and r.run_time >= 0 else 0.0
+            walltime = r.req_time if r.req_time is not None and r.req_time > 0 else max(runtime, 1.0)
+            out.append(Job.model_validate(dict(
+                id=str(r.job), user="unknown" if r.user is None else str(r.user), submit=r.submit,
+                nodes=int(math.ceil(procs / ppn)), walltime=walltime, runtime=runtime,
+            )))
+        return out
+
+
+def _open_text(path: Path) -> Iterator[str]:
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
+        yield from fh
+
+
+def _parse_line(text: str, lineno: int) -> SWFRecord | str:
+    parts = text.split()
+    if len(parts) != len(FIELDS):
+        return f"expected {len(FIELDS)} fields, found {len(parts)}"
+    values: dict[str, float | int | None] = {}
+    for name, tok in zip(FIELDS, parts):
+        try:
+            v = float(tok)
+        except ValueError:
+            return f"field {FIELDS.index(name) + 1} ({name}) is not a number: {tok!r}"
+        if not math.isfinite(v):
+            return f"field {FIELDS.index(name) + 1} ({name}) is not finite: {tok!r}"
+        if v == -1:
+            values[name] = None
+        elif name in _INT_FIELDS:
+            if v != int(v):
+                return f"field {FIELDS.index(name) + 1} ({name}) must be an integer: {tok!r}"
+            values[name] = int(v)
+        else:
+            values[name] = v
+    if values["job"] is None or values["job"] <= 0:  # type: ignore[operator]
+        return "job number (field 1) must be a positive integer"
+    if values["submit"] is None or values["submit"] < 0:  # type: ignore[operator]
+        return "submit time (field 2) must be >= 0"
+    return SWFRecord(line=lineno, **values)  # type: ignore[arg-type]
+
+
+def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None) -> SWFTrace:
+    """Read an SWF file (``.gz`` detected by content).  See the module doc for errors."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no such SWF file: {p}")
+    trace = SWFTrace(path=str(p))
+    for lineno, raw in enumerate(_open_text(p), start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        if text.startswith(";"):
+            body = text[1:].strip()
+            if ":" in body:
+                key, _, value = body.partition(":")
+                key = key.strip()
+                if key and " " not in key:
+                    trace.header.setdefault(key, value.strip())
+            continue
+        rec = _parse_line(text, lineno)
+        if isinstance(rec, str):
+            if strict:
+                raise SWFError(str(p), lineno, rec)
+            trace.problems.append((lineno, rec))
+            continue
+        trace.records.append(rec)
+        if limit is not None and len(trace.records) >= limit:
+            break
+    return trace
+
+
+def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
+             procs_per_node: int | None = None) -> list[Job]:
+    """Jobs of an SWF file, in file order."""
+    return read_swf(path, strict=strict, limit=limit).jobs(procs_per_node)
