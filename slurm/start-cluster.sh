@@ -128,7 +128,7 @@ ReturnToService=2
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
-MinJobAge=60
+MinJobAge=5
 MessageTimeout=10
 
 NodeName=n[1-${NODES}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=[$((IOLAB_SLURMD_PORT_BASE + 1))-${last}] CPUs=${IOLAB_NODE_CPUS} State=UNKNOWN

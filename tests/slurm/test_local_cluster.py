@@ -1,0 +1,118 @@
+"""The local Slurm really does what the emulator relies on.
+
+Each test drives the cluster with command lines from :mod:`emulator.launchers`
+run through :mod:`emulator.shell`, so the lines are checked against the real
+``srun``/``sbatch``/``scontrol`` too. Skipped without a cluster (see conftest).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emulator.launchers import expand_hostlist, scontrol_command, srun_command
+from emulator.shell import kill_tree, spawn
+from emulator.slurm_state import JobState, parse_state
+
+pytestmark = pytest.mark.slurm
+
+MPI_PROBE = """
+import json, os
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+me = {"rank": comm.rank, "size": comm.size, "node": os.environ["SLURMD_NODENAME"],
+      "procid": int(os.environ["SLURM_PROCID"])}
+everyone = comm.gather(me)
+total = comm.allreduce(comm.rank)
+if comm.rank == 0:
+    print(json.dumps({"ranks": everyone, "sum": total}))
+"""
+
+
+def test_srun_pmi2_gives_one_communicator_across_two_nodes(cluster, job_name):
+    nodes = list(cluster.idle_nodes[:2])
+    cmd = srun_command(4, [sys.executable, "-c", MPI_PROBE], nodes=2, nodelist=nodes,
+                       job_name=job_name, extra=["--ntasks-per-node=2", "--kill-on-bad-exit=1"])
+    rc, out, err = cluster.run(cmd, timeout=120)
+    assert rc == 0, err
+    result = json.loads(out)
+    ranks = result["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1, 2, 3]
+    assert {r["size"] for r in ranks} == {4}          # one communicator, not 4 singletons
+    assert result["sum"] == 0 + 1 + 2 + 3              # a collective across both nodes
+    assert all(r["procid"] == r["rank"] for r in ranks)
+    assert sorted(r["node"] for r in ranks) == sorted(nodes * 2)  # 2 ranks on each node
+
+
+def test_sbatch_wait_runs_a_script_and_reports_its_state(cluster, job_name, tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n"
+                      'echo "job $SLURM_JOB_ID on $SLURMD_NODENAME nodes $SLURM_JOB_NODELIST"\n'
+                      "exit ${IOLAB_EXIT:-0}\n")
+    out_file = tmp_path / "job.out"
+    rc, out, err = cluster.run(["sbatch", "--wait", "--parsable", f"--job-name={job_name}",
+                                "-N2", f"--output={out_file}", str(script)])
+    assert rc == 0, err
+    jobid = out.strip().split(";")[0]
+    words = out_file.read_text().split()
+    assert words[:2] == ["job", jobid]
+    assert words[3] in cluster.idle_nodes
+    assert len(expand_hostlist(words[5])) == 2       # the batch host sees its 2-node allocation
+    assert _state(cluster, jobid) is JobState.COMPLETED
+
+    rc, out, _ = cluster.run(["sbatch", "--wait", "--parsable", f"--job-name={job_name}",
+                              "--export=ALL,IOLAB_EXIT=3", "--output=/dev/null", str(script)])
+    assert rc == 3                                   # sbatch --wait returns the job's code
+    assert _state(cluster, out.strip().split(";")[0]) is JobState.FAILED
+
+
+def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name, tmp_path):
+    ticks = tmp_path / "ticks"
+    loop = f"i=0; while :; do echo $i >> {ticks}; i=$((i+1)); sleep 0.05; done"
+    cmd = srun_command(1, ["sh", "-c", loop], nodes=1, mpi="none", job_name=job_name)
+    step = spawn(cmd, env=cluster.env, log_path=tmp_path / "srun.log")
+    try:
+        _wait_until(lambda: _lines(ticks) >= 5, "the step to start ticking", step, tmp_path)
+        rc, jobid, err = cluster.run(["squeue", "-h", f"--name={job_name}", "-o", "%i"])
+        assert rc == 0 and jobid.strip(), err
+        jobid = jobid.strip()
+        assert _state(cluster, jobid) is JobState.RUNNING
+
+        rc, _, err = cluster.run(scontrol_command("suspend", jobid))
+        assert rc == 0, err
+        assert _state(cluster, jobid) is JobState.SUSPENDED
+        time.sleep(0.3)                              # a tick in flight may still land
+        frozen = _lines(ticks)
+        time.sleep(1.0)                              # ~20 ticks if it were running
+        assert _lines(ticks) == frozen
+
+        rc, _, err = cluster.run(scontrol_command("resume", jobid))
+        assert rc == 0, err
+        _wait_until(lambda: _lines(ticks) >= frozen + 5, "ticks after resume", step, tmp_path)
+        assert _state(cluster, jobid) is JobState.RUNNING
+    finally:
+        kill_tree(step, grace=5)
+
+
+def _state(cluster, jobid: str) -> JobState:
+    rc, out, err = cluster.run(["scontrol", "show", "job", "-o", jobid])
+    assert rc == 0, err
+    fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+    return parse_state(fields["JobState"])
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def _wait_until(ok, what: str, step, tmp_path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ok():
+        if step.poll() is not None or time.monotonic() > deadline:
+            log = (tmp_path / "srun.log").read_text()
+            pytest.fail(f"timed out waiting for {what} (srun rc={step.poll()}): {log}")
+        time.sleep(0.05)
