@@ -306,7 +306,7 @@ class App:
         np = self._np
         cfg = self.cfg
         requested = time.time()
-        info = None
+        info = grant = None
         if self.rank == 0:
             if phase.kind == "read":
                 if self.manifest is None:
@@ -340,8 +340,10 @@ class App:
                 manifest = checkpoint.make_manifest(
                     cfg.app_id, b.n, list(b.dims), phase.index, phase.iteration, self.solver.sweeps,
                     ckpt_dir, self.size)
-                checkpoint.write_manifest(checkpoint.manifest_path(cfg.out_dir, cfg.app_id), manifest, cfg.fsync)
-                checkpoint.prune(self.manifest, manifest)
+                path = checkpoint.manifest_path(cfg.out_dir, cfg.app_id)
+                previous = self.manifest if self.manifest is not None else _old_manifest(path)
+                checkpoint.write_manifest(path, manifest, cfg.fsync)
+                checkpoint.prune(previous, manifest)
                 self.manifest = manifest
                 nbytes = manifest["total_bytes"]
                 self.bytes_written += nbytes
@@ -353,6 +355,9 @@ class App:
             self.bytes_read += nbytes
         end = time.time()
         if self.rank == 0:
+            if end > grant.granted_at + grant.lease:
+                print(f"[rank 0] warning: I/O phase {phase.index} outlived its grant's lease of {grant.lease} s",
+                      file=sys.stderr, flush=True)
             self.coord.end_io(phase.index, nbytes)
             self.coord.report(phase.index, phase.kind, start, end, nbytes)
         return {"requested": requested, "start": start, "end": end, "nbytes": nbytes}
@@ -368,6 +373,16 @@ class App:
             rec = {"index": phase.index, "kind": phase.kind, "iteration": phase.iteration,
                    "target": phase.amount, **rec, "seconds": rec["end"] - rec["start"]}
             self.records.append(rec)
+
+
+def _old_manifest(path: Path) -> dict | None:
+    """A fresh run's first checkpoint supersedes the one an earlier run left (if readable)."""
+    from apps import checkpoint
+
+    try:
+        return checkpoint.read_manifest(path)
+    except ValueError:
+        return None
 
 
 # -- entry points ------------------------------------------------------------------------------

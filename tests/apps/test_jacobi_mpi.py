@@ -69,7 +69,7 @@ def test_distributed_solution_equals_serial_jacobi(tmp_path, ranks):
     assert want[0].max() > 0.5  # the top boundary has diffused in: the check is not trivial
 
 
-def test_duration_mode_phases_last_their_time_and_ranks_leave_together(tmp_path):
+def test_duration_mode_phases_last_their_time(tmp_path):
     # 4 ranks on 2 cores (oversubscribed). Measured |error| <= 8 ms (grids 256-2048, 1-4 ranks);
     # the 50 ms bound leaves room for a loaded CI machine.
     plan = json.dumps([["compute", 0.4]] * 4)
@@ -127,6 +127,16 @@ def test_checkpoints_are_whole_hdf5_of_the_phase_volume(tmp_path):
     # every rank throttled exactly its share of the bytes
     throttled = {c["rank"]: c["args"][0] for c in log if c["call"] == "close"}
     assert throttled == {0: 3 * 1_500_001, 1: 3 * 1_500_000}
+
+
+def test_a_fresh_run_supersedes_the_checkpoint_an_earlier_run_left_elsewhere(tmp_path):
+    args = ["--app-id", "fr", "--grid", "16", "--phases-json", '[["write", 100000]]', "--out-dir", str(tmp_path)]
+    for tier in ("tier1", "tier2"):
+        summary(launch(1, *args, "--coordinator-config", json.dumps({"directory": str(tmp_path / tier)}),
+                       cwd=tmp_path))
+    manifest = json.loads((tmp_path / "fr.manifest.json").read_text())
+    assert Path(manifest["directory"]).is_relative_to(tmp_path / "tier2")
+    assert list((tmp_path / "tier1" / "fr").iterdir()) == []
 
 
 def test_read_phase_reads_the_latest_checkpoint_back(tmp_path):
