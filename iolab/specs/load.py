@@ -35,7 +35,14 @@ def _io_model() -> type[BaseModel]:
     return IOExperiment
 
 
+def _batch_model() -> type[BaseModel]:
+    from .batch import BatchExperiment
+
+    return BatchExperiment
+
+
 register_kind("io", _io_model)
+register_kind("batch", _batch_model)
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
