@@ -1,0 +1,190 @@
+"""FCFS, EASY and conservative backfilling on hand-made queues, and their invariants.
+
+The hand-made case (4 nodes, one running job R of 3 nodes until t=100)::
+
+    A: 3 nodes, 100 s      B: 4 nodes, 50 s      C: 1 node, 300 s   (submitted in this order)
+
+Expected, worked out by hand before running anything:
+
+- FCFS: nothing starts; A at 100, B at 200 (after A), C at 250 (not before B).
+- conservative: nothing starts; A 100, B 200, C 250 (C at 0 would still run at
+  200 and delay B's reservation).
+- EASY: C starts now (it uses the node A leaves free, so A still starts at
+  100); A reserved at 100; B only projected, at 300 (C delays it: EASY protects
+  the head only).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from middleware.policies.batch import (
+    EASY, FCFS, Conservative, Profile, QueuedJob, RunningJob, Snapshot, get_scheduler,
+)
+
+
+def case(now: float = 0.0, r_end: float = 100.0) -> Snapshot:
+    q = (QueuedJob("A", 0, 3, 100), QueuedJob("B", 1, 4, 50), QueuedJob("C", 2, 1, 300))
+    running = (RunningJob("R", 3, r_end),) if r_end > now else ()
+    free = 1 if running else 4
+    return Snapshot(now=now, total_nodes=4, free_nodes=free, queue=q, running=running)
+
+
+def starts(plan) -> dict[str, float]:
+    return {e.job: e.start for e in plan}
+
+
+def test_fcfs_hand_case():
+    d = FCFS().decide(case())
+    assert d.started == []
+    assert starts(d.plan) == {"A": 100, "B": 200, "C": 250}
+
+
+def test_conservative_hand_case():
+    d = Conservative().decide(case())
+    assert d.started == []
+    assert starts(d.plan) == {"A": 100, "B": 200, "C": 250}
+    assert all(e.reserved for e in d.plan)
+
+
+def test_easy_hand_case():
+    d = EASY().decide(case())
+    assert d.started == ["C"]
+    assert starts(d.plan) == {"A": 100, "B": 300, "C": 0}
+    reserved = {e.job: e.reserved for e in d.plan}
+    assert reserved == {"A": True, "B": False, "C": True}
+    (s,) = d.starts
+    assert (s.job, s.nodes, s.expected_end, s.tier) == ("C", 1, 300, "lps")
+
+
+def test_easy_backfills_when_the_job_ends_before_the_shadow_time():
+    q = (QueuedJob("A", 0, 4, 50), QueuedJob("B", 1, 2, 100), QueuedJob("C", 2, 1, 300))
+    snap = Snapshot(now=0, total_nodes=4, free_nodes=2, queue=q, running=(RunningJob("R", 2, 100),))
+    d = EASY().decide(snap)
+    assert d.started == ["B"]  # ends at 100 = A's reserved start
+    assert starts(d.plan) == {"A": 100, "B": 0, "C": 150}
+
+
+def test_conservative_compresses_when_a_job_ends_early():
+    before = starts(Conservative().decide(case()).plan)
+    # R was expected until 100 but ends at 50: the caller asks again at 50.
+    d = Conservative().decide(case(now=50, r_end=50))
+    after = starts(d.plan)
+    assert after == {"A": 50, "B": 150, "C": 200}
+    assert d.started == ["A"]
+    assert all(after[j] <= before[j] for j in before)
+
+
+def test_fcfs_keeps_order_after_early_end():
+    d = FCFS().decide(case(now=50, r_end=50))
+    assert starts(d.plan) == {"A": 50, "B": 150, "C": 200}
+
+
+def test_overrunning_job_is_assumed_to_end_soon():
+    snap = Snapshot(now=200, total_nodes=4, free_nodes=1, queue=(QueuedJob("A", 0, 3, 100),),
+                    running=(RunningJob("R", 3, 100),), overrun_grace=5)
+    assert starts(EASY().decide(snap).plan) == {"A": 205}
+
+
+def test_policy_remembers_its_last_plan():
+    pol = get_scheduler("conservative")
+    assert pol.plan() == ()
+    d = pol.decide(case())
+    assert pol.plan() == d.plan and isinstance(pol.plan(), tuple)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(free_nodes=5),  # more free than the machine
+    dict(queue=(QueuedJob("X", 0, 9, 10),)),  # larger than the machine
+    dict(queue=(QueuedJob("X", 0, 1, 10), QueuedJob("X", 1, 1, 10))),
+])
+def test_snapshot_refuses_inconsistent_state(bad):
+    args = dict(now=0, total_nodes=4, free_nodes=4)
+    args.update(bad)
+    with pytest.raises(ValueError):
+        Snapshot(**args)
+
+
+def test_profile_earliest_fit_skips_blocking_segments():
+    p = Profile(0, 2)
+    p.add(10, math.inf, -2)  # 2 more nodes from t=10
+    p.reserve(10, 20, 4)  # [10, 30) fully used
+    assert p.earliest_fit(1, 5) == 0
+    assert p.earliest_fit(1, 15) == 30
+    assert p.earliest_fit(3, 1) == 30
+    assert p.earliest_fit(5, 1) == math.inf
+
+
+# ---------------------------------------------------------------- properties
+
+job_st = st.builds(lambda n, w, s: (n, w, s), st.integers(1, 8), st.integers(1, 50), st.integers(0, 20))
+
+
+@st.composite
+def snapshots(draw):
+    total = 8
+    running = []
+    busy = 0
+    for i, (n, end) in enumerate(draw(st.lists(st.tuples(st.integers(1, 4), st.integers(1, 60)), max_size=4))):
+        if busy + n > total:
+            break
+        running.append(RunningJob(f"r{i}", n, float(end)))
+        busy += n
+    free = total - busy
+    jobs = draw(st.lists(job_st, min_size=1, max_size=10))
+    queue = tuple(QueuedJob(f"j{i}", float(i), n, float(w)) for i, (n, w, s) in enumerate(jobs))
+    return Snapshot(now=0.0, total_nodes=total, free_nodes=free, queue=queue, running=tuple(running))
+
+
+def _check_common(snap, d):
+    assert sum(s.nodes for s in d.starts) <= snap.free_nodes
+    assert [e.job for e in d.plan] == [j.id for j in snap.queue]
+    assert all(e.start >= snap.now for e in d.plan)
+    # Starts and reservations are jointly feasible: nothing double-booked.
+    prof = Profile.from_snapshot(snap)
+    for e in d.plan:
+        if e.reserved:
+            prof.reserve(e.start, e.end - e.start, e.nodes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(snapshots())
+def test_conservative_never_delays_an_earlier_job(snap):
+    d = Conservative().decide(snap)
+    _check_common(snap, d)
+    full = starts(d.plan)
+    for k in range(1, len(snap.queue) + 1):  # later jobs never change earlier reservations
+        prefix = Snapshot(now=snap.now, total_nodes=snap.total_nodes, free_nodes=snap.free_nodes,
+                          queue=snap.queue[:k], running=snap.running)
+        sub = starts(Conservative().decide(prefix).plan)
+        assert all(sub[j] == full[j] for j in sub)
+
+
+@settings(max_examples=150, deadline=None)
+@given(snapshots())
+def test_easy_never_delays_the_head(snap):
+    d = EASY().decide(snap)
+    _check_common(snap, d)
+    waiting = [e for e in d.plan if e.start > snap.now]
+    if not waiting:
+        return
+    head = waiting[0]
+    assert head.reserved
+    idx = [j.id for j in snap.queue].index(head.job)
+    # The head's start is what it would be if no later job existed (no backfill).
+    alone = Snapshot(now=snap.now, total_nodes=snap.total_nodes, free_nodes=snap.free_nodes,
+                     queue=snap.queue[: idx + 1], running=snap.running)
+    assert starts(FCFS().decide(alone).plan)[head.job] == head.start
+
+
+@settings(max_examples=150, deadline=None)
+@given(snapshots())
+def test_fcfs_never_overtakes(snap):
+    d = FCFS().decide(snap)
+    _check_common(snap, d)
+    s = [e.start for e in d.plan]
+    assert s == sorted(s)
