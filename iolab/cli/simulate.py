@@ -52,6 +52,13 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
 
     if dt is not None and dt <= 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
+    from ..specs.load import read_document
+
+    kind = read_document(spec_path).get("kind", "io")
+    if kind == "batch":
+        if policy or mode or dt:
+            raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
+        return _simulate_batch(spec_path, out, as_json)
     spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt})
     trace = run_sim(spec)
     m = io_metrics(trace)
@@ -64,3 +71,27 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
                          f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
         if out:
             click.echo(f"trace written to {out}")
+
+
+def _simulate_batch(spec_path: str, out: str | None, as_json: bool) -> None:
+    from dataclasses import asdict
+
+    from sim.batch.run import simulate_batch
+
+    from ..metrics.from_trace import trace_batch_metrics
+    from ..trace import write_trace
+
+    spec = load_spec(spec_path)
+    trace = simulate_batch(spec)
+    m = trace_batch_metrics(trace)
+    if out:
+        write_trace(trace, Path(out))
+    if as_json:
+        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.kind}))
+        return
+    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs} jobs on {spec.platform.nodes} nodes "
+               f"({trace.attrs['wall_seconds']:.2f} s, {trace.attrs['decisions']} decisions)")
+    click.echo(table(["makespan s", "mean turnaround s", "node util.", "HPS util.", "jobs on HPS"],
+                     [(m.makespan, m.mean_turnaround, m.node_utilisation, m.hps_utilisation, m.hps_jobs)]))
+    if out:
+        click.echo(f"trace written to {out}")

@@ -130,3 +130,27 @@ def test_the_scheduler_is_checked_for_overcommitment():
     jobs = [{"id": x, "submit": 0, "nodes": 6, "walltime": 10, "runtime": 10} for x in "ab"]
     with pytest.raises(RuntimeError, match="started b on 6 nodes; 2 free"):
         run_batch(spec(jobs), scheduler=Greedy())
+
+
+def test_simulate_command_runs_a_batch_spec(tmp_path):
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from iolab.cli import cli
+    from iolab.trace import read_trace
+
+    path = tmp_path / "b.yaml"
+    path.write_text(yaml.safe_dump({"kind": "batch", "platform": PLATFORM, "scheduler": "sas", "workload": [
+        {"id": "a", "submit": 0, "nodes": 8, "walltime": 100, "runtime": 50},
+        {"id": "b", "submit": 0, "nodes": 4, "walltime": 100, "runtime": 50, "input": "20GB", "storage": "20GB"}]}))
+    res = CliRunner().invoke(cli, ["simulate", str(path), "--json", "--out", str(tmp_path / "t.h5")])
+    assert res.exit_code == 0, res.output
+    m = json.loads(res.output)
+    assert m["jobs"] == 2 and m["hps_jobs"] == 1
+    # a on all 8 nodes for 50 s, then b on HPS: stage-in 10 s + read 2 s + compute 30 s -> ends at 92
+    assert m["makespan"] == pytest.approx(92.0)
+    assert read_trace(tmp_path / "t.h5").attrs["runtime"] == "sim-batch"
+    bad = CliRunner().invoke(cli, ["simulate", str(path), "--policy", "fifo"])
+    assert bad.exit_code == 2 and "batch spec names its scheduler" in bad.output
