@@ -58,11 +58,31 @@ def byte_count(text: str) -> int:
     return int(value)
 
 
+EXAMPLES = """\
+examples:
+  # carretero2020 Table 1, app 3, time-scaled 1/100: 1000 x (0.08 s compute, 64 MiB checkpoint)
+  mpiexec -n 4 python -m apps.jacobi --app-id app3 --grid 5000 \\
+      --iterations 1000 --compute 0.08 --io-volume 64MiB --out-dir run/
+  # measure the sweep rate, then run a fixed amount of work per phase
+  mpiexec -n 4 python -m apps.jacobi --app-id x --grid 2048 --calibrate
+  mpiexec -n 4 python -m apps.jacobi --app-id x --grid 2048 --compute-mode work \\
+      --sweeps-per-second 130 --phases-json '[["compute", 5], ["write", 1e8], ["read", 1e8]]'
+  # after a crash: continue from the latest complete checkpoint
+  mpiexec -n 4 python -m apps.jacobi <same arguments> --restart
+
+stdout: one JSON line from rank 0 at the end (phases with wall-clock start/end, sweeps,
+residual, bytes); errors go to stderr. Exit 2: bad arguments; non-zero: a rank failed.
+See docs/apps.md.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Synthetic MPI app: 2-D Jacobi solver with coordinated HDF5 checkpoint phases. "
         "Launch with: mpiexec -n <np> python -m apps.jacobi ...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
     )
     p.add_argument("--app-id", required=True, help="application name; names its checkpoints and manifest")
     p.add_argument("--grid", type=int, required=True, metavar="N", help="the grid has N x N unknowns")
