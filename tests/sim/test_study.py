@@ -68,3 +68,20 @@ def test_quick_study_writes_results_and_figures(tmp_path):
     for fig in ("fig10.png", "fig11.png", "fig12.png", "fig14.png", "fig15.png"):
         assert (tmp_path / fig).stat().st_size > 10_000
     assert "paper (Sensibility=1, Fig. 15)" in res.output
+
+
+def test_lackner_quick_study(tmp_path):
+    res = CliRunner().invoke(cli, ["study", "lackner", "--quick", "--jobs", "1", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    groups = summary["groups"]
+    rnd0 = [g for g in groups if g["scheduler"] == "random" and g["p"] == 0.0]
+    rnd1 = [g for g in groups if g["scheduler"] == "random" and g["p"] == 1.0]
+    # p = 0 never uses HPS; p = 1 uses it for every job that fits
+    assert all(g["hps_utilisation"] == 0.0 for g in rnd0)
+    assert all(g["hps_utilisation"] > 0.0 for g in rnd1)
+    assert all(0 < g["node_utilisation"] <= 1 for g in groups)
+    with open(tmp_path / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["figure"] for r in rows} == {"3", "4"}
+    assert (tmp_path / "fig3.png").stat().st_size > 10_000 and (tmp_path / "fig4.png").stat().st_size > 10_000

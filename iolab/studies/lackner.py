@@ -1,0 +1,220 @@
+"""lackner2019 §V-A: SAS against random tier assignment (Figs. 3 and 4).
+
+Platform (§IV-A): 128 nodes with 16 GB of memory each (the checkpoint size),
+R_hps = 15 R_lps, R_stage = k R_lps (k = 5 unless varied), HPS of 2048 or
+4096 GB; R_lps = 1 GB/s (the paper scales everything to it).  Workloads:
+the Feitelson-1996 model with Table I's parameters (500 jobs) and the I/O
+model of §IV-B, ten seeds.
+
+- Fig. 3: for both HPS capacities, SAS and random assignment with
+  p = 0, 0.05, ..., 1: makespan and mean turnaround (arithmetic means over
+  workloads and repetitions), node and HPS utilisation (Eq. 3, pooled).
+- Fig. 4: the same with R_stage = k R_lps, k in {1, 2, 5, 10} (HPS 4096 GB).
+
+Each run is an independent simulation (``sim.batch``) with the same policy
+objects a real batch loop uses; runs go to a process pool.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from iolab.metrics.batch import batch_metrics
+from iolab.specs import parse_spec
+from sim.batch.run import run_batch
+
+from .common import Progress, atomic_write_text, run_parallel, write_csv
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class LacknerSize:
+    jobs: int = 500
+    workloads: int = 10
+    repetitions: int = 1  # the paper: 10
+    ps: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
+    capacities_gb: tuple[float, ...] = (2048, 4096)
+    ks: tuple[float, ...] = (1, 2, 5, 10)
+
+
+QUICK = LacknerSize(jobs=60, workloads=2, repetitions=1, ps=(0.0, 0.5, 1.0), capacities_gb=(2048,), ks=(1, 5))
+
+
+def experiment(capacity_gb: float, k: float, scheduler, seed: int, jobs: int):
+    return parse_spec({
+        "kind": "batch", "name": f"lackner-{capacity_gb:g}GB-k{k:g}",
+        "platform": {"nodes": 128, "memory_per_node": 16 * GB, "lps": {"rate": GB},
+                     "hps": {"rate": 15 * GB, "capacity": capacity_gb * GB}, "stage_rate": k * GB},
+        "scheduler": scheduler, "seed": seed,
+        "workload": {"source": "feitelson", "jobs": jobs},
+    })
+
+
+def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float | None, workload: int,
+            repetition: int, jobs: int) -> dict:
+    sched = {"kind": "random-tier", "p": p} if scheduler == "random" else "sas"
+    spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs)
+    from sim.batch.run import make_policy
+    from middleware.policies.batch import get_scheduler
+
+    policy = (get_scheduler("random-tier", p=p, rng=np.random.default_rng([workload, repetition, int(p * 1000)]))
+              if scheduler == "random" else make_policy(spec))
+    t0 = time.perf_counter()
+    rec = run_batch(spec, scheduler=policy, rows=False)
+    wall = time.perf_counter() - t0
+    js = rec.jobs
+    submit = np.array([s.queued.submit for s in js])
+    start = np.array([s.start for s in js])
+    end = np.array([s.end for s in js])
+    nodes = np.array([s.queued.nodes for s in js])
+    tier = np.array([s.tier for s in js])
+    hb = np.array([s.storage for s in js])
+    m = batch_metrics(submit, start, end, nodes, 128, tier, hb, capacity_gb * GB)
+    span = float(end.max() - submit.min())
+    return {
+        "figure": figure, "capacity_gb": capacity_gb, "k": k, "scheduler": scheduler,
+        "p": p if p is not None else float("nan"), "workload": workload, "repetition": repetition,
+        "makespan": m.makespan, "mean_turnaround": m.mean_turnaround,
+        "node_used": float(np.sum((end - start) * nodes)), "node_avail": span * 128,
+        "hps_used": float(np.sum(np.where(tier == "hps", (end - start) * hb, 0.0))),
+        "hps_avail": span * capacity_gb * GB, "hps_jobs": m.hps_jobs, "wall_seconds": wall,
+    }
+
+
+def tasks(size: LacknerSize) -> list[tuple]:
+    out = []
+    for cap in size.capacities_gb:  # Fig. 3
+        for w in range(size.workloads):
+            out.append((3, cap, 5, "sas", None, w, 0, size.jobs))
+            for p in size.ps:
+                for r in range(size.repetitions):
+                    out.append((3, cap, 5, "random", p, w, r, size.jobs))
+    cap4 = max(size.capacities_gb)
+    for k in size.ks:  # Fig. 4 (k = 5 at the largest capacity is Fig. 3's runs)
+        if k == 5:
+            continue
+        for w in range(size.workloads):
+            out.append((4, cap4, k, "sas", None, w, 0, size.jobs))
+            for p in size.ps:
+                for r in range(size.repetitions):
+                    out.append((4, cap4, k, "random", p, w, r, size.jobs))
+    return out
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """Means per (capacity, k, scheduler, p); utilisations pooled (Eq. 3)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        key = (r["capacity_gb"], r["k"], r["scheduler"], None if r["scheduler"] == "sas" else r["p"])
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (cap, k, sched, p), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3] or -1)):
+        out.append({
+            "capacity_gb": cap, "k": k, "scheduler": sched, "p": p, "runs": len(rs),
+            "makespan": float(np.mean([r["makespan"] for r in rs])),
+            "makespan_sd": float(np.std([r["makespan"] for r in rs])),
+            "mean_turnaround": float(np.mean([r["mean_turnaround"] for r in rs])),
+            "mean_turnaround_sd": float(np.std([r["mean_turnaround"] for r in rs])),
+            "node_utilisation": sum(r["node_used"] for r in rs) / sum(r["node_avail"] for r in rs),
+            "hps_utilisation": sum(r["hps_used"] for r in rs) / sum(r["hps_avail"] for r in rs),
+        })
+    return {"groups": out}
+
+
+def headline(agg: dict) -> dict:
+    """SAS against the best random p, per capacity and k."""
+    out = {}
+    for g in agg["groups"]:
+        if g["scheduler"] != "sas":
+            continue
+        rnd = [h for h in agg["groups"] if h["scheduler"] == "random" and h["capacity_gb"] == g["capacity_gb"]
+               and h["k"] == g["k"]]
+        if not rnd:
+            continue
+        best_mk = min(rnd, key=lambda h: h["makespan"])
+        best_ta = min(rnd, key=lambda h: h["mean_turnaround"])
+        out[f"{g['capacity_gb']:g}GB_k{g['k']:g}"] = {
+            "sas_makespan": g["makespan"], "best_random_makespan": best_mk["makespan"], "best_p_makespan": best_mk["p"],
+            "sas_turnaround": g["mean_turnaround"], "best_random_turnaround": best_ta["mean_turnaround"],
+            "best_p_turnaround": best_ta["p"], "sas_node_utilisation": g["node_utilisation"],
+            "sas_hps_utilisation": g["hps_utilisation"],
+        }
+    return out
+
+
+def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int = 2, figures: bool = True,
+              progress: bool = True) -> dict:
+    ts = tasks(size)
+    prog = Progress(len(ts), "runs") if progress else None
+    t0 = time.perf_counter()
+    rows = run_parallel(run_one, ts, jobs, prog)
+    agg = aggregate(rows)
+    summary = {"headline": headline(agg), "wall_seconds": time.perf_counter() - t0, "runs": len(rows),
+               "size": {"jobs": size.jobs, "workloads": size.workloads, "repetitions": size.repetitions},
+               "paper": "SAS: ~80 % node and ~70 % HPS utilisation; better makespan and turnaround than any p"}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_csv(out_dir / "runs.csv", rows)
+    atomic_write_text(out_dir / "summary.json", json.dumps({**summary, **agg}, indent=2))
+    if figures:
+        draw(agg, out_dir, size)
+    return {**summary, **agg}
+
+
+def draw(agg: dict, out_dir: Path, size: LacknerSize) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def series(cap, k, col):
+        rnd = [g for g in agg["groups"] if g["scheduler"] == "random" and g["capacity_gb"] == cap and g["k"] == k]
+        sas = [g for g in agg["groups"] if g["scheduler"] == "sas" and g["capacity_gb"] == cap and g["k"] == k]
+        return ([g["p"] for g in rnd], [g[col] for g in rnd],
+                [g.get(col + "_sd", 0.0) for g in rnd], sas[0][col] if sas else None)
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    panels = (("makespan", "makespan [h]", 3600), ("mean_turnaround", "mean turnaround [h]", 3600),
+              ("node_utilisation", "node utilisation", 1), ("hps_utilisation", "HPS utilisation", 1))
+    colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+    for ax, (col, label, scale) in zip(axes.flat, panels):
+        for cap, c in zip(size.capacities_gb, colors):
+            p, y, sd, sas = series(cap, 5, col)
+            y, sd = np.array(y) / scale, np.array(sd) / scale
+            ax.errorbar(p, y, yerr=sd if sd.any() else None, fmt="o", ms=3, color=c, label=f"random, {cap:g} GB")
+            if len(p) >= 3:
+                fit = np.polyfit(p, y, 2)
+                xs = np.linspace(0, 1, 50)
+                ax.plot(xs, np.polyval(fit, xs), color=c, lw=0.8)
+            if sas is not None:
+                ax.axhline(sas / scale, color=c, ls="--", label=f"SAS, {cap:g} GB")
+        ax.set_xlabel("p (probability of HPS, random assignment)")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.suptitle("lackner2019 Fig. 3 (iolab simulation): SAS vs random tier assignment, R_stage = 5 R_lps")
+    fig.tight_layout()
+    fig.savefig(out_dir / "fig3.png", dpi=110)
+    plt.close(fig)
+
+    cap4 = max(size.capacities_gb)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (col, label) in zip(axes, (("makespan", "makespan [h]"), ("mean_turnaround", "mean turnaround [h]"))):
+        for k, c in zip(size.ks, colors):
+            p, y, sd, sas = series(cap4, k, col)
+            if not p:
+                continue
+            ax.plot(p, np.array(y) / 3600, "o", ms=3, color=c, label=f"random, k={k:g}")
+            if sas is not None:
+                ax.axhline(sas / 3600, color=c, ls="--", label=f"SAS, k={k:g}")
+        ax.set_xlabel("p (probability of HPS, random assignment)")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"lackner2019 Fig. 4 (iolab simulation): R_stage = k R_lps, HPS {cap4:g} GB")
+    fig.tight_layout()
+    fig.savefig(out_dir / "fig4.png", dpi=110)
+    plt.close(fig)
