@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import StrictModel, raise_if
+from .emulation import EmulatorSettings
 
 # Names of the I/O arbitration policies (carretero2020 §5.1) plus ``shared``.
 IO_POLICIES: tuple[str, ...] = (
@@ -206,6 +207,7 @@ class IOExperiment(StrictModel):
     mapping: Mapping = Mapping()
     seed: int = Field(0, ge=0, le=2**63 - 1)
     sim: SimSettings = SimSettings()
+    emulator: EmulatorSettings = EmulatorSettings()
     apps: list[App] = Field(..., min_length=1)
 
     @field_validator("policy", mode="before")

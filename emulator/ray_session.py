@@ -1,0 +1,62 @@
+"""Start a local Ray for one run, or join one, and always leave it as found.
+
+A local Ray is started with ``num_cpus`` (default 2), no dashboard and this
+machine's name resolution kept to localhost (``_node_ip_address=127.0.0.1``).
+Note: Ray still listens on every interface (see docs/emulator.md); run it on a
+private network only.  The apps join it with the GCS address this session
+reports, so they must run as the same user with the same ``HOME`` and
+``RAY_AUTH_MODE`` (Ray's auth token lives under ``~/.ray``).
+
+    with RaySession.open() as session:       # starts Ray (or reuses the one already up)
+        session.gcs_address                  # "host:port", for the apps' config
+    # Ray is shut down here if this session started it
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+
+from iolab.errors import RunError
+
+_counter = itertools.count()
+
+
+@dataclass
+class RaySession:
+    gcs_address: str
+    namespace: str
+    owned: bool  # this session called ray.init (and so shuts it down)
+
+    @classmethod
+    def open(cls, address: str | None = None, namespace: str | None = None, num_cpus: int = 2) -> "RaySession":
+        import ray
+
+        namespace = namespace or f"iolab-{os.getpid()}-{next(_counter)}"
+        owned = False
+        if not ray.is_initialized():
+            try:
+                if address:
+                    ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level="ERROR")
+                else:
+                    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                             namespace=namespace, log_to_driver=False, logging_level="ERROR")
+            except Exception as exc:
+                where = f"join Ray at {address}" if address else "start a local Ray"
+                raise RunError(f"cannot {where}: {type(exc).__name__}: {exc}") from None
+            owned = True
+        return cls(ray.get_runtime_context().gcs_address, namespace, owned)
+
+    def close(self) -> None:
+        import ray
+
+        if self.owned and ray.is_initialized():
+            ray.shutdown()
+            self.owned = False
+
+    def __enter__(self) -> "RaySession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

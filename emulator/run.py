@@ -1,0 +1,302 @@
+"""Run an I/O experiment for real: MPI apps under ``mpiexec``, arbitrated by the Ray arbiter.
+
+    trace = run_emulation(spec, policy="fifo", out="run.h5")
+
+Sequence (docs/emulator.md): check everything (no process yet) -> start or join
+Ray -> create the arbiter actor with the plan of :func:`iolab.plan.make_plan`
+-> launch every app (``nice mpiexec -n R python -m apps.jacobi ...``, its own
+process group, log in ``WORK/logs``) -> wait until every rank waits at its
+start gate -> start the clock (t0) -> watch: a process that exits without
+``finish`` is failed (its grant cancelled), an app the arbiter failed (lease,
+``finish(False)``) has its processes killed -> collect the arbiter's records
+into a trace in spec seconds (``(wall - t0) / time_scale``).
+
+Ctrl-C kills every child process group, marks the apps still going
+``killed``, writes the partial trace (attribute ``complete = False``) and
+re-raises ``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+import sys
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from iolab import __version__
+from iolab.errors import RunError, SpecError
+from iolab.plan import Plan, make_plan
+from iolab.specs.emulation import EmulatorSettings
+from iolab.specs.io import IOExperiment
+from iolab.specs.load import problems_of
+from iolab.trace import Trace, TraceBuilder, write_trace
+
+from .checks import check_runnable
+from .progress import Progress
+from .ray_session import RaySession
+
+REPO = Path(__file__).resolve().parents[1]
+ENDED = ("ok", "failed", "killed")
+
+
+def settle_settings(spec: IOExperiment, policy: str | None = None, **overrides) -> IOExperiment:
+    """The spec with ``policy`` and emulator ``overrides`` (None = keep) applied and re-validated."""
+    from middleware.policies import get_policy
+
+    update: dict = {}
+    if policy is not None:
+        try:
+            update["policy"] = get_policy(policy).name
+        except ValueError as exc:
+            raise SpecError("--policy", [("policy", str(exc))]) from None
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given:
+        try:
+            update["emulator"] = EmulatorSettings.model_validate({**spec.emulator.model_dump(), **given})
+        except ValidationError as err:
+            raise SpecError("emulator settings", [("emulator." + p, r) for p, r in problems_of(err)]) from None
+    return spec.model_copy(update=update) if update else spec
+
+
+def default_work_dir(spec: IOExperiment, out: str | Path | None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    if out is not None:
+        out = Path(out)
+        return out.parent / f"{out.stem}.work"
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-emulate-{spec.name}-{stamp}"
+
+
+def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: float | None = None,
+                  out: str | Path | None = None, address: str | None = None, work_dir: str | Path | None = None,
+                  progress: bool | Progress = False, source: str = "<spec>", **overrides) -> Trace:
+    """Emulate ``spec`` (with ``policy`` and emulator settings overridden); returns the trace,
+    also written to ``out`` if given.  Raises SpecError/RunError before any process starts."""
+    spec = settle_settings(spec, policy, time_scale=time_scale,
+                           work_dir=str(work_dir) if work_dir is not None else None, **overrides)
+    s = spec.emulator
+    work = Path(s.work_dir) if s.work_dir else default_work_dir(spec, out)
+    mpiexec = check_runnable(spec, work.resolve(), source)
+    run = Emulation(spec, make_plan(spec), work.resolve(), mpiexec, address,
+                    progress if isinstance(progress, Progress) else Progress(bool(progress)))
+    return run.run(out)
+
+
+class Emulation:
+    """One real run (see the module doc); ``run()`` is the whole life cycle."""
+
+    poll = 0.1  # seconds between looks at the processes
+
+    def __init__(self, spec: IOExperiment, plan: Plan, work: Path, mpiexec: str, address: str | None,
+                 progress: Progress):
+        self.spec, self.plan, self.work, self.mpiexec = spec, plan, work, mpiexec
+        self.address = address
+        self.progress = progress
+        self.procs: dict[str, object] = {}
+        self.exit_codes: dict[str, int] = {}
+        self.arbiter = None
+        self.t0: float | None = None
+        self.wall0 = time.time()
+        self.launched: dict[str, float] = {}
+
+    # -- life cycle -----------------------------------------------------------------------
+    def run(self, out: str | Path | None) -> Trace:
+        from middleware.arbiter import Arbiter
+
+        session = RaySession.open(self.address)
+        try:
+            dirs = [self.work / f"io-node-{k}" for k in range(self.spec.platform.io_nodes)]
+            for d in dirs + [self.work / "apps", self.work / "logs"]:
+                d.mkdir(parents=True, exist_ok=True)
+            self.arbiter = Arbiter.from_spec(self.spec, self.plan, directories=[str(d) for d in dirs],
+                                             name="arbiter", namespace=session.namespace)
+            try:
+                sweeps = self._calibrate() if self.spec.emulator.compute_mode == "work" else None
+                for a in self.spec.apps:
+                    self._launch(a, session, sweeps)
+                self._wait_ready()
+                self.t0 = self.arbiter.start()
+                self.progress.note(f"clock started: {len(self.spec.apps)} apps, policy {self.spec.policy}, "
+                                   f"time scale {self.spec.emulator.time_scale:g}, work dir {self.work}")
+                self._watch()
+            except KeyboardInterrupt:
+                self._interrupted(out)
+                raise
+            trace = self._trace(complete=True)
+            if out is not None:
+                write_trace(trace, out)
+            return trace
+        finally:
+            self.progress.done()
+            self._kill_all()
+            if self.arbiter is not None:
+                self.arbiter.kill()
+            session.close()
+
+    def _interrupted(self, out) -> None:
+        self.progress.note("interrupted: killing every app")
+        self._kill_all()
+        if self.arbiter is not None and self.t0 is not None:
+            try:
+                self.arbiter.stop()
+                trace = self._trace(complete=False)
+                path = out if out is not None else self.work / "partial.h5"
+                write_trace(trace, path)
+                self.progress.note(f"partial trace written to {path}")
+            except Exception as exc:  # still re-raise the interrupt
+                self.progress.note(f"could not write the partial trace: {exc}")
+
+    # -- launching -------------------------------------------------------------------------------
+    def _argv(self, app, config: dict, sweeps: dict | None) -> list[str]:
+        s = self.spec.emulator
+        phases = [[k, x * s.time_scale if k == "compute" else int(round(x * s.unit_bytes))]
+                  for k, x in app.phase_list()]
+        argv = [sys.executable, "-m", "apps.jacobi", "--app-id", app.id, "--grid", str(s.grid),
+                "--phases-json", json.dumps(phases), "--compute-mode", s.compute_mode,
+                "--coordinator", "middleware.client:coordinator",
+                "--coordinator-config", json.dumps(config), "--out-dir", str(self.work / "apps"),
+                "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
+        if not s.fsync:
+            argv.append("--no-fsync")
+        if sweeps is not None:
+            argv += ["--sweeps-per-second", repr(sweeps[s.ranks_for(app.nodes)])]
+        return argv
+
+    def _env(self) -> dict[str, str]:
+        path = os.environ.get("PYTHONPATH", "")
+        return {"PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "PYTHONUNBUFFERED": "1",
+                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+    def _launch(self, app, session: RaySession, sweeps) -> None:
+        from emulator.launchers import mpiexec_command
+        from emulator.shell import spawn
+
+        s = self.spec.emulator
+        config = {"address": session.gcs_address, "namespace": session.namespace,
+                  "actor": self.arbiter.name, "app": app.id}
+        cmd = mpiexec_command(s.ranks_for(app.nodes), self._argv(app, config, sweeps), mpiexec=self.mpiexec)
+        if s.nice:
+            cmd = ["nice", "-n", str(s.nice)] + cmd
+        log = self.work / "logs" / f"{app.id}.log"
+        self.procs[app.id] = spawn(cmd, env=self._env(), cwd=self.work, log_path=log)
+        self.launched[app.id] = time.time()
+
+    def _calibrate(self) -> dict[int, float]:
+        """Sweeps per second of the grid for each rank count (compute_mode work)."""
+        from emulator.launchers import mpiexec_command
+        from emulator.shell import execute_wait
+
+        s = self.spec.emulator
+        out = {}
+        for r in sorted({s.ranks_for(a.nodes) for a in self.spec.apps}):
+            cmd = mpiexec_command(r, [sys.executable, "-m", "apps.jacobi", "--app-id", "calibrate", "--grid",
+                                      str(s.grid), "--calibrate", "--calibrate-seconds", "2"], mpiexec=self.mpiexec)
+            rc, so, se = execute_wait(cmd, timeout=120, env=self._env(), cwd=self.work)
+            if rc != 0:
+                raise RunError(f"calibration with {r} ranks failed (exit {rc}): {se.strip()[-500:]}")
+            out[r] = json.loads(so.strip().splitlines()[-1])["sweeps_per_second"]
+            self.progress.note(f"calibrated: {r} ranks, {out[r]:.1f} sweeps/s")
+        return out
+
+    # -- watching ----------------------------------------------------------------------------------
+    def _reap(self, status: dict) -> None:
+        """Fail apps whose processes ended without finishing; kill apps the arbiter failed."""
+        from emulator.shell import kill_tree
+
+        for app, proc in self.procs.items():
+            rc = proc.poll()
+            st = status[app]["status"]
+            if rc is not None and app not in self.exit_codes:
+                self.exit_codes[app] = rc
+                if st not in ENDED:
+                    reason = f"processes exited with code {rc} before the app finished (log: {self._log(app)})"
+                    self.arbiter.fail(app, reason)
+                    self.progress.note(f"{app} failed: {reason}")
+            elif rc is None and st in ("failed", "killed"):
+                self.progress.note(f"{app} {st}: {status[app]['message']}; killing its processes")
+                self.exit_codes[app] = kill_tree(proc, grace=2.0)
+
+    def _log(self, app: str) -> Path:
+        return self.work / "logs" / f"{app}.log"
+
+    def _wait_ready(self) -> None:
+        deadline = time.time() + self.spec.emulator.startup_timeout
+        while True:
+            status = self.arbiter.status()
+            self._reap(status)
+            waiting = [a for a, st in status.items() if st["status"] == "pending"]
+            if not waiting:
+                return
+            if time.time() > deadline:
+                raise RunError(f"apps not connected after {self.spec.emulator.startup_timeout:g} s: "
+                               f"{', '.join(waiting)} (logs in {self.work / 'logs'})")
+            time.sleep(self.poll)
+
+    def _watch(self) -> None:
+        from emulator.shell import kill_tree
+
+        linger: dict[str, float] = {}
+        while True:
+            status = self.arbiter.status()
+            self._reap(status)
+            p = self.arbiter.progress()
+            self.progress.update(p, time.time() - self.t0)
+            if all(st["status"] in ENDED for st in status.values()):
+                # every app has ended: give finished processes a moment to exit, then stop them
+                now = time.time()
+                alive = [a for a, pr in self.procs.items() if pr.poll() is None]
+                for a in alive:
+                    if now - linger.setdefault(a, now) > 10:
+                        self.exit_codes[a] = kill_tree(self.procs[a], grace=2.0)
+                if not alive:
+                    self.progress.update(p, time.time() - self.t0, force=True)
+                    return
+            time.sleep(self.poll)
+
+    def _kill_all(self) -> None:
+        from emulator.shell import kill_tree
+
+        for app, proc in self.procs.items():
+            if proc.poll() is None:
+                self.exit_codes[app] = kill_tree(proc, grace=1.0)
+
+    # -- the trace ------------------------------------------------------------------------------------
+    def _trace(self, complete: bool) -> Trace:
+        rec = self.arbiter.records()
+        spec, s = self.spec, self.spec.emulator
+        tb = TraceBuilder()
+        for j in rec["jobs"]:
+            tb.add_job(tier="", **j)
+        tb.extend("phases", [tuple(r) for r in rec["phases"]])
+        tb.extend("grants", [tuple(r) for r in rec["grants"]])
+        tb.extend("actions", [tuple(r) for r in rec["actions"]])
+        return tb.build(
+            runtime="emulator", policy=spec.policy, mode="emulator", dt=0.0, seed=spec.seed,
+            spec=spec.model_dump(mode="json"), bandwidth=spec.platform.bandwidth,
+            io_nodes=spec.platform.io_nodes, nodes_per_io_node=spec.platform.nodes_per_io_node,
+            packed=self.plan.packed, packs=self.plan.pack_count, unit_bytes=s.unit_bytes,
+            time_scale=s.time_scale, bandwidth_cap=s.bandwidth_cap, ranks_per_app=str(s.ranks_per_app),
+            host=_platform.node(), versions=versions(), iolab_version=__version__,
+            python=_platform.python_version(), complete=complete, failures=rec["failures"],
+            exit_codes=self.exit_codes, bytes_booked=rec["bytes_booked"], t0=self.t0,
+            wall_seconds=time.time() - self.t0, launch_seconds=self.t0 - self.wall0, work_dir=str(self.work),
+        )
+
+
+def versions() -> dict[str, str]:
+    out = {"iolab": __version__, "python": _platform.python_version()}
+    for mod in ("ray", "mpi4py", "h5py", "numpy", "pydantic"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:
+            pass
+    try:
+        from importlib.metadata import version
+
+        out["mpich"] = version("mpich")
+    except Exception:
+        pass
+    return out

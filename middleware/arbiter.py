@@ -1,0 +1,308 @@
+"""The I/O arbiter as a named Ray actor, behind a plain Python API.
+
+:class:`Arbiter` is what the orchestrator holds: ``Arbiter.create(...)`` (or
+``Arbiter.from_spec``) starts the actor under a name in a namespace, and its
+methods mirror :class:`~middleware.state.ArbiterState`.  Arguments are checked
+here, on the caller's side; errors raised in the actor come back as the
+original exception (``AppFailed``, ``ValueError``, ``RuntimeError``), not as a
+Ray error.
+
+The actor (:class:`_ArbiterActor`) is *async*: every app blocked in
+``request`` (or at its start gate in ``arrive``) awaits an asyncio future that
+the actor resolves when the policy grants it, so many apps wait at once in one
+process.  A ticker task wakes at the next time-driven change (a release
+time, a lease end) or when a call changed the state, and settles: leases
+expire, gates open, grants are dispatched.  All decisions are made by the
+state class and the shared policy objects of ``middleware.policies``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any
+
+from .state import AppFailed, AppInfo, ArbiterState
+
+__all__ = ["AppFailed", "Arbiter", "apps_from_spec", "call"]
+
+
+class _ArbiterActor:
+    """The actor's body (decorated with ``ray.remote`` in :meth:`Arbiter.create`)."""
+
+    def __init__(self, kwargs: dict[str, Any]):
+        apps = [AppInfo(**a) for a in kwargs.pop("apps")]
+        self.state = ArbiterState(apps, **kwargs)
+        self.grant_waiters: dict[str, asyncio.Future] = {}
+        self.gate_waiters: dict[str, list[asyncio.Future]] = {}
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self.calls = 0
+
+    # -- the ticker ------------------------------------------------------------------------
+    def _settle(self) -> None:
+        st = self.state
+        now = time.time()
+        for app in st.expire(now):
+            self._fail_waiters(app)
+        for app in st.gates(now):
+            for fut in self.gate_waiters.pop(app, []):
+                if not fut.done():
+                    fut.set_result(self._start_info(app))
+        for app, info in st.dispatch(now):
+            fut = self.grant_waiters.pop(app, None)
+            if fut is not None and not fut.done():
+                fut.set_result(info)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _fail_waiters(self, app: str) -> None:
+        a = self.state.apps[app]
+        err = AppFailed(f"app {app!r} is {a.status}: {a.message}")
+        for fut in self.gate_waiters.pop(app, []) + [self.grant_waiters.pop(app, None)]:
+            if fut is not None and not fut.done():
+                fut.set_exception(err)
+
+    async def _ticker(self) -> None:
+        while True:
+            timeout = min(max(self.state.next_due() - time.time(), 0.0), 1.0)
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            self._settle()
+
+    def _ensure_ticker(self) -> None:
+        if self._task is None:
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._ticker())
+
+    def _start_info(self, app: str) -> dict:
+        a = self.state.apps[app]
+        return {"start": a.start, "t0": self.state.t0, "lease": self.state.lease, "io_node": a.info.io_node,
+                "cap": self.state.buckets[a.info.io_node].rate}
+
+    # -- the run ---------------------------------------------------------------------------
+    async def ping(self) -> float:
+        return time.time()
+
+    async def start(self, t0: float) -> None:
+        self._ensure_ticker()
+        self.state.start(t0)
+        self._settle()
+
+    async def arrive(self, app: str, rank: int, size: int) -> dict:
+        self._ensure_ticker()
+        self.state.arrive(app, rank, size, time.time())
+        self._settle()
+        if self.state.apps[app].status == "running":
+            return self._start_info(app)
+        fut = asyncio.get_running_loop().create_future()
+        self.gate_waiters.setdefault(app, []).append(fut)
+        return await fut
+
+    async def request(self, app: str, phase: int, kind: str, nbytes: int) -> dict:
+        self.calls += 1
+        now = time.time()
+        if self.state.request(app, phase, kind, nbytes, now):
+            return {"directory": self.state.apps[app].info.directory, "granted_at": now,
+                    "lease": self.state.lease, "io_node": self.state.apps[app].info.io_node, "phase": phase}
+        fut = asyncio.get_running_loop().create_future()
+        self.grant_waiters[app] = fut
+        self._settle()
+        return await fut
+
+    async def release(self, app: str, phase: int) -> None:
+        self.calls += 1
+        self.state.release(app, phase, time.time())
+        self._settle()
+
+    async def acquire(self, app: str, nbytes: int) -> float:
+        return self.state.acquire(app, nbytes, time.time())
+
+    async def heartbeat(self, app: str) -> None:
+        self.state.heartbeat(app, time.time())
+
+    async def report(self, app: str, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
+        self.state.report(app, phase, kind, start, end, nbytes)
+
+    async def finish(self, app: str, ok: bool, message: str) -> None:
+        self.state.finish(app, ok, message, time.time())
+        self._fail_waiters(app)
+        self._settle()
+
+    async def fail(self, app: str, reason: str) -> bool:
+        changed = self.state.fail(app, reason, time.time())
+        self._fail_waiters(app)
+        self._settle()
+        return changed
+
+    async def stop(self) -> list[str]:
+        killed = self.state.stop(time.time())
+        for app in killed:
+            self._fail_waiters(app)
+        self._settle()
+        return killed
+
+    async def suspend(self, app: str) -> None:
+        self.state.suspend(app, time.time())
+        self._settle()
+
+    async def resume(self, app: str) -> None:
+        self.state.resume(app, time.time())
+        self._settle()
+
+    async def status(self) -> dict:
+        return self.state.status()
+
+    async def progress(self) -> dict:
+        return {**self.state.progress(), "now": time.time()}
+
+    async def records(self) -> dict:
+        return self.state.records()
+
+
+def call(ref: Any, timeout: float | None = None) -> Any:
+    """``ray.get`` that re-raises the actor's own exception instead of a Ray wrapper."""
+    import ray
+    from ray.exceptions import RayTaskError
+
+    try:
+        return ray.get(ref, timeout=timeout)
+    except RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise
+
+
+def apps_from_spec(spec, plan, directories: list[str]) -> tuple[list[AppInfo], list[list[list[int]]]]:
+    """The arbiter's view of an experiment: one :class:`AppInfo` per app, and the packs."""
+    where = plan.location()
+    apps = []
+    for rank, a in enumerate(spec.apps):
+        node, pack = where[rank]
+        phases = a.phase_list()
+        apps.append(AppInfo(id=a.id, rank=rank, nodes=a.nodes, release=a.release,
+                            kinds=[k for k, _ in phases], amounts=[float(x) for _, x in phases],
+                            io_node=node, pack=pack, directory=str(directories[node])))
+    packs = [[list(p) for p in seq] for seq in plan.nodes]
+    return apps, packs
+
+
+class Arbiter:
+    """Handle on a running arbiter actor (picklable: holds only the actor handle)."""
+
+    def __init__(self, handle: Any, name: str, namespace: str):
+        self._h = handle
+        self.name = name
+        self.namespace = namespace
+
+    # -- creation ------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, apps: list[AppInfo], *, policy: str, bandwidth: float, io_nodes: int = 1,
+               packs: list[list[list[int]]] | None = None, lease: float = math.inf,
+               cap: float | None = None, time_scale: float = 1.0, unit_bytes: int = 1,
+               name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
+        import ray
+
+        kwargs = dict(policy=policy, bandwidth=bandwidth, io_nodes=io_nodes, packs=packs, lease=lease, cap=cap,
+                      time_scale=time_scale, unit_bytes=unit_bytes)
+        ArbiterState(list(apps), **kwargs)  # validate here, on the caller's side
+        if not ray.is_initialized():
+            raise RuntimeError("Ray is not initialised: ray.init() (or emulator.ray_session) first")
+        actor = ray.remote(num_cpus=0, max_restarts=0)(_ArbiterActor)
+        handle = actor.options(name=name, namespace=namespace, max_concurrency=1000).remote(
+            {"apps": [a.__dict__ for a in apps], **kwargs})
+        call(handle.ping.remote(), timeout=60)
+        return cls(handle, name, namespace)
+
+    @classmethod
+    def from_spec(cls, spec, plan, *, policy: str | None = None, directories: list[str],
+                  name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
+        s = spec.emulator
+        apps, packs = apps_from_spec(spec, plan, directories)
+        b = spec.platform.bandwidth
+        cap = b * s.unit_bytes / s.time_scale if s.bandwidth_cap else None
+        return cls.create(apps, policy=policy or spec.policy, bandwidth=b, io_nodes=spec.platform.io_nodes,
+                          packs=packs, lease=s.lease, cap=cap, time_scale=s.time_scale,
+                          unit_bytes=s.unit_bytes, name=name, namespace=namespace)
+
+    @classmethod
+    def lookup(cls, name: str, namespace: str) -> "Arbiter":
+        import ray
+
+        try:
+            return cls(ray.get_actor(name, namespace=namespace), name, namespace)
+        except ValueError:
+            raise RuntimeError(f"no arbiter actor {name!r} in Ray namespace {namespace!r}") from None
+
+    def kill(self) -> None:
+        import ray
+
+        try:
+            ray.kill(self._h, no_restart=True)
+        except Exception:
+            pass
+
+    # -- the orchestrator's side ------------------------------------------------------------
+    def start(self, t0: float | None = None) -> float:
+        t0 = time.time() if t0 is None else float(t0)
+        call(self._h.start.remote(t0))
+        return t0
+
+    def fail(self, app: str, reason: str) -> bool:
+        return call(self._h.fail.remote(_app(app), str(reason)))
+
+    def stop(self) -> list[str]:
+        return call(self._h.stop.remote())
+
+    def suspend(self, app: str) -> None:
+        call(self._h.suspend.remote(_app(app)))
+
+    def resume(self, app: str) -> None:
+        call(self._h.resume.remote(_app(app)))
+
+    def status(self) -> dict[str, dict]:
+        return call(self._h.status.remote(), timeout=60)
+
+    def progress(self) -> dict:
+        return call(self._h.progress.remote(), timeout=60)
+
+    def records(self) -> dict:
+        return call(self._h.records.remote(), timeout=60)
+
+    # -- an app's side (the client uses these through the handle directly) -------------------
+    def arrive(self, app: str, rank: int, size: int) -> dict:
+        return call(self._h.arrive.remote(_app(app), int(rank), int(size)))
+
+    def request(self, app: str, phase: int, kind: str, nbytes: int) -> dict:
+        if kind not in ("write", "read"):
+            raise ValueError(f"kind must be 'write' or 'read', got {kind!r}")
+        return call(self._h.request.remote(_app(app), int(phase), kind, int(nbytes)))
+
+    def release(self, app: str, phase: int) -> None:
+        call(self._h.release.remote(_app(app), int(phase)))
+
+    def acquire(self, app: str, nbytes: int) -> float:
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        return call(self._h.acquire.remote(_app(app), int(nbytes)))
+
+    def finish(self, app: str, ok: bool, message: str = "") -> None:
+        call(self._h.finish.remote(_app(app), bool(ok), str(message)))
+
+    def report(self, app: str, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
+        call(self._h.report.remote(_app(app), int(phase), kind, float(start), float(end), int(nbytes)))
+
+    @property
+    def handle(self) -> Any:
+        return self._h
+
+
+def _app(app: str) -> str:
+    if not isinstance(app, str) or not app:
+        raise ValueError(f"app must be a non-empty string, got {app!r}")
+    return app

@@ -1,0 +1,128 @@
+"""The app-side proxy: ``--coordinator middleware.client:coordinator``.
+
+Each rank of an app builds one :class:`RayCoordinator` (see
+:mod:`apps.coordination` for the contract).  It joins the running Ray with
+``ray.init(address=..., namespace=...)`` from its config, finds the arbiter
+actor by name and waits at the app's *start gate* until the arbiter says the
+app may start (its release, or its pack's turn): launch time is never part of
+the measured run.  Then:
+
+- rank 0: ``begin_io`` blocks in the actor until the policy grants the phase;
+  ``end_io`` releases it; ``report`` records phases (fire-and-forget, in
+  order); ``finish`` ends the app;
+- every rank: ``throttle`` books bytes in its I/O node's token bucket and
+  sleeps until they are paid for; these calls are also the app's heartbeats
+  (with the cap off, a heartbeat is sent at most every ``lease / 4`` seconds).
+
+Config keys: ``address`` (GCS ``host:port``), ``namespace``, ``actor`` (name),
+``app`` (id).  Every process of a run must share the user, ``HOME`` and
+``RAY_AUTH_MODE`` of the process that started Ray (Ray's token auth).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+from apps.coordination import Grant
+
+REQUIRED = ("address", "namespace", "actor", "app")
+
+
+def connect(address: str, namespace: str, timeout: float = 10.0) -> None:
+    """Join the Ray at ``address`` (GCS ``host:port``), or raise ``RuntimeError`` saying why."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RuntimeError(f"coordinator config: address must be host:port of Ray's GCS, got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise RuntimeError(f"no Ray listens at {address} ({exc}); is the run's Ray still up?") from None
+    try:
+        ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level="ERROR",
+                 configure_logging=False)
+    except Exception as exc:
+        raise RuntimeError(
+            f"cannot join Ray at {address}: {type(exc).__name__}: {exc}. Every process of a run must have the "
+            f"same user, HOME ({os.environ.get('HOME')}) and RAY_AUTH_MODE as the one that started Ray "
+            "(Ray's auth token lives under ~/.ray)") from None
+
+
+class RayCoordinator:
+    """One rank's proxy to the arbiter actor (the :class:`apps.coordination.IOCoordinator` methods)."""
+
+    def __init__(self, config: dict[str, Any], rank: int, size: int):
+        import ray
+
+        from .arbiter import call
+
+        missing = [k for k in REQUIRED if not config.get(k)]
+        if missing:
+            raise RuntimeError(f"middleware.client: coordinator config lacks {', '.join(missing)}")
+        self.app = str(config["app"])
+        self.rank, self.size = rank, size
+        self._call = call
+        self._joined = not ray.is_initialized()
+        connect(str(config["address"]), str(config["namespace"]))
+        try:
+            self.actor = ray.get_actor(config["actor"], namespace=config["namespace"])
+        except ValueError:
+            raise RuntimeError(f"no arbiter actor {config['actor']!r} in Ray namespace "
+                               f"{config['namespace']!r} at {config['address']}") from None
+        self._reports: list[Any] = []
+        self._last_beat = 0.0
+        info = call(self.actor.arrive.remote(self.app, rank, size))  # the start gate
+        self.lease = float(info["lease"])
+        self.capped = info.get("cap") is not None
+        self.started = float(info["start"])
+
+    def begin_io(self, phase: int, kind: str, nbytes: int) -> Grant:
+        g = self._call(self.actor.request.remote(self.app, int(phase), kind, int(nbytes)))
+        self._last_beat = time.time()
+        return Grant(g["directory"], float(g["granted_at"]), float(g["lease"]))
+
+    def end_io(self, phase: int, nbytes: int) -> None:
+        self._call(self.actor.release.remote(self.app, int(phase)))
+
+    def report(self, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
+        self._reports.append(self.actor.report.remote(self.app, int(phase), kind, float(start), float(end),
+                                                      int(nbytes)))
+        if len(self._reports) > 64:  # surface errors early, keep the list short
+            self._call(self._reports.pop(0))
+
+    def throttle(self, nbytes: int) -> None:
+        t = time.time()
+        if self.capped:
+            wait = self._call(self.actor.acquire.remote(self.app, int(nbytes)))
+            delay = t + wait - time.time()
+            if delay > 0:
+                time.sleep(delay)
+        elif t - self._last_beat > self.lease / 4:
+            self._call(self.actor.heartbeat.remote(self.app))
+            self._last_beat = t
+
+    def finish(self, ok: bool, message: str = "") -> None:
+        for ref in self._reports:
+            try:
+                self._call(ref)
+            except Exception:
+                pass
+        self._reports.clear()
+        self._call(self.actor.finish.remote(self.app, bool(ok), str(message)))
+
+    def close(self) -> None:
+        import ray
+
+        if self._joined and ray.is_initialized():
+            ray.shutdown()
+
+
+def coordinator(config: dict[str, Any], rank: int, size: int) -> RayCoordinator:
+    """Factory named on the app's command line: ``--coordinator middleware.client:coordinator``."""
+    return RayCoordinator(config, rank, size)
