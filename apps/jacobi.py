@@ -1,8 +1,7 @@
-"""A synthetic MPI application: a 2-D Jacobi solver alternating compute and I/O phases.
+"""usage:: mpiexec -n <np> python -m apps.jacobi --app-id A --grid N (--iterations n --compute W --io-volume V | --phases-json JSON) [options]
 
-usage:: mpiexec -n <np> python -m apps.jacobi --app-id A --grid N (--iterations n --compute W --io-volume V | --phases-json JSON) [options]
-
-It models the applications of carretero2020 (§6.1, Table 1): a Laplace
+A synthetic MPI application: a 2-D Jacobi solver alternating compute and I/O
+phases.  It models the applications of carretero2020 (§6.1, Table 1): a Laplace
 problem on an ``N x N`` grid, block-decomposed over the ranks (see
 :mod:`apps.stencil`), that alternates compute phases (Jacobi sweeps for ``W``
 seconds) and I/O phases (an HDF5 checkpoint of ``V`` bytes for the whole app,
@@ -30,6 +29,7 @@ import importlib
 import json
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -248,6 +248,12 @@ class App:
         self.bytes_read = 0
         self.fill = checkpoint.pattern(cfg.seed, self.rank, cfg.chunk_bytes)
         self._np = np
+        self._continued = 0  # rank 0: SIGCONTs received (the job was stopped, then resumed)
+        if self.rank == 0:
+            signal.signal(signal.SIGCONT, self._on_continue)
+
+    def _on_continue(self, signum, frame) -> None:
+        self._continued += 1
 
     # -- failure injection ---------------------------------------------------------------
     def _injected(self, phase) -> bool:
@@ -268,22 +274,42 @@ class App:
         return failing
 
     # -- compute ----------------------------------------------------------------------------
-    def sweep_for(self, seconds: float, phase=None) -> int:
-        """Sweep until ``seconds`` are up on rank 0's clock; all ranks stop after the same sweep.
+    def sweep_for(self, seconds: float, phase=None) -> tuple[int, float]:
+        """Sweep for ``seconds`` of rank 0's clock; all ranks stop after the same sweep.
 
-        Rank 0 picks each batch's size from the measured sweep time (batches of
-        about 20 ms, the last one cut to end closest to the deadline) and
-        broadcasts ``[go, batch]`` before every batch.
+        Rank 0 sizes each batch of sweeps from a running estimate of the sweep
+        time (batches of about 20 ms, the last one cut to end closest to the
+        deadline) and broadcasts ``[go, batch]`` before every batch.
+
+        Time the job spends stopped (SIGSTOP or SIGTSTP, then SIGCONT, as
+        ``scontrol suspend/resume`` does) does not count: when rank 0 was
+        continued during a batch, the batch's excess over its expected length
+        moves the deadline, so a suspended job still does its phase's work when
+        resumed.  Mere slowness (a loaded machine) is not discounted.  Returns
+        the sweeps done and the seconds discounted.
         """
         np = self._np
         ctrl = np.zeros(2, dtype=np.int64)
         target = 0.02
         deadline = time.perf_counter() + seconds
-        per_sweep = None
+        per_sweep: float | None = None  # rank 0: one sweep, with its share of the broadcast
+        last: tuple[float, int, int] | None = None  # rank 0: time, size, SIGCONT count of the last batch
+        paused = 0.0
         done = 0
         while True:
             if self.rank == 0:
-                remaining = deadline - time.perf_counter()
+                now = time.perf_counter()
+                if last is not None:
+                    elapsed = now - last[0]
+                    expected = last[1] * per_sweep if per_sweep is not None else None
+                    if self._continued != last[2]:  # we were stopped and continued meanwhile
+                        excess = max(0.0, elapsed - (expected or 0.0))
+                        paused += excess
+                        deadline += excess
+                    else:
+                        measured = elapsed / last[1]
+                        per_sweep = measured if per_sweep is None else 0.7 * per_sweep + 0.3 * measured
+                remaining = deadline - now
                 if per_sweep is None:
                     batch = 1 if remaining > 0 else 0
                 elif remaining < per_sweep / 2:
@@ -291,22 +317,20 @@ class App:
                 else:
                     batch = max(1, min(round(remaining / per_sweep), int(target / per_sweep)))
                 ctrl[0], ctrl[1] = batch > 0, batch
+                last = (now, batch, self._continued)
             self.watch.bcast_array(ctrl)
             if not ctrl[0]:
-                return done
-            t = time.perf_counter()
+                return done, paused
             self.solver.sweep(int(ctrl[1]))
             done += int(ctrl[1])
-            if self.rank == 0:
-                measured = (time.perf_counter() - t) / int(ctrl[1])
-                per_sweep = measured if per_sweep is None else 0.7 * per_sweep + 0.3 * measured
             if phase is not None and self._injected(phase):
                 raise InjectedFailure(f"injected failure in phase {phase.index} (compute) on rank {self.rank}")
 
     def compute(self, phase) -> dict:
         start = time.time()
+        paused = 0.0
         if self.cfg.compute_mode == "duration":
-            sweeps = self.sweep_for(phase.amount, phase)
+            sweeps, paused = self.sweep_for(phase.amount, phase)
         else:
             sweeps = int(round(phase.amount * self.cfg.sweeps_per_second))
             if sweeps and self._injected(phase):
@@ -317,7 +341,7 @@ class App:
         end = time.time()
         if self.rank == 0:
             self.coord.report(phase.index, "compute", start, end, 0)
-        return {"start": start, "end": end, "sweeps": sweeps}
+        return {"start": start, "end": end, "sweeps": sweeps, "paused": paused}
 
     # -- I/O -----------------------------------------------------------------------------------
     def io(self, phase) -> dict:
@@ -455,8 +479,8 @@ def _calibrate(cfg: Config, comm, watch, solver) -> int:
     app.sweep_for(min(0.5, cfg.calibrate_seconds / 4))  # warm up caches and the sweep-time estimate
     watch.barrier()
     t0 = time.perf_counter()
-    sweeps = app.sweep_for(cfg.calibrate_seconds)
-    seconds = time.perf_counter() - t0
+    sweeps, paused = app.sweep_for(cfg.calibrate_seconds)
+    seconds = time.perf_counter() - t0 - paused
     if comm.Get_rank() == 0:
         print(json.dumps({
             "grid": cfg.grid, "ranks": comm.Get_size(), "dims": list(solver.block.dims),

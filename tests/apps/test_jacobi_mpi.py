@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -52,6 +53,15 @@ def calls(record: Path) -> list[dict]:
     return [json.loads(line) for line in record.read_text().splitlines()]
 
 
+def descendants(pid: int) -> list[int]:
+    """Child processes of ``pid``, recursively (from /proc)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in map(int, task.read_text().split()):
+            out += [child, *descendants(child)]
+    return out
+
+
 WORK = ["--compute-mode", "work", "--sweeps-per-second", "100"]
 
 
@@ -78,10 +88,41 @@ def test_duration_mode_phases_last_their_time(tmp_path):
     errors = [p["seconds"] - p["target"] for p in s["phases"]]
     assert len(errors) == 4
     assert max(abs(e) for e in errors) <= 0.05, errors
-    assert all(p["sweeps"] > 10 for p in s["phases"])
+    assert all(p["sweeps"] > 10 and p["paused"] == 0 for p in s["phases"])
     # the next phase starts right after the previous one ends: no hidden gaps
     for a, b in zip(s["phases"], s["phases"][1:]):
         assert 0 <= b["start"] - a["end"] < 0.05
+
+
+def test_duration_mode_does_not_count_time_the_job_spent_stopped(tmp_path):
+    # the load controller suspends jobs (SIGSTOP / scontrol suspend): the compute phase keeps its work
+    coord, record = recording(tmp_path)
+    cmd = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "apps.jacobi", "--app-id", "p", "--grid", "64",
+           "--phases-json", '[["compute", 0.2], ["compute", 1.5]]', "--out-dir", str(tmp_path), *coord]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)])}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (record.exists() and '"report"' in record.read_text()):  # phase 0 done: phase 1 runs
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        time.sleep(0.3)
+        tree = [proc.pid, *descendants(proc.pid)]  # hydra starts each rank in its own session
+        assert len(tree) >= 4  # mpiexec, proxy, 2 ranks
+        for pid in tree:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        for pid in tree:
+            os.kill(pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            for pid in [proc.pid, *descendants(proc.pid)]:
+                os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    phase = json.loads(out.splitlines()[-1])["phases"][1]
+    assert 0.8 <= phase["paused"] <= 1.5, phase  # stopped for ~1.0 s
+    assert abs(phase["seconds"] - phase["paused"] - 1.5) <= 0.1, phase
 
 
 def test_checkpoints_are_whole_hdf5_of_the_phase_volume(tmp_path):
