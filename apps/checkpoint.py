@@ -17,6 +17,10 @@ Atomicity: a file is written under a hidden temporary name, flushed (and
 writes the manifest the same way (temp + fsync + ``os.replace``); only then are
 the files of the previous checkpoint and leftovers of interrupted ones deleted.
 A crash at any point leaves the manifest naming a whole checkpoint.
+
+Files are opened without HDF5 file locking: each file has one writer and is
+only read after it was renamed into place, and locking fails on some parallel
+file systems.
 """
 
 from __future__ import annotations
@@ -94,7 +98,7 @@ def metadata_overhead(shape: tuple[int, int], attrs: dict[str, np.ndarray]) -> i
         block = np.zeros(shape)
         with tempfile.TemporaryDirectory(prefix="iolab-h5probe-") as tmp:
             probe = Path(tmp) / "probe.h5"
-            with h5py.File(probe, "w", libver="latest") as f:
+            with h5py.File(probe, "w", libver="latest", locking=False) as f:
                 _layout(f, block, attrs, 1)[0] = 1
             _overheads[key] = probe.stat().st_size - block.nbytes - 1
     return _overheads[key]
@@ -127,7 +131,7 @@ def write_rank_file(
     tmp = _temporary(path)
     try:
         throttle(overhead + block.nbytes)
-        with h5py.File(tmp, "w", libver="latest") as f:
+        with h5py.File(tmp, "w", libver="latest", locking=False) as f:
             data = _layout(f, block, attrs, filler)
             for offset in range(0, filler, chunk):
                 n = min(chunk, filler - offset)
@@ -148,7 +152,7 @@ def read_rank_file(path: Path, nbytes: int, throttle: Throttle, chunk: int = DEF
     Returns the block ``u`` and the bytes counted (``nbytes``, or the file's
     dataset bytes if ``nbytes`` is 0 or negative).
     """
-    with h5py.File(path, "r") as f:
+    with h5py.File(path, "r", locking=False) as f:
         u, filler = f["u"], f["filler"]
         row = u.shape[1] * u.dtype.itemsize
         total = u.shape[0] * row + filler.shape[0]
@@ -180,7 +184,7 @@ def read_rank_file(path: Path, nbytes: int, throttle: Throttle, chunk: int = DEF
 
 def load_block(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The block ``u`` and the attributes of one rank file."""
-    with h5py.File(path, "r") as f:
+    with h5py.File(path, "r", locking=False) as f:
         return f["u"][...], {k: np.asarray(v) for k, v in f.attrs.items()}
 
 

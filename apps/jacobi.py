@@ -250,7 +250,10 @@ class App:
         self._np = np
         self._continued = 0  # rank 0: SIGCONTs received (the job was stopped, then resumed)
         if self.rank == 0:
-            signal.signal(signal.SIGCONT, self._on_continue)
+            try:
+                signal.signal(signal.SIGCONT, self._on_continue)
+            except ValueError:  # not the main thread (embedded use): stops are then not discounted
+                pass
 
     def _on_continue(self, signum, frame) -> None:
         self._continued += 1
