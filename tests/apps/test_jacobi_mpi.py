@@ -252,12 +252,24 @@ def test_a_rank_that_raises_ends_the_job_quickly_and_the_coordinator_hears_why(t
     ],
 )
 def test_bad_arguments_are_refused_before_mpi_starts(tmp_path, args, message):
+    # without mpiexec: the app must not need MPI to refuse its arguments (and MPI is not imported)
     t0 = time.monotonic()
-    proc = launch(2, "--app-id", "bad", *args, "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=20)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "apps.jacobi", "--app-id", "bad", *args,
+                           "--out-dir", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=20, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2
-    assert message in proc.stderr and proc.stderr.count("error:") == 1, proc.stderr
+    assert "mpi4py.MPI" not in proc.stderr  # -X importtime lists every module imported
+    assert message in proc.stderr, proc.stderr
     assert proc.stdout == "" and not (tmp_path / "out").exists()
     assert time.monotonic() - t0 < 10
+
+
+def test_bad_arguments_under_mpiexec_are_said_once(tmp_path):
+    proc = launch(2, "--app-id", "bad", "--grid", "32", "--phases-json", '[["nap", 1]]',
+                  "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=20)
+    assert proc.returncode == 2
+    assert "kind must be one of" in proc.stderr and proc.stderr.count("error:") == 1, proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "out").exists()
 
 
 def test_a_grid_too_small_for_the_ranks_is_refused_clearly(tmp_path):
