@@ -44,6 +44,7 @@ GB = 10**9
 ALLOCATED, REFUSED, FAILED, RETRY = "allocated", "refused", "failed", "retry"
 # Statuses of log records: a part that landed, the request-level events.
 LOG_STATUSES = ("allocated", "refused", "failed", "split", "requeued")
+MAX_PARTS = 100_000  # a threshold this small is a unit mistake, not a placement
 
 
 def split_sizes(size: int, threshold: int | None) -> list[int]:
@@ -61,6 +62,8 @@ def split_sizes(size: int, threshold: int | None) -> list[int]:
     if threshold <= 0:
         raise ValueError("split threshold must be > 0")
     n = -(-size // threshold)
+    if n > MAX_PARTS:
+        raise ValueError(f"splitting {size} B at {threshold} B would make {n} parts (more than {MAX_PARTS})")
     q, r = divmod(size, n)
     return [q + 1] * r + [q] * (n - r)
 
