@@ -40,6 +40,9 @@ class RaySession:
                 if address:
                     ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level="ERROR")
                 else:
+                    # Ray's memory monitor kills workers when the host runs low, and the
+                    # arbiter actor is a worker: a neighbour's memory spike must not end the run.
+                    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                              namespace=namespace, log_to_driver=False, logging_level="ERROR")
             except Exception as exc:

@@ -23,6 +23,7 @@ import os
 import platform as _platform
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -112,7 +113,8 @@ class Emulation:
             for d in dirs + [self.work / "apps", self.work / "logs"]:
                 d.mkdir(parents=True, exist_ok=True)
             self.arbiter = Arbiter.from_spec(self.spec, self.plan, directories=[str(d) for d in dirs],
-                                             name="arbiter", namespace=session.namespace)
+                                             name=f"arbiter-{uuid.uuid4().hex[:8]}",
+                                             namespace=session.namespace)
             try:
                 sweeps = self._calibrate() if self.spec.emulator.compute_mode == "work" else None
                 for a in self.spec.apps:
@@ -124,6 +126,13 @@ class Emulation:
                 self._watch()
             except KeyboardInterrupt:
                 self._interrupted(out)
+                raise
+            except Exception as exc:
+                from ray.exceptions import RayActorError
+
+                if isinstance(exc, RayActorError):
+                    raise RunError(f"the arbiter actor died ({exc.__class__.__name__}); the run is lost. "
+                                   f"Logs: {self.work / 'logs'}") from None
                 raise
             trace = self._trace(complete=True)
             if out is not None:

@@ -77,6 +77,7 @@ class RayCoordinator:
                                f"{config['namespace']!r} at {config['address']}") from None
         self._reports: list[Any] = []
         self._last_beat = 0.0
+        _warm_up()  # before the gate: first-use costs must not land inside a granted phase
         info = call(self.actor.arrive.remote(self.app, rank, size))  # the start gate
         self.lease = float(info["lease"])
         self.capped = info.get("cap") is not None
@@ -121,6 +122,15 @@ class RayCoordinator:
 
         if self._joined and ray.is_initialized():
             ray.shutdown()
+
+
+def _warm_up() -> None:
+    """Import the checkpoint writer now (h5py takes ~1 s to import on a loaded machine; the
+    app imports it lazily, which would otherwise stretch its first granted I/O phase)."""
+    try:
+        import apps.checkpoint  # noqa: F401
+    except ImportError:
+        pass
 
 
 def coordinator(config: dict[str, Any], rank: int, size: int) -> RayCoordinator:

@@ -32,6 +32,9 @@ COMMANDS = {
     "report": "iolab.cli.report:report",
     "workload": "iolab.cli.workload:workload",
     "study": "iolab.cli.study:study",
+    "sweep": "iolab.cli.sweep:sweep",
+    "emulate": "iolab.cli.emulate:emulate",
+    "validate": "iolab.cli.validate:validate",
 }
 
 

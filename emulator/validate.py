@@ -1,0 +1,201 @@
+"""Validate the simulator against real runs (carretero2020 §6.2.1, Fig. 9).
+
+For each policy: emulate the spec, measure the bandwidth the run really gave
+(:func:`measured_bandwidth`), simulate the same spec at that bandwidth, and
+compare per app and per run:
+
+- stretch, as the *slowdown* ``(C_i - r_i) / T_i`` (>= 1, the quantity
+  carretero2020 plots), with the same ``T_i`` (the simulator's, at the measured
+  bandwidth) on both sides, so the error is the error of the app's time in the
+  system;
+- makespan ``C_max``.
+
+Relative error ``|emu - sim| / sim``.  Per policy and overall: the maximum and
+the geometric mean, taken as ``exp(mean |ln(emu / sim)|) - 1`` (defined when
+an error is 0).  Rankings: the policies ordered by makespan and by max
+stretch in each runtime; ``same`` is an exact match; pairs the simulator puts
+within ``tie`` (1 %) of each other count as ties, not as disagreements.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from iolab.specs.io import IOExperiment
+from iolab.trace import Trace
+
+
+def measured_bandwidth(trace: Trace) -> float:
+    """Spec units per spec second the I/O nodes delivered: the volume of the granted
+    transfers over the time some transfer was going on (per node, summed)."""
+    volume = {(j, int(i)): float(v) for j, i, k, v in zip(trace.phases["job"], trace.phases["index"],
+                                                       trace.phases["kind"], trace.phases["volume"])
+              if k != "compute"}
+    g = trace.grants
+    total_v = busy = 0.0
+    for node in sorted(set(int(n) for n in g["io_node"])):
+        spans = []
+        for j, ph, n, gr, rl in zip(g["job"], g["phase"], g["io_node"], g["grant"], g["release"]):
+            if int(n) == node and (j, int(ph)) in volume and rl > gr:
+                total_v += volume[(j, int(ph))]
+                spans.append((float(gr), float(rl)))
+        spans.sort()
+        end = -math.inf
+        for s, e in spans:  # measure of the union of the transfer intervals
+            if s > end:
+                busy += e - s
+                end = e
+            elif e > end:
+                busy += e - end
+                end = e
+    if busy <= 0 or total_v <= 0:
+        raise ValueError("the trace has no finished transfer to measure a bandwidth from")
+    return total_v / busy
+
+
+def _slowdowns(trace: Trace, tmin: dict[str, float]) -> dict[str, float]:
+    j = trace.jobs
+    return {str(i): (float(e) - float(r)) / tmin[str(i)]
+            for i, r, e, st in zip(j["id"], j["release"], j["end"], j["status"])
+            if st == "ok" and tmin.get(str(i), 0) > 0}
+
+
+def rel_error(emu: float, sim: float) -> float:
+    return abs(emu - sim) / abs(sim) if sim else math.nan
+
+
+def geo_error(pairs: list[tuple[float, float]]) -> float:
+    logs = [abs(math.log(e / s)) for e, s in pairs if e > 0 and s > 0]
+    return math.exp(float(np.mean(logs))) - 1 if logs else math.nan
+
+
+def compare(emu: Trace, sim: Trace) -> dict:
+    """Per-app slowdown and makespan errors of one policy."""
+    tmin = {str(i): float(t) for i, t in zip(sim.jobs["id"], sim.jobs["min_time"])}
+    se, ss = _slowdowns(emu, tmin), _slowdowns(sim, tmin)
+    apps = {a: {"emulator": se[a], "simulator": ss[a], "error": rel_error(se[a], ss[a])} for a in ss if a in se}
+    ends_e = [float(x) for x, st in zip(emu.jobs["end"], emu.jobs["status"]) if st == "ok"]
+    mk_e, mk_s = max(ends_e) if ends_e else math.nan, float(np.nanmax(sim.jobs["end"]))
+    pairs = [(v["emulator"], v["simulator"]) for v in apps.values()] + [(mk_e, mk_s)]
+    errors = [v["error"] for v in apps.values()] + [rel_error(mk_e, mk_s)]
+    return {
+        "apps": apps,
+        "makespan": {"emulator": mk_e, "simulator": mk_s, "error": rel_error(mk_e, mk_s)},
+        "max_stretch": {"emulator": max(se.values(), default=math.nan),
+                        "simulator": max(ss.values(), default=math.nan),
+                        "error": rel_error(max(se.values(), default=math.nan), max(ss.values(), default=math.nan))},
+        "stretch_error_max": max((v["error"] for v in apps.values()), default=math.nan),
+        "stretch_error_geomean": geo_error([(v["emulator"], v["simulator"]) for v in apps.values()]),
+        "error_max": max(errors), "error_geomean": geo_error(pairs),
+        "failed": [str(i) for i, st in zip(emu.jobs["id"], emu.jobs["status"]) if st != "ok"],
+    }
+
+
+def ranking(values: dict[str, tuple[float, float]], tie: float = 0.01) -> dict:
+    """Policies ordered by (emulator, simulator) value; agreement, ties within ``tie`` excused."""
+    names = list(values)
+    emu = sorted(names, key=lambda p: values[p][0])
+    sim = sorted(names, key=lambda p: values[p][1])
+    concordant = discordant = ties = 0
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            (ea, sa), (eb, sb) = values[a], values[b]
+            if abs(sa - sb) <= tie * max(abs(sa), abs(sb)):
+                ties += 1
+            elif (ea - eb) * (sa - sb) > 0:
+                concordant += 1
+            else:
+                discordant += 1
+    return {"emulator": emu, "simulator": sim, "same": emu == sim, "concordant_pairs": concordant,
+            "discordant_pairs": discordant, "tied_pairs": ties}
+
+
+@dataclass
+class PolicyRun:
+    policy: str
+    emulated: Trace
+    simulated: Trace
+    bandwidth: float
+    comparison: dict
+
+
+def validate(spec: IOExperiment, policies: list[str], *, address: str | None = None,
+             work_dir: str | Path | None = None, progress: bool = False,
+             on_policy: Callable[[PolicyRun], None] | None = None) -> tuple[dict, list[PolicyRun]]:
+    """Emulate then simulate ``spec`` under every policy; returns (report, runs)."""
+    from sim.run import simulate
+
+    from .ray_session import RaySession
+    from .run import run_emulation
+
+    runs = []
+    with RaySession.open(address) as _session:  # one Ray for every policy
+        for p in policies:
+            wd = Path(work_dir) / p if work_dir is not None else None
+            emu = run_emulation(spec, p, work_dir=wd, progress=progress)
+            b = measured_bandwidth(emu)
+            measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": b})})
+            sim = simulate(measured, policy=p, mode="event")
+            run = PolicyRun(p, emu, sim, b, compare(emu, sim))
+            runs.append(run)
+            if on_policy is not None:
+                on_policy(run)
+    per = {r.policy: {"bandwidth_spec": spec.platform.bandwidth, "bandwidth_measured": r.bandwidth,
+                      "wall_seconds": r.emulated.attrs.get("wall_seconds"), **r.comparison} for r in runs}
+    pairs = []
+    for r in runs:
+        c = r.comparison
+        pairs += [(v["emulator"], v["simulator"]) for v in c["apps"].values()]
+        pairs.append((c["makespan"]["emulator"], c["makespan"]["simulator"]))
+    report = {
+        "spec": spec.name, "policies": per,
+        "summary": {"error_max": max((r.comparison["error_max"] for r in runs), default=math.nan),
+                    "error_geomean": geo_error(pairs),
+                    "stretch_error_max": max((r.comparison["stretch_error_max"] for r in runs), default=math.nan),
+                    "makespan_error_max": max((r.comparison["makespan"]["error"] for r in runs), default=math.nan)},
+        "ranking": {
+            "makespan": ranking({r.policy: (r.comparison["makespan"]["emulator"],
+                                            r.comparison["makespan"]["simulator"]) for r in runs}),
+            "max_stretch": ranking({r.policy: (r.comparison["max_stretch"]["emulator"],
+                                               r.comparison["max_stretch"]["simulator"]) for r in runs}),
+        },
+    }
+    return report, runs
+
+
+def figure(runs: list[PolicyRun], path: str | Path) -> Path:
+    """carretero2020 Fig. 9 for every policy: simulated vs real stretch (slowdown) per app."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(runs)
+    cols = min(4, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), squeeze=False, sharey=True)
+    for ax, r in zip(axes.flat, runs):
+        apps = list(r.comparison["apps"])
+        x = np.arange(len(apps))
+        sim = [r.comparison["apps"][a]["simulator"] for a in apps]
+        emu = [r.comparison["apps"][a]["emulator"] for a in apps]
+        ax.bar(x - 0.2, sim, 0.4, label="simulated")
+        ax.bar(x + 0.2, emu, 0.4, label="real (emulator)")
+        ax.set_xticks(x, apps, rotation=45, fontsize=7)
+        ax.set_title(f"{r.policy} (max err {r.comparison['stretch_error_max']:.1%})", fontsize=9)
+        ax.axhline(1.0, color="grey", lw=0.5)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("stretch (slowdown, >= 1)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

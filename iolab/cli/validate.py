@@ -1,0 +1,73 @@
+"""``iolab validate``: the simulator against real runs, policy by policy (carretero2020 Fig. 9)."""
+
+from __future__ import annotations
+
+import click
+
+from ..specs.io import IO_POLICIES, LIST_POLICIES
+from ..specs.load import load_spec
+from .format import dumps, table
+
+
+def parse_policies(text: str) -> list[str]:
+    if text.strip().lower() == "all":
+        return list(LIST_POLICIES)
+    out = []
+    for p in text.split(","):
+        p = p.strip().lower().replace("_", "-")
+        if p not in IO_POLICIES:
+            raise click.BadParameter(f"unknown policy {p!r}; known: all, {', '.join(IO_POLICIES)}",
+                                     param_hint="--policies")
+        out.append(p)
+    return out
+
+
+def print_policy(run) -> None:
+    c = run.comparison
+    click.echo(f"\n{run.policy}: measured bandwidth {run.bandwidth:.4g} units/s"
+               + (f"; FAILED apps: {', '.join(c['failed'])}" if c["failed"] else ""))
+    rows = [(a, v["simulator"], v["emulator"], f"{v['error']:.2%}") for a, v in c["apps"].items()]
+    m = c["makespan"]
+    rows.append(("makespan", m["simulator"], m["emulator"], f"{m['error']:.2%}"))
+    click.echo(table(["", "simulated", "emulated", "rel. error"], rows))
+    click.echo(f"stretch error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
+               f"all (stretch + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
+
+
+@click.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.option("--policies", default="all", show_default=True, help="'all' (the 8 list policies) or p1,p2,...")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
+@click.option("--figure", "figure_path", type=click.Path(dir_okay=False), help="PNG: simulated vs real stretch")
+@click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")
+@click.option("--work-dir", type=click.Path(file_okay=False), help="checkpoints and logs, one folder per policy")
+@click.option("--time-scale", type=float, help="override emulator.time_scale")
+def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_scale) -> None:
+    """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
+
+    Stretch is shown as the slowdown (time in the system / contention-free time,
+    >= 1).  Errors are |emulated - simulated| / simulated; geo-mean is
+    exp(mean |ln(emu/sim)|) - 1.  Rankings order the policies by makespan and
+    by max stretch in each runtime.
+    """
+    from emulator.validate import figure, validate as run_validate
+
+    names = parse_policies(policies)
+    spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
+    report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
+                                on_policy=None if as_json else print_policy)
+    if figure_path:
+        report["figure"] = str(figure(runs, figure_path))
+    if as_json:
+        click.echo(dumps(report))
+        return
+    s = report["summary"]
+    click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "
+               f"{s['makespan_error_max']:.2%}), geo-mean {s['error_geomean']:.2%}")
+    for what, r in report["ranking"].items():
+        verdict = "same order" if r["same"] else (
+            f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %")
+        click.echo(f"ranking by {what}: {verdict}\n  emulator:  {' < '.join(r['emulator'])}\n"
+                   f"  simulator: {' < '.join(r['simulator'])}")
+    if figure_path:
+        click.echo(f"figure written to {figure_path}")

@@ -1,0 +1,160 @@
+"""The arbiter's state class without Ray: gates, exclusive vs shared grants, leases, the cap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from middleware.bucket import TokenBucket
+from middleware.state import AppFailed, AppInfo, ArbiterState
+
+
+def two_apps(policy="fifo", lease=math.inf, cap=None, **kw):
+    apps = [AppInfo(id=a, rank=i, nodes=1, release=0.0, kinds=["compute", "write"] * 2, amounts=[1.0, 2.0] * 2)
+            for i, a in enumerate("AB")]
+    st = ArbiterState(apps, policy=policy, bandwidth=1.0, lease=lease, cap=cap, **kw)
+    for a in "AB":
+        st.arrive(a, 0, 1, 0.0)
+    st.start(0.0)
+    assert st.gates(0.0) == ["A", "B"]
+    return st
+
+
+def test_exclusive_policy_grants_one_at_a_time_in_policy_order():
+    st = two_apps("fifo")
+    assert st.request("B", 1, "write", 10, 1.0) is False
+    assert st.request("A", 1, "write", 10, 1.5) is False
+    assert [a for a, _ in st.dispatch(1.5)] == ["B"]  # B asked first
+    assert st.dispatch(2.0) == []  # node busy: A waits
+    st.release("B", 1, 3.5)
+    assert [a for a, _ in st.dispatch(3.5)] == ["A"]
+    st.release("A", 1, 5.5)
+    rec = st.records()
+    assert sorted(rec["grants"]) == [("A", 1, 0, 1.5, 3.5, 5.5), ("B", 1, 0, 1.0, 1.5, 3.5)]
+
+
+def test_lowest_id_policy_is_the_shared_policy_object():
+    st = two_apps("lowest-id")
+    st.request("B", 1, "write", 10, 1.0)
+    st.request("A", 1, "write", 10, 1.0)
+    assert [a for a, _ in st.dispatch(1.0)] == ["A"]
+
+
+def test_shared_policy_grants_everyone_at_once():
+    st = two_apps("shared")
+    st.request("A", 1, "write", 10, 1.0)
+    st.request("B", 1, "write", 10, 1.0)
+    assert sorted(a for a, _ in st.dispatch(1.0)) == ["A", "B"]
+
+
+def test_lease_expiry_hands_the_node_to_the_next_app():
+    st = two_apps("fifo", lease=5.0)
+    st.request("A", 1, "write", 10, 1.0)
+    st.request("B", 1, "write", 10, 1.0)
+    assert [a for a, _ in st.dispatch(1.0)] == ["A"]
+    st.acquire("A", 100, 3.0)  # news from A: the lease runs from here
+    assert st.expire(7.9) == []
+    assert st.next_due() == pytest.approx(8.0)
+    assert st.expire(8.1) == ["A"]
+    assert st.apps["A"].status == "failed" and "lease expired" in st.apps["A"].message
+    assert [a for a, _ in st.dispatch(8.1)] == ["B"]
+    with pytest.raises(AppFailed):
+        st.release("A", 1, 9.0)  # too late
+    with pytest.raises(AppFailed):
+        st.acquire("A", 100, 9.0)
+    rec = st.records()
+    assert [j["status"] for j in rec["jobs"]] == ["failed", "running"]
+    assert math.isnan(rec["jobs"][0]["end"]) and rec["failures"]["A"]["time"] == pytest.approx(8.1)
+
+
+def test_a_crash_seen_by_the_orchestrator_cancels_grant_and_request():
+    st = two_apps("fifo")
+    st.request("A", 1, "write", 10, 1.0)
+    st.request("B", 1, "write", 10, 1.0)
+    st.dispatch(1.0)
+    assert st.fail("A", "exited with code 9", 2.0) is True
+    assert [a for a, _ in st.dispatch(2.0)] == ["B"]
+    assert st.fail("A", "again", 3.0) is False
+
+
+def test_token_bucket_paces_writers_sharing_a_node():
+    b = TokenBucket(rate=1000.0)
+    assert b.acquire(500, now=0.0) == pytest.approx(0.5)
+    assert b.acquire(500, now=0.0) == pytest.approx(1.0)  # a second writer queues behind
+    assert b.acquire(250, now=0.8) == pytest.approx(0.45)  # booked until 1.0, then 0.25 s
+    assert b.acquire(1000, now=10.0) == pytest.approx(1.0)  # idle link: no credit carried over
+    assert TokenBucket(None).acquire(10**9, now=0.0) == 0.0
+    with pytest.raises(ValueError):
+        TokenBucket(0.0)
+
+
+def test_cap_is_per_io_node_and_in_wall_time():
+    st = two_apps("shared", cap=100.0)
+    st.request("A", 1, "write", 10, 1.0)
+    st.request("B", 1, "write", 10, 1.0)
+    st.dispatch(1.0)
+    assert st.acquire("A", 100, 1.0) == pytest.approx(1.0)
+    assert st.acquire("B", 100, 1.0) == pytest.approx(2.0)  # shares A's node
+
+
+def test_time_scale_turns_wall_seconds_into_spec_seconds():
+    st = two_apps("fifo", time_scale=0.5)
+    st.request("A", 1, "write", 10, 1.0)  # wall 1.0 = spec 2.0
+    st.dispatch(1.0)
+    st.release("A", 1, 2.0)
+    assert st.records()["grants"] == [("A", 1, 0, 2.0, 2.0, 4.0)]
+
+
+def test_requests_carry_the_simulators_fields():
+    st = two_apps("fifo")
+    st.request("A", 3, "write", 10, 4.0)
+    req = st.nodes[0].waiting[0]
+    assert (req.volume, req.io_time, req.total, req.done, req.remaining) == (2.0, 2.0, 6.0, 4.0, 2.0)
+
+
+def test_packs_start_when_the_previous_pack_has_ended():
+    apps = [AppInfo(id=a, rank=i, nodes=1, release=0.0, kinds=["compute"], amounts=[1.0]) for i, a in enumerate("AB")]
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, packs=[[[0], [1]]])
+    for a in "AB":
+        st.arrive(a, 0, 1, 0.0)
+    st.start(0.0)
+    assert st.gates(0.0) == ["A"]
+    assert st.next_due() == math.inf  # B waits for A, not for a time
+    st.finish("A", True, "", 1.0)
+    assert st.gates(1.0) == ["B"]
+
+
+def test_release_times_open_gates_later():
+    apps = [AppInfo(id="A", rank=0, nodes=1, release=5.0, kinds=["compute"], amounts=[1.0])]
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, time_scale=2.0)
+    st.arrive("A", 0, 2, 0.0)
+    assert st.apps["A"].status == "pending"  # one rank of two
+    st.arrive("A", 1, 2, 0.0)
+    st.start(100.0)
+    assert st.gates(105.0) == [] and st.next_due() == pytest.approx(110.0)
+    assert st.gates(110.0) == ["A"]
+
+
+def test_suspend_sets_a_waiting_request_aside_until_resume():
+    st = two_apps("fifo")
+    st.request("A", 1, "write", 10, 1.0)
+    st.suspend("A", 1.0)
+    st.request("B", 1, "write", 10, 2.0)
+    assert [a for a, _ in st.dispatch(2.0)] == ["B"]
+    st.release("B", 1, 3.0)
+    st.resume("A", 3.0)
+    assert [a for a, _ in st.dispatch(3.0)] == ["A"]
+    assert st.records()["actions"] == [("A", 1.0, 3.0)]
+
+
+def test_bad_calls_are_refused():
+    st = two_apps("fifo")
+    with pytest.raises(ValueError, match="unknown app"):
+        st.request("Z", 1, "write", 10, 1.0)
+    with pytest.raises(ValueError, match="not a write phase"):
+        st.request("A", 0, "write", 10, 1.0)
+    with pytest.raises(RuntimeError, match="holds no grant"):
+        st.release("A", 1, 1.0)
+    with pytest.raises(ValueError, match="unknown I/O policy"):
+        ArbiterState([AppInfo("A", 0, 1, 0.0, ["compute"], [1.0])], policy="nope", bandwidth=1.0)
