@@ -1,20 +1,37 @@
-"""``iolab report``: the metrics of a saved trace."""
+"""``iolab report``: the metrics of a saved trace, or the summary of a campaign's results."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from ..metrics import io_metrics
-from ..trace import read_trace
-from .format import dumps
-from .simulate import metrics_json, print_metrics
+from .format import dumps, fmt, table
 
 
 @click.command()
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
-def report(path: str, as_json: bool) -> None:
-    """Print the metrics of the trace in PATH (written by simulate or emulate)."""
+@click.argument("path", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="print metrics (or the campaign summary) as JSON")
+@click.option("--figures", "figures", type=click.Path(file_okay=False),
+              help="also draw figures into this folder (trace: Gantt chart and node utilisation; "
+                   "campaign: per-strategy box plots of makespan and max stretch)")
+@click.option("--format", "fig_format", type=click.Choice(["png", "svg"]), default="png", show_default=True)
+def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
+    """Report on PATH: a trace (written by simulate or emulate), or a campaign's
+    results (the folder `iolab sweep --out` wrote, or its results.h5)."""
+    from ..campaign.results import is_results
+
+    if is_results(path):
+        _campaign(path, as_json, figures, fig_format)
+    else:
+        _trace(path, as_json, figures, fig_format)
+
+
+def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
+    from ..metrics import io_metrics
+    from ..trace import read_trace
+    from .simulate import metrics_json, print_metrics
+
     trace = read_trace(path)
     m = io_metrics(trace)
     if as_json:
@@ -22,3 +39,47 @@ def report(path: str, as_json: bool) -> None:
     else:
         a = trace.attrs
         print_metrics(m, f"{path}: runtime {a.get('runtime', '?')}, policy {a.get('policy', '?')}, seed {a.get('seed', '?')}")
+    if figures:
+        from ..plots.trace import gantt, utilisation
+
+        out = Path(figures)
+        g = gantt(trace, out / f"gantt.{fig_format}")
+        u = utilisation(trace, out / f"utilisation.{fig_format}")
+        click.echo(f"figures: {g.path}, {u}", err=as_json)
+
+
+def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
+    from ..campaign.results import load
+    from ..campaign.summary import summarise
+
+    res = load(path)
+    s = summarise(res)
+    if as_json:
+        click.echo(dumps(s))
+    else:
+        click.echo(f"campaign {s['campaign']}: {s['finished']} of {s['total_runs']} runs finished, "
+                   f"{s['failed']} failed, {s['pending']} pending")
+        rows = []
+        for name, e in s["strategies"].items():
+            mk, rel, st = e["makespan"], e["makespan_relative"], e["max_stretch"]
+            rows.append((name, e["runs"], e["failed"], mk["gmean"], _x(mk["gsd"]), rel["gmean"], _x(rel["gsd"]),
+                         st["gmean"], _x(st["gsd"]), f"{fmt(st['min'])}..{fmt(st['max'])}"))
+        click.echo(table(["strategy", "runs", "failed", "makespan", "x/", "rel.mk", "x/", "max_stretch", "x/",
+                          "stretch range"], rows))
+        click.echo("geometric means; x/ = geometric standard deviation (spread factor); rel.mk = makespan relative "
+                   "to the best strategy on the same instance; max stretch = largest slowdown (>= 1).")
+        if s["failures"]:
+            click.echo(f"\nfailed runs ({len(s['failures'])}):")
+            for f in s["failures"][:20]:
+                click.echo(f"  {f['run_id']}  {f['strategy']}  {f['workload']}: {f['error']}")
+            if len(s["failures"]) > 20:
+                click.echo(f"  ... {len(s['failures']) - 20} more (iolab report --json)")
+    if figures:
+        from ..plots.campaign import strategy_boxplots
+
+        made = strategy_boxplots(res, figures, fig_format)
+        click.echo("figures: " + ", ".join(str(p) for p in made), err=as_json)
+
+
+def _x(v: float) -> str:
+    return "-" if v != v else f"{v:.3g}"

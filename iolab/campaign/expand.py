@@ -1,0 +1,271 @@
+"""From a campaign file to its runs: resolve files, generate workloads, validate, hash.
+
+Every run is an independent, fully resolved I/O experiment plus the axis
+values that produced it.  Its id is a hash of exactly that (the resolved
+experiment, the runtime and the axis values; not its position in the list),
+so rerunning a campaign recognises the runs already done, adding an axis value
+leaves the other runs' ids alone, and editing a workload file changes the ids
+of the runs that use it.
+
+Every problem, in the campaign file or in any run it expands to, is collected
+and raised at once as a :class:`~iolab.errors.SpecError` naming the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import ValidationError
+
+from ..errors import SpecError
+from ..specs.io import IOExperiment, Mapping
+from ..specs.load import problems_of, read_document
+from .spec import Campaign, FileWorkload, GeneratedWorkload
+
+ID_VERSION = 1  # bump if the meaning of a run's parameters changes
+MAX_PROBLEMS = 25
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a campaign: ``experiment`` is the resolved spec as JSON data."""
+
+    run_id: str
+    index: int
+    params: dict[str, Any]
+    experiment: dict[str, Any]
+    runtime: str
+
+    def spec(self) -> IOExperiment:
+        return IOExperiment.model_validate(self.experiment)
+
+    def payload(self) -> dict[str, Any]:
+        """What a worker needs (plain data, cheap to ship to a Ray task)."""
+        return {"run_id": self.run_id, "index": self.index, "params": self.params,
+                "experiment": self.experiment, "runtime": self.runtime}
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """Read and validate a campaign file (shape only; :func:`expand` does the rest)."""
+    from ..specs.load import parse_spec
+
+    data = read_document(path)
+    data.setdefault("kind", "campaign")
+    if data["kind"] != "campaign":
+        raise SpecError(str(path), [("kind", f"expected a campaign, got kind {data['kind']!r}")])
+    return parse_spec(data, str(path), "campaign")
+
+
+def run_id(experiment: dict[str, Any], params: dict[str, Any], runtime: str) -> str:
+    """16 hex digits of SHA-256 over the canonical JSON of the resolved run."""
+    body = {"v": ID_VERSION, "runtime": runtime, "experiment": experiment,
+            "params": {k: v for k, v in params.items() if k != "index"}}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def mapping_label(m: Mapping) -> str:
+    if m.kind != "make-pack":
+        return m.kind
+    s = m.sensibility
+    return f"make-pack(S={s if isinstance(s, str) else f'{s:g}'})"
+
+
+def generated_seed(model: str, alpha: float, k: int, seed: int) -> int:
+    """The generator seed of workload ``k`` at ``alpha`` for campaign seed ``seed`` (stable across versions)."""
+    digest = hashlib.sha256(f"{model}|{alpha!r}|{k}|{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 2**63
+
+
+@lru_cache(maxsize=256)
+def _generate(alpha: float, seed: int, params_json: str) -> dict[str, Any]:
+    from sim.workloads.carretero import CarreteroParams, generate
+
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(params_json).items()}
+    spec = generate(alpha, seed, CarreteroParams(**params))
+    return {"apps": [a.model_dump(mode="json", exclude_none=True) for a in spec.apps],
+            "platform": {"nodes_per_io_node": spec.platform.nodes_per_io_node,
+                         "bandwidth": spec.platform.bandwidth}}
+
+
+def _merge(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge of mappings; ``high`` wins; lists are replaced, not merged."""
+    out = copy.deepcopy(low)
+    for k, v in high.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+class _Expander:
+    def __init__(self, campaign: Campaign, source: str, root: Path, mode: str | None):
+        self.c, self.source, self.root = campaign, source, root
+        self.mode = mode or campaign.mode
+        self.problems: list[tuple[str, str]] = []
+        self.base = self._base()
+        self._files: dict[int, dict[str, Any] | None] = {}
+
+    def fail(self, path: str, reason: str) -> None:
+        if (path, reason) not in self.problems:
+            self.problems.append((path, reason))
+
+    def _read(self, field: str, rel: str) -> dict[str, Any] | None:
+        p = Path(rel)
+        p = p if p.is_absolute() else self.root / p
+        try:
+            return read_document(p)
+        except SpecError as err:
+            for where, reason in err.problems:
+                self.fail(field, f"{p}: {reason}" if where in ("(file)", "(top level)") else f"{p}: {where}: {reason}")
+            return None
+
+    def _base(self) -> dict[str, Any]:
+        base = self.c.base
+        if isinstance(base, str):
+            base = self._read("base", base) or {}
+        base = dict(base or {})
+        if base.get("kind", "io") != "io":
+            self.fail("base.kind", f"the base must be an I/O experiment (kind io), not {base['kind']!r}")
+        base.pop("kind", None)
+        return base
+
+    # ---- workload instances: (label, contribution, params)
+
+    def workloads(self, seed: int, platform: dict[str, Any]) -> Iterator[tuple[str, dict, dict]]:
+        entries = self.c.axes.workloads
+        if not entries:
+            yield self.base.get("name", "base"), {}, {"workload": self.base.get("name", "base"),
+                                                      "workload_source": "base", "alpha_gen": None,
+                                                      "replicate": 0, "workload_seed": None}
+            return
+        for i, w in enumerate(entries):
+            if isinstance(w, FileWorkload):
+                doc = self._files.setdefault(i, self._read(f"axes.workloads[{i}].spec", w.spec))
+                if doc is None:
+                    continue
+                label = w.label or Path(w.spec).stem
+                contribution = {k: doc[k] for k in ("apps", "platform") if k in doc}
+                if "apps" not in doc:
+                    self.fail(f"axes.workloads[{i}].spec", f"{w.spec}: has no apps")
+                    continue
+                yield label, contribution, {"workload": label, "workload_source": w.spec, "alpha_gen": None,
+                                            "replicate": 0, "workload_seed": None, "_entry": i}
+            else:
+                yield from self._generated(i, w, seed, platform)
+
+    def _generated(self, i: int, w: GeneratedWorkload, seed: int, platform: dict[str, Any]):
+        overrides = w.params.overrides()
+        overrides.setdefault("nodes_per_io_node", platform.get("nodes_per_io_node", 2048))
+        overrides.setdefault("bandwidth", platform.get("bandwidth", 1.0))
+        label0 = w.label or w.generate
+        for alpha in w.alpha:
+            for k in range(w.count):
+                gseed = generated_seed(w.generate, alpha, k, seed)
+                try:
+                    contribution = _generate(alpha, gseed, json.dumps(overrides, sort_keys=True))
+                except (ValueError, TypeError) as exc:
+                    self.fail(f"axes.workloads[{i}].params", f"{w.generate} generator: {exc}")
+                    return
+                label = f"{label0}-a{alpha:g}-{k}"
+                yield label, contribution, {"workload": label, "workload_source": w.generate, "alpha_gen": alpha,
+                                            "replicate": k, "workload_seed": gseed, "_entry": i}
+
+    # ---- the product
+
+    def runs(self) -> list[Run]:
+        c, ax = self.c, self.c.axes
+        base_platform = dict(self.base.get("platform") or {})
+        seeds = ax.seeds or [self.base.get("seed", 0)]
+        policies = ax.policies or [self.base.get("policy", "fifo")]
+        try:
+            mappings = ax.mappings or [Mapping.model_validate(
+                {"kind": self.base["mapping"]} if isinstance(self.base.get("mapping"), str)
+                else self.base.get("mapping", {}))]
+        except ValidationError as err:
+            for p, r in problems_of(err):
+                self.fail(f"base.mapping.{p}", r)
+            return []
+        sizes = [(r, p, b) for r in (ax.platform.io_nodes or [None])
+                 for p in (ax.platform.nodes_per_io_node or [None])
+                 for b in (ax.platform.bandwidth or [None])]
+        out: list[Run] = []
+        seen: dict[str, int] = {}
+        for seed in seeds:
+            for r, p, b in sizes:
+                size = {k: v for k, v in (("io_nodes", r), ("nodes_per_io_node", p), ("bandwidth", b)) if v is not None}
+                for label, contribution, wparams in self.workloads(seed, {**base_platform, **size}):
+                    entry = wparams.pop("_entry", None)
+                    for m in mappings:
+                        exp = _merge(self.base, contribution)
+                        exp = _merge(exp, {"platform": size, "mapping": m.model_dump(mode="json"), "seed": seed,
+                                           "name": label, "kind": "io"})
+                        if self.mode or c.dt:
+                            exp = _merge(exp, {"sim": {k: v for k, v in (("mode", self.mode), ("dt", c.dt)) if v}})
+                        spec = self._validate(exp, entry, label)
+                        if spec is None:
+                            continue
+                        for policy in policies:
+                            s = spec.model_copy(update={"policy": policy})
+                            experiment = s.model_dump(mode="json")
+                            params = {
+                                **wparams, "seed": seed, "policy": policy, "mapping": mapping_label(m),
+                                "io_nodes": s.platform.io_nodes, "nodes_per_io_node": s.platform.nodes_per_io_node,
+                                "bandwidth": s.platform.bandwidth, "apps": len(s.apps), "runtime": c.runtime,
+                                "mode": s.sim.mode, "dt": s.sim.dt,
+                            }
+                            rid = run_id(experiment, params, c.runtime)
+                            if rid in seen:  # the same run twice (e.g. two identical workload files)
+                                continue
+                            seen[rid] = len(out)
+                            out.append(Run(rid, len(out), {"index": len(out), **params}, experiment, c.runtime))
+        return out
+
+    def _validate(self, exp: dict[str, Any], entry: int | None, label: str) -> IOExperiment | None:
+        try:
+            return IOExperiment.model_validate(exp)
+        except ValidationError as err:
+            where = f"axes.workloads[{entry}]" if entry is not None else "base"
+            for p, r in problems_of(err):
+                top = p.split(".")[0].split("[")[0]
+                if top == "platform" and self.c.axes.platform.model_dump(exclude_none=True):
+                    origin = "axes.platform"
+                elif top == "mapping" and self.c.axes.mappings:
+                    origin = "axes.mappings"
+                else:
+                    origin = where
+                self.fail(f"{origin} ({label}): {p}", r)
+            return None
+
+
+def expand(campaign: Campaign, source: str | Path = "<campaign>", *, root: str | Path | None = None,
+           mode: str | None = None) -> list[Run]:
+    """All runs of ``campaign`` in axis order; relative paths are resolved from ``root``
+    (default: the folder of ``source``).  ``mode`` overrides the simulator engine."""
+    root = Path(root) if root is not None else Path(source).resolve().parent
+    ex = _Expander(campaign, str(source), root, mode)
+    runs = ex.runs() if not ex.problems else []
+    if not ex.problems and not runs:
+        ex.fail("axes", "the campaign expands to no runs")
+    if ex.problems:
+        problems = ex.problems[:MAX_PROBLEMS]
+        if len(ex.problems) > MAX_PROBLEMS:
+            problems.append(("...", f"{len(ex.problems) - MAX_PROBLEMS} more problems"))
+        raise SpecError(str(source), problems)
+    return runs
+
+
+def load_runs(path: str | Path, mode: str | None = None) -> tuple[Campaign, list[Run]]:
+    """Load a campaign file and expand it; raises SpecError before anything runs."""
+    campaign = load_campaign(path)
+    return campaign, expand(campaign, path, mode=mode)
+
+

@@ -1,0 +1,186 @@
+"""Run a campaign's runs as Ray tasks, stream their records, resume after a stop.
+
+The output folder holds:
+
+- ``campaign.json``: the campaign and its expanded runs (id, index, parameters),
+  rewritten atomically at every start;
+- ``journal.jsonl``: one line per finished run, appended and fsynced as results
+  arrive (the source of truth; see :mod:`.journal`);
+- ``results.h5``: the table of :mod:`.results`, regenerated atomically from
+  the journal every ``flush_every`` seconds and at the end.
+
+A rerun skips every run with a record (``retry_failed`` reruns the failed
+ones); runs that were in flight when the driver stopped have no record and run
+again.  At most ``workers`` tasks are in flight at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..studies.common import Progress, atomic_write_text
+from . import results as R
+from .expand import Run, load_runs
+from .journal import Journal
+from .task import execute, failed_record
+
+
+@dataclass
+class SweepSummary:
+    name: str
+    out: Path
+    total: int
+    skipped: int
+    executed: int
+    ok: int
+    failed: int
+    wall_seconds: float  # the whole call, Ray start and stop included
+    workers: int
+    interrupted: bool = False
+    startup_seconds: float = 0.0  # starting or joining Ray
+    run_seconds: float = 0.0  # first submission to last result
+
+    @property
+    def runs_per_second(self) -> float:
+        """Throughput of the execution phase (Ray start and stop excluded)."""
+        return self.executed / self.run_seconds if self.run_seconds > 0 else float("nan")
+
+
+def write_manifest(out: Path, campaign, source: str, runs: list[Run]) -> dict[str, Any]:
+    manifest = {"name": campaign.name, "source": str(source), "spec": campaign.model_dump(mode="json"),
+                "runs": [{"run_id": r.run_id, "index": r.index, "params": r.params} for r in runs]}
+    atomic_write_text(out / R.MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
+    return manifest
+
+
+class _Ray:
+    """Start a local Ray, join a cluster, or reuse the connection the caller made."""
+
+    def __init__(self, address: str | None, workers: int | None):
+        import ray
+
+        self.ray = ray
+        self.owned = not ray.is_initialized()
+        if self.owned:
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
+                         include_dashboard=False, log_to_driver=False)
+        self.where = address or ("local" if self.owned else "existing connection")
+
+    def cpus(self) -> int:
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
+
+    def close(self) -> None:
+        if self.owned:
+            self.ray.shutdown()
+
+
+def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, workers: int | None = None,
+                 address: str | None = None, mode: str | None = None, traces: str | Path | None = None,
+                 retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
+                 stream: TextIO | None = None) -> SweepSummary:
+    """Run every unfinished run of the campaign file; return what happened.
+
+    The campaign is expanded and checked before Ray starts (a bad file raises
+    :class:`~iolab.errors.SpecError`).  ``out`` defaults to ``results/<name>``.
+    """
+    from .runtimes import resolve
+    from ..errors import SpecError, RunError
+
+    stream = stream or sys.stderr
+    campaign, runs = load_runs(campaign_path, mode=mode)
+    try:
+        resolve(campaign.runtime)
+    except RunError as exc:
+        raise SpecError(str(campaign_path), [("runtime", exc.message)]) from None
+    out = Path(out) if out else Path("results") / campaign.name
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = write_manifest(out, campaign, str(campaign_path), runs)
+    journal = Journal(out / R.JOURNAL)
+    records = journal.load()
+    if journal.ignored:
+        print(f"journal: ignored {journal.ignored} incomplete line(s) (a run stopped while being recorded)",
+              file=stream)
+    todo = [r for r in runs if r.run_id not in records
+            or (retry_failed and records[r.run_id]["status"] != "ok")]
+    skipped = len(runs) - len(todo)
+    traces_dir = str(Path(traces).resolve()) if traces else None
+    if traces_dir:
+        Path(traces_dir).mkdir(parents=True, exist_ok=True)
+
+    def flush() -> None:
+        R.write_h5(R.build(manifest, records), out / R.RESULTS)
+
+    summary = SweepSummary(campaign.name, out, len(runs), skipped, 0, 0, 0, 0.0, workers or 0)
+    if not todo:
+        flush()
+        print(f"{campaign.name}: all {len(runs)} runs already done; results in {out / R.RESULTS}", file=stream)
+        return summary
+
+    t0 = time.perf_counter()
+    ray_ = _Ray(address, workers)
+    summary.startup_seconds = time.perf_counter() - t0
+    in_flight = workers or ray_.cpus()
+    summary.workers = in_flight
+    print(f"{campaign.name}: {len(runs)} runs, {skipped} done earlier, {len(todo)} to run "
+          f"on Ray ({ray_.where}, {in_flight} in flight)", file=stream, flush=True)
+    prog = Progress(len(todo), "runs", stream=stream) if progress else None
+    remote = ray_.ray.remote(execute).options(num_cpus=campaign.cpus_per_run, max_retries=1)
+    pending: dict[Any, Run] = {}
+    queue = iter(todo)
+    last_flush = time.monotonic()
+    journal.open()
+    t_run = time.perf_counter()
+    try:
+        exhausted = False
+        while pending or not exhausted:
+            while not exhausted and len(pending) < in_flight:
+                run = next(queue, None)
+                if run is None:
+                    exhausted = True
+                    break
+                pending[remote.remote(run.payload(), traces_dir)] = run
+            if not pending:
+                break
+            ready, _ = ray_.ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                run = pending.pop(ref)
+                try:
+                    rec = ray_.ray.get(ref)
+                except Exception as exc:  # the task itself died (worker crash, lost node)
+                    rec = failed_record(run.payload(), f"{type(exc).__name__}: {exc}")
+                journal.append(rec)
+                records[run.run_id] = rec
+                summary.executed += 1
+                if rec["status"] == "ok":
+                    summary.ok += 1
+                else:
+                    summary.failed += 1
+                if prog:
+                    prog.step(f"({summary.failed} failed)" if summary.failed else "")
+            if time.monotonic() - last_flush >= flush_every:
+                flush()
+                last_flush = time.monotonic()
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        for ref in pending:
+            try:
+                ray_.ray.cancel(ref, force=True)
+            except Exception:
+                pass
+        raise
+    finally:
+        summary.run_seconds = time.perf_counter() - t_run
+        journal.close()
+        summary.wall_seconds = time.perf_counter() - t0
+        flush()
+        ray_.close()
+    return summary
