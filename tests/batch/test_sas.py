@@ -137,13 +137,13 @@ def test_sas_never_overbooks_and_never_delays_the_head(s):
 def test_random_tier_proportion_matches_p():
     p, n = 0.3, 4000
     queue = [J(id=f"j{i}", submit=float(i)) for i in range(n)]
-    pol = RandomTier(p, np.random.default_rng(12345))
+    pol = RandomTier(p, np.random.default_rng(12345), project=False)
     pol.decide(Snapshot(now=0, total_nodes=4, free_nodes=4, queue=tuple(queue), hps_capacity=1e15, rates=RATES))
     hps = sum(pol.tier_of(f"j{i}") == HPS for i in range(n))
     sigma = math.sqrt(n * p * (1 - p))
     assert abs(hps - n * p) < 4 * sigma
     # Same seed, same draws; a Generator or an int seed are both accepted.
-    again = RandomTier(p, np.random.default_rng(12345))
+    again = RandomTier(p, np.random.default_rng(12345), project=False)
     again.decide(Snapshot(now=0, total_nodes=4, free_nodes=4, queue=tuple(queue), hps_capacity=1e15, rates=RATES))
     assert all(again.tier_of(f"j{i}") == pol.tier_of(f"j{i}") for i in range(n))
 

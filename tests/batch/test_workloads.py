@@ -174,3 +174,25 @@ def test_feitelson_plausibility():
     ids = [j.id for j in jobs]
     assert ids == [str(i) for i in range(1, n + 1)]
     assert all(a.submit <= b.submit for a, b in zip(jobs, jobs[1:]))
+
+
+def test_experiment_to_first_sas_decision():
+    """A spec, its generated workload, and one SAS decision on the first submissions."""
+    from iolab.specs.load import parse_spec
+    from middleware.policies.batch import SAS, QueuedJob, Snapshot, TierRates
+    from sim.workloads import load_workload
+
+    e = parse_spec({"kind": "batch", "seed": 5, "scheduler": "sas",
+                    "platform": {"nodes": 128, "lps": {"rate": "0.1 GB/s"},
+                                 "hps": {"rate": "1.5 GB/s", "capacity": "2048GB"}, "stage_rate": "0.5 GB/s"},
+                    "workload": {"source": "feitelson", "jobs": 50}}, kind="batch")
+    jobs = load_workload(e)
+    assert jobs == load_workload(e) and len(jobs) == 50
+    pl = e.platform
+    queue = tuple(QueuedJob.from_job(j) for j in jobs[:10])
+    d = SAS().decide(Snapshot(now=queue[-1].submit, total_nodes=pl.nodes, free_nodes=pl.nodes, queue=queue,
+                              hps_capacity=pl.hps.total_capacity,
+                              rates=TierRates(pl.lps.rate, pl.hps.rate, pl.stage_rate)))
+    assert sum(s.nodes for s in d.starts) <= pl.nodes
+    assert sum(s.storage for s in d.starts) <= pl.hps.total_capacity
+    assert {s.tier for s in d.starts} <= {"lps", "hps"} and len(d.plan) == 10

@@ -67,7 +67,13 @@ class Conservative(BatchPolicy):
 
 
 class EASY(BatchPolicy):
+    """``project=False`` leaves the projected (unreserved) jobs out of the plan."""
+
     name = "easy"
+
+    def __init__(self, project: bool = True) -> None:
+        super().__init__()
+        self.project = project
 
     def _decide(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)
@@ -86,6 +92,8 @@ class EASY(BatchPolicy):
         plan = []
         for job in snap.queue:
             e = decided.get(job.id)
+            if e is None and not self.project:
+                continue
             if e is None:
                 t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
                 prof.reserve(t, job.walltime, job.nodes)

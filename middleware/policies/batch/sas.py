@@ -78,7 +78,15 @@ def sjf_key(job: QueuedJob, index: int) -> tuple:
 
 
 class _TieredBackfill(BatchPolicy):
-    """Alg. 1 skeleton; subclasses say how a job's schedule is chosen."""
+    """Alg. 1 skeleton; subclasses say how a job's schedule is chosen.
+
+    ``project=False`` leaves the jobs that neither start nor hold the
+    reservation out of the plan (a long queue decides much faster).
+    """
+
+    def __init__(self, project: bool = True) -> None:
+        super().__init__()
+        self.project = project
 
     def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
         raise NotImplementedError
@@ -121,6 +129,8 @@ class _TieredBackfill(BatchPolicy):
         for job in snap.queue:
             if job.id in chosen:
                 opt, reserved = chosen[job.id]
+            elif not self.project:
+                continue
             else:
                 opt, reserved = self._choose(job, proj, snap), False
                 if math.isfinite(opt.start):
@@ -158,8 +168,8 @@ class RandomTier(_TieredBackfill):
 
     name = "random-tier"
 
-    def __init__(self, p: float, rng: np.random.Generator | int = 0):
-        super().__init__()
+    def __init__(self, p: float, rng: np.random.Generator | int = 0, project: bool = True):
+        super().__init__(project)
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"p must be in [0, 1], got {p}")
         self.p = float(p)
