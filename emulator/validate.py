@@ -137,7 +137,8 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
     with RaySession.open(address) as _session:  # one Ray for every policy
         for p in policies:
             wd = Path(work_dir) / p if work_dir is not None else None
-            emu = run_emulation(spec, p, work_dir=wd, progress=progress)
+            out = Path(work_dir) / f"{p}.h5" if work_dir is not None else None  # kept for later analysis
+            emu = run_emulation(spec, p, work_dir=wd, out=out, progress=progress)
             b = measured_bandwidth(emu)
             measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": b})})
             sim = simulate(measured, policy=p, mode="event")

@@ -32,6 +32,7 @@ def print_policy(run) -> None:
     click.echo(table(["", "simulated", "emulated", "rel. error"], rows))
     click.echo(f"stretch error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
                f"all (stretch + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
+    click.get_text_stream("stdout").flush()
 
 
 @click.command()
@@ -40,7 +41,8 @@ def print_policy(run) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
 @click.option("--figure", "figure_path", type=click.Path(dir_okay=False), help="PNG: simulated vs real stretch")
 @click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")
-@click.option("--work-dir", type=click.Path(file_okay=False), help="checkpoints and logs, one folder per policy")
+@click.option("--work-dir", type=click.Path(file_okay=False),
+              help="checkpoints and logs, one folder per policy, and each policy's trace POLICY.h5")
 @click.option("--time-scale", type=float, help="override emulator.time_scale")
 def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_scale) -> None:
     """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
