@@ -1,5 +1,13 @@
 """Metrics, computed from traces only (definitions in docs/metrics.md)."""
 
+from .batch import (
+    BatchMetrics, StorageMetrics, batch_metrics, hps_utilisation, makespan, mean_turnaround, node_utilisation,
+    pooled_utilisation, storage_metrics, turnaround, used_hps_byte_seconds, used_node_seconds,
+)
 from .io import AppMetrics, IOMetrics, geometric_mean, io_metrics
 
-__all__ = ["AppMetrics", "IOMetrics", "geometric_mean", "io_metrics"]
+__all__ = [
+    "AppMetrics", "BatchMetrics", "IOMetrics", "StorageMetrics", "batch_metrics", "geometric_mean",
+    "hps_utilisation", "io_metrics", "makespan", "mean_turnaround", "node_utilisation", "pooled_utilisation",
+    "storage_metrics", "turnaround", "used_hps_byte_seconds", "used_node_seconds",
+]

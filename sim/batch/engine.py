@@ -149,8 +149,8 @@ class BatchEngine:
     def _decide(self, t: float) -> None:
         if not self.queue:
             return
-        if self.free_nodes == 0 and not self.record_plans:
-            return  # nothing can start; the plan would only be recorded
+        if not self.record_plans and self.free_nodes < min(s.queued.nodes for s in self.queue.values()):
+            return  # no waiting job fits in the free nodes: nothing can start (any policy)
         snap = Snapshot(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
             queue=tuple(s.queued for s in self.queue.values()),

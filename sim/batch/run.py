@@ -25,6 +25,8 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     jobs = load_workload(spec) if jobs is None else jobs
     p = spec.platform
     policy = scheduler or make_policy(spec)
+    if not record_plans and hasattr(policy, "project"):
+        policy.project = False  # nobody reads the projected starts: skip computing them
     rates = TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate)
     engine = BatchEngine(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
                          rates=rates, memory_per_node=p.memory_per_node, rows=rows, record_plans=record_plans)

@@ -39,7 +39,14 @@ def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
 
 
 class FCFS(BatchPolicy):
+    """``project=False`` plans only the jobs that start now (nobody overtakes,
+    so the first job that cannot start ends the decision)."""
+
     name = "fcfs"
+
+    def __init__(self, project: bool = True) -> None:
+        super().__init__()
+        self.project = project
 
     def _decide(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)
@@ -47,6 +54,8 @@ class FCFS(BatchPolicy):
         floor = snap.now
         for job in snap.queue:
             t = prof.earliest_fit(job.nodes, job.walltime, not_before=floor)
+            if t > snap.now and not self.project:
+                break
             prof.reserve(t, job.walltime, job.nodes)
             plan.append(_entry(job, t))
             floor = t
