@@ -7,7 +7,8 @@ start of the run; volumes are the spec's data units (the emulator records
 - ``jobs``: one row per app/job: id, rank (system id: position in the spec),
   nodes, release (submit), start, end, io_node, pack, status (ok / failed /
   killed / pending), tier, min_time (contention-free T_i(b)), compute_time,
-  io_volume (total units).
+  io_volume (total units), hosts (comma-separated host names the job ran
+  on; empty in the simulator).
 - ``phases``: one row per finished phase: job, index, kind (compute, write,
   read, stage-in, stage-out), start, end, volume, io_node, tier.
 - ``grants``: one row per I/O grant: job, phase, io_node, request, grant, release.
@@ -26,7 +27,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("id", "str"), ("rank", "int"), ("nodes", "int"), ("release", "float"),
         ("start", "float"), ("end", "float"), ("io_node", "int"), ("pack", "int"),
         ("status", "str"), ("tier", "str"), ("min_time", "float"),
-        ("compute_time", "float"), ("io_volume", "float"),
+        ("compute_time", "float"), ("io_volume", "float"), ("hosts", "str"),
     ),
     "phases": (
         ("job", "str"), ("index", "int"), ("kind", "str"), ("start", "float"),
