@@ -127,6 +127,9 @@ def write_h5(results: Results, path: str | Path) -> Path:
                     g.create_dataset(c, data=np.asarray(data, dtype=object), dtype=h5py.string_dtype("utf-8"))
                 else:
                     g.create_dataset(c, data=data)
+        from .sweep import _umask
+
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -18,17 +18,44 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..studies.common import Progress, atomic_write_text
+from ..studies.common import Progress
 from . import results as R
 from .expand import Run, load_runs
 from .journal import Journal
 from .task import execute, failed_record
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Temporary file in the same folder, fsync, rename; readable like any new file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @dataclass
@@ -86,11 +113,14 @@ class _Ray:
 def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, workers: int | None = None,
                  address: str | None = None, mode: str | None = None, traces: str | Path | None = None,
                  retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
-                 stream: TextIO | None = None) -> SweepSummary:
+                 stream: TextIO | None = None, stop_on_sigterm: bool = False) -> SweepSummary:
     """Run every unfinished run of the campaign file; return what happened.
 
     The campaign is expanded and checked before Ray starts (a bad file raises
     :class:`~iolab.errors.SpecError`).  ``out`` defaults to ``results/<name>``.
+    ``stop_on_sigterm`` (main thread only) turns SIGTERM (kill, scancel) into
+    KeyboardInterrupt once Ray is up, so both stop the same clean way: journal
+    closed, results.h5 written, pending tasks cancelled, Ray shut down.
     """
     from .runtimes import resolve
     from ..errors import SpecError, RunError
@@ -126,7 +156,8 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
         return summary
 
     t0 = time.perf_counter()
-    ray_ = _Ray(address, workers)
+    ray_ = _Ray(address, workers)  # after ray.init: Ray installs its own SIGTERM handler
+    previous = signal.signal(signal.SIGTERM, _interrupt) if stop_on_sigterm else None
     summary.startup_seconds = time.perf_counter() - t0
     in_flight = workers or ray_.cpus()
     summary.workers = in_flight
@@ -180,7 +211,10 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     finally:
         summary.run_seconds = time.perf_counter() - t_run
         journal.close()
-        summary.wall_seconds = time.perf_counter() - t0
+        records.update(journal.load())  # the journal is the truth (a signal may fall between append and here)
         flush()
         ray_.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        summary.wall_seconds = time.perf_counter() - t0
     return summary

@@ -41,7 +41,7 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
         return
     try:
         s = run_campaign(campaign_path, out, workers=workers, address=address, mode=mode, traces=traces,
-                         retry_failed=retry_failed, flush_every=flush_every)
+                         retry_failed=retry_failed, flush_every=flush_every, stop_on_sigterm=True)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: finished runs are in the journal; rerun the same command to resume", err=True)
         sys.exit(130)

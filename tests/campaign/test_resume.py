@@ -88,3 +88,42 @@ def test_sigkill_then_resume_runs_only_the_missing_runs(ray_local, tmp_path):
     resumed, straight = load_results(out), load_results(base_out)
     assert len(resumed) == 20 and equal(resumed, straight)
     assert (resumed["status"] == "ok").all()
+
+
+def test_sigterm_stops_cleanly_results_written_ray_gone(tmp_path):
+    camp = small_campaign(tmp_path / "c.yaml", name="term", runtime="iolab_test_runtimes:counting")
+    out = tmp_path / "out"
+    env = sweep_env({"IOLAB_TEST_SLEEP": "0.25"})
+    proc = subprocess.Popen(SWEEP + [str(camp), "--out", str(out), "--workers", "2"], env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    journal = out / "journal.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if journal.exists() and journal.read_bytes().count(b"\n") >= 3:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        proc.terminate()
+        rc = proc.wait(timeout=60)
+        stderr = proc.stderr.read().decode()
+        assert rc == 130, stderr
+        assert "rerun the same command to resume" in stderr
+        finished = len(Journal(journal).load())
+        assert 3 <= finished < 20
+        res = load_results(out / "results.h5")  # rewritten on the way out
+        assert (res.attrs["finished"], res.attrs["pending"]) == (finished, 20 - finished)
+        # Ray stopped with the driver: only its two agents may take a moment to go
+        deadline = time.monotonic() + 20
+        while any("ray::" not in _cmd(p) for p in session_pids(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in session_pids(proc.pid) if "raylet" in _cmd(p) or "gcs_server" in _cmd(p)]
+    finally:
+        kill_session(proc.pid)
+
+
+def _cmd(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
