@@ -74,3 +74,44 @@ def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> 
                    f" {h['sas_node_utilisation']:8.2f}/{h['sas_hps_utilisation']:.2f}")
     click.echo(f"paper: {s['paper']}")
     click.echo(f"wrote {out_dir}/runs.csv, summary.json" + ("" if no_figures else ", fig3.png, fig4.png"))
+
+
+@study.command("monniot")
+@click.option("--quick", is_flag=True, help="small size for CI: 1N1D and nNnD, 8 and 32 TB-eq, sum-cap scaling")
+@click.option("--theta", type=click.Path(dir_okay=False), help="Theta job file (default ../shared/data/theta-2022-week4-io-jobs.yaml)")
+@click.option("--scaling", type=click.Choice(["sum-cap", "peak", "none"]), multiple=True,
+              help="platform scaling(s); default sum-cap and peak (quick: sum-cap)")
+@click.option("--requeue", is_flag=True, help="also run round-robin and best-bandwidth with requeue (12 x 5 min)")
+@click.option("--jobs", type=click.IntRange(1, 256), default=1, show_default=True, help="worker processes")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/monniot", show_default=True)
+@click.option("--no-figures", is_flag=True)
+def monniot(quick, theta, scaling, requeue, jobs, out_dir, no_figures) -> None:
+    """StorAlloc platform sizing on a Theta week (monniot2023 §5, Figs. 4, 6, 7)."""
+    from dataclasses import replace
+
+    from ..studies.monniot import QUICK, MonniotSize, run_study
+
+    size = QUICK if quick else MonniotSize()
+    if scaling:
+        size = replace(size, scalings=tuple(scaling))
+    if requeue:
+        size = replace(size, requeue=(False, True))
+    try:
+        s = run_study(Path(out_dir), size, theta=theta, jobs=jobs, figures=not no_figures)
+    except FileNotFoundError as err:
+        raise click.ClickException(str(err)) from None
+    i = s["input"]
+    click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.2f} s; {i['requests']} requests, sum_cap "
+               f"{i['sum_cap'] / 1e12:.3f} TB, peak concurrent demand {i['peak_demand'] / 1e9:.0f} GB "
+               f"({100 * i['peak_over_sum_cap']:.0f} % of sum_cap; the paper's year: <= "
+               f"{100 * i['paper_peak_over_sum_cap_at_most']:.0f} %)")
+    for sc, h in s["headline"].items():
+        f = s["scalings"][sc]["factor"]
+        click.echo(f"\n[{sc} scaling: capacities x {f:.3g}] % of sum_cap allocated, min-max over runs:")
+        for key, per in h["pct_sum_cap"].items():
+            cells = "  ".join(f"{c}: {v['min']:.1f}-{v['max']:.1f}" for c, v in per.items())
+            click.echo(f"  {key:8s} {cells}   (all runs >= 99.5 % from: {h['first_capacity_all_full'].get(key)})")
+        for c, per in h["fig7_max_failed_refused"].items():
+            click.echo(f"  Fig. 7 {c}: " + ", ".join(f"{k} {v['failed']}f/{v['refused']}r" for k, v in per.items()))
+    click.echo("\npaper: " + s["paper"]["fig4_split"] + "; " + s["paper"]["fig7"])
+    click.echo(f"wrote {out_dir}/runs.csv, disks.csv, summary.json" + ("" if no_figures else ", " + ", ".join(s.get("figures", []))))
