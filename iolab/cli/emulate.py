@@ -43,6 +43,11 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())
     spec = load_spec(path)
+    if spec.kind == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
+        from emulator.batch_cli import emulate_batch
+
+        return emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
+                             work_dir=work_dir, as_json=as_json, quiet=quiet)
     try:
         trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
                               progress=not quiet, source=path)

@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from .base import FieldProblems, StrictModel, raise_if
+from .batch_emulation import BatchEmulatorSettings
 from .load import problems_of, register_kind
 
 # ---------------------------------------------------------------- units
@@ -403,6 +404,8 @@ class BatchExperiment(StrictModel):
     placement: PlacementSpec = PlacementSpec()
     seed: int = Field(0, ge=0, le=2**63 - 1)
     workload: Workload
+    emulator: BatchEmulatorSettings = Field(default_factory=BatchEmulatorSettings,
+                                            description="real runs only (iolab emulate); the simulator ignores it")
 
     @field_validator("scheduler", mode="before")
     @classmethod

@@ -1,0 +1,39 @@
+"""``iolab emulate`` on a ``kind: batch`` spec: run it, print the batch metrics."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import click
+
+
+def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir, as_json: bool,
+                  quiet: bool) -> None:
+    from iolab.cli.format import dumps, table
+    from iolab.metrics.from_trace import trace_batch_metrics
+
+    from .batch_run import run_batch_emulation
+
+    if policy:
+        raise click.UsageError("--policy applies to I/O experiments; a batch spec names its scheduler")
+    try:
+        trace = run_batch_emulation(spec, out=out, address=address, work_dir=work_dir, time_scale=time_scale,
+                                    progress=not quiet, source=path)
+    except KeyboardInterrupt:
+        raise click.ClickException(f"interrupted; partial trace in {out}") from None
+    m = trace_batch_metrics(trace)
+    a = trace.attrs
+    if as_json:
+        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.kind, "failures": a.get("failures", {}),
+                          "wall_seconds": a["wall_seconds"], "staging_rate_achieved": a["staging_rate_achieved"],
+                          "staging_rate_target": a["staging_rate_target"],
+                          "launch_overhead": a.get("launch_overhead", {})}))
+        return
+    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs} jobs on {spec.platform.nodes} nodes, "
+               f"emulator (time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
+               f"{a['wall_seconds']:.0f} s wall)")
+    click.echo(table(["makespan s", "mean turnaround s", "node util.", "HPS util.", "jobs on HPS"],
+                     [(m.makespan, m.mean_turnaround, m.node_utilisation, m.hps_utilisation, m.hps_jobs)]))
+    for job, f in a.get("failures", {}).items():
+        click.echo(f"{job}: {f['status']} at {f['time']:.4g} s: {f['reason']}")
+    click.echo(f"trace written to {out}")

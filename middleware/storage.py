@@ -1,0 +1,314 @@
+"""The storage manager's state: tier directories, HPS capacity in bytes, allocations, pacing.
+
+lackner2019 §III-A: a slow tier with unlimited capacity (LPS, a backend
+parallel file system) and a fast tier with limited capacity (HPS, burst
+buffers), joined by a staging link.  On a testbed both tiers are real
+directories (``lps_root``, ``hps_root``); this class owns them:
+
+- **Directories.**  Each job gets its own directory on its tier,
+  ``ROOT/jobs/<job>``, mode 0700.  The job id is checked against a strict
+  pattern (letters, digits, ``_.:-``; never ``.``/``..``, never ``/``) and
+  the resolved path must stay under the tier root, so a name cannot escape
+  through ``..``, ``/`` or a symlink planted in the tree.
+- **Capacity in bytes.**  An HPS allocation of ``n`` bytes is granted only if
+  it fits; otherwise it *waits* (FIFO, granted when a job frees space) or is
+  *refused* (``on_full="refuse"``).  The used bytes never exceed the capacity.
+  When the platform describes HPS disks, the allocation is placed on them by
+  the shared :class:`~middleware.policies.placement.StorageAllocator`
+  (strategy, split), and the disk ids go to the allocation log; else the HPS
+  is one pool (disk ``"hps"``).
+- **Freeing.**  ``free(job)`` removes the job's directory and returns its
+  bytes, whether the job ended or died; waiting allocations that now fit are
+  granted in order.
+- **Pacing.**  One token bucket (:class:`middleware.bucket.TokenBucket`) per
+  link, ``lps``, ``hps`` and ``stage``: every writer or copier books its
+  chunks in its link's bucket, so the streams of one link share its rate
+  (chunk by chunk, in booking order: a fair share).
+- **Hooks.**  ``suspend(job)``/``resume(job)`` only record, for the coming
+  storage load controller (dheenadayalan2017).
+
+Pure: no Ray, no clock (pass ``now``); the only side effects are on the
+directories it owns.  :func:`copy_paced` does the staging copies.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import stat
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from .bucket import TokenBucket
+
+LPS, HPS, STAGE = "lps", "hps", "stage"
+TIERS = (LPS, HPS)
+LINKS = (LPS, HPS, STAGE)
+POOL = "hps"  # disk id of the single-pool HPS
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z")
+
+__all__ = ["HPS", "LINKS", "LPS", "STAGE", "TIERS", "Allocation", "NameRefused", "StorageState",
+           "check_job_name", "copy_paced"]
+
+
+class NameRefused(ValueError):
+    """A job name that could leave its tier directory (or is not a plain name)."""
+
+
+def check_job_name(job: object) -> str:
+    if not isinstance(job, str) or not JOB_NAME.match(job) or job in (".", ".."):
+        raise NameRefused(f"job name {job!r} refused: letters, digits and _ . : - only, "
+                          "not starting with a dot or dash, at most 128 characters")
+    return job
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """What ``allocate`` answers: ``status`` allocated | waiting | refused | failed."""
+
+    job: str
+    status: str
+    nbytes: int
+    parts: tuple[tuple[str, int], ...] = ()
+    reason: str = ""
+
+
+class StorageState:
+    """The tiers of one run.  ``rates``: real bytes per second of each link (None: no cap)."""
+
+    def __init__(self, lps_root: str | os.PathLike, hps_root: str | os.PathLike, hps_capacity: int, *,
+                 disks: Sequence[Any] | None = None, strategy: str = "best-bandwidth",
+                 split_threshold: int | None = None, rng: int = 0, on_full: str = "wait",
+                 rates: dict[str, float | None] | None = None):
+        if on_full not in ("wait", "refuse"):
+            raise ValueError(f"on_full must be 'wait' or 'refuse', got {on_full!r}")
+        self.roots = {LPS: _root(lps_root), HPS: _root(hps_root)}
+        if self.roots[LPS] == self.roots[HPS]:
+            raise ValueError("LPS and HPS need distinct directories")
+        self.on_full = on_full
+        self.allocator = None
+        if disks:
+            from middleware.policies.placement import StorageAllocator
+
+            self.allocator = StorageAllocator(disks, strategy, split_threshold=split_threshold, rng=rng)
+            cap = self.allocator.state.capacity
+            if hps_capacity and abs(int(hps_capacity) - cap) > len(disks):
+                raise ValueError(f"hps_capacity {hps_capacity} B differs from the disks' {cap} B")
+            hps_capacity = cap
+        self.capacity = int(hps_capacity)
+        if self.capacity <= 0:
+            raise ValueError(f"HPS capacity must be > 0 bytes, got {hps_capacity}")
+        rates = rates or {}
+        self.buckets = {link: TokenBucket(rates.get(link)) for link in LINKS}
+        self.used = 0
+        self.live: dict[str, Allocation] = {}
+        self.waiting: OrderedDict[str, int] = OrderedDict()  # job -> bytes, FIFO
+        self.dirs: dict[str, tuple[str, Path]] = {}  # job -> (tier, directory)
+        self.log: list[list] = []  # job, disk, bytes, alloc, free, status
+        self._open_rows: dict[str, list[int]] = {}
+        self.actions: list[list] = []  # job, suspend, resume
+        self.suspended: set[str] = set()
+        self.staged: list[dict] = []
+        self.peak = 0
+
+    # -- directories -----------------------------------------------------------------------
+    def job_dir(self, tier: str, job: str) -> Path:
+        """Where ``job``'s directory on ``tier`` is (checked, not created)."""
+        if tier not in TIERS:
+            raise ValueError(f"unknown tier {tier!r}; known: {', '.join(TIERS)}")
+        check_job_name(job)
+        return self.inside(tier, self.roots[tier] / "jobs" / job)
+
+    def inside(self, tier: str, path: str | os.PathLike) -> Path:
+        """``path`` resolved, or ``NameRefused`` if it leaves ``tier``'s root (``..``, symlinks)."""
+        root = self.roots[tier]
+        p = Path(os.path.abspath(path))
+        real = Path(os.path.realpath(p))
+        if real != p or not str(real).startswith(str(root) + os.sep):
+            raise NameRefused(f"{path} leaves the {tier} root {root} (or goes through a symlink)")
+        return p
+
+    def open_dir(self, tier: str, job: str) -> Path:
+        """Create ``job``'s directory on ``tier`` (mode 0700); an HPS one needs a live allocation."""
+        d = self.job_dir(tier, job)
+        if tier == HPS and job not in self.live:
+            raise RuntimeError(f"job {job!r} has no HPS allocation")
+        held = self.dirs.get(job)
+        if held is not None and held[0] != tier:
+            raise RuntimeError(f"job {job!r} already has a directory on {held[0]}")
+        (self.roots[tier] / "jobs").mkdir(mode=0o700, exist_ok=True)
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode):
+                raise NameRefused(f"{d} exists and is not a directory") from None
+        os.chmod(d, 0o700)  # the umask may have cleared bits; never wider than 0700
+        self.dirs[job] = (tier, d)
+        return d
+
+    # -- HPS capacity ------------------------------------------------------------------------
+    @property
+    def free_bytes(self) -> int:
+        return self.capacity - self.used
+
+    def allocate(self, job: str, nbytes: int, now: float) -> Allocation:
+        """Ask for ``nbytes`` of HPS: allocated now, waiting (granted by a later ``free``), or refused."""
+        check_job_name(job)
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        if job in self.live or job in self.waiting:
+            raise RuntimeError(f"job {job!r} already holds or waits for an HPS allocation")
+        if nbytes > self.capacity:
+            return self._refuse(job, nbytes, now, f"{nbytes} B exceeds the HPS capacity {self.capacity} B")
+        if not self.waiting:  # FIFO: nobody jumps the queue
+            a = self._try(job, nbytes, now)
+            if a is not None:
+                return a
+        if self.on_full == "refuse":
+            return self._refuse(job, nbytes, now, f"{nbytes} B do not fit ({self.free_bytes} B free)")
+        self.waiting[job] = nbytes
+        return Allocation(job, "waiting", nbytes, reason=f"{self.free_bytes} B free")
+
+    def _try(self, job: str, nbytes: int, now: float) -> Allocation | None:
+        if nbytes > self.free_bytes:
+            return None
+        if self.allocator is None or nbytes == 0:
+            parts = ((POOL, nbytes),)
+        else:
+            out = self.allocator.request(job, nbytes, now)
+            if out.status != "allocated":
+                return None  # placement found no room on the disks: wait or refuse like a full tier
+            parts = out.parts
+        self.used += nbytes
+        self.peak = max(self.peak, self.used)
+        assert self.used <= self.capacity, "HPS overcommitted"
+        a = Allocation(job, "allocated", nbytes, tuple(parts))
+        self.live[job] = a
+        self._open_rows[job] = []
+        for disk, b in parts:
+            self._open_rows[job].append(len(self.log))
+            self.log.append([job, disk, int(b), now, math.nan, "allocated"])
+        return a
+
+    def _refuse(self, job: str, nbytes: int, now: float, reason: str) -> Allocation:
+        self.log.append([job, "", nbytes, now, math.nan, "refused"])
+        return Allocation(job, "refused", nbytes, reason=reason)
+
+    def cancel(self, job: str) -> bool:
+        """Withdraw a waiting request; True if there was one."""
+        return self.waiting.pop(job, None) is not None
+
+    def free(self, job: str, now: float) -> tuple[int, list[Allocation]]:
+        """The job ended or died: remove its directory, return its HPS bytes.
+
+        Returns the bytes returned and the waiting allocations granted now.
+        Freeing a job that holds nothing is a no-op (a crash may free twice).
+        """
+        check_job_name(job)
+        self.cancel(job)
+        held = self.dirs.pop(job, None)
+        if held is not None:
+            shutil.rmtree(held[1], ignore_errors=True)
+        a = self.live.pop(job, None)
+        if a is None:
+            return 0, []
+        self.used -= a.nbytes
+        for i in self._open_rows.pop(job, []):
+            self.log[i][4] = now
+        if self.allocator is not None and job in self.allocator.state.live:
+            self.allocator.release(job, now)
+        self.suspended.discard(job)
+        return a.nbytes, self._grant_waiting(now)
+
+    def _grant_waiting(self, now: float) -> list[Allocation]:
+        granted = []
+        while self.waiting:
+            job, nbytes = next(iter(self.waiting.items()))
+            a = self._try(job, nbytes, now)
+            if a is None:
+                break
+            del self.waiting[job]
+            granted.append(a)
+        return granted
+
+    # -- pacing --------------------------------------------------------------------------------
+    def acquire(self, link: str, nbytes: int, now: float) -> float:
+        """Book ``nbytes`` on ``link``; seconds to wait before moving them."""
+        if link not in self.buckets:
+            raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
+        return self.buckets[link].acquire(int(nbytes), now)
+
+    # -- load-controller hooks (record only) ---------------------------------------------------
+    def suspend(self, job: str, now: float) -> None:
+        check_job_name(job)
+        if job in self.suspended:
+            raise RuntimeError(f"job {job!r} is already suspended")
+        self.suspended.add(job)
+        self.actions.append([job, now, math.nan])
+
+    def resume(self, job: str, now: float) -> None:
+        if job not in self.suspended:
+            raise RuntimeError(f"job {job!r} is not suspended")
+        self.suspended.discard(job)
+        for row in reversed(self.actions):
+            if row[0] == job and math.isnan(row[2]):
+                row[2] = now
+                break
+
+    # -- inspection ----------------------------------------------------------------------------
+    def status(self) -> dict:
+        return {"capacity": self.capacity, "used": self.used, "free": self.free_bytes, "peak": self.peak,
+                "live": sorted(self.live), "waiting": list(self.waiting), "dirs": sorted(self.dirs),
+                "suspended": sorted(self.suspended),
+                "booked": {k: b.booked for k, b in self.buckets.items()}}
+
+    def records(self) -> dict:
+        return {"allocations": [list(r) for r in self.log], "actions": [list(r) for r in self.actions],
+                "staged": [dict(s) for s in self.staged]}
+
+
+def _root(path: str | os.PathLike) -> Path:
+    p = Path(os.path.realpath(path))
+    p.mkdir(parents=True, exist_ok=True)
+    os.chmod(p, 0o700)
+    return p
+
+
+def copy_paced(sources: Iterable[str | os.PathLike], dest_dir: str | os.PathLike,
+               pace: Callable[[int], float], chunk: int = 256 * 1024) -> tuple[int, list[str]]:
+    """Copy files into ``dest_dir`` (created 0700), ``chunk`` bytes at a time.
+
+    Before each chunk ``pace(n)`` books it and answers how long to wait (the
+    link's token bucket).  Returns the bytes copied (the sum of the copies'
+    sizes on disk) and the new paths.  A file is written under a hidden name
+    and renamed when complete.
+    """
+    if chunk <= 0:
+        raise ValueError("chunk must be > 0")
+    dest = Path(dest_dir)
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
+    total, out = 0, []
+    for src in sources:
+        src = Path(src)
+        target = dest / src.name
+        tmp = dest / f".{src.name}.part"
+        with open(src, "rb") as fi, open(tmp, "wb") as fo:
+            while True:
+                block = fi.read(chunk)
+                if not block:
+                    break
+                wait = pace(len(block))
+                if wait > 0:
+                    time.sleep(wait)
+                fo.write(block)
+        os.replace(tmp, target)
+        total += target.stat().st_size
+        out.append(str(target))
+    return total, out
