@@ -41,8 +41,15 @@ def _batch_model() -> type[BaseModel]:
     return BatchExperiment
 
 
+def _campaign_model() -> type[BaseModel]:
+    from iolab.campaign.spec import Campaign
+
+    return Campaign
+
+
 register_kind("io", _io_model)
 register_kind("batch", _batch_model)
+register_kind("campaign", _campaign_model)
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:

@@ -122,3 +122,13 @@ def test_any_bad_numeric_value_is_refused_at_its_path(path, value):
         expect = _fmt(path)
     found = problems(mutate(path, value))
     assert any(p.startswith(expect) for p, _ in found), (expect, found)
+
+
+def test_every_spec_kind_is_known_without_importing_its_module():
+    import subprocess
+    import sys
+
+    # a fresh interpreter: the loader must register io, batch and campaign by itself
+    out = subprocess.run([sys.executable, "-c", "from iolab.specs.load import kinds; print(sorted(kinds()))"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['batch', 'campaign', 'io']"
