@@ -1,0 +1,173 @@
+"""A real batch run: SAS over real MPI jobs, the storage manager actor, staging, a killed job.
+
+One emulated run (~20 s wall on 2 cores) of four small jobs: ``a`` and ``k``
+win on HPS (SAS), ``b`` has no I/O request and runs on LPS, ``d`` arrives
+later and goes to HPS once ``k`` is gone.  ``k``'s ``mpiexec`` is killed with
+SIGKILL one second after its launch.  Then: specs the emulator cannot run are
+refused before any process starts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from iolab.errors import SpecError
+from iolab.specs.batch import BatchExperiment
+
+BS = 1e-4  # bytes scale
+GB = 10**9
+
+
+def spec(**emulator) -> BatchExperiment:
+    return BatchExperiment.model_validate({
+        "name": "sas-small",
+        "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
+                     "hps": {"rate": "15 GB/s", "capacity": "150 GB"}, "stage_rate": "5 GB/s"},
+        "scheduler": "sas",
+        "workload": [
+            {"id": "a", "submit": 0, "nodes": 1, "walltime": 1200, "runtime": 1000, "input": "100GB",
+             "output": "100GB", "data": "16GB", "storage": "108GB"},
+            {"id": "b", "submit": 0, "nodes": 1, "walltime": 700, "runtime": 600, "output": "1GB"},
+            {"id": "k", "submit": 0, "nodes": 2, "walltime": 1500, "runtime": 1400, "input": "20GB",
+             "output": "20GB", "data": "8GB", "storage": "28GB"},
+            {"id": "d", "submit": 150, "nodes": 2, "walltime": 900, "runtime": 700, "input": "20GB",
+             "output": "5GB", "storage": "20GB"},
+        ],
+        "emulator": {"time_scale": 0.01, "bytes_scale": BS, **emulator},
+    })
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from emulator.batch_run import run_batch_emulation
+
+    work = tmp_path_factory.mktemp("batch")
+    killed: dict[str, float] = {}
+
+    def on_launch(job, proc):
+        if job == "k":
+            def kill():
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGKILL)  # kill -9 of the job's mpiexec
+                    killed[job] = 1.0
+            threading.Timer(1.0, kill).start()
+
+    trace = run_batch_emulation(spec(), out=work / "run.h5", work_dir=work / "w", on_launch=on_launch)
+    return trace, work / "w", killed
+
+
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_sas_run_stages_for_real_and_matches_the_simulated_tiers(run):
+    from sim.batch.run import simulate_batch
+
+    trace, work, killed = run
+    jobs = {r["id"]: r for r in trace.jobs.rows()}
+    assert killed == {"k": 1.0}
+    assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok", "k": "failed", "d": "ok"}
+    assert jobs["a"]["tier"] == "hps" and jobs["b"]["tier"] == "lps" and jobs["d"]["tier"] == "hps"
+    sim = {r["id"]: r for r in simulate_batch(spec()).jobs.rows()}
+    assert {j: sim[j]["tier"] for j in ("a", "b", "d")} == {j: jobs[j]["tier"] for j in ("a", "b", "d")}
+    assert trace.attrs["complete"] is True or trace.attrs["complete"] == 1
+
+    # stage-in and stage-out happened: in the trace (spec bytes) and on disk (real bytes)
+    ph = [r for r in trace.phases.rows() if r["job"] == "a"]
+    kinds = [r["kind"] for r in sorted(ph, key=lambda r: r["index"])]
+    assert kinds == ["stage-in", "read", "compute", "write", "compute", "write", "compute", "write", "stage-out"]
+    by_kind = {r["kind"]: r for r in ph}
+    assert by_kind["stage-in"]["volume"] == pytest.approx(100 * GB) and by_kind["stage-in"]["tier"] == "stage"
+    assert by_kind["stage-out"]["volume"] == pytest.approx(100 * GB)
+    assert by_kind["read"]["tier"] == "hps"
+    staged = {(s["job"], s["direction"]): s["bytes"] for s in trace.attrs["staging"]}
+    assert staged[("a", "stage-in")] == int(100 * GB * BS) and staged[("a", "stage-out")] == int(100 * GB * BS)
+    assert staged[("d", "stage-in")] == int(20 * GB * BS)
+    out_a = sum(f.stat().st_size for f in (work / "lps" / "outputs" / "a").iterdir())
+    assert out_a == int(100 * GB * BS)
+    assert sum(f.stat().st_size for f in (work / "lps" / "outputs" / "b").iterdir()) == int(1 * GB * BS)
+    assert sum(f.stat().st_size for f in (work / "lps" / "inputs" / "a").iterdir()) == int(100 * GB * BS)
+    # staging was paced at R_stage (x bytes/time scale), not faster
+    assert trace.attrs["staging_rate_achieved"] <= trace.attrs["staging_rate_target"] * 1.05
+
+    # HPS space returned to full; no job directory left on either tier; nothing from k went to LPS
+    assert trace.attrs["hps_free_end"] == trace.attrs["hps_capacity_bytes"] == math.ceil(150 * GB * BS)
+    assert list((work / "hps" / "jobs").iterdir()) == []
+    assert list((work / "lps" / "jobs").iterdir()) == []
+    assert not (work / "lps" / "outputs" / "k").exists()
+    assert trace.attrs["hps_peak_bytes"] <= trace.attrs["hps_capacity_bytes"]
+
+    # allocations: one per HPS job, each freed at its job's end (k too, though it was killed)
+    allocs = {r["job"]: r for r in trace.allocations.rows()}
+    assert set(allocs) == {"a", "k", "d"}
+    for j, r in allocs.items():
+        assert r["status"] == "allocated" and r["disk"] == "hps"
+        assert r["free"] == pytest.approx(jobs[j]["end"], abs=5.0)
+    assert allocs["k"]["bytes"] == pytest.approx(28 * GB)
+    assert jobs["k"]["end"] - jobs["k"]["start"] < 400  # ended at the kill, not after its 1400 s
+    assert trace.attrs["exit_codes"]["k"] != 0 and trace.attrs["exit_codes"]["a"] == 0
+    # d waited for k's nodes, not for its 1500 s walltime
+    assert jobs["d"]["start"] < jobs["k"]["start"] + 600
+
+
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_trace_is_a_batch_trace_the_metrics_read(run):
+    from iolab.metrics.from_trace import trace_batch_metrics
+    from iolab.trace import read_trace
+
+    trace, work, _ = run
+    again = read_trace(work.parent / "run.h5")
+    m = trace_batch_metrics(again)
+    assert m.jobs == 4 and m.hps_jobs == 3 and m.makespan > 0
+    assert set(again.phases["kind"]) <= {"compute", "read", "write", "stage-in", "stage-out"}
+    assert again.attrs["runtime"] == "emulator-batch" and again.attrs["unit_bytes"] == 1
+    assert set(again.attrs["launch_overhead"]) >= {"a", "b", "d"}
+
+
+def _no_process_started(work: Path) -> None:
+    import ray
+
+    assert not ray.is_initialized()
+    assert not (work / "logs").exists() and not (work / "lps").exists()
+
+
+def test_a_spec_the_emulator_cannot_run_is_refused_before_anything_starts(tmp_path):
+    from emulator.batch_run import run_batch_emulation
+
+    launched = []
+    tiny = spec(bytes_scale=1e-7)  # a 16 GB checkpoint would be 1.6 kB: less than one rank file
+    with pytest.raises(SpecError) as err:
+        run_batch_emulation(tiny, work_dir=tmp_path / "w", on_launch=lambda *a: launched.append(a))
+    assert "workload.jobs[0]" in str(err.value) and "bytes_scale" in str(err.value)
+    slow = spec(time_scale=10.0)  # hours of wall time
+    with pytest.raises(SpecError) as err:
+        run_batch_emulation(slow, work_dir=tmp_path / "w")
+    assert "max_wall" in str(err.value)
+    many = spec(ranks_per_job="nodes", max_ranks=1)
+    with pytest.raises(SpecError) as err:
+        run_batch_emulation(many, work_dir=tmp_path / "w")
+    assert "max_ranks" in str(err.value)
+    assert launched == []
+    _no_process_started(tmp_path / "w")
+
+
+def test_cli_dispatches_batch_specs_and_refuses_cleanly(tmp_path):
+    import json
+
+    from iolab.cli.emulate import emulate
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"kind": "batch", **spec(bytes_scale=1e-7).model_dump(mode="json")}))
+    res = CliRunner().invoke(emulate, [str(path), "--out", str(tmp_path / "t.h5"), "--work-dir",
+                                       str(tmp_path / "w"), "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert "invalid spec" in res.output and "bytes_scale" in res.output
+    res = CliRunner().invoke(emulate, [str(path), "--policy", "fifo", "--quiet"])
+    assert res.exit_code != 0 and "scheduler" in res.output
+    _no_process_started(tmp_path / "w")
