@@ -22,3 +22,18 @@ def shared_file(name: str) -> Path:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_ray_leaks_between_modules():
+    """A module that leaves Ray initialised in this process would break the next one that
+    starts its own: shut it down after every module, and say so."""
+    yield
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+        import warnings
+
+        warnings.warn("a test module left Ray initialised; shut it down", stacklevel=1)

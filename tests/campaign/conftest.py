@@ -15,9 +15,10 @@ if str(HERE) not in sys.path:  # campaign_helpers, and iolab_test_runtimes for t
 from campaign_helpers import sweep_env  # noqa: E402
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_local():
-    """One local Ray (num_cpus=2, no dashboard) shared by the in-process tests; shut down at the end.
+    """One local Ray (num_cpus=2, no dashboard) per test module; shut down at the module's end
+    (a session-wide Ray would be inherited by other modules that start their own).
 
     PYTHONPATH is set while Ray starts so that its workers import the test runtimes.
     """
