@@ -137,7 +137,10 @@ class _TieredBackfill(BatchPolicy):
                     proj.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
             plan.append(PlanEntry(job=job.id, start=opt.start, end=opt.end, nodes=opt.nodes,
                                   tier=opt.tier, storage=opt.storage, reserved=reserved))
-            if opt.start == snap.now:
+            if opt.start == snap.now and reserved:
+                # only Alg. 1/2 start jobs: a projection that happens to fit now (its tier
+                # chosen on the projected plan) is not a decision, so the starts never
+                # depend on whether the plan is projected
                 starts.append(Start(job=job.id, tier=opt.tier, nodes=opt.nodes,
                                     expected_end=opt.end, storage=opt.storage))
         return Decision(now=snap.now, starts=tuple(starts), plan=tuple(plan))
