@@ -37,17 +37,7 @@ IO_POLICIES: tuple[str, ...] = (
 )
 LIST_POLICIES: tuple[str, ...] = IO_POLICIES[:-1]
 
-IOPolicyName = Literal[
-    "lowest-id",
-    "longest-io",
-    "shortest-io",
-    "shortest-remaining",
-    "longest-remaining",
-    "fifo",
-    "bandwidth",
-    "stretch",
-    "shared",
-]
+IOPolicyName = Literal[IO_POLICIES]  # a tuple subscript spreads into the Literal
 
 AppId = Annotated[
     str,

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
 
-DATA = Path(os.environ.get("IOLAB_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
-
-
-def data_path(name: str) -> Path:
-    path = DATA / name
-    if not path.is_file():
-        pytest.skip(f"{name} not found in {DATA} (set IOLAB_SHARED_DATA to the folder holding it)")
-    return path
+from shared_data import SHARED_DATA as DATA  # noqa: E402,F401
+from shared_data import shared_file as data_path  # noqa: E402
 
 
 @pytest.fixture

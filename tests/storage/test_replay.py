@@ -16,7 +16,7 @@ from sim.storage_replay import (
     requests_from_jobs, week_scale,
 )
 from middleware.policies.placement import GB, StorageAllocator
-from tests.conftest import shared_file
+from shared_data import shared_file
 
 STRATEGIES = ("random", "round-robin", "worst-fit", "best-bandwidth")
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from iolab.studies.monniot import QUICK, MonniotSize, run_study, theta_requests, workload_stats
-from tests.conftest import shared_file
+from shared_data import shared_file
 
 THETA = "theta-2022-week4-io-jobs.yaml"
 
