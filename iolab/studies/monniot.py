@@ -290,7 +290,7 @@ def draw(rows: list[dict], disk_rows: list[dict], size: MonniotSize, out_dir: Pa
         handles += [Patch(facecolor="white", edgecolor="black", hatch=h, label=l) for l, h in hatches.items()
                     if l in size.layouts]
         fig.legend(handles=handles, loc="lower center", ncol=8, fontsize=8)
-        fig.suptitle(f"monniot2023 Fig. 4 (iolab replay, Theta week, {scaling} scaling): runs ordered by volume")
+        fig.suptitle(f"monniot2023 Fig. 4 (iolab replay, Theta week, {scaling} scaling)\nruns ordered by allocated volume", fontsize=10)
         fig.tight_layout(rect=(0, 0.06, 1, 0.96))
         name = _fig_name("fig4", scaling, size)
         fig.savefig(out_dir / name, dpi=110)
@@ -312,7 +312,7 @@ def draw(rows: list[dict], disk_rows: list[dict], size: MonniotSize, out_dir: Pa
                                color=_COLORS.get(size.strategies[k - 1], "grey"), zorder=3)
                 ax.set_ylabel(("mean" if col.startswith("mean") else "max") + " allocations per disk")
             axes[1].set_xticks(range(1, len(size.strategies) + 1), size.strategies)
-            fig.suptitle(f"monniot2023 Fig. 6 (iolab, {scaling} scaling): {cap6:g} TB-eq, split 200 GB, 1N1D excluded")
+            fig.suptitle(f"monniot2023 Fig. 6 (iolab, {scaling} scaling)\n{cap6:g} TB-eq, split 200 GB, 1N1D excluded", fontsize=10)
             fig.tight_layout()
             name = _fig_name("fig6", scaling, size)
             fig.savefig(out_dir / name, dpi=110)
