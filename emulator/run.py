@@ -73,16 +73,23 @@ def default_work_dir(spec: IOExperiment, out: str | Path | None) -> Path:
 
 def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: float | None = None,
                   out: str | Path | None = None, address: str | None = None, work_dir: str | Path | None = None,
-                  progress: bool | Progress = False, source: str = "<spec>", **overrides) -> Trace:
+                  progress: bool | Progress = False, source: str = "<spec>", launcher: str | None = None,
+                  **overrides) -> Trace:
     """Emulate ``spec`` (with ``policy`` and emulator settings overridden); returns the trace,
-    also written to ``out`` if given.  Raises SpecError/RunError before any process starts."""
+    also written to ``out`` if given.  Raises SpecError/RunError before any process starts.
+    ``launcher``: ``"mpiexec"`` or ``"srun"`` (default: srun inside a Slurm allocation;
+    see :mod:`emulator.slurm_launch`)."""
     spec = settle_settings(spec, policy, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
     work = Path(s.work_dir) if s.work_dir else default_work_dir(spec, out)
     mpiexec = check_runnable(spec, work.resolve(), source)
-    run = Emulation(spec, make_plan(spec), work.resolve(), mpiexec, address,
-                    progress if isinstance(progress, Progress) else Progress(bool(progress)))
+    plan = make_plan(spec)
+    from .slurm_launch import make_launcher
+
+    apps = make_launcher(launcher, spec, plan, work.resolve(), mpiexec)
+    run = Emulation(spec, plan, work.resolve(), mpiexec, address,
+                    progress if isinstance(progress, Progress) else Progress(bool(progress)), launcher=apps)
     return run.run(out)
 
 
@@ -92,8 +99,12 @@ class Emulation:
     poll = 0.1  # seconds between looks at the processes
 
     def __init__(self, spec: IOExperiment, plan: Plan, work: Path, mpiexec: str, address: str | None,
-                 progress: Progress):
+                 progress: Progress, launcher=None):
+        from .slurm_launch import MpiexecApps
+
         self.spec, self.plan, self.work, self.mpiexec = spec, plan, work, mpiexec
+        # how apps start (mpiexec here, srun in an allocation): emulator.slurm_launch
+        self.launcher = launcher or MpiexecApps(mpiexec, work / "hosts")
         self.address = address
         self.progress = progress
         self.procs: dict[str, object] = {}
@@ -107,7 +118,7 @@ class Emulation:
     def run(self, out: str | Path | None) -> Trace:
         from middleware.arbiter import Arbiter
 
-        session = RaySession.open(self.address)
+        session = self.launcher.open_ray(self.address)
         try:
             dirs = [self.work / f"io-node-{k}" for k in range(self.spec.platform.io_nodes)]
             for d in dirs + [self.work / "apps", self.work / "logs"]:
@@ -161,11 +172,12 @@ class Emulation:
     # -- launching -------------------------------------------------------------------------------
     def _argv(self, app, config: dict, sweeps: dict | None) -> list[str]:
         s = self.spec.emulator
+        coordinator, config = self.launcher.coordinator("middleware.client:coordinator", config)
         phases = [[k, x * s.time_scale if k == "compute" else int(round(x * s.unit_bytes))]
                   for k, x in app.phase_list()]
         argv = [sys.executable, "-m", "apps.jacobi", "--app-id", app.id, "--grid", str(s.grid),
                 "--phases-json", json.dumps(phases), "--compute-mode", s.compute_mode,
-                "--coordinator", "middleware.client:coordinator",
+                "--coordinator", coordinator,
                 "--coordinator-config", json.dumps(config), "--out-dir", str(self.work / "apps"),
                 "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
         if not s.fsync:
@@ -180,29 +192,25 @@ class Emulation:
                 "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
     def _launch(self, app, session: RaySession, sweeps) -> None:
-        from emulator.launchers import mpiexec_command
         from emulator.shell import spawn
 
         s = self.spec.emulator
         config = {"address": session.gcs_address, "namespace": session.namespace,
                   "actor": self.arbiter.name, "app": app.id}
-        cmd = mpiexec_command(s.ranks_for(app.nodes), self._argv(app, config, sweeps), mpiexec=self.mpiexec)
-        if s.nice:
-            cmd = ["nice", "-n", str(s.nice)] + cmd
+        cmd = self.launcher.app_command(app.id, s.ranks_for(app.nodes), self._argv(app, config, sweeps), s.nice)
         log = self.work / "logs" / f"{app.id}.log"
         self.procs[app.id] = spawn(cmd, env=self._env(), cwd=self.work, log_path=log)
         self.launched[app.id] = time.time()
 
     def _calibrate(self) -> dict[int, float]:
         """Sweeps per second of the grid for each rank count (compute_mode work)."""
-        from emulator.launchers import mpiexec_command
         from emulator.shell import execute_wait
 
         s = self.spec.emulator
         out = {}
         for r in sorted({s.ranks_for(a.nodes) for a in self.spec.apps}):
-            cmd = mpiexec_command(r, [sys.executable, "-m", "apps.jacobi", "--app-id", "calibrate", "--grid",
-                                      str(s.grid), "--calibrate", "--calibrate-seconds", "2"], mpiexec=self.mpiexec)
+            cmd = self.launcher.calibrate_command(r, [sys.executable, "-m", "apps.jacobi", "--app-id", "calibrate",
+                                                      "--grid", str(s.grid), "--calibrate", "--calibrate-seconds", "2"])
             rc, so, se = execute_wait(cmd, timeout=120, env=self._env(), cwd=self.work)
             if rc != 0:
                 raise RunError(f"calibration with {r} ranks failed (exit {rc}): {se.strip()[-500:]}")
@@ -278,7 +286,7 @@ class Emulation:
         spec, s = self.spec, self.spec.emulator
         tb = TraceBuilder()
         for j in rec["jobs"]:
-            tb.add_job(tier="", **j)
+            tb.add_job(tier="", hosts=self.launcher.hosts(j["id"]), **j)
         tb.extend("phases", [tuple(r) for r in rec["phases"]])
         tb.extend("grants", [tuple(r) for r in rec["grants"]])
         tb.extend("actions", [tuple(r) for r in rec["actions"]])
@@ -292,6 +300,7 @@ class Emulation:
             python=_platform.python_version(), complete=complete, failures=rec["failures"],
             exit_codes=self.exit_codes, bytes_booked=rec["bytes_booked"], t0=self.t0,
             wall_seconds=time.time() - self.t0, launch_seconds=self.t0 - self.wall0, work_dir=str(self.work),
+            launcher=self.launcher.name, app_launch_seconds=self.launcher.launch_seconds(self.launched),
         )
 
 

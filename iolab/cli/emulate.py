@@ -30,7 +30,9 @@ def example_path() -> Path:
 @click.option("--work-dir", type=click.Path(file_okay=False), help="checkpoints and logs (default: OUT's stem + .work)")
 @click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
 @click.option("--quiet", is_flag=True, help="no progress line")
-def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quiet) -> None:
+@click.option("--launcher", type=click.Choice(["srun", "mpiexec"], case_sensitive=False),
+              help="how apps start (default: srun inside a Slurm allocation, i.e. SLURM_JOB_ID set; else mpiexec)")
+def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quiet, launcher) -> None:
     """Emulate SPEC (default: the built-in carretero2020 Table 1 example) for real.
 
     Every app runs under mpiexec; its I/O phases are granted by the Ray arbiter
@@ -50,7 +52,7 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
                              work_dir=work_dir, as_json=as_json, quiet=quiet)
     try:
         trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
-                              progress=not quiet, source=path)
+                              progress=not quiet, source=path, launcher=launcher)
     except KeyboardInterrupt:
         raise click.ClickException(f"interrupted; partial trace in {out}") from None
     m = io_metrics(trace)

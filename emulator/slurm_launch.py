@@ -1,0 +1,216 @@
+"""How an app is started: ``mpiexec`` on this machine, or ``srun`` inside a Slurm allocation.
+
+:class:`~emulator.run.Emulation` asks its *app launcher* four things and nothing else:
+
+- ``open_ray(address)``: the Ray session of the run (a local Ray, a given one, or under
+  srun a Ray cluster over the allocation: :mod:`emulator.slurm_ray`);
+- ``app_command(app_id, ranks, argv, nice)`` / ``calibrate_command(ranks, argv)``: the
+  command line (built by :mod:`emulator.launchers`, run by :mod:`emulator.shell`);
+- ``coordinator(inner, config)``: the app's ``--coordinator`` and its config; both
+  launchers wrap the real one in :mod:`emulator.slurm_hosts` so each rank notes its node;
+- ``hosts(app_id)``: the trace's ``hosts`` column, from what the ranks reported.
+
+:class:`MpiexecApps` is the local way (all ranks here). :class:`SrunApps` maps the
+allocation's nodes (``SLURM_JOB_NODELIST``) onto the spec's I/O partitions in order
+(:func:`emulator.launchers.partition_nodes`): partition k gets nodes k*P..k*P+P-1.
+Within its partition an app gets its own Q consecutive nodes (apps of one pack side by
+side; every pack of an I/O node starts again at the partition's first node, since packs
+run one after the other), and runs ``R = ranks`` tasks on ``min(Q, R)`` of them::
+
+    srun --nodes=N --ntasks=R --nodelist=<its nodes> --mpi=pmi2 --overcommit \\
+         --job-name=iolab-APP --overlap --kill-on-bad-exit=1 nice -n 10 python -m apps.jacobi ...
+
+``--overlap`` and ``--overcommit``: every app is launched before the clock starts and
+waits at its start gate, so Slurm must never hold a step back for CPUs (the gate would
+never fill); how much the apps may share is the spec's business, not Slurm's.
+
+:func:`choose_launcher` picks ``srun`` when ``SLURM_JOB_ID`` is set, else ``mpiexec``;
+:func:`make_launcher` checks everything (allocation size, ``srun`` present) before any
+process starts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iolab.errors import RunError
+from iolab.plan import Plan
+from iolab.specs.io import IOExperiment
+
+from . import slurm_hosts
+from .launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_command
+
+__all__ = ["LAUNCHERS", "choose_launcher", "Allocation", "app_nodes", "MpiexecApps", "SrunApps",
+           "make_launcher"]
+
+LAUNCHERS = ("srun", "mpiexec")
+
+
+def choose_launcher(requested: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """``requested`` if given (checked), else ``srun`` inside an allocation (``SLURM_JOB_ID``
+    set), else ``mpiexec``. ``srun`` outside an allocation is a RunError."""
+    env = os.environ if environ is None else environ
+    if requested is None:
+        return "srun" if env.get("SLURM_JOB_ID") else "mpiexec"
+    name = requested.lower()
+    if name not in LAUNCHERS:
+        raise RunError(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {requested!r}")
+    if name == "srun" and not env.get("SLURM_JOB_ID"):
+        raise RunError("--launcher srun needs a Slurm allocation (SLURM_JOB_ID is not set): run inside "
+                       "sbatch/salloc, e.g. sbatch slurm/templates/emulate.sbatch")
+    return name
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The Slurm allocation this process runs in."""
+
+    job_id: str
+    nodes: tuple[str, ...]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Allocation":
+        env = os.environ if environ is None else environ
+        job = env.get("SLURM_JOB_ID")
+        hostlist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
+        if not job or not hostlist:
+            raise RunError("not inside a Slurm allocation: SLURM_JOB_ID and SLURM_JOB_NODELIST must be set")
+        try:
+            return cls(job, tuple(expand_hostlist(hostlist)))
+        except ValueError as exc:
+            raise RunError(f"SLURM_JOB_NODELIST: {exc}") from None
+
+
+def app_nodes(spec: IOExperiment, plan: Plan, nodes: Sequence[str]) -> dict[str, list[str]]:
+    """app id -> the nodes it runs on (``min(Q, ranks)`` of its Q-node slot in its partition).
+
+    RunError, naming the sizes, if the allocation is smaller than the spec's
+    ``io_nodes x nodes_per_io_node``.
+    """
+    p = spec.platform
+    try:
+        parts = partition_nodes(list(nodes), p.io_nodes, p.nodes_per_io_node)
+    except ValueError as exc:
+        raise RunError(f"{exc}; ask Slurm for more nodes (sbatch --nodes={p.compute_nodes}) or shrink "
+                       "platform.io_nodes / platform.nodes_per_io_node") from None
+    out: dict[str, list[str]] = {}
+    for io_node, packs in enumerate(plan.nodes):
+        for pack in packs:
+            offset = 0
+            for rank in pack:
+                app = spec.apps[rank]
+                slot = parts[io_node][offset:offset + app.nodes]
+                if len(slot) < app.nodes:  # packs never exceed P (Make-Pack), spec checks mapping none
+                    slot = parts[io_node][:app.nodes]
+                offset += app.nodes
+                out[app.id] = slot[:min(app.nodes, spec.emulator.ranks_for(app.nodes))]
+    return out
+
+
+class MpiexecApps:
+    """Local runs: a local (or given) Ray, ``[nice] mpiexec -n R ...`` for each app."""
+
+    name = "mpiexec"
+
+    def __init__(self, mpiexec: str, hosts_dir: Path):
+        self.mpiexec = mpiexec
+        self.hosts_dir = Path(hosts_dir)
+
+    def open_ray(self, address: str | None):
+        from .ray_session import RaySession
+
+        return RaySession.open(address)
+
+    def coordinator(self, inner: str, config: dict) -> tuple[str, dict]:
+        return slurm_hosts.TARGET, slurm_hosts.wrap_config(inner, config, self.hosts_dir)
+
+    def app_command(self, app_id: str, ranks: int, argv: list[str], nice: int = 0) -> list[str]:
+        cmd = mpiexec_command(ranks, argv, mpiexec=self.mpiexec)
+        return (["nice", "-n", str(nice)] + cmd) if nice else cmd
+
+    def calibrate_command(self, ranks: int, argv: list[str]) -> list[str]:
+        return mpiexec_command(ranks, argv, mpiexec=self.mpiexec)
+
+    def hosts(self, app_id: str) -> str:
+        return slurm_hosts.read_hosts(self.hosts_dir, app_id)
+
+    def launch_seconds(self, launched: dict[str, float]) -> dict[str, float]:
+        return slurm_hosts.launch_seconds(self.hosts_dir, launched)
+
+
+@dataclass
+class SrunApps:
+    """Inside an allocation: Ray over the allocation's nodes, one ``srun`` step per app."""
+
+    allocation: Allocation
+    nodes_of: dict[str, list[str]]          # app id -> its nodes (app_nodes)
+    hosts_dir: Path
+    log_dir: Path
+    mpi: str = "pmi2"
+    ray_nodes: int | None = None            # None: every node of the allocation runs Ray
+    ray: object = field(default=None, repr=False)  # the SlurmRay once started
+    name: str = "srun"
+
+    def open_ray(self, address: str | None):
+        """Join ``address`` if given, else start a Ray cluster over the allocation."""
+        from .ray_session import RaySession
+        from .slurm_ray import SlurmRay, enable_driver_auth
+
+        if address:
+            enable_driver_auth()
+            return RaySession.open(address)
+        nodes = list(self.allocation.nodes[:self.ray_nodes] if self.ray_nodes else self.allocation.nodes)
+        self.ray = SlurmRay.start(nodes, log_dir=self.log_dir)
+        return _ClusterSession(self.ray)
+
+    def coordinator(self, inner: str, config: dict) -> tuple[str, dict]:
+        return slurm_hosts.TARGET, slurm_hosts.wrap_config(inner, config, self.hosts_dir)
+
+    def _srun(self, ranks: int, nodes: list[str], argv: list[str], job_name: str) -> list[str]:
+        return srun_command(ranks, argv, nodes=len(nodes), nodelist=nodes, mpi=self.mpi, overcommit=True,
+                            job_name=job_name, extra=["--overlap", "--kill-on-bad-exit=1"])
+
+    def app_command(self, app_id: str, ranks: int, argv: list[str], nice: int = 0) -> list[str]:
+        # nice goes inside the step: srun does not pass its own niceness on to the tasks.
+        argv = (["nice", "-n", str(nice)] + list(argv)) if nice else list(argv)
+        return self._srun(ranks, self.nodes_of[app_id], argv, f"iolab-{app_id}")
+
+    def calibrate_command(self, ranks: int, argv: list[str]) -> list[str]:
+        return self._srun(ranks, list(self.allocation.nodes[:1]), argv, "iolab-calibrate")
+
+    def hosts(self, app_id: str) -> str:
+        return slurm_hosts.read_hosts(self.hosts_dir, app_id)
+
+    def launch_seconds(self, launched: dict[str, float]) -> dict[str, float]:
+        return slurm_hosts.launch_seconds(self.hosts_dir, launched)
+
+
+class _ClusterSession:
+    """A RaySession look-alike whose close() also stops the Ray steps."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.gcs_address = cluster.session.gcs_address
+        self.namespace = cluster.session.namespace
+
+    def close(self) -> None:
+        self.cluster.close()
+
+
+def make_launcher(name: str | None, spec: IOExperiment, plan: Plan, work: Path, mpiexec: str,
+                  environ: Mapping[str, str] | None = None):
+    """The app launcher for this run; every check (allocation size, srun found) happens
+    here, before any process starts."""
+    which = choose_launcher(name, environ)
+    hosts_dir = Path(work) / "hosts"
+    if which == "mpiexec":
+        return MpiexecApps(mpiexec, hosts_dir)
+    alloc = Allocation.from_env(environ)
+    nodes_of = app_nodes(spec, plan, alloc.nodes)
+    if shutil.which("srun") is None:
+        raise RunError("--launcher srun: srun is not on PATH")
+    return SrunApps(alloc, nodes_of, hosts_dir, Path(work) / "logs")
