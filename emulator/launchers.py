@@ -13,6 +13,8 @@ the bad value — a typo fails before anything is submitted.
 * :func:`ray_start_commands` — a Ray head on the first node of an allocation and a
   worker on each other node, each as a one-task ``srun`` step.
 * :func:`scontrol_command` — suspend/resume a job (the load controller's lever).
+* :func:`scancel_signal_command` — signal one job step (``scontrol suspend`` takes
+  whole jobs only; a step is stopped/continued with SIGSTOP/SIGCONT).
 * :func:`expand_hostlist`, :func:`partition_nodes` — turn ``SLURM_JOB_NODELIST``
   into node names, and node names into I/O partitions.
 """
@@ -34,6 +36,7 @@ __all__ = [
     "srun_command",
     "ray_start_commands",
     "scontrol_command",
+    "scancel_signal_command",
     "expand_hostlist",
     "partition_nodes",
 ]
@@ -41,6 +44,8 @@ __all__ = [
 SCONTROL_ACTIONS = ("suspend", "resume")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _JOB_ID = re.compile(r"[1-9][0-9]*(_[0-9]+)?\Z")
+_STEP_ID = re.compile(r"[1-9][0-9]*(_[0-9]+)?\.([0-9]+|batch|extern)\Z")
+_SIGNAL = re.compile(r"(SIG)?[A-Z][A-Z0-9]*\Z|[1-9][0-9]?\Z")
 _NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
@@ -240,6 +245,20 @@ def scontrol_command(action: str, jobid: int | str) -> list[str]:
     if isinstance(jobid, bool) or not _JOB_ID.match(str(jobid)):
         raise ValueError(f"jobid must be a positive job id like 42 or '42_3', got {jobid!r}")
     return ["scontrol", action, str(jobid)]
+
+
+def scancel_signal_command(signal: str, step: str) -> list[str]:
+    """``scancel --signal=SIG JOBID.STEPID`` — deliver ``signal`` (``STOP``, ``CONT``,
+    ``USR1``, a number...) to every task of one job step, not to the whole job.
+
+    ``scontrol suspend 12.3`` is refused by Slurm 22.05 ("Invalid job id"): inside one
+    allocation, where every app is a step, this is how a single app is paused.
+    """
+    if not isinstance(signal, str) or not _SIGNAL.match(signal):
+        raise ValueError(f"signal must be a name like 'STOP' or 'SIGCONT' or a number, got {signal!r}")
+    if not isinstance(step, str) or not _STEP_ID.match(step):
+        raise ValueError(f"step must be a job step id like '42.0', got {step!r}")
+    return ["scancel", f"--signal={signal}", step]
 
 
 # ---------------------------------------------------------------- hostlists

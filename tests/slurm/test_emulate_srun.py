@@ -1,0 +1,120 @@
+"""``iolab emulate`` inside a real Slurm allocation, and suspend/resume of one app's step.
+
+* ``sbatch --wait --nodes=4 slurm/templates/emulate.sbatch SPEC OUT``: a Ray cluster over
+  the 4 virtual nodes (head n1, workers n2-n4, srun steps), 2 apps on 2 I/O partitions of
+  2 nodes each, each app one ``srun --mpi=pmi2`` step on its partition's nodes; the trace
+  says where every app's ranks really ran (``hosts``, from ``SLURMD_NODENAME``).
+* :mod:`emulator.slurm_control` stops one app's step (SIGSTOP through ``scancel``): its
+  phase reports stop; resume continues them.
+
+Skipped without a cluster (see conftest). About 30-40 s on 2 loaded cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from emulator.launchers import expand_hostlist, srun_command
+from emulator.shell import execute_wait, kill_tree, spawn
+from emulator.slurm_control import find_step, resume, suspend
+from iolab.trace import read_trace
+
+pytestmark = [pytest.mark.slurm, pytest.mark.mpi, pytest.mark.ray]
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "slurm" / "templates" / "emulate.sbatch"
+
+SPEC = {
+    "name": "srun-small",
+    "platform": {"io_nodes": 2, "nodes_per_io_node": 2, "bandwidth": 1.0},
+    "apps": [
+        {"id": "A", "nodes": 2, "io_node": 0, "iterations": 3, "compute": 0.6, "io_volume": 0.5},
+        {"id": "B", "nodes": 1, "io_node": 1, "iterations": 2, "compute": 0.6, "io_volume": 0.5},
+    ],
+    "emulator": {"ranks_per_app": "nodes", "unit_bytes": 1 << 20, "grid": 32, "lease": 20},
+}
+
+
+def test_sbatch_emulation_runs_each_app_on_its_partition(cluster, job_name, tmp_path):
+    if len(cluster.idle_nodes) < 4:
+        pytest.skip(f"needs 4 idle nodes, the cluster has {cluster.idle_nodes}")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    out, log = tmp_path / "run.h5", tmp_path / "job.out"
+    t = time.monotonic()
+    rc, so, se = execute_wait(
+        ["sbatch", "--wait", "--parsable", "--nodes=4", f"--job-name={job_name}", f"--output={log}",
+         f"--chdir={tmp_path}", str(TEMPLATE), str(spec), str(out)],
+        timeout=150, env={**cluster.env, "IOLAB_REPO": str(REPO)})
+    wall = time.monotonic() - t
+    text = log.read_text() if log.exists() else "<no job output>"
+    assert rc == 0, f"sbatch rc={rc} {se}\n{text[-3000:]}"
+
+    trace = read_trace(out)
+    assert trace.attrs["launcher"] == "srun" and trace.attrs["complete"] is True
+    assert list(trace.jobs["id"]) == ["A", "B"]
+    assert list(trace.jobs["status"]) == ["ok", "ok"], text[-3000:]
+    nodes = expand_hostlist(text.split(" on ", 1)[1].split(",", 1)[0])  # "job J on n[1-4], spec ..."
+    partitions = [nodes[0:2], nodes[2:4]]
+    hosts = {j: h.split(",") for j, h in zip(trace.jobs["id"], trace.jobs["hosts"])}
+    assert hosts["A"] == partitions[0]            # 2 ranks: one on each node of partition 0
+    assert hosts["B"] == partitions[1][:1]        # 1 rank: the first node of partition 1
+    assert len(trace.phases) == 2 * 3 + 2 * 2
+    launch = trace.attrs["app_launch_seconds"]
+    assert set(launch) == {"A", "B"} and all(0 < v < 60 for v in launch.values())
+    # the Ray cluster really spanned the allocation: one log per Ray node, workers joined
+    logs = out.parent / "run.work" / "logs"
+    assert sorted(p.name for p in logs.glob("ray-*.log")) == [f"ray-{n}.log" for n in nodes]
+    assert wall < 120
+
+
+def test_suspending_an_app_step_pauses_its_phases_and_resume_continues(cluster, job_name, tmp_path):
+    record = tmp_path / "calls.jsonl"
+    phases = [["compute", 0.25]] * 40
+    argv = [sys.executable, "-m", "apps.jacobi", "--app-id", "S", "--grid", "32",
+            "--phases-json", json.dumps(phases), "--coordinator", "recording_coordinator:factory",
+            "--coordinator-config", json.dumps({"directory": str(tmp_path / "io"), "record": str(record)}),
+            "--out-dir", str(tmp_path / "out")]
+    cmd = srun_command(2, argv, nodes=2, nodelist=list(cluster.idle_nodes[:2]), job_name=job_name)
+    env = {**cluster.env, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests" / "apps")])}
+    step = spawn(cmd, env=env, log_path=tmp_path / "srun.log")
+    try:
+        _wait(lambda: _reports(record) >= 3, "3 phase reports", step, tmp_path)
+        rc, out, err = cluster.run(["squeue", "-h", f"--name={job_name}", "-o", "%i"])
+        jobid = out.split()[0]
+        step_id = find_step(jobid, job_name, env=cluster.env)
+        assert step_id == f"{jobid}.0"
+
+        suspend(step_id, env=cluster.env)
+        time.sleep(0.5)                           # a report in flight may still land
+        frozen = _reports(record)
+        time.sleep(1.5)                           # ~6 phases if it were running
+        assert _reports(record) == frozen
+        assert step.poll() is None                # stopped, not dead
+
+        resume(step_id, env=cluster.env)
+        _wait(lambda: _reports(record) >= frozen + 3, "reports after resume", step, tmp_path)
+    finally:
+        kill_tree(step, grace=5)
+
+
+def _reports(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return sum(1 for line in path.read_text().splitlines() if '"report"' in line)
+
+
+def _wait(ok, what: str, step, tmp_path: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ok():
+        if step.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what} (srun rc={step.poll()}): "
+                        f"{(tmp_path / 'srun.log').read_text()[-2000:]}")
+        time.sleep(0.05)
