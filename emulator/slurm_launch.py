@@ -156,10 +156,15 @@ class SrunApps:
     name: str = "srun"
 
     def open_ray(self, address: str | None):
-        """Join ``address`` if given, else start a Ray cluster over the allocation."""
+        """The Ray this process already joined, else ``address`` if given, else a new Ray
+        cluster over the allocation (:class:`emulator.slurm_ray.SlurmRay`)."""
         from .ray_session import RaySession
         from .slurm_ray import SlurmRay, enable_driver_auth
 
+        import ray
+
+        if ray.is_initialized():  # the caller holds a Ray already (iolab validate): use it
+            return RaySession.open()
         if address:
             enable_driver_auth()
             return RaySession.open(address)
