@@ -54,31 +54,74 @@ def connect(address: str, namespace: str, timeout: float = 10.0) -> None:
             "(Ray's auth token lives under ~/.ray)") from None
 
 
-class RayCoordinator:
-    """One rank's proxy to the arbiter actor (the :class:`apps.coordination.IOCoordinator` methods)."""
+class ActorProxy:
+    """What every rank-side proxy of a middleware actor shares: check the config, join
+    the run's Ray, find the actor by name, send phase reports (fire-and-forget, in
+    order), say how the app ended, and leave Ray if this proxy joined it.
 
-    def __init__(self, config: dict[str, Any], rank: int, size: int):
+    ``who`` is the app's (or job's) id in the actor's calls; ``what`` names the actor
+    in error messages; ``module`` names the factory's module in error messages.
+    """
+
+    required: tuple[str, ...] = ("address", "namespace", "actor")
+    what = "actor"
+    module = "middleware"
+
+    def __init__(self, config: dict[str, Any], who_key: str):
         import ray
 
         from .arbiter import call
 
-        missing = [k for k in REQUIRED if not config.get(k)]
+        missing = [k for k in self.required if not config.get(k)]
         if missing:
-            raise RuntimeError(f"middleware.client: coordinator config lacks {', '.join(missing)}")
-        self.app = str(config["app"])
-        self.rank, self.size = rank, size
+            raise RuntimeError(f"{self.module}: coordinator config lacks {', '.join(missing)}")
+        self.who = str(config[who_key])
         self._call = call
         self._joined = not ray.is_initialized()
         connect(str(config["address"]), str(config["namespace"]))
         try:
             self.actor = ray.get_actor(config["actor"], namespace=config["namespace"])
         except ValueError:
-            raise RuntimeError(f"no arbiter actor {config['actor']!r} in Ray namespace "
+            raise RuntimeError(f"no {self.what} {config['actor']!r} in Ray namespace "
                                f"{config['namespace']!r} at {config['address']}") from None
         self._reports: list[Any] = []
+        _warm_up()  # before any gate: first-use costs must not land inside a measured phase
+
+    def report(self, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
+        self._reports.append(self.actor.report.remote(self.who, int(phase), kind, float(start), float(end),
+                                                      int(nbytes)))
+        if len(self._reports) > 64:  # surface errors early, keep the list short
+            self._call(self._reports.pop(0))
+
+    def finish(self, ok: bool, message: str = "") -> None:
+        for ref in self._reports:
+            try:
+                self._call(ref)
+            except Exception:
+                pass
+        self._reports.clear()
+        self._call(self.actor.finish.remote(self.who, bool(ok), str(message)))
+
+    def close(self) -> None:
+        import ray
+
+        if self._joined and ray.is_initialized():
+            ray.shutdown()
+
+
+class RayCoordinator(ActorProxy):
+    """One rank's proxy to the arbiter actor (the :class:`apps.coordination.IOCoordinator` methods)."""
+
+    required = REQUIRED
+    what = "arbiter actor"
+    module = "middleware.client"
+
+    def __init__(self, config: dict[str, Any], rank: int, size: int):
+        super().__init__(config, "app")
+        self.app = self.who
+        self.rank, self.size = rank, size
         self._last_beat = 0.0
-        _warm_up()  # before the gate: first-use costs must not land inside a granted phase
-        info = call(self.actor.arrive.remote(self.app, rank, size))  # the start gate
+        info = self._call(self.actor.arrive.remote(self.app, rank, size))  # the start gate
         self.lease = float(info["lease"])
         self.capped = info.get("cap") is not None
         self.started = float(info["start"])
@@ -91,12 +134,6 @@ class RayCoordinator:
     def end_io(self, phase: int, nbytes: int) -> None:
         self._call(self.actor.release.remote(self.app, int(phase)))
 
-    def report(self, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
-        self._reports.append(self.actor.report.remote(self.app, int(phase), kind, float(start), float(end),
-                                                      int(nbytes)))
-        if len(self._reports) > 64:  # surface errors early, keep the list short
-            self._call(self._reports.pop(0))
-
     def throttle(self, nbytes: int) -> None:
         t = time.time()
         if self.capped:
@@ -107,21 +144,6 @@ class RayCoordinator:
         elif t - self._last_beat > self.lease / 4:
             self._call(self.actor.heartbeat.remote(self.app))
             self._last_beat = t
-
-    def finish(self, ok: bool, message: str = "") -> None:
-        for ref in self._reports:
-            try:
-                self._call(ref)
-            except Exception:
-                pass
-        self._reports.clear()
-        self._call(self.actor.finish.remote(self.app, bool(ok), str(message)))
-
-    def close(self) -> None:
-        import ray
-
-        if self._joined and ray.is_initialized():
-            ray.shutdown()
 
 
 def _warm_up() -> None:

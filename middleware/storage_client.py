@@ -22,46 +22,29 @@ from typing import Any
 
 from apps.coordination import Grant
 
+from .client import ActorProxy
+
 REQUIRED = ("address", "namespace", "actor", "job", "directory", "link")
 
 
-class StorageCoordinator:
+class StorageCoordinator(ActorProxy):
+    required = REQUIRED
+    what = "storage manager actor"
+    module = "middleware.storage_client"
+
     def __init__(self, config: dict[str, Any], rank: int, size: int):
-        import ray
-
-        from .arbiter import call
-        from .client import _warm_up, connect
-
-        missing = [k for k in REQUIRED if not config.get(k)]
-        if missing:
-            raise RuntimeError(f"middleware.storage_client: coordinator config lacks {', '.join(missing)}")
-        if config["link"] not in ("lps", "hps"):
-            raise RuntimeError(f"middleware.storage_client: link must be lps or hps, got {config['link']!r}")
-        self.job, self.directory, self.link = str(config["job"]), str(config["directory"]), str(config["link"])
+        if config.get("link") and config["link"] not in ("lps", "hps"):  # missing: the base says so
+            raise RuntimeError(f"middleware.storage_client: link must be lps or hps, got {config.get('link')!r}")
+        super().__init__(config, "job")
+        self.job, self.directory, self.link = self.who, str(config["directory"]), str(config["link"])
         self.capped = bool(config.get("capped", True))
         self.rank = rank
-        self._call = call
-        self._joined = not ray.is_initialized()
-        connect(str(config["address"]), str(config["namespace"]))
-        try:
-            self.actor = ray.get_actor(config["actor"], namespace=config["namespace"])
-        except ValueError:
-            raise RuntimeError(f"no storage manager actor {config['actor']!r} in namespace "
-                               f"{config['namespace']!r}") from None
-        self._reports: list[Any] = []
-        _warm_up()
 
     def begin_io(self, phase: int, kind: str, nbytes: int) -> Grant:
         return Grant(self.directory, time.time())
 
     def end_io(self, phase: int, nbytes: int) -> None:
         pass
-
-    def report(self, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
-        self._reports.append(self.actor.report.remote(self.job, int(phase), kind, float(start), float(end),
-                                                      int(nbytes)))
-        if len(self._reports) > 64:
-            self._call(self._reports.pop(0))
 
     def throttle(self, nbytes: int) -> None:
         if not self.capped:
@@ -71,21 +54,6 @@ class StorageCoordinator:
         delay = t + wait - time.time()
         if delay > 0:
             time.sleep(delay)
-
-    def finish(self, ok: bool, message: str = "") -> None:
-        for ref in self._reports:
-            try:
-                self._call(ref)
-            except Exception:
-                pass
-        self._reports.clear()
-        self._call(self.actor.finish.remote(self.job, bool(ok), str(message)))
-
-    def close(self) -> None:
-        import ray
-
-        if self._joined and ray.is_initialized():
-            ray.shutdown()
 
 
 def coordinator(config: dict[str, Any], rank: int, size: int) -> StorageCoordinator:
