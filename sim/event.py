@@ -107,10 +107,11 @@ class EventEngine:
         link = self.links[node]
         for req in granted:
             self.grant_time[req.rank] = t
+            f = self.sc.apps[req.rank].factor(self.idx[req.rank])  # jitter: actual vs stated duration
             if self.exclusive:
-                self._push(t + req.io_time, _IO_END, req.rank)
+                self._push(t + req.io_time * f, _IO_END, req.rank)
             else:
-                link.add(req.rank, req.volume, t)
+                link.add(req.rank, req.volume * f, t)
         if not self.exclusive and (granted or self._changed_link[node]):
             nxt = link.next_completion()
             if nxt < math.inf:

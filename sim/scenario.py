@@ -6,7 +6,9 @@ Phases are flattened into per-app lists of kinds and amounts, and the plan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from iolab.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
@@ -29,6 +31,12 @@ class SimApp:
     io_volume: float
     io_node: int
     pack: int
+    # duration factor of each phase (transfers take ``amount / b * factor``); compute
+    # jitter is applied to the compute amounts themselves.  All 1.0 without jitter.
+    factors: list[float] = field(default_factory=list)
+
+    def factor(self, i: int) -> float:
+        return self.factors[i] if self.factors else 1.0
 
 
 @dataclass
@@ -54,6 +62,8 @@ class Scenario:
                 min_time=a.min_time(b), compute_time=a.compute_time(), io_volume=a.io_total(),
                 io_node=node, pack=pack,
             ))
+        if spec.sim.jitter.active:
+            _apply_jitter(apps, spec.sim.jitter.compute, spec.sim.jitter.io, spec.seed)
         return cls(apps, plan, spec.platform.io_nodes, spec.platform.nodes_per_io_node, b)
 
     def packs(self) -> list[tuple[int, list[int]]]:
@@ -63,3 +73,23 @@ class Scenario:
             for pack in seq:
                 out.append((node, list(pack)))
         return out
+
+
+def _apply_jitter(apps: list[SimApp], compute_sd: float, io_sd: float, seed: int) -> None:
+    """Draw one factor per phase, app by app in rank order (seeded: same seed, same run).
+
+    Compute amounts are scaled in place (they are durations); transfers get a
+    duration factor, their volume stays nominal (the trace records what the app
+    moved, the policies see what the app states).  Factors are kept >= 0.05.
+    """
+    rng = np.random.default_rng([seed, 0x6A17])
+    for a in apps:
+        z = rng.standard_normal(len(a.kinds))
+        a.factors = [1.0] * len(a.kinds)
+        for i, k in enumerate(a.kinds):
+            sd = compute_sd if k == COMPUTE else io_sd
+            f = max(0.05, 1.0 + sd * float(z[i]))
+            if k == COMPUTE:
+                a.amounts[i] *= f
+            else:
+                a.factors[i] = f

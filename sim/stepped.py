@@ -66,7 +66,7 @@ class SteppedEngine:
                     self._end_phase(rank, t)
                 return
             if app.amounts[i] > 0:
-                self.idx[rank], self.left[rank] = i, app.amounts[i]
+                self.idx[rank], self.left[rank] = i, app.amounts[i] * app.factor(i)
                 self.state[rank], self.req_time[rank] = "wait", t
                 self.arbiters[app.io_node].submit(IORequest(
                     app.id, rank, t, app.amounts[i], app.amounts[i] / self.sc.bandwidth,

@@ -182,9 +182,27 @@ class Mapping(StrictModel):
         return normalise_policy(v)
 
 
+class Jitter(StrictModel):
+    """Relative standard deviation of phase durations around their nominal value.
+
+    Real runs are not exactly periodic (docs/validation.md measured ~1 % on
+    compute phases and ~4 % on transfers); a deterministic simulator can lock
+    into a starvation that this noise breaks.  Drawn once per phase from the
+    experiment's ``seed``; 0 (the default) keeps every duration nominal.
+    """
+
+    compute: float = Field(0.0, ge=0, le=0.5)
+    io: float = Field(0.0, ge=0, le=0.5)
+
+    @property
+    def active(self) -> bool:
+        return self.compute > 0 or self.io > 0
+
+
 class SimSettings(StrictModel):
     mode: Literal["event", "step"] = "event"
     dt: PosFloat = Field(1.0, description="step of the time-stepped mode, seconds")
+    jitter: Jitter = Jitter()
 
 
 class IOExperiment(StrictModel):
