@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
+from ..atomic import atomic_path
 from ..errors import IolabError
 from .task import METRICS
 
@@ -113,27 +112,16 @@ def write_h5(results: Results, path: str | Path) -> Path:
     import h5py
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            for k, v in results.attrs.items():
-                f.attrs[k] = v
-            g = f.create_group("runs")
-            for c, kind in COLUMNS:
-                data = results.columns[c]
-                if kind == "str":
-                    g.create_dataset(c, data=np.asarray(data, dtype=object), dtype=h5py.string_dtype("utf-8"))
-                else:
-                    g.create_dataset(c, data=data)
-        from .sweep import _umask
-
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        for k, v in results.attrs.items():
+            f.attrs[k] = v
+        g = f.create_group("runs")
+        for c, kind in COLUMNS:
+            data = results.columns[c]
+            if kind == "str":
+                g.create_dataset(c, data=np.asarray(data, dtype=object), dtype=h5py.string_dtype("utf-8"))
+            else:
+                g.create_dataset(c, data=data)
     return path
 
 

@@ -20,12 +20,12 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..atomic import atomic_write_text
 from ..studies.common import Progress
 from . import results as R
 from .expand import Run, load_runs
@@ -35,27 +35,6 @@ from .task import execute, failed_record
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Temporary file in the same folder, fsync, rename; readable like any new file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 @dataclass

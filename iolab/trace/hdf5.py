@@ -8,14 +8,13 @@ versions) are stored as JSON strings.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
+from ..atomic import atomic_path
 from ..errors import TraceError
 from .model import Table, Trace
 from .schema import SCHEMA_VERSION, TABLES
@@ -60,29 +59,21 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
     """Write atomically (temporary file, then rename); returns the path."""
     path = Path(path)
     check_tables(trace)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["iolab_trace_schema"] = SCHEMA_VERSION
-            for k, v in trace.attrs.items():
-                f.attrs[k] = _attr_value(v)
-            for name, cols in TABLES.items():
-                g = f.create_group(name)
-                table = trace.tables.get(name) or Table.empty(name)
-                g.attrs["rows"] = len(table)
-                for c, kind in cols:
-                    data = table.columns[c]
-                    if kind == "str":
-                        g.create_dataset(c, data=np.asarray(data, dtype=object).astype(str).astype(object)
-                                         if len(data) else np.array([], dtype=object), dtype=_STR)
-                    else:
-                        g.create_dataset(c, data=data, compression="gzip" if len(data) > 4096 else None)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["iolab_trace_schema"] = SCHEMA_VERSION
+        for k, v in trace.attrs.items():
+            f.attrs[k] = _attr_value(v)
+        for name, cols in TABLES.items():
+            g = f.create_group(name)
+            table = trace.tables.get(name) or Table.empty(name)
+            g.attrs["rows"] = len(table)
+            for c, kind in cols:
+                data = table.columns[c]
+                if kind == "str":
+                    g.create_dataset(c, data=np.asarray(data, dtype=object).astype(str).astype(object)
+                                     if len(data) else np.array([], dtype=object), dtype=_STR)
+                else:
+                    g.create_dataset(c, data=data, compression="gzip" if len(data) > 4096 else None)
     return path
 
 

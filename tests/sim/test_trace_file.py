@@ -74,3 +74,24 @@ def test_reading_something_else_is_a_clear_error(tmp_path):
 def test_builder_refuses_unknown_columns():
     with pytest.raises(ValueError, match="unknown column"):
         TraceBuilder().add_phase(job="a", colour="red")
+
+
+def test_atomic_files_get_the_usual_mode_and_leave_nothing_on_failure(tmp_path):
+    import os
+
+    from iolab.atomic import atomic_path
+    from iolab.studies.common import write_csv
+
+    old = os.umask(0o022)
+    try:
+        write_csv(tmp_path / "r.csv", [{"a": 1}])
+        path = write_trace(simulate(parse_spec(SPEC)), tmp_path / "t.h5")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.csv").stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    assert path.stat().st_mode & 0o777 == 0o644
+    with pytest.raises(ZeroDivisionError):
+        with atomic_path(tmp_path / "x.csv") as tmp:
+            tmp.write_text("half")
+            1 / 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "t.h5"]
