@@ -59,7 +59,7 @@ from iolab.specs.batch_emulation import BatchEmulatorSettings
 from iolab.specs.load import problems_of
 from iolab.trace import Trace, TraceBuilder, write_trace
 
-from .progress import Progress
+from .progress import Progress, save_partial
 from .ray_session import RaySession
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,18 +140,9 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                              f"the run would last about {est:.0f} wall seconds (simulated makespan "
                              f"{makespan:.0f} s x time_scale {s.time_scale:g} + launches); the limit is "
                              f"emulator.max_wall = {s.max_wall:g} s"))
-    if problems:
-        raise SpecError(source, problems)
+    from .checks import conclude
 
-    from .checks import check_writable
-    from .launchers import MpiexecNotFound, find_mpiexec
-
-    try:
-        mpiexec = find_mpiexec()
-    except MpiexecNotFound as exc:
-        raise RunError(str(exc)) from None
-    check_writable(work_dir)
-    return mpiexec
+    return conclude(problems, source, work_dir)
 
 
 def default_work_dir(spec: BatchExperiment, out: str | Path | None) -> Path:
@@ -302,13 +293,7 @@ class BatchEmulation:
         for j in self.jobs:
             if j.state not in ("future", "queued", "ended"):
                 self._end(j, "killed", "interrupted")
-        try:
-            trace = self._trace(complete=False)
-            path = out if out is not None else self.work / "partial.h5"
-            write_trace(trace, path)
-            self.progress.note(f"partial trace written to {path}")
-        except Exception as exc:
-            self.progress.note(f"could not write the partial trace: {exc}")
+        save_partial(lambda: self._trace(complete=False), out, self.work, self.progress)
 
     def _kill_all(self) -> None:
         from .shell import kill_tree

@@ -54,6 +54,12 @@ def check_runnable(spec: IOExperiment, work_dir: Path, source: str = "<spec>") -
         first_io = next((k for k, x in phases if k != "compute" and x > 0), None)
         if first_io == "read":
             problems.append((f"apps[{i}]", f"app {a.id!r} reads before it ever writes a checkpoint"))
+    return conclude(problems, source, work_dir)
+
+
+def conclude(problems: list[tuple[str, str]], source: str, work_dir: Path) -> str:
+    """The end of every run check: the spec's problems (``SpecError``), then the machine's:
+    an ``mpiexec`` to run with and a writable work dir (``RunError``).  Returns the mpiexec."""
     if problems:
         raise SpecError(source, problems)
 

@@ -61,3 +61,18 @@ class Progress:
         if self.enabled and self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def save_partial(make_trace, out, work_dir, progress: Progress) -> None:
+    """After an interrupt: write what ``make_trace()`` gives to ``out`` (else
+    ``WORK/partial.h5``) and say where; a failure is reported, never raised, so the
+    interrupt itself still propagates."""
+    from iolab.trace import write_trace
+
+    try:
+        trace = make_trace()
+        path = out if out is not None else work_dir / "partial.h5"
+        write_trace(trace, path)
+        progress.note(f"partial trace written to {path}")
+    except Exception as exc:
+        progress.note(f"could not write the partial trace: {exc}")

@@ -37,7 +37,7 @@ from iolab.specs.load import problems_of
 from iolab.trace import Trace, TraceBuilder, write_trace
 
 from .checks import check_runnable
-from .progress import Progress
+from .progress import Progress, save_partial
 from .ray_session import RaySession
 
 REPO = Path(__file__).resolve().parents[1]
@@ -160,14 +160,11 @@ class Emulation:
         self.progress.note("interrupted: killing every app")
         self._kill_all()
         if self.arbiter is not None and self.t0 is not None:
-            try:
+            def partial() -> Trace:
                 self.arbiter.stop()
-                trace = self._trace(complete=False)
-                path = out if out is not None else self.work / "partial.h5"
-                write_trace(trace, path)
-                self.progress.note(f"partial trace written to {path}")
-            except Exception as exc:  # still re-raise the interrupt
-                self.progress.note(f"could not write the partial trace: {exc}")
+                return self._trace(complete=False)
+
+            save_partial(partial, out, self.work, self.progress)
 
     # -- launching -------------------------------------------------------------------------------
     def _argv(self, app, config: dict, sweeps: dict | None) -> list[str]:
