@@ -154,6 +154,15 @@ def run_study(out_dir: Path, size: StudySize = StudySize(), seed: int = 2020, jo
     return summary
 
 
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def draw_figures(rows: list[dict], out_dir: Path) -> list[Path]:
     import matplotlib
 
@@ -184,11 +193,7 @@ def draw_figures(rows: list[dict], out_dir: Path) -> list[Path]:
         ax.set_ylabel(ylabel)
         ax.set_title(f"carretero2020 Fig. {fig_no} (iolab simulation)")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out_dir / f"fig{fig_no}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        made.append(path)
+        made.append(_save(fig, out_dir / f"fig{fig_no}.png"))
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for R, c in zip(IO_NODE_COUNTS, ("tab:blue", "tab:orange", "tab:green")):
@@ -200,11 +205,7 @@ def draw_figures(rows: list[dict], out_dir: Path) -> list[Path]:
     ax.set_ylabel("makespan of Sensibility=1 relative to First-Fit")
     ax.set_title("carretero2020 Fig. 15 (iolab simulation)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out_dir / "fig15.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    made.append(path)
+    made.append(_save(fig, out_dir / "fig15.png"))
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     names = ["first-fit", "s1", "salpha"]
@@ -217,9 +218,5 @@ def draw_figures(rows: list[dict], out_dir: Path) -> list[Path]:
     ax.set_ylabel("average time per compute node\n(normalised to First-Fit's makespan)")
     ax.set_title("carretero2020 Fig. 14 (iolab simulation)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out_dir / "fig14.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    made.append(path)
+    made.append(_save(fig, out_dir / "fig14.png"))
     return made

@@ -9,9 +9,10 @@ import numpy as np
 
 from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
-from middleware.policies.batch import TierRates, get_scheduler
+from middleware.policies.batch import LPS, TierRates, get_scheduler
 
 from .engine import BatchEngine, BatchRecord
+from .steps import job_steps
 
 
 def make_policy(spec):
@@ -37,16 +38,16 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False) -> Trace:
     t0 = time.perf_counter()
     rec = run_batch(spec, jobs, record_plans=record_plans)
     wall = time.perf_counter() - t0
+    p = spec.platform
     tb = TraceBuilder()
     for s in rec.jobs:
         j = s.job
         tb.add_job(id=s.queued.id, rank=s.index, nodes=s.queued.nodes, release=s.queued.submit, start=s.start,
                    end=s.end, io_node=-1, pack=-1, status="ok", tier=s.tier, min_time=float(j.runtime),
-                   compute_time=max(0.0, float(j.runtime) - (j.input + j.output + j.data) / spec.platform.lps.rate),
+                   compute_time=job_steps(j, LPS, p.lps.rate, p.memory_per_node).compute_time,
                    io_volume=float(j.input + j.output + j.data))
     tb.extend("phases", rec.phases)
     tb.extend("allocations", rec.allocations)
-    p = spec.platform
     return tb.build(
         runtime="sim-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind, seed=spec.seed,
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),
