@@ -47,6 +47,11 @@ def manifest_path(out_dir: str | Path, app_id: str) -> Path:
     return Path(out_dir) / f"{app_id}.manifest.json"
 
 
+def summary_path(out_dir: str | Path, app_id: str) -> Path:
+    """Where rank 0 of the Jacobi app leaves its JSON summary (success or failure)."""
+    return Path(out_dir) / f"{app_id}.summary.json"
+
+
 def checkpoint_dir(directory: str | Path, app_id: str, phase: int) -> Path:
     return Path(directory).resolve() / app_id / f"ckpt-{phase:06d}"
 
@@ -190,7 +195,7 @@ def load_block(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
 # -- manifest ----------------------------------------------------------------------------
 def write_manifest(path: Path, manifest: dict, fsync: bool = True) -> None:
-    """Replace the manifest atomically (temporary file, fsync, rename)."""
+    """Replace the manifest (or any JSON record) atomically (temporary file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(path)
     with open(tmp, "w") as fh:

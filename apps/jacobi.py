@@ -11,8 +11,11 @@ Every I/O phase is coordinated (:mod:`apps.coordination`): rank 0 asks the
 coordinator for access (``begin_io``), broadcasts the granted directory, every
 rank writes its file through ``throttle``, rank 0 commits the manifest,
 releases the grant (``end_io``) and reports the phase (``report``).  Compute
-phases are reported too.  At the end rank 0 calls ``finish`` and prints one
-JSON summary line on stdout.
+phases are reported too.  At the end rank 0 calls ``finish``, writes the
+summary to ``<out-dir>/<app-id>.summary.json`` (atomically) and prints it as one
+JSON line on stdout.  On failure the file is the record to trust: when a job is
+aborted, ``mpiexec`` may kill its ranks before it has forwarded their last
+output.
 
 If any rank raises, rank 0 reports ``finish(False, reason)`` and the job is
 aborted (``MPI_Abort``): it exits non-zero within a few seconds instead of
@@ -531,8 +534,7 @@ def run(comm, cfg: Config) -> int:
                 np.save(cfg.dump_solution, full)
         if rank == 0:
             coord.finish(True, "")
-            print(json.dumps(_summary(cfg, comm, solver, app, t0, manifest, ok=True, residual=residual)),
-                  flush=True)
+            _publish(cfg, _summary(cfg, comm, solver, app, t0, manifest, ok=True, residual=residual))
         coord.close()
         return 0
     except (Exception, KeyboardInterrupt) as exc:
@@ -548,8 +550,10 @@ def run(comm, cfg: Config) -> int:
                 except Exception as exc2:  # still abort
                     print(f"[rank 0] coordinator.finish failed: {exc2!r}", file=sys.stderr, flush=True)
             if app is not None:
-                print(json.dumps(_summary(cfg, comm, solver, app, t0, manifest, ok=False, error=message)),
-                      flush=True)
+                try:
+                    _publish(cfg, _summary(cfg, comm, solver, app, t0, manifest, ok=False, error=message))
+                except Exception as exc2:  # still abort
+                    print(f"[rank 0] writing the summary failed: {exc2!r}", file=sys.stderr, flush=True)
             _close(coord)
             abort(comm)
         _close(coord)
@@ -563,6 +567,14 @@ def abort(comm) -> None:
     sys.stderr.flush()
     comm.Abort(1)
     os._exit(1)
+
+
+def _publish(cfg: Config, summary: dict) -> None:
+    """Rank 0: the summary file (atomic, the record to trust), then the stdout line."""
+    from apps import checkpoint
+
+    checkpoint.write_manifest(checkpoint.summary_path(cfg.out_dir, cfg.app_id), summary, fsync=False)
+    print(json.dumps(summary), flush=True)
 
 
 def _close(coord) -> None:
