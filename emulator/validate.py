@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from iolab.specs.io import IOExperiment
+from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace
 
 
@@ -122,32 +122,82 @@ class PolicyRun:
     simulated: Trace
     bandwidth: float
     comparison: dict
+    spread: dict | None = None  # where the real run falls among jittered simulations (seeds > 0)
+
+
+class TraceMismatch(ValueError):
+    """A kept trace does not belong to the spec being validated."""
+
+
+def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str) -> Trace:
+    """``DIR/POLICY.h5`` from an earlier ``--work-dir DIR`` run, checked against ``spec``."""
+    from iolab.trace import read_trace
+
+    path = Path(traces_dir) / f"{policy}.h5"
+    if not path.is_file():
+        raise TraceMismatch(f"{path}: no such trace; make it with `iolab validate SPEC --work-dir {traces_dir}`")
+    trace = read_trace(path)
+    if trace.attrs.get("runtime") != "emulator":
+        raise TraceMismatch(f"{path}: runtime is {trace.attrs.get('runtime')!r}, not an emulated run")
+    if trace.attrs.get("policy") != policy:
+        raise TraceMismatch(f"{path}: policy is {trace.attrs.get('policy')!r}, expected {policy!r}")
+    kept = trace.attrs.get("spec") or {}
+    want = spec.model_dump(mode="json")
+    for field in ("apps", "platform", "mapping"):
+        if kept.get(field) != want.get(field):
+            raise TraceMismatch(f"{path}: spec.{field} differs from the spec being validated "
+                                "(the trace was made from another spec)")
+    if trace.attrs.get("complete") is False or str(trace.attrs.get("complete")) == "False":
+        raise TraceMismatch(f"{path}: a partial trace (the run was interrupted)")
+    return trace
 
 
 def validate(spec: IOExperiment, policies: list[str], *, address: str | None = None,
              work_dir: str | Path | None = None, progress: bool = False,
-             on_policy: Callable[[PolicyRun], None] | None = None) -> tuple[dict, list[PolicyRun]]:
-    """Emulate then simulate ``spec`` under every policy; returns (report, runs)."""
+             on_policy: Callable[[PolicyRun], None] | None = None, seeds: int = 0,
+             jitter: Jitter | str = "auto", traces: str | Path | None = None) -> tuple[dict, list[PolicyRun]]:
+    """Emulate then simulate ``spec`` under every policy; returns (report, runs).
+
+    ``seeds`` > 0 also simulates each policy ``seeds`` times with jittered phase
+    durations (``"auto"``: resampled from the real run's own phases; a
+    :class:`Jitter`: a normal law; see :mod:`emulator.validate_spread`) and
+    reports where the real run falls.  ``traces``: reuse ``DIR/POLICY.h5``
+    of an earlier run instead of emulating (every trace is checked first).
+    """
+    from contextlib import nullcontext
+
     from sim.run import simulate
 
     from .ray_session import RaySession
     from .run import run_emulation
+    from .validate_spread import compare_spread, duration_ratios, simulate_spread
 
+    if seeds < 0:
+        raise ValueError(f"seeds must be >= 0, got {seeds}")
+    kept = {p: load_kept_trace(spec, traces, p) for p in policies} if traces is not None else None
     runs = []
-    with RaySession.open(address) as _session:  # one Ray for every policy
+    with (nullcontext() if kept else RaySession.open(address)):  # one Ray for every policy
         for p in policies:
-            wd = Path(work_dir) / p if work_dir is not None else None
-            out = Path(work_dir) / f"{p}.h5" if work_dir is not None else None  # kept for later analysis
-            emu = run_emulation(spec, p, work_dir=wd, out=out, progress=progress)
+            if kept:
+                emu = kept[p]
+            else:
+                wd = Path(work_dir) / p if work_dir is not None else None
+                out = Path(work_dir) / f"{p}.h5" if work_dir is not None else None  # kept for later analysis
+                emu = run_emulation(spec, p, work_dir=wd, out=out, progress=progress)
             b = measured_bandwidth(emu)
             measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": b})})
-            sim = simulate(measured, policy=p, mode="event")
+            sim = simulate(measured.model_copy(update={"sim": measured.sim.model_copy(update={"jitter": Jitter()})}),
+                           policy=p, mode="event")
             run = PolicyRun(p, emu, sim, b, compare(emu, sim))
+            if seeds:
+                law = ({"ratios": duration_ratios(emu, spec, b)} if jitter == "auto" else {"jitter": jitter})
+                run.spread = compare_spread(run.comparison, simulate_spread(spec, p, b, seeds, **law))
             runs.append(run)
             if on_policy is not None:
                 on_policy(run)
     per = {r.policy: {"bandwidth_spec": spec.platform.bandwidth, "bandwidth_measured": r.bandwidth,
-                      "wall_seconds": r.emulated.attrs.get("wall_seconds"), **r.comparison} for r in runs}
+                      "wall_seconds": r.emulated.attrs.get("wall_seconds"), **r.comparison,
+                      **({"spread": r.spread} if r.spread else {})} for r in runs}
     pairs = []
     for r in runs:
         c = r.comparison
@@ -166,6 +216,25 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
                                                r.comparison["max_stretch"]["simulator"]) for r in runs}),
         },
     }
+    if seeds:
+        spread_pairs = []
+        for r in runs:
+            sp = r.spread
+            spread_pairs += [(v["emulator"], v["median"]) for v in [*sp["apps"].values(), sp["makespan"]]]
+        report["spread"] = {
+            "seeds": seeds,
+            "jitter": jitter if jitter == "auto" else jitter.model_dump(),
+            "error_max": max((r.spread["error_max"] for r in runs), default=math.nan),
+            "error_geomean": geo_error(spread_pairs),
+            "makespan_error_max": max((r.spread["makespan"]["error"] for r in runs), default=math.nan),
+            "inside": sum(r.spread["inside"] for r in runs), "values": sum(r.spread["values"] for r in runs),
+            "ranking": {
+                "makespan": ranking({r.policy: (r.comparison["makespan"]["emulator"],
+                                                r.spread["makespan"]["median"]) for r in runs}),
+                "max_stretch": ranking({r.policy: (r.comparison["max_stretch"]["emulator"],
+                                                   r.spread["max_stretch_median"]) for r in runs}),
+            },
+        }
     return report, runs
 
 
@@ -187,6 +256,12 @@ def figure(runs: list[PolicyRun], path: str | Path) -> Path:
         emu = [r.comparison["apps"][a]["emulator"] for a in apps]
         ax.bar(x - 0.2, sim, 0.4, label="simulated")
         ax.bar(x + 0.2, emu, 0.4, label="real (emulator)")
+        if r.spread:
+            sp = r.spread["apps"]
+            med = np.array([sp[a]["median"] for a in apps])
+            lo, hi = np.array([sp[a]["min"] for a in apps]), np.array([sp[a]["max"] for a in apps])
+            ax.errorbar(x - 0.2, med, yerr=[med - lo, hi - med], fmt="k.", ms=4, capsize=2, lw=0.8,
+                        label=f"{r.spread['seeds']} jittered sims: median, range")
         ax.set_xticks(x, apps, rotation=45, fontsize=7)
         ax.set_title(f"{r.policy} (max err {r.comparison['stretch_error_max']:.1%})", fontsize=9)
         ax.axhline(1.0, color="grey", lw=0.5)

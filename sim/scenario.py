@@ -85,11 +85,31 @@ def _apply_jitter(apps: list[SimApp], compute_sd: float, io_sd: float, seed: int
     rng = np.random.default_rng([seed, 0x6A17])
     for a in apps:
         z = rng.standard_normal(len(a.kinds))
-        a.factors = [1.0] * len(a.kinds)
-        for i, k in enumerate(a.kinds):
-            sd = compute_sd if k == COMPUTE else io_sd
-            f = max(0.05, 1.0 + sd * float(z[i]))
-            if k == COMPUTE:
-                a.amounts[i] *= f
-            else:
-                a.factors[i] = f
+        _scale(a, [1.0 + (compute_sd if k == COMPUTE else io_sd) * float(z[i]) for i, k in enumerate(a.kinds)])
+
+
+def resample_jitter(scenario: "Scenario", compute_ratios, io_ratios, seed: int) -> None:
+    """Empirical jitter: every phase's duration factor drawn, with replacement, from measured
+    ratios (real duration / nominal duration, e.g. of an emulated run); in place, seeded.
+
+    Keeps what a normal law loses: real compute phases in ``duration`` mode never end early
+    but sometimes late, and transfers have tails (docs/validation.md).  An empty list of
+    ratios leaves that kind of phase nominal.
+    """
+    rng = np.random.default_rng([seed, 0x5A3B])
+    pools = {True: np.asarray(compute_ratios, dtype=float), False: np.asarray(io_ratios, dtype=float)}
+    for a in scenario.apps:
+        picks = {c: (pool[rng.integers(0, pool.size, len(a.kinds))] if pool.size else np.ones(len(a.kinds)))
+                 for c, pool in pools.items()}
+        _scale(a, [float(picks[k == COMPUTE][i]) for i, k in enumerate(a.kinds)])
+
+
+def _scale(a: SimApp, factors: list[float]) -> None:
+    """Apply one duration factor per phase (>= 0.05): compute amounts in place, transfers as factors."""
+    a.factors = [1.0] * len(a.kinds)
+    for i, k in enumerate(a.kinds):
+        f = max(0.05, factors[i])
+        if k == COMPUTE:
+            a.amounts[i] *= f
+        else:
+            a.factors[i] = f

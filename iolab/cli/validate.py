@@ -32,7 +32,38 @@ def print_policy(run) -> None:
     click.echo(table(["", "simulated", "emulated", "rel. error"], rows))
     click.echo(f"stretch error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
                f"all (stretch + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
+    if run.spread:
+        sp = run.spread
+        j = sp["jitter"]
+        how = "phase durations resampled from this run" if j["law"] == "resample" else "normal jitter"
+        click.echo(f"{sp['seeds']} simulations, {how} (s.d. compute {j['compute']:.2%}, io {j['io']:.2%}):")
+        rows = [(a, f"{v['median']:.4g} [{v['min']:.4g}..{v['max']:.4g}]", v["emulator"],
+                 f"{v['percentile']:.0%}", f"{v['error']:.2%}")
+                for a, v in [*sp["apps"].items(), ("makespan", sp["makespan"])]]
+        click.echo(table(["", "simulated median [min..max]", "emulated", "percentile", "error vs median"], rows))
+        click.echo(f"inside the simulated range: {sp['inside']} of {sp['values']}; error vs median max "
+                   f"{sp['error_max']:.2%}, geo-mean {sp['error_geomean']:.2%}")
     click.get_text_stream("stdout").flush()
+
+
+def parse_jitter(text: str):
+    """``auto`` (measured on each real run), ``none``, or ``COMPUTE,IO`` relative s.d."""
+    from ..specs.io import Jitter
+
+    t = text.strip().lower()
+    if t == "auto":
+        return "auto"
+    if t == "none":
+        return Jitter()
+    parts = t.split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError("give two numbers")
+        return Jitter(compute=float(parts[0]), io=float(parts[1]))
+    except ValueError as exc:
+        reason = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        raise click.BadParameter(f"{text!r}: expected auto, none or COMPUTE,IO (e.g. 0.01,0.04): {reason}",
+                                 param_hint="--jitter") from None
 
 
 @click.command()
@@ -44,7 +75,16 @@ def print_policy(run) -> None:
 @click.option("--work-dir", type=click.Path(file_okay=False),
               help="checkpoints and logs, one folder per policy, and each policy's trace POLICY.h5")
 @click.option("--time-scale", type=float, help="override emulator.time_scale")
-def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_scale) -> None:
+@click.option("--seeds", type=click.IntRange(min=0), default=20, show_default=True,
+              help="also simulate each policy this many times with phase jitter and place the real run "
+                   "in that distribution (0: only the deterministic simulation)")
+@click.option("--jitter", "jitter_text", default="auto", show_default=True,
+              help="durations of those simulations: auto (resampled from each real run's phases), none, "
+                   "or COMPUTE,IO (relative s.d. of a normal law)")
+@click.option("--traces", "traces_dir", type=click.Path(file_okay=False, exists=True),
+              help="do not emulate: reuse the traces DIR/POLICY.h5 of an earlier --work-dir DIR run")
+def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
+             traces_dir) -> None:
     """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
@@ -52,12 +92,17 @@ def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_
     exp(mean |ln(emu/sim)|) - 1.  Rankings order the policies by makespan and
     by max stretch in each runtime.
     """
-    from emulator.validate import figure, validate as run_validate
+    from emulator.validate import TraceMismatch, figure, validate as run_validate
 
     names = parse_policies(policies)
+    jitter = parse_jitter(jitter_text)
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
-    report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
-                                on_policy=None if as_json else print_policy)
+    try:
+        report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
+                                    on_policy=None if as_json else print_policy, seeds=seeds, jitter=jitter,
+                                    traces=traces_dir)
+    except TraceMismatch as exc:
+        raise click.UsageError(str(exc)) from None
     if figure_path:
         report["figure"] = str(figure(runs, figure_path))
     if as_json:
@@ -71,5 +116,14 @@ def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_
             f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %")
         click.echo(f"ranking by {what}: {verdict}\n  emulator:  {' < '.join(r['emulator'])}\n"
                    f"  simulator: {' < '.join(r['simulator'])}")
+    if "spread" in report:
+        sp = report["spread"]
+        click.echo(f"\nagainst {sp['seeds']} jittered simulations per policy: real value inside the simulated "
+                   f"range {sp['inside']} of {sp['values']}; error vs median max {sp['error_max']:.2%} "
+                   f"(makespan {sp['makespan_error_max']:.2%}), geo-mean {sp['error_geomean']:.2%}")
+        for what, r in sp["ranking"].items():
+            verdict = "same order" if r["same"] else (
+                f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %")
+            click.echo(f"ranking by median {what}: {verdict}")
     if figure_path:
         click.echo(f"figure written to {figure_path}")

@@ -131,3 +131,31 @@ def test_validate_prints_errors_and_json(session, tmp_path):
         assert set(c["apps"]) == {"A", "B"} and c["makespan"]["error"] < 0.5
     assert set(report["ranking"]["makespan"]) >= {"emulator", "simulator", "same"}
     assert (tmp_path / "fig.png").stat().st_size > 0
+    # the default 20 jittered simulations, durations resampled from the real run's phases
+    for p in ("fifo", "lowest-id"):
+        sp = report["policies"][p]["spread"]
+        assert sp["seeds"] == 20 and sp["jitter"]["law"] == "resample"
+        assert sp["jitter"]["phases"] == {"compute": 6, "io": 6}  # 2 apps x 3 iterations
+        m = sp["makespan"]
+        assert m["min"] <= m["median"] <= m["max"]
+        assert m["emulator"] == report["policies"][p]["makespan"]["emulator"]
+    assert report["spread"]["values"] == 2 * 3
+
+    # the kept traces again, without emulating: same real numbers, same spread (deterministic)
+    again = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo,lowest-id", "--json",
+                                     "--traces", str(tmp_path / "w")])
+    assert again.exit_code == 0, again.output
+    again = json.loads(again.output)
+    for p in ("fifo", "lowest-id"):
+        assert again["policies"][p]["wall_seconds"] == report["policies"][p]["wall_seconds"]
+        assert again["policies"][p]["spread"] == report["policies"][p]["spread"]
+
+    # traces of another spec are refused, by field, before anything runs
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(tiny().model_dump(mode="json") | {"apps": [
+        {"id": a, "nodes": 2, "iterations": 3, "compute": 0.7, "io_volume": 0.5} for a in "AB"]}))
+    bad = CliRunner().invoke(cli, ["validate", str(other), "--policies", "fifo", "--traces", str(tmp_path / "w")])
+    assert bad.exit_code == 2 and "fifo.h5: spec.apps differs" in bad.output
+    missing = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "stretch", "--traces",
+                                       str(tmp_path / "w")])
+    assert missing.exit_code == 2 and "stretch.h5: no such trace" in missing.output

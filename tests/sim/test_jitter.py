@@ -63,3 +63,30 @@ def test_bad_jitter_is_refused_by_name(bad, where):
     with pytest.raises(SpecError) as err:
         spec(bad)
     assert any(p == where for p, _ in err.value.problems), err.value.problems
+
+
+# -- empirical jitter: durations resampled from measured ratios (iolab validate --jitter auto) --------
+def resampled(seed, compute=(1.0, 1.02, 1.3), io=(0.9, 1.1)):
+    from sim.scenario import resample_jitter
+
+    sc = Scenario.from_spec(spec())
+    resample_jitter(sc, list(compute), list(io), seed)
+    return sc
+
+
+def test_resampled_factors_come_from_the_pools_and_follow_the_seed():
+    a, b, c = resampled(1), resampled(1), resampled(2)
+    comp = np.array([x for app in a.apps for x, k in zip(app.amounts, app.kinds) if k == 0]) / 10.0
+    io = np.array([f for app in a.apps for f, k in zip(app.factors, app.kinds) if k != 0])
+    assert set(np.round(comp, 12)) == {1.0, 1.02, 1.3}  # every value drawn, nothing else
+    assert set(io) == {0.9, 1.1}
+    assert abs(np.mean(comp == 1.3) - 1 / 3) < 0.03  # with replacement, uniformly (1600 draws)
+    assert [x.amounts for x in a.apps] == [x.amounts for x in b.apps]
+    assert [x.factors for x in a.apps] == [x.factors for x in b.apps]
+    assert [x.amounts for x in a.apps] != [x.amounts for x in c.apps]
+
+
+def test_an_empty_pool_leaves_that_kind_nominal():
+    sc = resampled(3, compute=(), io=(1.5,))
+    assert all(x == 10.0 for app in sc.apps for x, k in zip(app.amounts, app.kinds) if k == 0)
+    assert all(f == 1.5 for app in sc.apps for f, k in zip(app.factors, app.kinds) if k != 0)
