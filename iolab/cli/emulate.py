@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -47,6 +48,13 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
     spec = load_spec(path)
     if spec.kind == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
         from emulator.batch_cli import emulate_batch
+
+        if launcher is not None and launcher.lower() == "srun":
+            raise click.BadParameter("a batch experiment starts its jobs with mpiexec only (srun launching is "
+                                     "for io experiments; see docs/slurm.md)", param_hint="--launcher")
+        if launcher is None and os.environ.get("SLURM_JOB_ID"):
+            click.echo("note: inside a Slurm allocation, but a batch experiment starts its jobs with mpiexec "
+                       "on this node", err=True)
 
         return emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
                              work_dir=work_dir, as_json=as_json, quiet=quiet)

@@ -87,6 +87,17 @@ def test_cli_refuses_srun_outside_an_allocation(tmp_path, monkeypatch):
     assert "needs a Slurm allocation" in res.output
 
 
+def test_cli_refuses_srun_for_a_batch_experiment(tmp_path, monkeypatch):
+    from iolab.cli import cli
+
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    res = CliRunner().invoke(cli, ["emulate", str(REPO / "examples" / "lackner-sas.yaml"), "--launcher", "srun",
+                                   "--out", str(tmp_path / "r.h5")])
+    assert res.exit_code == 2
+    assert "--launcher" in res.output and "mpiexec only" in res.output
+    assert not (tmp_path / "r.h5").exists()
+
+
 def test_command_lines():
     srun = SrunApps(Allocation("42", ("n1", "n2", "n3", "n4")), {"A": ["n1", "n2"]}, Path("/w/hosts"), Path("/w/logs"))
     assert srun.app_command("A", 2, ["python", "-m", "apps.jacobi"], nice=10) == [
