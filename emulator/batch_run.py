@@ -34,123 +34,35 @@ A job whose processes exit non-zero (a crashed or killed rank) is ``failed``;
 its nodes and space are freed and the others go on.  Ctrl-C kills every job,
 frees their space, writes the partial trace (``complete = False``) and
 re-raises ``KeyboardInterrupt``.
+
+The parts: :mod:`emulator.batch_checks` (step 1 and the settings),
+:mod:`emulator.batch_jobs` (the job record, inputs, ``mpiexec`` processes and
+their outputs), :mod:`emulator.batch_trace` (step 5); this module holds the
+loop and every job's state changes.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import platform as _platform
 import shutil
-import sys
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import ValidationError
-
-from iolab import __version__
-from iolab.errors import RunError, SpecError
+from iolab.errors import RunError
 from iolab.specs.batch import BatchExperiment
-from iolab.specs.batch_emulation import BatchEmulatorSettings
-from iolab.specs.load import problems_of
-from iolab.trace import Trace, TraceBuilder, write_trace
+from iolab.trace import Trace, write_trace
 
+from .batch_checks import check_batch_runnable, default_work_dir, settle_settings
+from .batch_jobs import JobProcesses, JobRun, app_phases
+from .batch_trace import batch_trace
 from .progress import Progress, save_partial
 from .ray_session import RaySession
 
-REPO = Path(__file__).resolve().parents[1]
-H5_OVERHEAD = 16 * 1024  # generous bound on one rank file's HDF5 metadata
-LAUNCH_ESTIMATE = 4.0  # wall seconds a job launch costs on a loaded 2-core machine (docs/storage.md)
-STAGE_KINDS = ("stage-in", "stage-out")
-
-
-# ---------------------------------------------------------------- settings and checks
-
-def settle_settings(spec: BatchExperiment, **overrides) -> BatchExperiment:
-    given = {k: v for k, v in overrides.items() if v is not None}
-    if not given:
-        return spec
-    try:
-        s = BatchEmulatorSettings.model_validate({**spec.emulator.model_dump(), **given})
-    except ValidationError as err:
-        raise SpecError("emulator settings", [("emulator." + p, r) for p, r in problems_of(err)]) from None
-    return spec.model_copy(update={"emulator": s})
-
-
-def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[int]]:
-    """The job's steps on ``tier``, its ``--phases-json`` list and each app phase's step index."""
-    from sim.batch.steps import job_steps
-
-    s, p = spec.emulator, spec.platform
-    steps = job_steps(job, tier, p.lps.rate, p.memory_per_node).steps
-    phases, index = [], []
-    for i, st in enumerate(steps):
-        if st.kind in STAGE_KINDS:
-            continue
-        if st.kind == "compute":
-            phases.append(["compute", st.amount * s.time_scale])
-        else:
-            phases.append([st.kind, int(st.amount * s.bytes_scale)])
-        index.append(i)
-    return list(steps), phases, index
-
-
-def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, source: str = "<spec>") -> str:
-    """Raise ``SpecError`` (the spec) or ``RunError`` (the machine) before any process starts;
-    returns the ``mpiexec`` to use."""
-    s = spec.emulator
-    problems: list[tuple[str, str]] = []
-    if len(jobs) > s.max_jobs:
-        problems.append(("emulator.max_jobs", f"the workload has {len(jobs)} jobs; a real run is limited to "
-                                              f"{s.max_jobs} (raise max_jobs or shorten the workload)"))
-    for i, j in enumerate(jobs[: s.max_jobs]):
-        where = f"workload.jobs[{i}]"
-        r = s.ranks_for(j.nodes)
-        if r > s.max_ranks:
-            problems.append((where, f"job {j.id!r} would run {r} ranks; emulator.max_ranks is {s.max_ranks}"))
-            continue
-        if r > s.grid:
-            problems.append((where, f"job {j.id!r} has {r} ranks but the grid has {s.grid} rows"))
-            continue
-        need_write = s.grid * s.grid * 8 / r + H5_OVERHEAD
-        _, phases, _ = app_phases(j, "lps", spec)
-        for kind, x in phases:
-            if kind == "compute" or x == 0:
-                continue
-            per_rank = x / r
-            need = need_write if kind == "write" else H5_OVERHEAD
-            if per_rank < need:
-                problems.append((where, f"job {j.id!r}: a {kind} of {x} bytes ({x / s.bytes_scale:.4g} spec bytes "
-                                        f"x bytes_scale {s.bytes_scale:g}) is {per_rank:.0f} bytes per rank, less "
-                                        f"than a rank file of the {s.grid}x{s.grid} grid ({need:.0f}); raise "
-                                        "emulator.bytes_scale or lower emulator.grid"))
-                break
-    if not problems:
-        from sim.batch.run import run_batch
-
-        rec = run_batch(spec, jobs, rows=False)
-        makespan = max(st.end for st in rec.jobs) - min(st.queued.submit for st in rec.jobs)
-        est = makespan * s.time_scale + LAUNCH_ESTIMATE * len(jobs)
-        if est > s.max_wall:
-            problems.append(("emulator.time_scale",
-                             f"the run would last about {est:.0f} wall seconds (simulated makespan "
-                             f"{makespan:.0f} s x time_scale {s.time_scale:g} + launches); the limit is "
-                             f"emulator.max_wall = {s.max_wall:g} s"))
-    from .checks import conclude
-
-    return conclude(problems, source, work_dir)
-
-
-def default_work_dir(spec: BatchExperiment, out: str | Path | None) -> Path:
-    if out is not None:
-        out = Path(out)
-        return out.parent / f"{out.stem}.work"
-    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-batch-{spec.name}-{stamp}"
+__all__ = ["BatchEmulation", "JobRun", "app_phases", "check_batch_runnable", "default_work_dir",
+           "run_batch_emulation", "settle_settings"]
 
 
 def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None, address: str | None = None,
@@ -177,32 +89,6 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
 
 
 # ---------------------------------------------------------------- the run
-
-@dataclass
-class JobRun:
-    index: int
-    job: Any
-    queued: Any
-    ranks: int
-    state: str = "future"  # future, queued, alloc, stage-in, run, stage-out, ended
-    tier: str = ""
-    hosts: list[int] = field(default_factory=list)
-    expected_end: float = math.nan
-    storage: float = 0.0  # spec bytes of HPS held (policy accounting)
-    start: float = math.nan  # wall
-    end: float = math.nan  # wall
-    launched: float = math.nan  # wall
-    status: str = "pending"
-    ref: Any = None
-    proc: Any = None
-    directory: str = ""
-    steps: list = field(default_factory=list)
-    index_map: list[int] = field(default_factory=list)
-    staged: list[dict] = field(default_factory=list)
-    rc: int | None = None
-    message: str = ""
-    fell_back: bool = False
-
 
 class BatchEmulation:
     poll = 0.05
@@ -234,13 +120,11 @@ class BatchEmulation:
         self.decisions = 0
         self.lps = work / "lps"
         self.hps = work / "hps"
+        self.procs = JobProcesses(spec, work, mpiexec)
 
     # -- clock ----------------------------------------------------------------------------------
     def now(self) -> float:
         return (time.time() - self.t0) / self.s.time_scale
-
-    def spec_time(self, wall: float) -> float:
-        return (wall - self.t0) / self.s.time_scale if wall == wall else math.nan
 
     # -- life cycle -------------------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
@@ -248,7 +132,7 @@ class BatchEmulation:
 
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
-        self._prepare_inputs()
+        self.procs.prepare_inputs(self.jobs)
         session = RaySession.open(self.address)
         try:
             self.session = session
@@ -296,32 +180,7 @@ class BatchEmulation:
         save_partial(lambda: self._trace(complete=False), out, self.work, self.progress)
 
     def _kill_all(self) -> None:
-        from .shell import kill_tree
-
-        for j in self.jobs:
-            if j.proc is not None and j.proc.poll() is None:
-                j.rc = kill_tree(j.proc, grace=1.0)
-
-    # -- inputs ----------------------------------------------------------------------------------------
-    def _prepare_inputs(self) -> None:
-        import numpy as np
-
-        from apps import checkpoint
-
-        for j in self.jobs:
-            total = int(j.job.input * self.s.bytes_scale)
-            if total <= 0:
-                continue
-            d = self.lps / "inputs" / j.queued.id
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
-            for r in range(j.ranks):
-                checkpoint.write_rank_file(checkpoint.rank_file(d, r), np.zeros((1, 1)), {},
-                                           checkpoint.share(total, j.ranks, r), lambda n: None,
-                                           checkpoint.pattern(self.spec.seed, r, self.s.chunk_bytes), False)
-
-    def _inputs(self, j: JobRun) -> list[str]:
-        d = self.lps / "inputs" / j.queued.id
-        return sorted(str(p) for p in d.glob("rank-*.h5")) if d.is_dir() else []
+        self.procs.kill_all(self.jobs)
 
     # -- the loop ---------------------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -406,7 +265,7 @@ class BatchEmulation:
                     self._launch(j)
                     return True  # the HPS bytes the policy reserved are back
                 j.directory = self.mgr.open_dir("hps", j.queued.id)
-                sources = self._inputs(j)
+                sources = self.procs.inputs(j)
                 if sources:
                     j.ref = self.mgr.stage_async(j.queued.id, "stage-in", sources, j.directory + "/input")
                     j.state = "stage-in"
@@ -454,10 +313,10 @@ class BatchEmulation:
         j.rc = rc
         if rc != 0:
             kill_tree(j.proc, grace=1.0)  # ranks left behind by a killed mpiexec
-            self.progress.note(f"{j.queued.id} failed: exit {rc} (log: {self._log(j)})")
+            self.progress.note(f"{j.queued.id} failed: exit {rc} (log: {self.procs.log(j)})")
             self._end(j, "failed", f"processes exited with code {rc}")
             return True
-        files = self._output_files(j)
+        files = self.procs.output_files(j)
         if j.tier == "hps" and j.job.output > 0 and files:
             j.ref = self.mgr.stage_async(j.queued.id, "stage-out", files, str(self.lps / "outputs" / j.queued.id))
             j.state = "stage-out"
@@ -469,17 +328,6 @@ class BatchEmulation:
             os.replace(Path(files[0]).parent, dest)  # LPS is the permanent store: a rename, no copy
         self._end(j, "ok")
         return True
-
-    def _output_files(self, j: JobRun) -> list[str]:
-        from apps import checkpoint
-
-        try:
-            m = checkpoint.read_manifest(checkpoint.manifest_path(self.work / "apps" / j.queued.id, j.queued.id))
-        except ValueError:
-            return []
-        if m is None or not str(m["directory"]).startswith(os.path.join(j.directory, j.queued.id) + os.sep):
-            return []  # no write happened (the manifest still names the input)
-        return [f["path"] for f in m["files"]]
 
     def _end(self, j: JobRun, status: str, message: str = "") -> None:
         from .shell import kill_tree
@@ -504,51 +352,12 @@ class BatchEmulation:
 
     # -- launching -----------------------------------------------------------------------------------------
     def _launch(self, j: JobRun) -> None:
-        from apps import checkpoint
-
-        from .launchers import mpiexec_command
-        from .shell import spawn
-
-        s, job_id = self.s, j.queued.id
         if j.tier == "lps":
-            j.directory = self.mgr.open_dir("lps", job_id)
-        out_dir = self.work / "apps" / job_id
-        shutil.rmtree(out_dir, ignore_errors=True)
-        out_dir.mkdir(parents=True)
-        inputs = self._inputs(j)
-        if inputs:
-            src = Path(j.directory) / "input"
-            if j.tier == "lps":  # the job reads its LPS input in place (hard links: it deletes them)
-                src.mkdir(mode=0o700, exist_ok=True)
-                for f in inputs:
-                    os.link(f, src / Path(f).name)
-            m = checkpoint.make_manifest(job_id, s.grid, [j.ranks, 1], 0, 1, 0, src, j.ranks)
-            checkpoint.write_manifest(checkpoint.manifest_path(out_dir, job_id), m, fsync=False)
-        j.steps, phases, j.index_map = app_phases(j.job, j.tier, self.spec)
-        config = {"address": self.session.gcs_address, "namespace": self.session.namespace,
-                  "actor": self.mgr.name, "job": job_id, "directory": j.directory, "link": j.tier,
-                  "capped": s.bandwidth_cap}
-        argv = [sys.executable, "-m", "apps.jacobi", "--app-id", job_id, "--grid", str(s.grid),
-                "--phases-json", json.dumps(phases), "--compute-mode", "duration",
-                "--coordinator", "middleware.storage_client:coordinator",
-                "--coordinator-config", json.dumps(config), "--out-dir", str(out_dir),
-                "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
-        if not s.fsync:
-            argv.append("--no-fsync")
-        cmd = mpiexec_command(j.ranks, argv, mpiexec=self.mpiexec)
-        if s.nice:
-            cmd = ["nice", "-n", str(s.nice)] + cmd
-        path = os.environ.get("PYTHONPATH", "")
-        env = {"PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "PYTHONUNBUFFERED": "1",
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        j.proc = spawn(cmd, env=env, cwd=self.work, log_path=self._log(j))
-        j.launched = time.time()
+            j.directory = self.mgr.open_dir("lps", j.queued.id)
+        self.procs.launch(j, self.session, self.mgr.name)
         j.state = "run"
         if self.on_launch is not None:
-            self.on_launch(job_id, j.proc)
-
-    def _log(self, j: JobRun) -> Path:
-        return self.work / "logs" / f"{j.queued.id}.log"
+            self.on_launch(j.queued.id, j.proc)
 
     def _progress_line(self, force: bool = False) -> None:
         if not self.progress.enabled:
@@ -570,70 +379,5 @@ class BatchEmulation:
 
     # -- the trace ---------------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
-        s, p = self.s, self.spec.platform
-        bs = s.bytes_scale
-        try:
-            rec = self.mgr.records()
-            status = self.mgr.status()
-        except Exception:
-            rec, status = {"allocations": [], "actions": [], "phases": [], "finished": {}}, {}
-        tb = TraceBuilder()
-        launch_overhead: dict[str, float] = {}
-        first_phase: dict[str, float] = {}
-        for job, idx, kind, start, end, nbytes in rec["phases"]:
-            j = self.by_id.get(job)
-            if j is None or idx >= len(j.index_map):
-                continue
-            step = j.index_map[idx]
-            first_phase[job] = min(first_phase.get(job, math.inf), start)
-            tb.add_phase(job=job, index=step, kind=kind, start=self.spec_time(start), end=self.spec_time(end),
-                         volume=nbytes / bs if kind != "compute" else 0.0, io_node=-1, tier=j.tier)
-        for j in self.jobs:
-            for st in j.staged:
-                kinds = [k for k, x in enumerate(j.steps) if x.kind == st["direction"]]
-                tb.add_phase(job=j.queued.id, index=kinds[0] if kinds else -1, kind=st["direction"],
-                             start=self.spec_time(st["start"]), end=self.spec_time(st["end"]),
-                             volume=st["bytes"] / bs, io_node=-1, tier="stage")
-            if j.queued.id in first_phase and j.launched == j.launched:
-                launch_overhead[j.queued.id] = first_phase[j.queued.id] - j.launched
-            job = j.job
-            status_ = j.status if j.state == "ended" else ("killed" if j.state not in ("future", "queued") else "pending")
-            tb.add_job(id=j.queued.id, rank=j.index, nodes=j.queued.nodes, release=float(job.submit),
-                       start=self.spec_time(j.start), end=self.spec_time(j.end) if j.state == "ended" else math.nan,
-                       io_node=-1, pack=-1, status=status_, tier=j.tier, min_time=float(job.runtime),
-                       compute_time=max(0.0, float(job.runtime) - (job.input + job.output + job.data) / p.lps.rate),
-                       io_volume=float(job.input + job.output + job.data),
-                       hosts=",".join(f"n{h}" for h in j.hosts))
-        for job, disk, nbytes, alloc, free, st in rec["allocations"]:
-            tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=self.spec_time(alloc),
-                              free=self.spec_time(free), status=st)
-        for job, sus, res in rec["actions"]:
-            tb.add_action(job=job, suspend=self.spec_time(sus), resume=self.spec_time(res))
-        staging = [st for j in self.jobs for st in j.staged]
-        stage_secs = [(st["bytes"], st["end"] - st["start"]) for st in staging if st["end"] > st["start"]]
-        return tb.build(
-            runtime="emulator-batch", scheduler=self.spec.scheduler.kind, policy=self.spec.scheduler.kind,
-            seed=self.spec.seed, spec=self.spec.model_dump(mode="json"), iolab_version=__version__,
-            python=_platform.python_version(), host=_platform.node(), versions=_versions(),
-            total_nodes=p.nodes, hps_capacity=self.hps_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
-            stage_rate=p.stage_rate, unit_bytes=1, time_scale=s.time_scale, bytes_scale=s.bytes_scale,
-            bandwidth_cap=s.bandwidth_cap, decisions=self.decisions, complete=complete,
-            wall_seconds=time.time() - self.t0 if self.t0 else 0.0, t0=self.t0 or 0.0, work_dir=str(self.work),
-            failures={j.queued.id: {"status": j.status, "reason": j.message, "rc": j.rc,
-                                    "time": self.spec_time(j.end)}
-                      for j in self.jobs if j.status in ("failed", "killed")},
-            exit_codes={j.queued.id: j.rc for j in self.jobs if j.rc is not None},
-            launch_overhead=launch_overhead,
-            staging=[{k: v for k, v in st.items() if k != "files"} for st in staging],
-            staging_rate_achieved=(sum(b for b, _ in stage_secs) / sum(t for _, t in stage_secs)
-                                   if stage_secs else math.nan),
-            staging_rate_target=s.wall_rate(p.stage_rate),
-            hps_capacity_bytes=status.get("capacity", -1), hps_free_end=status.get("free", -1),
-            hps_peak_bytes=status.get("peak", -1),
-        )
-
-
-def _versions() -> dict[str, str]:
-    from .run import versions
-
-    return versions()
+        return batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.decisions, work=self.work,
+                           complete=complete)

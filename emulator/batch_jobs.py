@@ -1,0 +1,166 @@
+"""A batch run's jobs as processes: their record, inputs, command line, logs and outputs.
+
+:class:`JobRun` is one job of :mod:`emulator.batch_run`'s loop (its state, tier,
+nodes, process, staging records).  :class:`JobProcesses` does everything that
+touches a job's files and processes, apart from deciding when: it writes every
+job's input to ``WORK/lps/inputs/<job>/`` before the run (one HDF5 file per
+rank, ``apps.checkpoint``'s format, ``input * bytes_scale`` bytes together),
+launches a job as ``mpiexec -n R python -m apps.jacobi --phases-json ...``
+(:func:`app_phases`: read the input, compute segments and checkpoint writes,
+write the output) against its tier directory, and finds the files it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iolab.specs.batch import BatchExperiment
+
+REPO = Path(__file__).resolve().parents[1]
+STAGE_KINDS = ("stage-in", "stage-out")
+
+
+@dataclass
+class JobRun:
+    index: int
+    job: Any
+    queued: Any
+    ranks: int
+    state: str = "future"  # future, queued, alloc, stage-in, run, stage-out, ended
+    tier: str = ""
+    hosts: list[int] = field(default_factory=list)
+    expected_end: float = math.nan
+    storage: float = 0.0  # spec bytes of HPS held (policy accounting)
+    start: float = math.nan  # wall
+    end: float = math.nan  # wall
+    launched: float = math.nan  # wall
+    status: str = "pending"
+    ref: Any = None
+    proc: Any = None
+    directory: str = ""
+    steps: list = field(default_factory=list)
+    index_map: list[int] = field(default_factory=list)
+    staged: list[dict] = field(default_factory=list)
+    rc: int | None = None
+    message: str = ""
+    fell_back: bool = False
+
+
+def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[int]]:
+    """The job's steps on ``tier``, its ``--phases-json`` list and each app phase's step index."""
+    from sim.batch.steps import job_steps
+
+    s, p = spec.emulator, spec.platform
+    steps = job_steps(job, tier, p.lps.rate, p.memory_per_node).steps
+    phases, index = [], []
+    for i, st in enumerate(steps):
+        if st.kind in STAGE_KINDS:
+            continue
+        if st.kind == "compute":
+            phases.append(["compute", st.amount * s.time_scale])
+        else:
+            phases.append([st.kind, int(st.amount * s.bytes_scale)])
+        index.append(i)
+    return list(steps), phases, index
+
+
+class JobProcesses:
+    """The jobs' inputs, ``mpiexec`` processes, logs (``WORK/logs/<job>.log``) and outputs."""
+
+    def __init__(self, spec: BatchExperiment, work: Path, mpiexec: str):
+        self.spec, self.s, self.work, self.mpiexec = spec, spec.emulator, work, mpiexec
+        self.lps = work / "lps"
+
+    # -- inputs ----------------------------------------------------------------------------------------
+    def prepare_inputs(self, jobs: list[JobRun]) -> None:
+        import numpy as np
+
+        from apps import checkpoint
+
+        for j in jobs:
+            total = int(j.job.input * self.s.bytes_scale)
+            if total <= 0:
+                continue
+            d = self.lps / "inputs" / j.queued.id
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for r in range(j.ranks):
+                checkpoint.write_rank_file(checkpoint.rank_file(d, r), np.zeros((1, 1)), {},
+                                           checkpoint.share(total, j.ranks, r), lambda n: None,
+                                           checkpoint.pattern(self.spec.seed, r, self.s.chunk_bytes), False)
+
+    def inputs(self, j: JobRun) -> list[str]:
+        d = self.lps / "inputs" / j.queued.id
+        return sorted(str(p) for p in d.glob("rank-*.h5")) if d.is_dir() else []
+
+    # -- launching -----------------------------------------------------------------------------------------
+    def launch(self, j: JobRun, session, actor: str) -> None:
+        """Start ``j``'s ``mpiexec`` in its tier directory ``j.directory`` (already open), with the
+        storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
+        from apps import checkpoint
+
+        from .launchers import mpiexec_command
+        from .shell import spawn
+
+        s, job_id = self.s, j.queued.id
+        out_dir = self.work / "apps" / job_id
+        shutil.rmtree(out_dir, ignore_errors=True)
+        out_dir.mkdir(parents=True)
+        inputs = self.inputs(j)
+        if inputs:
+            src = Path(j.directory) / "input"
+            if j.tier == "lps":  # the job reads its LPS input in place (hard links: it deletes them)
+                src.mkdir(mode=0o700, exist_ok=True)
+                for f in inputs:
+                    os.link(f, src / Path(f).name)
+            m = checkpoint.make_manifest(job_id, s.grid, [j.ranks, 1], 0, 1, 0, src, j.ranks)
+            checkpoint.write_manifest(checkpoint.manifest_path(out_dir, job_id), m, fsync=False)
+        j.steps, phases, j.index_map = app_phases(j.job, j.tier, self.spec)
+        config = {"address": session.gcs_address, "namespace": session.namespace,
+                  "actor": actor, "job": job_id, "directory": j.directory, "link": j.tier,
+                  "capped": s.bandwidth_cap}
+        argv = [sys.executable, "-m", "apps.jacobi", "--app-id", job_id, "--grid", str(s.grid),
+                "--phases-json", json.dumps(phases), "--compute-mode", "duration",
+                "--coordinator", "middleware.storage_client:coordinator",
+                "--coordinator-config", json.dumps(config), "--out-dir", str(out_dir),
+                "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
+        if not s.fsync:
+            argv.append("--no-fsync")
+        cmd = mpiexec_command(j.ranks, argv, mpiexec=self.mpiexec)
+        if s.nice:
+            cmd = ["nice", "-n", str(s.nice)] + cmd
+        path = os.environ.get("PYTHONPATH", "")
+        env = {"PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "PYTHONUNBUFFERED": "1",
+               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        j.proc = spawn(cmd, env=env, cwd=self.work, log_path=self.log(j))
+        j.launched = time.time()
+
+    def log(self, j: JobRun) -> Path:
+        return self.work / "logs" / f"{j.queued.id}.log"
+
+    # -- outputs and processes -------------------------------------------------------------------------
+    def output_files(self, j: JobRun) -> list[str]:
+        from apps import checkpoint
+
+        try:
+            m = checkpoint.read_manifest(checkpoint.manifest_path(self.work / "apps" / j.queued.id, j.queued.id))
+        except ValueError:
+            return []
+        if m is None or not str(m["directory"]).startswith(os.path.join(j.directory, j.queued.id) + os.sep):
+            return []  # no write happened (the manifest still names the input)
+        return [f["path"] for f in m["files"]]
+
+    @staticmethod
+    def kill_all(jobs: list[JobRun]) -> None:
+        from .shell import kill_tree
+
+        for j in jobs:
+            if j.proc is not None and j.proc.poll() is None:
+                j.rc = kill_tree(j.proc, grace=1.0)

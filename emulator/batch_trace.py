@@ -1,0 +1,104 @@
+"""A batch run's trace, in the simulator's schema and units (spec seconds, spec bytes),
+so ``iolab simulate`` and ``iolab emulate`` compare directly.
+
+:func:`batch_trace` assembles it from the jobs of :mod:`emulator.batch_run`'s loop
+and the storage manager's records (phases, allocations, suspend/resume actions);
+wall times become spec seconds with :func:`spec_time`.
+"""
+
+from __future__ import annotations
+
+import math
+import platform as _platform
+import time
+from pathlib import Path
+
+from iolab import __version__
+from iolab.specs.batch import BatchExperiment
+from iolab.trace import Trace, TraceBuilder
+
+from .batch_jobs import JobRun
+
+
+def spec_time(wall: float, t0: float, time_scale: float) -> float:
+    """Spec seconds since the clock started at wall time ``t0``; NaN stays NaN."""
+    return (wall - t0) / time_scale if wall == wall else math.nan
+
+
+def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
+                work: Path, complete: bool) -> Trace:
+    """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
+    time ``t0``; an unreachable manager gives a trace without storage rows."""
+    s, p = spec.emulator, spec.platform
+    bs = s.bytes_scale
+    hps_capacity = p.hps.total_capacity
+    by_id = {j.queued.id: j for j in jobs}
+
+    def secs(wall: float) -> float:
+        return spec_time(wall, t0, s.time_scale)
+
+    try:
+        rec = mgr.records()
+        status = mgr.status()
+    except Exception:
+        rec, status = {"allocations": [], "actions": [], "phases": [], "finished": {}}, {}
+    tb = TraceBuilder()
+    launch_overhead: dict[str, float] = {}
+    first_phase: dict[str, float] = {}
+    for job, idx, kind, start, end, nbytes in rec["phases"]:
+        j = by_id.get(job)
+        if j is None or idx >= len(j.index_map):
+            continue
+        step = j.index_map[idx]
+        first_phase[job] = min(first_phase.get(job, math.inf), start)
+        tb.add_phase(job=job, index=step, kind=kind, start=secs(start), end=secs(end),
+                     volume=nbytes / bs if kind != "compute" else 0.0, io_node=-1, tier=j.tier)
+    for j in jobs:
+        for st in j.staged:
+            kinds = [k for k, x in enumerate(j.steps) if x.kind == st["direction"]]
+            tb.add_phase(job=j.queued.id, index=kinds[0] if kinds else -1, kind=st["direction"],
+                         start=secs(st["start"]), end=secs(st["end"]),
+                         volume=st["bytes"] / bs, io_node=-1, tier="stage")
+        if j.queued.id in first_phase and j.launched == j.launched:
+            launch_overhead[j.queued.id] = first_phase[j.queued.id] - j.launched
+        job = j.job
+        status_ = j.status if j.state == "ended" else ("killed" if j.state not in ("future", "queued") else "pending")
+        tb.add_job(id=j.queued.id, rank=j.index, nodes=j.queued.nodes, release=float(job.submit),
+                   start=secs(j.start), end=secs(j.end) if j.state == "ended" else math.nan,
+                   io_node=-1, pack=-1, status=status_, tier=j.tier, min_time=float(job.runtime),
+                   compute_time=max(0.0, float(job.runtime) - (job.input + job.output + job.data) / p.lps.rate),
+                   io_volume=float(job.input + job.output + job.data),
+                   hosts=",".join(f"n{h}" for h in j.hosts))
+    for job, disk, nbytes, alloc, free, st in rec["allocations"]:
+        tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
+                          free=secs(free), status=st)
+    for job, sus, res in rec["actions"]:
+        tb.add_action(job=job, suspend=secs(sus), resume=secs(res))
+    staging = [st for j in jobs for st in j.staged]
+    stage_secs = [(st["bytes"], st["end"] - st["start"]) for st in staging if st["end"] > st["start"]]
+    return tb.build(
+        runtime="emulator-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
+        seed=spec.seed, spec=spec.model_dump(mode="json"), iolab_version=__version__,
+        python=_platform.python_version(), host=_platform.node(), versions=_versions(),
+        total_nodes=p.nodes, hps_capacity=hps_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
+        stage_rate=p.stage_rate, unit_bytes=1, time_scale=s.time_scale, bytes_scale=s.bytes_scale,
+        bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,
+        wall_seconds=time.time() - t0 if t0 else 0.0, t0=t0 or 0.0, work_dir=str(work),
+        failures={j.queued.id: {"status": j.status, "reason": j.message, "rc": j.rc,
+                                "time": secs(j.end)}
+                  for j in jobs if j.status in ("failed", "killed")},
+        exit_codes={j.queued.id: j.rc for j in jobs if j.rc is not None},
+        launch_overhead=launch_overhead,
+        staging=[{k: v for k, v in st.items() if k != "files"} for st in staging],
+        staging_rate_achieved=(sum(b for b, _ in stage_secs) / sum(t for _, t in stage_secs)
+                               if stage_secs else math.nan),
+        staging_rate_target=s.wall_rate(p.stage_rate),
+        hps_capacity_bytes=status.get("capacity", -1), hps_free_end=status.get("free", -1),
+        hps_peak_bytes=status.get("peak", -1),
+    )
+
+
+def _versions() -> dict[str, str]:
+    from .run import versions
+
+    return versions()
