@@ -100,7 +100,7 @@ class BatchEmulation:
 
         import numpy as np
 
-        self.spec, self.work, self.mpiexec, self.address = spec, work, mpiexec, address
+        self.spec, self.work, self.address = spec, work, address
         self.s = spec.emulator
         self.progress, self.on_launch = progress, on_launch
         p = spec.platform
@@ -111,7 +111,6 @@ class BatchEmulation:
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
         self.jobs = [JobRun(k, jobs[i], QueuedJob.from_job(jobs[i]), self.s.ranks_for(jobs[i].nodes))
                      for k, i in enumerate(order)]
-        self.by_id = {j.queued.id: j for j in self.jobs}
         self.free_nodes = list(range(p.nodes))
         self.hps_capacity = p.hps.total_capacity
         self.mgr = None
