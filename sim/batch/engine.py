@@ -77,12 +77,9 @@ class BatchEngine:
         self.on_decision = on_decision
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
         self.state = [JobState(k, jobs[i], QueuedJob.from_job(jobs[i])) for k, i in enumerate(order)]
-        for s in self.state:
-            if s.queued.nodes > total_nodes:
-                raise ValueError(f"job {s.queued.id!r} needs {s.queued.nodes} nodes; the machine has {total_nodes}")
+        # every job checked once here; the decisions then use Snapshot.trusted (no O(queue) re-check)
+        Snapshot.check_jobs([s.queued for s in self.state], total_nodes)
         self.by_id = {s.queued.id: s for s in self.state}
-        if len(self.by_id) != len(self.state):
-            raise ValueError("job ids must be unique")
         self.links = {LPS: FairShareLink(rates.lps), HPS: FairShareLink(rates.hps),
                       "stage": FairShareLink(rates.stage)}
         self.queue: dict[str, JobState] = {}  # insertion order = submit order
@@ -151,7 +148,7 @@ class BatchEngine:
             return
         if not self.record_plans and self.free_nodes < min(s.queued.nodes for s in self.queue.values()):
             return  # no waiting job fits in the free nodes: nothing can start (any policy)
-        snap = Snapshot(
+        snap = Snapshot.trusted(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
             queue=tuple(s.queued for s in self.queue.values()),
             running=tuple(RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)

@@ -188,3 +188,50 @@ def test_fcfs_never_overtakes(snap):
     _check_common(snap, d)
     s = [e.start for e in d.plan]
     assert s == sorted(s)
+
+
+def _easy_by_definition(snap):
+    """EASY as Lifka states it, searching every job's earliest slot: the job starts now iff that slot is now."""
+    prof = Profile.from_snapshot(snap)
+    started, head = [], None
+    for job in snap.queue:
+        t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
+        if t == snap.now:
+            prof.reserve(t, job.walltime, job.nodes)
+            started.append(job.id)
+        elif head is None:
+            prof.reserve(t, job.walltime, job.nodes)
+            head = (job.id, t)
+    return started, head
+
+
+@settings(max_examples=300, deadline=None)
+@given(snapshots())
+def test_easy_starts_what_the_definition_starts(snap):
+    # the policy only asks "does it fit now?" after the head (no search ahead): same decisions
+    d = EASY().decide(snap)
+    started, head = _easy_by_definition(snap)
+    assert [s.job for s in d.starts] == started
+    reserved = [(e.job, e.start) for e in d.plan if e.reserved and e.start > snap.now]
+    assert reserved == ([head] if head else [])
+
+
+@settings(max_examples=100, deadline=None)
+@given(snapshots(), st.floats(0, 50), st.booleans())
+def test_a_trusted_snapshot_is_the_checked_one(snap, now, default_free):
+    # the engine's fast path builds exactly what the checked constructor builds
+    fields = dict(now=now, total_nodes=snap.total_nodes, free_nodes=snap.free_nodes, queue=snap.queue,
+                  running=snap.running, hps_capacity=100.0, hps_free=None if default_free else 40.0,
+                  rates=None, overrun_grace=2.0)
+    assert Snapshot.trusted(**fields) == Snapshot(**fields)
+    assert EASY().decide(Snapshot.trusted(**fields)) == EASY().decide(Snapshot(**fields))
+
+
+@pytest.mark.parametrize("queue, message", [
+    ((QueuedJob("a", 0.0, 2, 10.0), QueuedJob("a", 1.0, 2, 10.0)), "twice in the queue"),
+    ((QueuedJob("a", 0.0, 9, 10.0),), "needs 9 nodes"),
+    ((QueuedJob("a", 0.0, 2, 0.0),), "walltime must be > 0"),
+])
+def test_jobs_are_checked_once_before_the_trusted_path(queue, message):
+    with pytest.raises(ValueError, match=message):
+        Snapshot.check_jobs(queue, 8)

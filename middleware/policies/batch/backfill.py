@@ -89,13 +89,15 @@ class EASY(BatchPolicy):
         decided: dict[str, PlanEntry] = {}
         head = None
         for job in snap.queue:
+            if head is not None:  # after the head, only "does it fit now?" matters: no search ahead
+                if prof.fits(snap.now, job.walltime, job.nodes):  # backfilled around the head's reservation
+                    prof.reserve(snap.now, job.walltime, job.nodes)
+                    decided[job.id] = _entry(job, snap.now)
+                continue
             t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-            if t == snap.now:  # starts now: in order, or backfilled around the head's reservation
-                prof.reserve(t, job.walltime, job.nodes)
-                decided[job.id] = _entry(job, t)
-            elif head is None:  # the head job: the only reservation
-                prof.reserve(t, job.walltime, job.nodes)
-                decided[job.id] = _entry(job, t)
+            prof.reserve(t, job.walltime, job.nodes)
+            decided[job.id] = _entry(job, t)
+            if t != snap.now:  # the head job: the only reservation
                 head = job.id
         # Project the others, in submit order, for the record.
         plan = []
