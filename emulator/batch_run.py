@@ -53,12 +53,12 @@ from typing import Any, Callable
 
 from iolab.errors import RunError
 from iolab.specs.batch import BatchExperiment
-from iolab.trace import Trace, write_trace
+from iolab.trace import Trace
 
 from .batch_checks import check_batch_runnable, default_work_dir, settle_settings
 from .batch_jobs import JobProcesses, JobRun, app_phases
 from .batch_trace import batch_trace
-from .progress import Progress, save_partial
+from .progress import Progress, run_clock, save_partial
 from .ray_session import RaySession
 
 __all__ = ["BatchEmulation", "JobRun", "app_phases", "check_batch_runnable", "default_work_dir",
@@ -150,19 +150,11 @@ class BatchEmulation:
                        "hps": s.wall_rate(p.hps.rate) if cap else None,
                        "stage": s.wall_rate(p.stage_rate) if cap else None},
                 name=f"storage-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
-            try:
-                self.t0 = time.time()
-                self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.kind}, "
-                                   f"{p.nodes} nodes, time scale {s.time_scale:g}, bytes scale {s.bytes_scale:g}, "
-                                   f"work dir {self.work}")
-                self._loop()
-            except KeyboardInterrupt:
-                self._interrupted(out)
-                raise
-            trace = self._trace(complete=True)
-            if out is not None:
-                write_trace(trace, out)
-            return trace
+            self.t0 = time.time()
+            self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.kind}, "
+                               f"{p.nodes} nodes, time scale {s.time_scale:g}, bytes scale {s.bytes_scale:g}, "
+                               f"work dir {self.work}")
+            return run_clock(self._loop, self._interrupted, self._trace, out)
         finally:
             self.progress.done()
             self._kill_all()

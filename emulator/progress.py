@@ -76,3 +76,21 @@ def save_partial(make_trace, out, work_dir, progress: Progress) -> None:
         progress.note(f"partial trace written to {path}")
     except Exception as exc:
         progress.note(f"could not write the partial trace: {exc}")
+
+
+def run_clock(loop, interrupted, make_trace, out):
+    """The clocked part both emulators share: run ``loop()``; on Ctrl-C call
+    ``interrupted(out)`` (kill, partial trace) and re-raise; otherwise build the
+    complete trace (``make_trace(complete=True)``), write it to ``out`` if given
+    and return it."""
+    from iolab.trace import write_trace
+
+    try:
+        loop()
+    except KeyboardInterrupt:
+        interrupted(out)
+        raise
+    trace = make_trace(complete=True)
+    if out is not None:
+        write_trace(trace, out)
+    return trace

@@ -34,10 +34,10 @@ from iolab.plan import Plan, make_plan
 from iolab.specs.emulation import EmulatorSettings
 from iolab.specs.io import IOExperiment
 from iolab.specs.load import problems_of
-from iolab.trace import Trace, TraceBuilder, write_trace
+from iolab.trace import Trace, TraceBuilder
 
 from .checks import check_runnable
-from .progress import Progress, save_partial
+from .progress import Progress, run_clock, save_partial
 from .ray_session import RaySession
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,35 +126,32 @@ class Emulation:
             self.arbiter = Arbiter.from_spec(self.spec, self.plan, directories=[str(d) for d in dirs],
                                              name=f"arbiter-{uuid.uuid4().hex[:8]}",
                                              namespace=session.namespace)
-            try:
-                sweeps = self._calibrate() if self.spec.emulator.compute_mode == "work" else None
-                for a in self.spec.apps:
-                    self._launch(a, session, sweeps)
-                self._wait_ready()
-                self.t0 = self.arbiter.start()
-                self.progress.note(f"clock started: {len(self.spec.apps)} apps, policy {self.spec.policy}, "
-                                   f"time scale {self.spec.emulator.time_scale:g}, work dir {self.work}")
-                self._watch()
-            except KeyboardInterrupt:
-                self._interrupted(out)
-                raise
-            except Exception as exc:
-                from ray.exceptions import RayActorError
-
-                if isinstance(exc, RayActorError):
-                    raise RunError(f"the arbiter actor died ({exc.__class__.__name__}); the run is lost. "
-                                   f"Logs: {self.work / 'logs'}") from None
-                raise
-            trace = self._trace(complete=True)
-            if out is not None:
-                write_trace(trace, out)
-            return trace
+            return run_clock(lambda: self._launch_and_watch(session), self._interrupted, self._trace, out)
         finally:
             self.progress.done()
             self._kill_all()
             if self.arbiter is not None:
                 self.arbiter.kill()
             session.close()
+
+    def _launch_and_watch(self, session) -> None:
+        """Launch every app, start the clock when all are ready, watch them to the end."""
+        try:
+            sweeps = self._calibrate() if self.spec.emulator.compute_mode == "work" else None
+            for a in self.spec.apps:
+                self._launch(a, session, sweeps)
+            self._wait_ready()
+            self.t0 = self.arbiter.start()
+            self.progress.note(f"clock started: {len(self.spec.apps)} apps, policy {self.spec.policy}, "
+                               f"time scale {self.spec.emulator.time_scale:g}, work dir {self.work}")
+            self._watch()
+        except Exception as exc:
+            from ray.exceptions import RayActorError
+
+            if isinstance(exc, RayActorError):
+                raise RunError(f"the arbiter actor died ({exc.__class__.__name__}); the run is lost. "
+                               f"Logs: {self.work / 'logs'}") from None
+            raise
 
     def _interrupted(self, out) -> None:
         self.progress.note("interrupted: killing every app")

@@ -1,0 +1,96 @@
+"""Ctrl-C of a real run: every child process stops and a readable partial trace is left.
+
+``iolab emulate`` runs in its own process (its own local Ray), as a user runs it;
+SIGINT is sent once the clock has started (progress line on stderr), for an I/O
+experiment and for a batch experiment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from iolab.trace import read_trace
+
+pytestmark = [pytest.mark.mpi, pytest.mark.ray]
+
+REPO = Path(__file__).resolve().parents[2]
+
+IO_SPEC = {
+    "name": "interrupted", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},
+    "apps": [{"id": a, "nodes": 2, "iterations": 40, "compute": 0.5, "io_volume": 0.5} for a in "AB"],
+    "emulator": {"ranks_per_app": 1, "unit_bytes": 1 << 20, "grid": 32, "lease": 20},
+}
+BATCH_SPEC = {
+    "kind": "batch", "name": "interrupted-batch",
+    "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
+                 "hps": {"rate": "15 GB/s", "capacity": "150 GB"}, "stage_rate": "5 GB/s"},
+    "scheduler": "sas",
+    "workload": [{"id": j, "submit": 0, "nodes": 2, "walltime": 9000, "runtime": 8000, "input": "10GB",
+                  "output": "10GB", "storage": "30GB"} for j in "ab"],
+    "emulator": {"time_scale": 0.01, "bytes_scale": 1e-4},
+}
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention ``text`` (from /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = next((ln for ln in (d / "status").read_text().splitlines() if ln.startswith("State:")), "")
+        except OSError:
+            continue
+        if text in cmd and "Z" not in state.split()[1:2]:
+            out.append(cmd)
+    return out
+
+
+@pytest.mark.parametrize("spec", [IO_SPEC, BATCH_SPEC], ids=["io", "batch"])
+def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec):
+    path, out, work = tmp_path / "spec.yaml", tmp_path / "run.h5", tmp_path / "run.work"
+    path.write_text(yaml.safe_dump(spec))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "iolab", "emulate", str(path), "--out", str(out),
+                             "--work-dir", str(work)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    err = []
+    try:
+        deadline = time.monotonic() + 120
+        for line in proc.stderr:  # wait for the clock, then let it run a little
+            err.append(line)
+            if "clock started" in line or time.monotonic() > deadline:
+                break
+        assert any("clock started" in ln for ln in err), "".join(err)
+        time.sleep(2.0)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        assert processes_mentioning(str(work)), "no app process seen: the check below would prove nothing"
+        proc.send_signal(signal.SIGINT)
+        rest_out, rest_err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err_text = "".join(err) + rest_err
+    assert proc.returncode not in (0, None), err_text[-2000:]
+    assert "interrupted" in err_text and "partial trace written to" in err_text, err_text[-2000:]
+
+    trace = read_trace(out)  # readable, and says it is partial
+    assert trace.attrs["complete"] is False or str(trace.attrs["complete"]) == "False"
+    assert len(trace.jobs) == 2
+    assert set(trace.jobs["status"]) <= {"killed", "failed", "pending", "ok"}
+    assert any(s != "ok" for s in trace.jobs["status"])  # the run did not finish
+    assert not list(tmp_path.glob(".*.tmp*")), "a half-written file was left behind"
+
+    # nothing that belongs to this run survives it (apps, mpiexec, their ranks)
+    time.sleep(0.5)
+    left = processes_mentioning(str(work))
+    assert not left, left
