@@ -79,3 +79,18 @@ def test_one_law_at_a_time():
         simulate_spread(spec(), "fifo", 2.0, 2, ratios={"compute": [1], "io": [1]}, jitter=Jitter())
     with pytest.raises(ValueError, match="seeds must be >= 1"):
         simulate_spread(spec(), "fifo", 2.0, 0, jitter=Jitter())
+
+
+@pytest.mark.parametrize("value, reason", [("0.01", "give two numbers"), ("a,b", "could not convert"),
+                                           ("0.01,0.9", "less than or equal to 0.5")])
+def test_a_bad_jitter_is_refused_before_anything_runs(tmp_path, value, reason):
+    from click.testing import CliRunner
+
+    from iolab.cli import cli
+
+    spec = tmp_path / "s.json"
+    spec.write_text('{"platform": {"io_nodes": 1, "nodes_per_io_node": 2, "bandwidth": 1}, '
+                    '"apps": [{"id": "a", "nodes": 1, "iterations": 1, "compute": 1, "io_volume": 1}]}')
+    r = CliRunner().invoke(cli, ["validate", str(spec), "--jitter", value, "--work-dir", str(tmp_path / "w")])
+    assert r.exit_code == 2 and "--jitter" in r.output and reason in r.output, r.output
+    assert not (tmp_path / "w").exists()
