@@ -23,6 +23,7 @@ import math
 import time
 from typing import Any
 
+from .actor_handle import ActorHandle, call  # noqa: F401  (call: re-exported)
 from .state import AppFailed, AppInfo, ArbiterState
 
 __all__ = ["AppFailed", "Arbiter", "apps_from_spec", "call"]
@@ -164,20 +165,6 @@ class _ArbiterActor:
         return self.state.records()
 
 
-def call(ref: Any, timeout: float | None = None) -> Any:
-    """``ray.get`` that re-raises the actor's own exception instead of a Ray wrapper."""
-    import ray
-    from ray.exceptions import RayTaskError
-
-    try:
-        return ray.get(ref, timeout=timeout)
-    except RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, Exception):
-            raise cause from None
-        raise
-
-
 def apps_from_spec(spec, plan, directories: list[str]) -> tuple[list[AppInfo], list[list[list[int]]]]:
     """The arbiter's view of an experiment: one :class:`AppInfo` per app, and the packs."""
     where = plan.location()
@@ -192,13 +179,8 @@ def apps_from_spec(spec, plan, directories: list[str]) -> tuple[list[AppInfo], l
     return apps, packs
 
 
-class Arbiter:
+class Arbiter(ActorHandle):
     """Handle on a running arbiter actor (picklable: holds only the actor handle)."""
-
-    def __init__(self, handle: Any, name: str, namespace: str):
-        self._h = handle
-        self.name = name
-        self.namespace = namespace
 
     # -- creation ------------------------------------------------------------------------------
     @classmethod
@@ -206,18 +188,10 @@ class Arbiter:
                packs: list[list[list[int]]] | None = None, lease: float = math.inf,
                cap: float | None = None, time_scale: float = 1.0, unit_bytes: int = 1,
                name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
-        import ray
-
         kwargs = dict(policy=policy, bandwidth=bandwidth, io_nodes=io_nodes, packs=packs, lease=lease, cap=cap,
                       time_scale=time_scale, unit_bytes=unit_bytes)
         ArbiterState(list(apps), **kwargs)  # validate here, on the caller's side
-        if not ray.is_initialized():
-            raise RuntimeError("Ray is not initialised: ray.init() (or emulator.ray_session) first")
-        actor = ray.remote(num_cpus=0, max_restarts=0)(_ArbiterActor)
-        handle = actor.options(name=name, namespace=namespace, max_concurrency=1000).remote(
-            {"apps": [a.__dict__ for a in apps], **kwargs})
-        call(handle.ping.remote(), timeout=60)
-        return cls(handle, name, namespace)
+        return cls._spawn(_ArbiterActor, {"apps": [a.__dict__ for a in apps], **kwargs}, name, namespace)
 
     @classmethod
     def from_spec(cls, spec, plan, *, policy: str | None = None, directories: list[str],
@@ -238,14 +212,6 @@ class Arbiter:
             return cls(ray.get_actor(name, namespace=namespace), name, namespace)
         except ValueError:
             raise RuntimeError(f"no arbiter actor {name!r} in Ray namespace {namespace!r}") from None
-
-    def kill(self) -> None:
-        import ray
-
-        try:
-            ray.kill(self._h, no_restart=True)
-        except Exception:
-            pass
 
     # -- the orchestrator's side ------------------------------------------------------------
     def start(self, t0: float | None = None) -> float:
@@ -296,10 +262,6 @@ class Arbiter:
 
     def report(self, app: str, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
         call(self._h.report.remote(_app(app), int(phase), kind, float(start), float(end), int(nbytes)))
-
-    @property
-    def handle(self) -> Any:
-        return self._h
 
 
 def _app(app: str) -> str:

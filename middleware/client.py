@@ -70,7 +70,7 @@ class ActorProxy:
     def __init__(self, config: dict[str, Any], who_key: str):
         import ray
 
-        from .arbiter import call
+        from .actor_handle import call
 
         missing = [k for k in self.required if not config.get(k)]
         if missing:

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from .arbiter import call
+from .actor_handle import ActorHandle, call
 from .storage import HPS, LPS, STAGE, TIERS, StorageState, check_job_name, copy_paced
 
 __all__ = ["StorageManager"]
@@ -127,40 +127,19 @@ class _StorageActor:
                     "finished": {k: list(v) for k, v in self.finished.items()}}
 
 
-class StorageManager:
+class StorageManager(ActorHandle):
     """Handle on a running storage manager actor (picklable: holds only the handle)."""
-
-    def __init__(self, handle: Any, name: str, namespace: str):
-        self._h = handle
-        self.name = name
-        self.namespace = namespace
 
     @classmethod
     def create(cls, lps_root: str, hps_root: str, hps_capacity: int, *, disks: list | None = None,
                strategy: str = "best-bandwidth", split_threshold: int | None = None, rng: int = 0,
                on_full: str = "wait", rates: dict[str, float | None] | None = None, chunk: int = 256 * 1024,
                name: str = "iolab-storage", namespace: str = "iolab") -> "StorageManager":
-        import ray
-
         kwargs = dict(lps_root=str(lps_root), hps_root=str(hps_root), hps_capacity=int(hps_capacity),
                       disks=[dict(d) for d in disks] if disks else None, strategy=strategy,
                       split_threshold=split_threshold, rng=rng, on_full=on_full, rates=rates)
         StorageState(**kwargs)  # validate on the caller's side (creates the roots)
-        if not ray.is_initialized():
-            raise RuntimeError("Ray is not initialised: ray.init() (or emulator.ray_session) first")
-        actor = ray.remote(num_cpus=0, max_restarts=0)(_StorageActor)
-        handle = actor.options(name=name, namespace=namespace, max_concurrency=1000).remote(
-            {**kwargs, "chunk": int(chunk)})
-        call(handle.ping.remote(), timeout=60)
-        return cls(handle, name, namespace)
-
-    def kill(self) -> None:
-        import ray
-
-        try:
-            ray.kill(self._h, no_restart=True)
-        except Exception:
-            pass
+        return cls._spawn(_StorageActor, {**kwargs, "chunk": int(chunk)}, name, namespace)
 
     # -- calls ----------------------------------------------------------------------------------------
     def allocate_async(self, job: str, nbytes: int):
@@ -202,10 +181,6 @@ class StorageManager:
 
     def records(self) -> dict:
         return call(self._h.records.remote(), timeout=60)
-
-    @property
-    def handle(self) -> Any:
-        return self._h
 
 
 def result(ref: Any) -> Any:
