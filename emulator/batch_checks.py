@@ -20,8 +20,8 @@ from iolab.specs.batch_emulation import BatchEmulatorSettings
 from iolab.specs.load import problems_of
 
 from .batch_jobs import app_phases
+from .checks import H5_OVERHEAD, conclude
 
-H5_OVERHEAD = 16 * 1024  # generous bound on one rank file's HDF5 metadata
 LAUNCH_ESTIMATE = 4.0  # wall seconds a job launch costs on a loaded 2-core machine (docs/storage.md)
 
 
@@ -77,8 +77,6 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                              f"the run would last about {est:.0f} wall seconds (simulated makespan "
                              f"{makespan:.0f} s x time_scale {s.time_scale:g} + launches); the limit is "
                              f"emulator.max_wall = {s.max_wall:g} s"))
-    from .checks import conclude
-
     return conclude(problems, source, work_dir)
 
 

@@ -18,6 +18,7 @@ from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 
 from .batch_jobs import JobRun
+from .run import versions
 
 
 def spec_time(wall: float, t0: float, time_scale: float) -> float:
@@ -79,7 +80,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     return tb.build(
         runtime="emulator-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
         seed=spec.seed, spec=spec.model_dump(mode="json"), iolab_version=__version__,
-        python=_platform.python_version(), host=_platform.node(), versions=_versions(),
+        python=_platform.python_version(), host=_platform.node(), versions=versions(),
         total_nodes=p.nodes, hps_capacity=hps_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, time_scale=s.time_scale, bytes_scale=s.bytes_scale,
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,
@@ -96,9 +97,3 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         hps_capacity_bytes=status.get("capacity", -1), hps_free_end=status.get("free", -1),
         hps_peak_bytes=status.get("peak", -1),
     )
-
-
-def _versions() -> dict[str, str]:
-    from .run import versions
-
-    return versions()

@@ -147,7 +147,7 @@ def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str) -> 
         if kept.get(field) != want.get(field):
             raise TraceMismatch(f"{path}: spec.{field} differs from the spec being validated "
                                 "(the trace was made from another spec)")
-    if trace.attrs.get("complete") is False or str(trace.attrs.get("complete")) == "False":
+    if trace.attrs.get("complete") is False:
         raise TraceMismatch(f"{path}: a partial trace (the run was interrupted)")
     return trace
 
@@ -185,9 +185,9 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
                 out = Path(work_dir) / f"{p}.h5" if work_dir is not None else None  # kept for later analysis
                 emu = run_emulation(spec, p, work_dir=wd, out=out, progress=progress)
             b = measured_bandwidth(emu)
-            measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": b})})
-            sim = simulate(measured.model_copy(update={"sim": measured.sim.model_copy(update={"jitter": Jitter()})}),
-                           policy=p, mode="event")
+            measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": b}),
+                                               "sim": spec.sim.model_copy(update={"jitter": Jitter()})})
+            sim = simulate(measured, policy=p, mode="event")  # the deterministic simulation
             run = PolicyRun(p, emu, sim, b, compare(emu, sim))
             if seeds:
                 law = ({"ratios": duration_ratios(emu, spec, b)} if jitter == "auto" else {"jitter": jitter})

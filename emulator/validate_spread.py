@@ -31,6 +31,8 @@ import numpy as np
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace
 
+from .validate import geo_error
+
 __all__ = ["Spread", "measured_jitter", "simulate_spread", "compare_spread", "duration_ratios"]
 
 
@@ -133,8 +135,6 @@ def compare_spread(comparison: dict, spread: Spread) -> dict:
     ``comparison`` is :func:`emulator.validate.compare` of the same policy (its
     real slowdowns and makespan are reused).
     """
-    from .validate import geo_error
-
     apps = {a: _place(v["emulator"], spread.slowdown[a]) for a, v in comparison["apps"].items()
             if a in spread.slowdown}
     makespan = _place(comparison["makespan"]["emulator"], spread.makespan)

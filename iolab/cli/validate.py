@@ -46,6 +46,13 @@ def print_policy(run) -> None:
     click.get_text_stream("stdout").flush()
 
 
+def verdict(r: dict) -> str:
+    """One ranking comparison (emulator.validate.ranking) in words."""
+    if r["same"]:
+        return "same order"
+    return f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %"
+
+
 def parse_jitter(text: str):
     """``auto`` (measured on each real run), ``none``, or ``COMPUTE,IO`` relative s.d."""
     from ..specs.io import Jitter
@@ -112,9 +119,7 @@ def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_
     click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "
                f"{s['makespan_error_max']:.2%}), geo-mean {s['error_geomean']:.2%}")
     for what, r in report["ranking"].items():
-        verdict = "same order" if r["same"] else (
-            f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %")
-        click.echo(f"ranking by {what}: {verdict}\n  emulator:  {' < '.join(r['emulator'])}\n"
+        click.echo(f"ranking by {what}: {verdict(r)}\n  emulator:  {' < '.join(r['emulator'])}\n"
                    f"  simulator: {' < '.join(r['simulator'])}")
     if "spread" in report:
         sp = report["spread"]
@@ -122,8 +127,6 @@ def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_
                    f"range {sp['inside']} of {sp['values']}; error vs median max {sp['error_max']:.2%} "
                    f"(makespan {sp['makespan_error_max']:.2%}), geo-mean {sp['error_geomean']:.2%}")
         for what, r in sp["ranking"].items():
-            verdict = "same order" if r["same"] else (
-                f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %")
-            click.echo(f"ranking by median {what}: {verdict}")
+            click.echo(f"ranking by median {what}: {verdict(r)}")
     if figure_path:
         click.echo(f"figure written to {figure_path}")

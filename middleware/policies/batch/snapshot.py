@@ -143,8 +143,9 @@ class Snapshot:
         return snap
 
     @staticmethod
-    def check_jobs(queue, total_nodes: int) -> None:
-        """The per-job checks of a queue (unique ids, nodes within the machine, walltime > 0)."""
+    def check_jobs(queue, total_nodes: int) -> set[str]:
+        """The per-job checks of a queue (unique ids, nodes within the machine, walltime > 0);
+        returns the ids."""
         ids: set[str] = set()
         for j in queue:
             if j.id in ids:
@@ -154,6 +155,7 @@ class Snapshot:
                 raise ValueError(f"job {j.id!r} needs {j.nodes} nodes; the machine has {total_nodes}")
             if not (j.walltime > 0 and math.isfinite(j.walltime)):
                 raise ValueError(f"job {j.id!r}: walltime must be > 0, got {j.walltime}")
+        return ids
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queue", tuple(self.queue))
@@ -172,8 +174,7 @@ class Snapshot:
             object.__setattr__(self, "hps_free", max(0.0, self.hps_capacity - held))
         elif self.hps_free < 0 or self.hps_free > self.hps_capacity * (1 + 1e-12):
             raise ValueError(f"hps_free {self.hps_free} outside [0, capacity {self.hps_capacity}]")
-        self.check_jobs(self.queue, self.total_nodes)
-        ids = {j.id for j in self.queue}
+        ids = self.check_jobs(self.queue, self.total_nodes)
         for r in self.running:
             if r.id in ids:
                 raise ValueError(f"job {r.id!r} is both running and waiting")
