@@ -79,14 +79,16 @@ def save_partial(make_trace, out, work_dir, progress: Progress) -> None:
 
 
 def run_clock(loop, interrupted, make_trace, out):
-    """The clocked part both emulators share: run ``loop()``; on Ctrl-C call
-    ``interrupted(out)`` (kill, partial trace) and re-raise; otherwise build the
-    complete trace (``make_trace(complete=True)``), write it to ``out`` if given
-    and return it."""
+    """The clocked part both emulators share: run ``loop()``; on Ctrl-C or SIGTERM
+    (:mod:`iolab.signals`) call ``interrupted(out)`` (kill, partial trace) and
+    re-raise; otherwise build the complete trace (``make_trace(complete=True)``),
+    write it to ``out`` if given and return it."""
+    from iolab.signals import sigterm_as_interrupt
     from iolab.trace import write_trace
 
     try:
-        loop()
+        with sigterm_as_interrupt():
+            loop()
     except KeyboardInterrupt:
         interrupted(out)
         raise

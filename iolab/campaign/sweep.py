@@ -26,15 +26,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..atomic import atomic_write_text
+from ..signals import raise_interrupt
 from ..studies.common import Progress
 from . import results as R
 from .expand import Run, load_runs
 from .journal import Journal
 from .task import execute, failed_record
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 @dataclass
@@ -136,7 +133,7 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
 
     t0 = time.perf_counter()
     ray_ = _Ray(address, workers)  # after ray.init: Ray installs its own SIGTERM handler
-    previous = signal.signal(signal.SIGTERM, _interrupt) if stop_on_sigterm else None
+    previous = signal.signal(signal.SIGTERM, raise_interrupt) if stop_on_sigterm else None
     summary.startup_seconds = time.perf_counter() - t0
     in_flight = workers or ray_.cpus()
     summary.workers = in_flight

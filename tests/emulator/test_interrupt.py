@@ -1,8 +1,12 @@
-"""Ctrl-C of a real run: every child process stops and a readable partial trace is left.
+"""Ctrl-C (or SIGTERM: kill, scancel) of a real run: every child process stops and a
+readable partial trace is left.
 
 ``iolab emulate`` runs in its own process (its own local Ray), as a user runs it;
-SIGINT is sent once the clock has started (progress line on stderr), for an I/O
-experiment and for a batch experiment.
+the signal is sent once the clock has started (progress line on stderr), for an I/O
+experiment and for a batch experiment.  The child gets SIGINT's default action, as a
+terminal's foreground job has: CI may run the suite from a background shell job, whose
+children inherit an *ignored* SIGINT (that is how the first version of this test
+failed in a CI-like run: the runs finished as if nothing had been sent).
 """
 
 from __future__ import annotations
@@ -55,14 +59,25 @@ def processes_mentioning(text: str) -> list[str]:
     return out
 
 
+def start(cmd: list[str], **kw) -> subprocess.Popen:
+    """Popen with SIGINT at its default action in the child (a handler is reset on exec; an
+    ignored SIGINT would be inherited)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(cmd, **kw)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 @pytest.mark.parametrize("spec", [IO_SPEC, BATCH_SPEC], ids=["io", "batch"])
-def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec):
+def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, sig):
     path, out, work = tmp_path / "spec.yaml", tmp_path / "run.h5", tmp_path / "run.work"
     path.write_text(yaml.safe_dump(spec))
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "iolab", "emulate", str(path), "--out", str(out),
-                             "--work-dir", str(work)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = start([sys.executable, "-m", "iolab", "emulate", str(path), "--out", str(out),
+                  "--work-dir", str(work)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True)
     err = []
     try:
         deadline = time.monotonic() + 120
@@ -74,7 +89,7 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec):
         time.sleep(2.0)
         assert proc.poll() is None, "the run ended before it could be interrupted"
         assert processes_mentioning(str(work)), "no app process seen: the check below would prove nothing"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         rest_out, rest_err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
