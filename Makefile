@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test install clean
+.PHONY: run test test-wheel install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,5 +21,17 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The suite against a wheel built in a clean venv (CI runs this after `make test`):
+# checks that the package builds with the declared build requirements and that
+# what a non-editable install lands in site-packages is complete.
+WHEEL_VENV ?= .venv-wheel
+test-wheel:
+	rm -rf dist $(WHEEL_VENV)
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(WHEEL_VENV)/bin/python -m pip wheel -q --no-deps -w dist .
+	$(WHEEL_VENV)/bin/python -m pip install -q "$$(ls dist/iolab-*.whl)[test]"
+	IOLAB_TEST_WHEEL=1 $(WHEEL_VENV)/bin/pytest $(PYTEST_ARGS)
+
 clean:
-	rm -rf $(VENV) results runs .pytest_cache
+	rm -rf $(VENV) $(WHEEL_VENV) dist build results runs .pytest_cache

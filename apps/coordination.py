@@ -1,6 +1,6 @@
 """How an application's I/O phases are coordinated: the app-side contract.
 
-An MPI application (``apps.jacobi``) never talks to Ray or to the arbiter
+An MPI application (``iolab.apps.jacobi``) never talks to Ray or to the arbiter
 directly.  Each rank builds one coordinator with :func:`load_coordinator`;
 rank 0 uses it to ask for and give back I/O access and to report phases, and
 every rank uses its ``throttle`` to pace its writes (a bandwidth cap shared
@@ -8,9 +8,9 @@ by every writer behind one I/O node).  Rank 0 broadcasts each grant to the
 other ranks over MPI.
 
 The coordinator is chosen by ``--coordinator MODULE:FACTORY`` with a JSON
-config (``--coordinator-config``).  ``apps.coordination:local`` (the default)
+config (``--coordinator-config``).  ``iolab.apps.coordination:local`` (the default)
 needs no middleware: every request is granted at once into a fixed
-directory.  The middleware provides ``middleware.client:coordinator``.
+directory.  The middleware provides ``iolab.middleware.client:coordinator``.
 
 A factory is called as ``factory(config: dict, rank: int, size: int)`` and
 returns an object with the methods of :class:`IOCoordinator`.

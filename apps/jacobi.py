@@ -1,13 +1,13 @@
-"""usage:: mpiexec -n <np> python -m apps.jacobi --app-id A --grid N (--iterations n --compute W --io-volume V | --phases-json JSON) [options]
+"""usage:: mpiexec -n <np> python -m iolab.apps.jacobi --app-id A --grid N (--iterations n --compute W --io-volume V | --phases-json JSON) [options]
 
 A synthetic MPI application: a 2-D Jacobi solver alternating compute and I/O
 phases.  It models the applications of carretero2020 (§6.1, Table 1): a Laplace
 problem on an ``N x N`` grid, block-decomposed over the ranks (see
-:mod:`apps.stencil`), that alternates compute phases (Jacobi sweeps for ``W``
+:mod:`iolab.apps.stencil`), that alternates compute phases (Jacobi sweeps for ``W``
 seconds) and I/O phases (an HDF5 checkpoint of ``V`` bytes for the whole app,
-or a read of the latest checkpoint, see :mod:`apps.checkpoint`).
+or a read of the latest checkpoint, see :mod:`iolab.apps.checkpoint`).
 
-Every I/O phase is coordinated (:mod:`apps.coordination`): rank 0 asks the
+Every I/O phase is coordinated (:mod:`iolab.apps.coordination`): rank 0 asks the
 coordinator for access (``begin_io``), broadcasts the granted directory, every
 rank writes its file through ``throttle``, rank 0 commits the manifest,
 releases the grant (``end_io``) and reports the phase (``report``).  Compute
@@ -19,7 +19,7 @@ output.
 
 If any rank raises, rank 0 reports ``finish(False, reason)`` and the job is
 aborted (``MPI_Abort``): it exits non-zero within a few seconds instead of
-hanging (see :mod:`apps.failure`).
+hanging (see :mod:`iolab.apps.failure`).
 
 ``--calibrate`` measures the sweep rate of this grid and rank count and prints
 it as JSON; pass it back as ``--sweeps-per-second`` with ``--compute-mode work``.
@@ -34,8 +34,8 @@ import time
 import traceback
 from pathlib import Path
 
-from apps.coordination import load_coordinator
-from apps.jacobi_args import (  # noqa: F401  (re-exported: the arguments used to live here)
+from iolab.apps.coordination import load_coordinator
+from iolab.apps.jacobi_args import (  # noqa: F401  (re-exported: the arguments used to live here)
     EXAMPLES,
     PROG,
     Config,
@@ -45,7 +45,7 @@ from apps.jacobi_args import (  # noqa: F401  (re-exported: the arguments used t
     byte_count,
     resolve,
 )
-from apps.phase_driver import App, InjectedFailure  # noqa: F401  (re-exported, as above)
+from iolab.apps.phase_driver import App, InjectedFailure  # noqa: F401  (re-exported, as above)
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ def _say(rank: int, message: str) -> None:
 
 def _check_restart(cfg: Config, solver, comm) -> dict:
     """Rank 0 reads and checks the manifest; every rank gets it, or ``UsageError``."""
-    from apps import checkpoint
+    from iolab.apps import checkpoint
 
     result: dict = {}
     if comm.Get_rank() == 0:
@@ -110,8 +110,8 @@ def _calibrate(cfg: Config, comm, watch, solver) -> int:
 
 def run(comm, cfg: Config) -> int:
     """Run the app on ``comm``; return the exit code (failures abort the job instead)."""
-    from apps import checkpoint, stencil
-    from apps.failure import PeerFailed, Watch
+    from iolab.apps import checkpoint, stencil
+    from iolab.apps.failure import PeerFailed, Watch
 
     rank = comm.Get_rank()
     watch = Watch(comm, grace=cfg.abort_grace)
@@ -184,7 +184,7 @@ def abort(comm) -> None:
 
 def _publish(cfg: Config, summary: dict) -> None:
     """Rank 0: the summary file (atomic, the record to trust), then the stdout line."""
-    from apps import checkpoint
+    from iolab.apps import checkpoint
 
     checkpoint.write_manifest(checkpoint.summary_path(cfg.out_dir, cfg.app_id), summary, fsync=False)
     print(json.dumps(summary), flush=True)

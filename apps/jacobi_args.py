@@ -1,6 +1,6 @@
-"""Arguments of :mod:`apps.jacobi`: the parser, byte counts, and their check into a :class:`Config`.
+"""Arguments of :mod:`iolab.apps.jacobi`: the parser, byte counts, and their check into a :class:`Config`.
 
-Nothing here needs MPI, numpy or h5py: ``python -m apps.jacobi`` refuses bad
+Nothing here needs MPI, numpy or h5py: ``python -m iolab.apps.jacobi`` refuses bad
 arguments before MPI starts (``resolve`` raises ``ValueError``, ``main`` turns
 it into argparse's exit 2).  :class:`UsageError` is for the problems found only
 once MPI runs (e.g. ``--restart`` against a checkpoint that does not fit).
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apps import phases as phase_plans
-from apps.coordination import env_config
+from iolab.apps import phases as phase_plans
+from iolab.apps.coordination import env_config
 
-PROG = "python -m apps.jacobi"
+PROG = "python -m iolab.apps.jacobi"
 MiB = 1024 * 1024
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
           "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
@@ -40,14 +40,14 @@ def byte_count(text: str) -> int:
 EXAMPLES = """\
 examples:
   # carretero2020 Table 1, app 3, time-scaled 1/100: 1000 x (0.08 s compute, 64 MiB checkpoint)
-  mpiexec -n 4 python -m apps.jacobi --app-id app3 --grid 5000 \\
+  mpiexec -n 4 python -m iolab.apps.jacobi --app-id app3 --grid 5000 \\
       --iterations 1000 --compute 0.08 --io-volume 64MiB --out-dir run/
   # measure the sweep rate, then run a fixed amount of work per phase
-  mpiexec -n 4 python -m apps.jacobi --app-id x --grid 2048 --calibrate
-  mpiexec -n 4 python -m apps.jacobi --app-id x --grid 2048 --compute-mode work \\
+  mpiexec -n 4 python -m iolab.apps.jacobi --app-id x --grid 2048 --calibrate
+  mpiexec -n 4 python -m iolab.apps.jacobi --app-id x --grid 2048 --compute-mode work \\
       --sweeps-per-second 130 --phases-json '[["compute", 5], ["write", 1e8], ["read", 1e8]]'
   # after a crash: continue from the latest complete checkpoint
-  mpiexec -n 4 python -m apps.jacobi <same arguments> --restart
+  mpiexec -n 4 python -m iolab.apps.jacobi <same arguments> --restart
 
 stdout: one JSON line from rank 0 at the end (phases with wall-clock start/end, sweeps,
 residual, bytes); errors go to stderr. Exit 2: bad arguments; non-zero: a rank failed.
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Synthetic MPI app: 2-D Jacobi solver with coordinated HDF5 checkpoint phases. "
-        "Launch with: mpiexec -n <np> python -m apps.jacobi ...",
+        "Launch with: mpiexec -n <np> python -m iolab.apps.jacobi ...",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXAMPLES,
     )
@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="length of the --calibrate measurement (default 3)")
 
     g = p.add_argument_group("I/O coordination and checkpoints")
-    g.add_argument("--coordinator", default="apps.coordination:local", metavar="MODULE:FACTORY",
-                   help="who grants I/O phases (default apps.coordination:local: at once, no cap)")
+    g.add_argument("--coordinator", default="iolab.apps.coordination:local", metavar="MODULE:FACTORY",
+                   help="who grants I/O phases (default iolab.apps.coordination:local: at once, no cap)")
     g.add_argument("--coordinator-config", metavar="JSON",
                    help="JSON config for the coordinator (default: $IOLAB_COORDINATOR_CONFIG, "
                    'else {"directory": "<--out-dir>"})')

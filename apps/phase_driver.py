@@ -1,10 +1,10 @@
-"""One rank of :mod:`apps.jacobi` running its phase plan: the phase driver.
+"""One rank of :mod:`iolab.apps.jacobi` running its phase plan: the phase driver.
 
 :class:`App` runs compute phases (``sweep_for``: Jacobi sweeps for a phase's
 seconds, or a fixed number of sweeps in ``work`` mode) and coordinated I/O
-phases (checkpoint writes and reads, see :mod:`apps.checkpoint`), records each
+phases (checkpoint writes and reads, see :mod:`iolab.apps.checkpoint`), records each
 phase, and injects the failure that ``--fail-at`` asks for (tests).  numpy and
-:mod:`apps.checkpoint` (h5py) are imported only when an ``App`` is made, after
+:mod:`iolab.apps.checkpoint` (h5py) are imported only when an ``App`` is made, after
 MPI started.
 """
 
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from apps.jacobi_args import Config
+from iolab.apps.jacobi_args import Config
 
 
 class InjectedFailure(RuntimeError):
@@ -29,7 +29,7 @@ class App:
     def __init__(self, cfg: Config, comm, watch, solver, coord, manifest: dict | None):
         import numpy as np
 
-        from apps import checkpoint
+        from iolab.apps import checkpoint
 
         self.cfg, self.comm, self.watch, self.solver, self.coord = cfg, comm, watch, solver, coord
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
@@ -139,7 +139,7 @@ class App:
 
     # -- I/O -----------------------------------------------------------------------------------
     def io(self, phase) -> dict:
-        from apps import checkpoint
+        from iolab.apps import checkpoint
 
         np = self._np
         cfg = self.cfg
@@ -215,7 +215,7 @@ class App:
 
 def _old_manifest(path: Path) -> dict | None:
     """A fresh run's first checkpoint supersedes the one an earlier run left (if readable)."""
-    from apps import checkpoint
+    from iolab.apps import checkpoint
 
     try:
         return checkpoint.read_manifest(path)

@@ -18,7 +18,7 @@ distributed run gives bit-for-bit the serial result.
 
 Every helper takes the communicator as an argument; waits go through a
 ``waiter`` callable (default ``MPI.Request.Waitall``) so that the caller can
-watch for failures of other ranks while it waits (see :mod:`apps.failure`).
+watch for failures of other ranks while it waits (see :mod:`iolab.apps.failure`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ conservative backfilling and FCFS (target: <= 5 s for EASY); with
 scheduler) runs in a forked child so that its peak RSS (``ru_maxrss``,
 including the interpreter and imports it inherits, ~100 MiB) is its own;
 load = ``swf_jobs`` (parse + Job models), simulate =
-``sim.batch.run.run_batch(spec, jobs, rows=False)``.
+``iolab.sim.batch.run.run_batch(spec, jobs, rows=False)``.
 
 Platform: lackner2019's rates (R_lps = 1 GB/s, R_hps = 15 GB/s, staging 5 GB/s,
 HPS 4096 GB); SWF jobs carry no I/O volumes, so the tiers only matter to SAS's
@@ -20,15 +20,13 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import resource
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from iolab.specs import parse_spec  # noqa: E402
-from sim.batch.run import run_batch  # noqa: E402
-from sim.workloads import swf_jobs  # noqa: E402
+from iolab.sim.batch.run import run_batch  # noqa: E402
+from iolab.sim.workloads import swf_jobs  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TRACES = {"KTH-SP2": ("KTH-SP2-1996-2.1-cln.swf.gz", 100), "SDSC-BLUE": ("SDSC-BLUE-2000-4.2-cln.swf.gz", 144)}

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from iolab.campaign import load_results, load_runs, run_campaign  # noqa: E402
 from iolab.campaign.results import equal  # noqa: E402

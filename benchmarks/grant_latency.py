@@ -4,7 +4,7 @@ usage:: python benchmarks/grant_latency.py [--clients K] [--rounds N] [--busy B]
 
 Starts a local Ray (num_cpus=2), an arbiter with K I/O nodes and one app per
 node (so no request ever waits for another app: the numbers are the control
-plane's own latency), then K client processes, each a ``middleware.client``
+plane's own latency), then K client processes, each a ``iolab.middleware.client``
 coordinator doing N x (begin_io, end_io).  ``--busy B`` runs B CPU-bound
 processes at nice 10 meanwhile, like the compute ranks of an emulation.
 Prints p50/p90/p99/max in milliseconds for both calls.
@@ -21,11 +21,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def client(config: dict, rounds: int) -> None:
-    from middleware.client import RayCoordinator
+    from iolab.middleware.client import RayCoordinator
 
     c = RayCoordinator(config, 0, 1)
     grant, release = [], []
@@ -54,8 +53,8 @@ def main() -> None:
 
     import ray
 
-    from middleware.arbiter import Arbiter
-    from middleware.state import AppInfo
+    from iolab.middleware.arbiter import Arbiter
+    from iolab.middleware.state import AppInfo
 
     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="bench")

@@ -16,17 +16,14 @@ second, untimed replay.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from iolab.studies.monniot import default_theta_path, theta_requests  # noqa: E402
-from sim.storage_replay import PAPER_SPLIT, TB, StorageRequest, replay_layout  # noqa: E402
+from iolab.sim.storage_replay import PAPER_SPLIT, TB, StorageRequest, replay_layout  # noqa: E402
 
 YEAR = 365 * 86400
 

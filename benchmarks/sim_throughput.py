@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from iolab.specs import load_spec  # noqa: E402
-from sim.event import EventEngine  # noqa: E402
-from sim.scenario import Scenario  # noqa: E402
-from sim.stepped import SteppedEngine  # noqa: E402
-from sim.workloads.carretero import generate  # noqa: E402
+from iolab.sim.event import EventEngine  # noqa: E402
+from iolab.sim.scenario import Scenario  # noqa: E402
+from iolab.sim.stepped import SteppedEngine  # noqa: E402
+from iolab.sim.workloads.carretero import generate  # noqa: E402
 
 
 def main() -> None:

@@ -67,7 +67,7 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                                         "emulator.bytes_scale or lower emulator.grid"))
                 break
     if not problems:
-        from sim.batch.run import run_batch
+        from iolab.sim.batch.run import run_batch
 
         rec = run_batch(spec, jobs, rows=False)
         makespan = max(st.end for st in rec.jobs) - min(st.queued.submit for st in rec.jobs)

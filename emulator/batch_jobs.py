@@ -1,11 +1,11 @@
 """A batch run's jobs as processes: their record, inputs, command line, logs and outputs.
 
-:class:`JobRun` is one job of :mod:`emulator.batch_run`'s loop (its state, tier,
+:class:`JobRun` is one job of :mod:`iolab.emulator.batch_run`'s loop (its state, tier,
 nodes, process, staging records).  :class:`JobProcesses` does everything that
 touches a job's files and processes, apart from deciding when: it writes every
 job's input to ``WORK/lps/inputs/<job>/`` before the run (one HDF5 file per
-rank, ``apps.checkpoint``'s format, ``input * bytes_scale`` bytes together),
-launches a job as ``mpiexec -n R python -m apps.jacobi --phases-json ...``
+rank, ``iolab.apps.checkpoint``'s format, ``input * bytes_scale`` bytes together),
+launches a job as ``mpiexec -n R python -m iolab.apps.jacobi --phases-json ...``
 (:func:`app_phases`: read the input, compute segments and checkpoint writes,
 write the output) against its tier directory, and finds the files it wrote.
 """
@@ -56,7 +56,7 @@ class JobRun:
 
 def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[int]]:
     """The job's steps on ``tier``, its ``--phases-json`` list and each app phase's step index."""
-    from sim.batch.steps import job_steps
+    from iolab.sim.batch.steps import job_steps
 
     s, p = spec.emulator, spec.platform
     steps = job_steps(job, tier, p.lps.rate, p.memory_per_node).steps
@@ -83,7 +83,7 @@ class JobProcesses:
     def prepare_inputs(self, jobs: list[JobRun]) -> None:
         import numpy as np
 
-        from apps import checkpoint
+        from iolab.apps import checkpoint
 
         for j in jobs:
             total = int(j.job.input * self.s.bytes_scale)
@@ -104,7 +104,7 @@ class JobProcesses:
     def launch(self, j: JobRun, session, actor: str) -> None:
         """Start ``j``'s ``mpiexec`` in its tier directory ``j.directory`` (already open), with the
         storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
-        from apps import checkpoint
+        from iolab.apps import checkpoint
 
         from .launchers import mpiexec_command
         from .shell import spawn
@@ -126,9 +126,9 @@ class JobProcesses:
         config = {"address": session.gcs_address, "namespace": session.namespace,
                   "actor": actor, "job": job_id, "directory": j.directory, "link": j.tier,
                   "capped": s.bandwidth_cap}
-        argv = [sys.executable, "-m", "apps.jacobi", "--app-id", job_id, "--grid", str(s.grid),
+        argv = [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", job_id, "--grid", str(s.grid),
                 "--phases-json", json.dumps(phases), "--compute-mode", "duration",
-                "--coordinator", "middleware.storage_client:coordinator",
+                "--coordinator", "iolab.middleware.storage_client:coordinator",
                 "--coordinator-config", json.dumps(config), "--out-dir", str(out_dir),
                 "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
         if not s.fsync:
@@ -147,7 +147,7 @@ class JobProcesses:
 
     # -- outputs and processes -------------------------------------------------------------------------
     def output_files(self, j: JobRun) -> list[str]:
-        from apps import checkpoint
+        from iolab.apps import checkpoint
 
         try:
             m = checkpoint.read_manifest(checkpoint.manifest_path(self.work / "apps" / j.queued.id, j.queued.id))

@@ -2,25 +2,25 @@
 
     trace = run_batch_emulation(spec, out="batch.h5")
 
-The simulator's model (:mod:`sim.batch`), with real processes, directories
+The simulator's model (:mod:`iolab.sim.batch`), with real processes, directories
 and a real clock (docs/storage.md):
 
 1. **Checks, no process yet** (:func:`check_batch_runnable`): sizes, ranks,
    the run's estimated wall time, ``mpiexec``, the work directory.
 2. **Inputs on LPS.**  Every job's input is written beforehand to
-   ``WORK/lps/inputs/<job>/`` (one HDF5 file per rank, ``apps.checkpoint``'s
+   ``WORK/lps/inputs/<job>/`` (one HDF5 file per rank, ``iolab.apps.checkpoint``'s
    format, ``input * bytes_scale`` bytes together).
-3. **Ray + the storage manager actor** (:mod:`middleware.storage_actor`),
+3. **Ray + the storage manager actor** (:mod:`iolab.middleware.storage_actor`),
    which owns ``WORK/lps`` and ``WORK/hps`` (capacity ``capacity *
    bytes_scale`` bytes, disks if the platform has them).
 4. **The loop** (clock ``t = (wall - t0) / time_scale`` spec seconds): jobs
    are submitted at their submit times; at every submission and every job end
    the *same* batch policy object as the simulator's decides on a
    :class:`Snapshot`.  A started job takes ``nodes`` logical nodes of the
-   node budget and then runs lackner2019's steps (:func:`sim.batch.steps.job_steps`):
+   node budget and then runs lackner2019's steps (:func:`iolab.sim.batch.steps.job_steps`):
    on HPS the manager allocates its ``storage`` bytes, opens its HPS
    directory and stages the input in (paced at R_stage); the job runs as
-   ``mpiexec -n R python -m apps.jacobi --phases-json ...`` (read the input,
+   ``mpiexec -n R python -m iolab.apps.jacobi --phases-json ...`` (read the input,
    compute segments and checkpoint writes, write the output) against its
    tier directory, every byte paced by the tier's token bucket (R_lps or
    R_hps); then the manager stages the output out to ``WORK/lps/outputs``.
@@ -35,9 +35,9 @@ its nodes and space are freed and the others go on.  Ctrl-C kills every job,
 frees their space, writes the partial trace (``complete = False``) and
 re-raises ``KeyboardInterrupt``.
 
-The parts: :mod:`emulator.batch_checks` (step 1 and the settings),
-:mod:`emulator.batch_jobs` (the job record, inputs, ``mpiexec`` processes and
-their outputs), :mod:`emulator.batch_trace` (step 5); this module holds the
+The parts: :mod:`iolab.emulator.batch_checks` (step 1 and the settings),
+:mod:`iolab.emulator.batch_jobs` (the job record, inputs, ``mpiexec`` processes and
+their outputs), :mod:`iolab.emulator.batch_trace` (step 5); this module holds the
 loop and every job's state changes.
 """
 
@@ -73,7 +73,7 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
 
     ``on_launch(job, popen)`` is called right after each job's ``mpiexec`` starts (tests use it
     to kill a job).  Raises SpecError/RunError before any process starts."""
-    from sim.workloads import load_workload
+    from iolab.sim.workloads import load_workload
 
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
@@ -95,8 +95,8 @@ class BatchEmulation:
 
     def __init__(self, spec: BatchExperiment, jobs: list, work: Path, mpiexec: str, address: str | None,
                  progress: Progress, on_launch: Callable[[str, Any], None] | None = None):
-        from middleware.policies.batch import TierRates, get_scheduler
-        from middleware.policies.batch import QueuedJob
+        from iolab.middleware.policies.batch import TierRates, get_scheduler
+        from iolab.middleware.policies.batch import QueuedJob
 
         import numpy as np
 
@@ -127,7 +127,7 @@ class BatchEmulation:
 
     # -- life cycle -------------------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
-        from middleware.storage_actor import StorageManager
+        from iolab.middleware.storage_actor import StorageManager
 
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
@@ -201,7 +201,7 @@ class BatchEmulation:
             time.sleep(self.poll)
 
     def _decide(self, queue: dict[str, JobRun], now: float) -> list[JobRun]:
-        from middleware.policies.batch import HPS, RunningJob, Snapshot
+        from iolab.middleware.policies.batch import HPS, RunningJob, Snapshot
 
         running = [j for j in self.jobs if j.state in ("alloc", "stage-in", "run", "stage-out")]
         held = sum(j.storage for j in running)
@@ -237,7 +237,7 @@ class BatchEmulation:
         done, _ = ray.wait([j.ref], timeout=0)
         if not done:
             return None
-        from middleware.storage_actor import result
+        from iolab.middleware.storage_actor import result
 
         ref, j.ref = j.ref, None
         return result(ref)

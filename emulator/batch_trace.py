@@ -1,7 +1,7 @@
 """A batch run's trace, in the simulator's schema and units (spec seconds, spec bytes),
 so ``iolab simulate`` and ``iolab emulate`` compare directly.
 
-:func:`batch_trace` assembles it from the jobs of :mod:`emulator.batch_run`'s loop
+:func:`batch_trace` assembles it from the jobs of :mod:`iolab.emulator.batch_run`'s loop
 and the storage manager's records (phases, allocations, suspend/resume actions);
 wall times become spec seconds with :func:`spec_time`.
 """

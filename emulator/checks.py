@@ -63,7 +63,7 @@ def conclude(problems: list[tuple[str, str]], source: str, work_dir: Path) -> st
     if problems:
         raise SpecError(source, problems)
 
-    from emulator.launchers import MpiexecNotFound, find_mpiexec
+    from iolab.emulator.launchers import MpiexecNotFound, find_mpiexec
 
     try:
         mpiexec = find_mpiexec()

@@ -2,7 +2,7 @@
 
 Parsl's launcher layer in miniature: every function here returns an argument list
 (``list[str]``) and has no side effect, so tests check the exact text and the
-emulator hands the list to :mod:`emulator.shell`, the single place where processes
+emulator hands the list to :mod:`iolab.emulator.shell`, the single place where processes
 start. Arguments are validated here, on the caller's side, with errors that name
 the bad value — a typo fails before anything is submitted.
 
@@ -209,7 +209,7 @@ def ray_start_commands(
         srun --nodes=1 --ntasks=1 [--overlap] -w n2 ray start --block \\
              --address=HEAD_IP:PORT [--num-cpus=C] EXTRA...
 
-    Run each with :func:`emulator.shell.spawn` (the head first, and wait for it to
+    Run each with :func:`iolab.emulator.shell.spawn` (the head first, and wait for it to
     listen); killing the ``srun`` ends that node's Ray. ``overlap`` (default) lets
     the app steps share the CPUs these long-lived control steps would otherwise
     hold. ``head_ip`` must be the head node's address as the workers see it.

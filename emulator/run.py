@@ -4,7 +4,7 @@
 
 Sequence (docs/emulator.md): check everything (no process yet) -> start or join
 Ray -> create the arbiter actor with the plan of :func:`iolab.plan.make_plan`
--> launch every app (``nice mpiexec -n R python -m apps.jacobi ...``, its own
+-> launch every app (``nice mpiexec -n R python -m iolab.apps.jacobi ...``, its own
 process group, log in ``WORK/logs``) -> wait until every rank waits at its
 start gate -> start the clock (t0) -> watch: a process that exits without
 ``finish`` is failed (its grant cancelled), an app the arbiter failed (lease,
@@ -46,7 +46,7 @@ ENDED = ("ok", "failed", "killed")
 
 def settle_settings(spec: IOExperiment, policy: str | None = None, **overrides) -> IOExperiment:
     """The spec with ``policy`` and emulator ``overrides`` (None = keep) applied and re-validated."""
-    from middleware.policies import get_policy
+    from iolab.middleware.policies import get_policy
 
     update: dict = {}
     if policy is not None:
@@ -78,7 +78,7 @@ def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: 
     """Emulate ``spec`` (with ``policy`` and emulator settings overridden); returns the trace,
     also written to ``out`` if given.  Raises SpecError/RunError before any process starts.
     ``launcher``: ``"mpiexec"`` or ``"srun"`` (default: srun inside a Slurm allocation;
-    see :mod:`emulator.slurm_launch`)."""
+    see :mod:`iolab.emulator.slurm_launch`)."""
     spec = settle_settings(spec, policy, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
@@ -103,7 +103,7 @@ class Emulation:
         from .slurm_launch import MpiexecApps
 
         self.spec, self.plan, self.work, self.mpiexec = spec, plan, work, mpiexec
-        # how apps start (mpiexec here, srun in an allocation): emulator.slurm_launch
+        # how apps start (mpiexec here, srun in an allocation): iolab.emulator.slurm_launch
         self.launcher = launcher or MpiexecApps(mpiexec, work / "hosts")
         self.address = address
         self.progress = progress
@@ -116,7 +116,7 @@ class Emulation:
 
     # -- life cycle -----------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
-        from middleware.arbiter import Arbiter
+        from iolab.middleware.arbiter import Arbiter
 
         session = self.launcher.open_ray(self.address)
         try:
@@ -166,10 +166,10 @@ class Emulation:
     # -- launching -------------------------------------------------------------------------------
     def _argv(self, app, config: dict, sweeps: dict | None) -> list[str]:
         s = self.spec.emulator
-        coordinator, config = self.launcher.coordinator("middleware.client:coordinator", config)
+        coordinator, config = self.launcher.coordinator("iolab.middleware.client:coordinator", config)
         phases = [[k, x * s.time_scale if k == "compute" else int(round(x * s.unit_bytes))]
                   for k, x in app.phase_list()]
-        argv = [sys.executable, "-m", "apps.jacobi", "--app-id", app.id, "--grid", str(s.grid),
+        argv = [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", app.id, "--grid", str(s.grid),
                 "--phases-json", json.dumps(phases), "--compute-mode", s.compute_mode,
                 "--coordinator", coordinator,
                 "--coordinator-config", json.dumps(config), "--out-dir", str(self.work / "apps"),
@@ -186,7 +186,7 @@ class Emulation:
                 "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
     def _launch(self, app, session: RaySession, sweeps) -> None:
-        from emulator.shell import spawn
+        from iolab.emulator.shell import spawn
 
         s = self.spec.emulator
         config = {"address": session.gcs_address, "namespace": session.namespace,
@@ -198,12 +198,12 @@ class Emulation:
 
     def _calibrate(self) -> dict[int, float]:
         """Sweeps per second of the grid for each rank count (compute_mode work)."""
-        from emulator.shell import execute_wait
+        from iolab.emulator.shell import execute_wait
 
         s = self.spec.emulator
         out = {}
         for r in sorted({s.ranks_for(a.nodes) for a in self.spec.apps}):
-            cmd = self.launcher.calibrate_command(r, [sys.executable, "-m", "apps.jacobi", "--app-id", "calibrate",
+            cmd = self.launcher.calibrate_command(r, [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", "calibrate",
                                                       "--grid", str(s.grid), "--calibrate", "--calibrate-seconds", "2"])
             rc, so, se = execute_wait(cmd, timeout=120, env=self._env(), cwd=self.work)
             if rc != 0:
@@ -215,7 +215,7 @@ class Emulation:
     # -- watching ----------------------------------------------------------------------------------
     def _reap(self, status: dict) -> None:
         """Fail apps whose processes ended without finishing; kill apps the arbiter failed."""
-        from emulator.shell import kill_tree
+        from iolab.emulator.shell import kill_tree
 
         for app, proc in self.procs.items():
             rc = proc.poll()
@@ -247,7 +247,7 @@ class Emulation:
             time.sleep(self.poll)
 
     def _watch(self) -> None:
-        from emulator.shell import kill_tree
+        from iolab.emulator.shell import kill_tree
 
         linger: dict[str, float] = {}
         while True:
@@ -268,7 +268,7 @@ class Emulation:
             time.sleep(self.poll)
 
     def _kill_all(self) -> None:
-        from emulator.shell import kill_tree
+        from iolab.emulator.shell import kill_tree
 
         for app, proc in self.procs.items():
             if proc.poll() is None:

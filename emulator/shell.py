@@ -1,6 +1,6 @@
 """The one seam through which the emulator runs external commands.
 
-Launchers (:mod:`emulator.launchers`) only *build* argument lists; this module is
+Launchers (:mod:`iolab.emulator.launchers`) only *build* argument lists; this module is
 the only place that turns them into processes (Parsl's ``execute_wait`` idea).
 Keeping every shell-out here means one place to log, time out and clean up, and one
 place a test can watch.

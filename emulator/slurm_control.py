@@ -5,7 +5,7 @@
     resume("42.3")     #               scancel --signal=CONT 42.3
     step = find_step("42", "iolab-A")  # the step srun started with --job-name=iolab-A
 
-Inside one allocation every app is a step (``emulator.slurm_launch.SrunApps`` names it
+Inside one allocation every app is a step (``iolab.emulator.slurm_launch.SrunApps`` names it
 ``iolab-APP``), and ``scontrol suspend`` takes whole jobs only (Slurm 22.05 answers
 "Invalid job id specified" for ``42.3``), so a single app is paused by stopping its
 step's tasks with SIGSTOP and continued with SIGCONT; a separate job (one app per
@@ -14,7 +14,7 @@ Either way the processes really stop: a compute phase in ``duration`` mode does 
 count the stopped time, an I/O phase holds its grant (pair this with
 ``Arbiter.suspend``/``resume`` so the arbiter knows).
 
-Command lines come from :mod:`emulator.launchers`, and run through :mod:`emulator.shell`;
+Command lines come from :mod:`iolab.emulator.launchers`, and run through :mod:`iolab.emulator.shell`;
 a refusal raises :class:`SlurmControlError` with Slurm's message.
 """
 

@@ -1,8 +1,8 @@
 """Where each rank of an app really ran: a coordinator wrapper that notes the host.
 
-The emulator launches every app with ``--coordinator emulator.slurm_hosts:coordinator``
+The emulator launches every app with ``--coordinator iolab.emulator.slurm_hosts:coordinator``
 and a config that holds the real coordinator (``inner``, e.g.
-``middleware.client:coordinator``) and ``hosts_dir``. Each rank, as it builds its
+``iolab.middleware.client:coordinator``) and ``hosts_dir``. Each rank, as it builds its
 coordinator (before the start gate), writes one file ``HOSTS_DIR/APP.RANK`` with the
 name of the node it sees: ``SLURMD_NODENAME`` under ``srun`` (on the local cluster every
 virtual node has the same ``hostname``; slurmd tells them apart), the host name
@@ -22,7 +22,7 @@ from typing import Any
 
 __all__ = ["coordinator", "wrap_config", "node_name", "read_hosts", "launch_seconds"]
 
-TARGET = "emulator.slurm_hosts:coordinator"
+TARGET = "iolab.emulator.slurm_hosts:coordinator"
 
 
 def node_name() -> str:
@@ -37,13 +37,13 @@ def wrap_config(inner: str, config: dict[str, Any], hosts_dir: str | os.PathLike
 
 def coordinator(config: dict[str, Any], rank: int, size: int):
     """Factory for ``--coordinator``: note this rank's node, then build the inner coordinator."""
-    from apps.coordination import load_coordinator
+    from iolab.apps.coordination import load_coordinator
 
     cfg = dict(config)
     inner = cfg.pop("inner", None)
     hosts_dir = cfg.pop("hosts_dir", None)
     if not inner or not hosts_dir:
-        raise RuntimeError("emulator.slurm_hosts: coordinator config needs 'inner' and 'hosts_dir'")
+        raise RuntimeError("iolab.emulator.slurm_hosts: coordinator config needs 'inner' and 'hosts_dir'")
     app = str(cfg.get("app", "app"))
     path = Path(hosts_dir) / f"{app}.{int(rank)}"
     path.parent.mkdir(parents=True, exist_ok=True)

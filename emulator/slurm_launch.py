@@ -1,24 +1,24 @@
 """How an app is started: ``mpiexec`` on this machine, or ``srun`` inside a Slurm allocation.
 
-:class:`~emulator.run.Emulation` asks its *app launcher* four things and nothing else:
+:class:`~iolab.emulator.run.Emulation` asks its *app launcher* four things and nothing else:
 
 - ``open_ray(address)``: the Ray session of the run (a local Ray, a given one, or under
-  srun a Ray cluster over the allocation: :mod:`emulator.slurm_ray`);
+  srun a Ray cluster over the allocation: :mod:`iolab.emulator.slurm_ray`);
 - ``app_command(app_id, ranks, argv, nice)`` / ``calibrate_command(ranks, argv)``: the
-  command line (built by :mod:`emulator.launchers`, run by :mod:`emulator.shell`);
+  command line (built by :mod:`iolab.emulator.launchers`, run by :mod:`iolab.emulator.shell`);
 - ``coordinator(inner, config)``: the app's ``--coordinator`` and its config; both
-  launchers wrap the real one in :mod:`emulator.slurm_hosts` so each rank notes its node;
+  launchers wrap the real one in :mod:`iolab.emulator.slurm_hosts` so each rank notes its node;
 - ``hosts(app_id)``: the trace's ``hosts`` column, from what the ranks reported.
 
 :class:`MpiexecApps` is the local way (all ranks here). :class:`SrunApps` maps the
 allocation's nodes (``SLURM_JOB_NODELIST``) onto the spec's I/O partitions in order
-(:func:`emulator.launchers.partition_nodes`): partition k gets nodes k*P..k*P+P-1.
+(:func:`iolab.emulator.launchers.partition_nodes`): partition k gets nodes k*P..k*P+P-1.
 Within its partition an app gets its own Q consecutive nodes (apps of one pack side by
 side; every pack of an I/O node starts again at the partition's first node, since packs
 run one after the other), and runs ``R = ranks`` tasks on ``min(Q, R)`` of them::
 
     srun --nodes=N --ntasks=R --nodelist=<its nodes> --mpi=pmi2 --overcommit \\
-         --job-name=iolab-APP --overlap --kill-on-bad-exit=1 nice -n 10 python -m apps.jacobi ...
+         --job-name=iolab-APP --overlap --kill-on-bad-exit=1 nice -n 10 python -m iolab.apps.jacobi ...
 
 ``--overlap`` and ``--overcommit``: every app is launched before the clock starts and
 waits at its start gate, so Slurm must never hold a step back for CPUs (the gate would
@@ -157,7 +157,7 @@ class SrunApps:
 
     def open_ray(self, address: str | None):
         """The Ray this process already joined, else ``address`` if given, else a new Ray
-        cluster over the allocation (:class:`emulator.slurm_ray.SlurmRay`)."""
+        cluster over the allocation (:class:`iolab.emulator.slurm_ray.SlurmRay`)."""
         from .ray_session import RaySession
         from .slurm_ray import SlurmRay, enable_driver_auth
 

@@ -4,8 +4,8 @@
         session = ray_cluster.session          # joined: gcs_address, namespace, close()
 
 Each Ray node is one long-lived ``srun --nodes=1 --ntasks=1 --overlap -w NODE ray start
---block ...`` step (command lines from :func:`emulator.launchers.ray_start_commands`,
-started by :func:`emulator.shell.spawn`); ``--overlap`` keeps these control steps from
+--block ...`` step (command lines from :func:`iolab.emulator.launchers.ray_start_commands`,
+started by :func:`iolab.emulator.shell.spawn`); ``--overlap`` keeps these control steps from
 holding CPUs the apps' steps need. Killing a step's ``srun`` ends that node's Ray (Slurm
 kills the step's whole process tree; measured: nothing is left behind).
 

@@ -160,13 +160,13 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
 
     ``seeds`` > 0 also simulates each policy ``seeds`` times with jittered phase
     durations (``"auto"``: resampled from the real run's own phases; a
-    :class:`Jitter`: a normal law; see :mod:`emulator.validate_spread`) and
+    :class:`Jitter`: a normal law; see :mod:`iolab.emulator.validate_spread`) and
     reports where the real run falls.  ``traces``: reuse ``DIR/POLICY.h5``
     of an earlier run instead of emulating (every trace is checked first).
     """
     from contextlib import nullcontext
 
-    from sim.run import simulate
+    from iolab.sim.run import simulate
 
     from .ray_session import RaySession
     from .run import run_emulation

@@ -1,7 +1,7 @@
 """From an experiment to a plan: which app runs on which I/O node, in which pack.
 
 Both runtimes start from the same plan, computed by the mapping policies of
-``middleware.policies.mapping``:
+``iolab.middleware.policies.mapping``:
 
 - mapping ``none``: each app runs on the I/O node it names, from its release;
 - ``first-fit`` / ``make-pack``: Make-Pack (carretero2020 Alg. 1) builds packs;
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from middleware.policies.mapping import PackJob, lpt_assign, make_pack
+from iolab.middleware.policies.mapping import PackJob, lpt_assign, make_pack
 
 from .specs.io import IOExperiment
 

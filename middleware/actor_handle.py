@@ -1,6 +1,6 @@
 """What the orchestrator-side handles on iolab's Ray actors share.
 
-:class:`~middleware.arbiter.Arbiter` and :class:`~middleware.storage_actor.StorageManager`
+:class:`~iolab.middleware.arbiter.Arbiter` and :class:`~iolab.middleware.storage_actor.StorageManager`
 are picklable handles (they hold only the actor handle, its name and namespace); both
 spawn their actor the same way (no CPU reserved, never restarted: a dead actor means a
 lost run, said loudly), wait until it answers, and kill it at the end.  :func:`call` is
@@ -40,7 +40,7 @@ class ActorHandle:
         import ray
 
         if not ray.is_initialized():
-            raise RuntimeError("Ray is not initialised: ray.init() (or emulator.ray_session) first")
+            raise RuntimeError("Ray is not initialised: ray.init() (or iolab.emulator.ray_session) first")
         actor = ray.remote(num_cpus=0, max_restarts=0)(actor_class)
         handle = actor.options(name=name, namespace=namespace, max_concurrency=1000).remote(config)
         call(handle.ping.remote(), timeout=60)

@@ -2,7 +2,7 @@
 
 :class:`Arbiter` is what the orchestrator holds: ``Arbiter.create(...)`` (or
 ``Arbiter.from_spec``) starts the actor under a name in a namespace, and its
-methods mirror :class:`~middleware.state.ArbiterState`.  Arguments are checked
+methods mirror :class:`~iolab.middleware.state.ArbiterState`.  Arguments are checked
 here, on the caller's side; errors raised in the actor come back as the
 original exception (``AppFailed``, ``ValueError``, ``RuntimeError``), not as a
 Ray error.
@@ -13,7 +13,7 @@ the actor resolves when the policy grants it, so many apps wait at once in one
 process.  A ticker task wakes at the next time-driven change (a release
 time, a lease end) or when a call changed the state, and settles: leases
 expire, gates open, grants are dispatched.  All decisions are made by the
-state class and the shared policy objects of ``middleware.policies``.
+state class and the shared policy objects of ``iolab.middleware.policies``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The app-side proxy: ``--coordinator middleware.client:coordinator``.
+"""The app-side proxy: ``--coordinator iolab.middleware.client:coordinator``.
 
 Each rank of an app builds one :class:`RayCoordinator` (see
-:mod:`apps.coordination` for the contract).  It joins the running Ray with
+:mod:`iolab.apps.coordination` for the contract).  It joins the running Ray with
 ``ray.init(address=..., namespace=...)`` from its config, finds the arbiter
 actor by name and waits at the app's *start gate* until the arbiter says the
 app may start (its release, or its pack's turn): launch time is never part of
@@ -26,7 +26,7 @@ import socket
 import time
 from typing import Any
 
-from apps.coordination import Grant
+from iolab.apps.coordination import Grant
 
 REQUIRED = ("address", "namespace", "actor", "app")
 
@@ -110,11 +110,11 @@ class ActorProxy:
 
 
 class RayCoordinator(ActorProxy):
-    """One rank's proxy to the arbiter actor (the :class:`apps.coordination.IOCoordinator` methods)."""
+    """One rank's proxy to the arbiter actor (the :class:`iolab.apps.coordination.IOCoordinator` methods)."""
 
     required = REQUIRED
     what = "arbiter actor"
-    module = "middleware.client"
+    module = "iolab.middleware.client"
 
     def __init__(self, config: dict[str, Any], rank: int, size: int):
         super().__init__(config, "app")
@@ -150,11 +150,11 @@ def _warm_up() -> None:
     """Import the checkpoint writer now (h5py takes ~1 s to import on a loaded machine; the
     app imports it lazily, which would otherwise stretch its first granted I/O phase)."""
     try:
-        import apps.checkpoint  # noqa: F401
+        import iolab.apps.checkpoint  # noqa: F401
     except ImportError:
         pass
 
 
 def coordinator(config: dict[str, Any], rank: int, size: int) -> RayCoordinator:
-    """Factory named on the app's command line: ``--coordinator middleware.client:coordinator``."""
+    """Factory named on the app's command line: ``--coordinator iolab.middleware.client:coordinator``."""
     return RayCoordinator(config, rank, size)

@@ -1,7 +1,7 @@
 """The arbiter's state, without Ray: apps, start gates, I/O grants, leases, caps, records.
 
 :class:`ArbiterState` is the CLARISSE-like control plane of one run as a plain
-state machine (the Ray actor in :mod:`middleware.arbiter` wraps it; tests
+state machine (the Ray actor in :mod:`iolab.middleware.arbiter` wraps it; tests
 drive it directly).  Every method takes ``now`` in wall seconds; the state
 converts to spec seconds (``(now - t0) / time_scale``) for the policies and
 the trace, so the policy objects see exactly what the simulator shows them.
@@ -19,7 +19,7 @@ Life of an app::
     fail(app, reason, now)          # crash seen by the orchestrator: grant cancelled
     expire(now) -> [app]            # grants whose lease ran out: cancelled, app failed
 
-Like :class:`~middleware.policies.IONodeArbiter`, mutators only record and
+Like :class:`~iolab.middleware.policies.IONodeArbiter`, mutators only record and
 ``dispatch`` decides, so everything that happens at one instant competes.
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
 
 from .bucket import TokenBucket
 

@@ -14,13 +14,13 @@ directories (``lps_root``, ``hps_root``); this class owns them:
   it fits; otherwise it *waits* (FIFO, granted when a job frees space) or is
   *refused* (``on_full="refuse"``).  The used bytes never exceed the capacity.
   When the platform describes HPS disks, the allocation is placed on them by
-  the shared :class:`~middleware.policies.placement.StorageAllocator`
+  the shared :class:`~iolab.middleware.policies.placement.StorageAllocator`
   (strategy, split), and the disk ids go to the allocation log; else the HPS
   is one pool (disk ``"hps"``).
 - **Freeing.**  ``free(job)`` removes the job's directory and returns its
   bytes, whether the job ended or died; waiting allocations that now fit are
   granted in order.
-- **Pacing.**  One token bucket (:class:`middleware.bucket.TokenBucket`) per
+- **Pacing.**  One token bucket (:class:`iolab.middleware.bucket.TokenBucket`) per
   link, ``lps``, ``hps`` and ``stage``: every writer or copier books its
   chunks in its link's bucket, so the streams of one link share its rate
   (chunk by chunk, in booking order: a fair share).
@@ -93,7 +93,7 @@ class StorageState:
         self.on_full = on_full
         self.allocator = None
         if disks:
-            from middleware.policies.placement import StorageAllocator
+            from iolab.middleware.policies.placement import StorageAllocator
 
             self.allocator = StorageAllocator(disks, strategy, split_threshold=split_threshold, rng=rng)
             cap = self.allocator.state.capacity

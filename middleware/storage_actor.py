@@ -1,12 +1,12 @@
 """The storage manager as a named Ray actor, behind a plain Python API.
 
 :class:`StorageManager` is what the batch loop holds; its methods mirror
-:class:`~middleware.storage.StorageState` (arguments checked on the caller's
+:class:`~iolab.middleware.storage.StorageState` (arguments checked on the caller's
 side, the actor's own exceptions re-raised).  The actor is *async*: an HPS
 allocation that waits for space awaits a future resolved by a later
 ``free``; a staging copy runs in a worker thread (``asyncio.to_thread``)
 paced by the ``stage`` token bucket, so many copies share the link while the
-actor keeps answering.  Jobs reach it through :mod:`middleware.storage_client`
+actor keeps answering.  Jobs reach it through :mod:`iolab.middleware.storage_client`
 (pacing of their reads and writes, phase reports).
 
     mgr = StorageManager.create(lps_root, hps_root, capacity, rates={...}, name=..., namespace=...)

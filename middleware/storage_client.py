@@ -1,6 +1,6 @@
-"""The job-side proxy of a batch run: ``--coordinator middleware.storage_client:coordinator``.
+"""The job-side proxy of a batch run: ``--coordinator iolab.middleware.storage_client:coordinator``.
 
-A batch job (``apps.jacobi`` launched by :mod:`emulator.batch_run`) already
+A batch job (``iolab.apps.jacobi`` launched by :mod:`iolab.emulator.batch_run`) already
 holds its nodes and its tier directory when it starts, so nothing is
 arbitrated: ``begin_io`` grants at once into the job's directory (on LPS or
 HPS).  What the storage manager still does:
@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from apps.coordination import Grant
+from iolab.apps.coordination import Grant
 
 from .client import ActorProxy
 
@@ -30,11 +30,11 @@ REQUIRED = ("address", "namespace", "actor", "job", "directory", "link")
 class StorageCoordinator(ActorProxy):
     required = REQUIRED
     what = "storage manager actor"
-    module = "middleware.storage_client"
+    module = "iolab.middleware.storage_client"
 
     def __init__(self, config: dict[str, Any], rank: int, size: int):
         if config.get("link") and config["link"] not in ("lps", "hps"):  # missing: the base says so
-            raise RuntimeError(f"middleware.storage_client: link must be lps or hps, got {config.get('link')!r}")
+            raise RuntimeError(f"iolab.middleware.storage_client: link must be lps or hps, got {config.get('link')!r}")
         super().__init__(config, "job")
         self.job, self.directory, self.link = self.who, str(config["directory"]), str(config["link"])
         self.capped = bool(config.get("capped", True))

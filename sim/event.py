@@ -12,7 +12,7 @@ import heapq
 import itertools
 import math
 
-from middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
 
 from .fairshare import FairShareLink
 from .recorder import Recorder

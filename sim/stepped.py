@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
 
 from .recorder import Recorder
 from .scenario import COMPUTE, Scenario

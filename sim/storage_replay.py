@@ -48,7 +48,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from middleware.policies.placement import (
+from iolab.middleware.policies.placement import (
     ALLOCATED, FAILED, GB, REFUSED, RETRY, AllocationRecord, DiskInfo, StorageAllocator,
 )
 

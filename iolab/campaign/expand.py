@@ -86,7 +86,7 @@ def generated_seed(model: str, alpha: float, k: int, seed: int) -> int:
 
 @lru_cache(maxsize=256)
 def _generate(alpha: float, seed: int, params_json: str) -> dict[str, Any]:
-    from sim.workloads.carretero import CarreteroParams, generate
+    from iolab.sim.workloads.carretero import CarreteroParams, generate
 
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(params_json).items()}
     spec = generate(alpha, seed, CarreteroParams(**params))

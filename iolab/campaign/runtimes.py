@@ -1,7 +1,7 @@
 """The seam between a campaign and what executes one run.
 
 A runtime is a function ``fn(spec, *, mode, run_id, workdir) -> Trace``.  Two
-are built in: ``sim`` (:func:`sim.run.simulate`) and ``emulate`` (the
+are built in: ``sim`` (:func:`iolab.sim.run.simulate`) and ``emulate`` (the
 emulator's ``run_emulation``, looked up when needed).  A campaign may also
 name ``module:function``, imported in every worker (the module must be
 importable there, e.g. through ``PYTHONPATH``).
@@ -19,12 +19,12 @@ from ..errors import RunError
 Runtime = Callable[..., Any]
 
 # Where the emulator's entry point may live; the first importable one is used.
-EMULATOR_ENTRIES: tuple[str, ...] = ("emulator:run_emulation", "emulator.run:run_emulation",
+EMULATOR_ENTRIES: tuple[str, ...] = ("emulator:run_emulation", "iolab.emulator.run:run_emulation",
                                      "emulator.orchestrator:run_emulation")
 
 
 def run_sim(spec, *, mode: str, run_id: str = "", workdir: Path | None = None):
-    from sim.run import simulate
+    from iolab.sim.run import simulate
 
     return simulate(spec, mode=mode)
 
@@ -47,7 +47,7 @@ def emulator_entry() -> Callable | None:
 
 
 def run_emulate(spec, *, mode: str, run_id: str = "", workdir: Path | None = None):
-    """UNTESTED: calls ``emulator.run.run_emulation(spec, policy=, out=, work_dir=) -> Trace``.
+    """UNTESTED: calls ``iolab.emulator.run.run_emulation(spec, policy=, out=, work_dir=) -> Trace``.
 
     Each emulated run starts MPI processes and an arbiter actor in the Ray
     cluster the task runs in; give the campaign a ``cpus_per_run`` that

@@ -61,7 +61,7 @@ def _duplicates(name: str, values: list) -> list[tuple[str, str]]:
 
 
 class CarreteroParamsSpec(StrictModel):
-    """Overrides of :class:`sim.workloads.carretero.CarreteroParams` (carretero2020 §6.2.2).
+    """Overrides of :class:`iolab.sim.workloads.carretero.CarreteroParams` (carretero2020 §6.2.2).
 
     ``nodes_per_io_node`` and ``bandwidth`` default to the run's platform.
     """
@@ -77,7 +77,7 @@ class CarreteroParamsSpec(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> "CarreteroParamsSpec":
-        from sim.workloads.carretero import CarreteroParams
+        from iolab.sim.workloads.carretero import CarreteroParams
 
         problems = []
         for name in ("apps", "iterations", "compute", "load_bounds"):

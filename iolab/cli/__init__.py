@@ -35,6 +35,7 @@ COMMANDS = {
     "sweep": "iolab.cli.sweep:sweep",
     "emulate": "iolab.cli.emulate:emulate",
     "validate": "iolab.cli.validate:validate",
+    "examples": "iolab.cli.examples:examples",
 }
 
 

@@ -18,7 +18,7 @@ EXAMPLE = "table1-emulation.yaml"
 
 
 def example_path() -> Path:
-    return Path(str(files("iolab") / "examples" / EXAMPLE))
+    return Path(str(files("iolab.examples") / EXAMPLE))
 
 
 @click.command()
@@ -40,14 +40,14 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
     under the policy; the trace (spec seconds) goes to --out.  Ctrl-C stops
     every app and writes a partial trace (attribute complete = False).
     """
-    from emulator.run import run_emulation
+    from iolab.emulator.run import run_emulation
 
     if time_scale is not None and not time_scale > 0:
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())
     spec = load_spec(path)
     if spec.kind == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
-        from emulator.batch_cli import emulate_batch
+        from iolab.emulator.batch_cli import emulate_batch
 
         if launcher is not None and launcher.lower() == "srun":
             raise click.BadParameter("a batch experiment starts its jobs with mpiexec only (srun launching is "

@@ -47,7 +47,7 @@ def print_metrics(m, title: str) -> None:
 def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
              out: str | None, as_json: bool) -> None:
     """Simulate the experiment in SPEC (YAML or JSON) and print its metrics."""
-    from sim.run import simulate as run_sim
+    from iolab.sim.run import simulate as run_sim
     from ..trace import write_trace
 
     if dt is not None and dt <= 0:
@@ -76,7 +76,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
 def _simulate_batch(spec_path: str, out: str | None, as_json: bool) -> None:
     from dataclasses import asdict
 
-    from sim.batch.run import simulate_batch
+    from iolab.sim.batch.run import simulate_batch
 
     from ..metrics.from_trace import trace_batch_metrics
     from ..trace import write_trace

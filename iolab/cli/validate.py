@@ -47,7 +47,7 @@ def print_policy(run) -> None:
 
 
 def verdict(r: dict) -> str:
-    """One ranking comparison (emulator.validate.ranking) in words."""
+    """One ranking comparison (iolab.emulator.validate.ranking) in words."""
     if r["same"]:
         return "same order"
     return f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %"
@@ -99,7 +99,7 @@ def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_
     exp(mean |ln(emu/sim)|) - 1.  Rankings order the policies by makespan and
     by max stretch in each runtime.
     """
-    from emulator.validate import TraceMismatch, figure, validate as run_validate
+    from iolab.emulator.validate import TraceMismatch, figure, validate as run_validate
 
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)

@@ -26,7 +26,7 @@ def workload() -> None:
 def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_node: int,
              mapping: str, output: str) -> None:
     """Generate a MODEL workload (carretero2020 §6.2.2) as an experiment spec."""
-    from sim.workloads.carretero import CarreteroParams, generate as gen
+    from iolab.sim.workloads.carretero import CarreteroParams, generate as gen
 
     if alpha <= 0:
         raise click.BadParameter("must be > 0", param_hint="--alpha")

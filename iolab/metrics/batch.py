@@ -14,7 +14,7 @@ Batch level (lackner2019 §V):
 
 Storage level (monniot2023 Table 3), from an allocation log with columns
 ``job, disk, bytes, alloc, free, status`` (see
-``middleware.policies.placement.AllocationRecord``):
+``iolab.middleware.policies.placement.AllocationRecord``):
 
 - ``sum_cap``: the sum of the requested capacities (every request once,
   whatever became of it); ``pct_sum_cap_allocated``: % of it that landed;

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from middleware.policies.mapping import PackJob, lpt_assign, make_pack
-from sim.event import EventEngine
-from sim.scenario import Scenario
-from sim.workloads.carretero import CarreteroParams, generate
+from iolab.middleware.policies.mapping import PackJob, lpt_assign, make_pack
+from iolab.sim.event import EventEngine
+from iolab.sim.scenario import Scenario
+from iolab.sim.workloads.carretero import CarreteroParams, generate
 
 from ..metrics import geometric_mean
 from ..plan import Plan

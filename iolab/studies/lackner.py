@@ -11,7 +11,7 @@ model of §IV-B, ten seeds.
   workloads and repetitions), node and HPS utilisation (Eq. 3, pooled).
 - Fig. 4: the same with R_stage = k R_lps, k in {1, 2, 5, 10} (HPS 4096 GB).
 
-Each run is an independent simulation (``sim.batch``) with the same policy
+Each run is an independent simulation (``iolab.sim.batch``) with the same policy
 objects a real batch loop uses; runs go to a process pool.
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from iolab.metrics.batch import batch_metrics
 from iolab.specs import parse_spec
-from sim.batch.run import run_batch
+from iolab.sim.batch.run import run_batch
 
 from .common import Progress, atomic_write_text, run_parallel, write_csv
 
@@ -60,8 +60,8 @@ def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float 
             repetition: int, jobs: int) -> dict:
     sched = {"kind": "random-tier", "p": p} if scheduler == "random" else "sas"
     spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs)
-    from sim.batch.run import make_policy
-    from middleware.policies.batch import get_scheduler
+    from iolab.sim.batch.run import make_policy
+    from iolab.middleware.policies.batch import get_scheduler
 
     policy = (get_scheduler("random-tier", p=p, rng=np.random.default_rng([workload, repetition, int(p * 1000)]))
               if scheduler == "random" else make_policy(spec))

@@ -3,7 +3,7 @@
 Grid (Table 4): layouts 1N1D, 1NnD, nN1D, nNnD x capacities 8/16/32/64 TB x
 random, round-robin, worst-fit, best-bandwidth x split at 200 GB on/off
 (requeue off unless asked: the paper found it unnecessary, §5.2).  Each run
-replays the storage requests through ``sim.storage_replay`` and computes
+replays the storage requests through ``iolab.sim.storage_replay`` and computes
 Table 3 (``iolab.metrics.batch.storage_metrics``).
 
 **Input and scaling.**  The paper replays a year of Theta (24 000 jobs,
@@ -35,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sim.storage_replay import (
+from iolab.sim.storage_replay import (
     LAYOUTS, PAPER_CAPACITIES_TB, PAPER_SPLIT, PAPER_SUM_CAP, TB, StorageRequest, monniot_layout, peak_demand,
     replay_layout, week_scale,
 )
@@ -88,8 +88,8 @@ def default_theta_path() -> Path:
 
 def theta_requests(path: str | Path, request_time: str = "start") -> list[StorageRequest]:
     """One request per Theta job: max(read, written) bytes for its runtime, at its start (or submit) time."""
-    from sim.storage_replay import requests_from_jobs
-    from sim.workloads.theta import _utc, theta_trace
+    from iolab.sim.storage_replay import requests_from_jobs
+    from iolab.sim.workloads.theta import _utc, theta_trace
 
     tr = theta_trace(path)
     if request_time == "start":

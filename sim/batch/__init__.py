@@ -1,6 +1,6 @@
 """The batch level of the simulator: jobs, a batch scheduler, tiers and shared links.
 
-See :mod:`sim.batch.engine` for the model and :func:`sim.batch.run.simulate_batch`.
+See :mod:`iolab.sim.batch.engine` for the model and :func:`iolab.sim.batch.run.simulate_batch`.
 """
 
 from .engine import BatchEngine

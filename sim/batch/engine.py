@@ -5,14 +5,14 @@ Model (lackner2019 §III-A, §IV-B):
 - ``nodes`` homogeneous compute nodes; a job holds its nodes from its start
   (the start of its stage-in on HPS) to the end of its last step (its
   stage-out on HPS), as the schedulers' plans assume;
-- three links, each shared fairly among its streams (``sim.fairshare``):
+- three links, each shared fairly among its streams (``iolab.sim.fairshare``):
   compute nodes <-> LPS at R_lps, compute nodes <-> HPS at R_hps, LPS <-> HPS
   at R_stage; they do not interfere with each other;
 - the HPS has a capacity; a job on HPS holds its requested ``storage`` bytes
   from its start to its end; the policy never starts a job that would
   overcommit it (checked here too: it would be a policy bug).
 
-The policy (any ``middleware.policies.batch`` scheduler, the very objects a
+The policy (any ``iolab.middleware.policies.batch`` scheduler, the very objects a
 real-clock batch loop calls) decides once per instant at which something
 changed (a submission or a job end), on a :class:`Snapshot` of the queue,
 the running jobs with their planned ends, the free nodes and HPS bytes.
@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
+from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 
 from ..fairshare import FairShareLink
 from .steps import COMPUTE, job_steps
@@ -53,7 +53,7 @@ class JobState:
 
 @dataclass
 class BatchRecord:
-    """What a batch run produced (turned into a trace by ``sim.batch.run``)."""
+    """What a batch run produced (turned into a trace by ``iolab.sim.batch.run``)."""
 
     jobs: list[JobState]
     phases: list[tuple] = field(default_factory=list)

@@ -9,7 +9,7 @@ import numpy as np
 
 from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
-from middleware.policies.batch import LPS, TierRates, get_scheduler
+from iolab.middleware.policies.batch import LPS, TierRates, get_scheduler
 
 from .engine import BatchEngine, BatchRecord
 from .steps import job_steps
@@ -21,7 +21,7 @@ def make_policy(spec):
 
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False) -> BatchRecord:
-    from sim.workloads import load_workload
+    from iolab.sim.workloads import load_workload
 
     jobs = load_workload(spec) if jobs is None else jobs
     p = spec.platform

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from middleware.policies.batch import HPS, LPS
+from iolab.middleware.policies.batch import HPS, LPS
 
 COMPUTE = "compute"
 # step kinds -> (trace phase kind, link)

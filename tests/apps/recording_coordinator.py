@@ -1,4 +1,4 @@
-"""A coordinator for tests: grants like ``apps.coordination:local`` and logs every call.
+"""A coordinator for tests: grants like ``iolab.apps.coordination:local`` and logs every call.
 
 Used as ``--coordinator recording_coordinator:factory`` with this folder on
 ``PYTHONPATH``; config ``{"directory": DIR, "record": FILE}``.  Each call is
@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from apps.coordination import Grant, LocalCoordinator
+from iolab.apps.coordination import Grant, LocalCoordinator
 
 
 class Recording(LocalCoordinator):

@@ -1,4 +1,4 @@
-"""Checkpoint files and manifest (apps.checkpoint), on one process, no MPI."""
+"""Checkpoint files and manifest (iolab.apps.checkpoint), on one process, no MPI."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps import checkpoint as ck
+from iolab.apps import checkpoint as ck
 
 ATTRS = {"rank": np.int64(0), "rows": np.array([0, 4], dtype=np.int64), "sweeps": np.int64(7)}
 

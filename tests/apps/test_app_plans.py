@@ -1,4 +1,4 @@
-"""Phase plans (apps.phases): pure code, no MPI."""
+"""Phase plans (iolab.apps.phases): pure code, no MPI."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apps.phases import Phase, explicit, periodic
+from iolab.apps.phases import Phase, explicit, periodic
 
 
 def test_periodic_plan_alternates_compute_and_io_per_iteration():

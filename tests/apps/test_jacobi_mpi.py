@@ -1,7 +1,7 @@
 """The Jacobi app under real ``mpiexec`` (mpich wheel), launched as a subprocess.
 
 As in mpi4py's ``demo/test-run``: every run is ``mpiexec -n N python -m
-apps.jacobi ...`` with a timeout, so a failing rank aborts the job instead of
+iolab.apps.jacobi ...`` with a timeout, so a failing rank aborts the job instead of
 hanging the test session.  Rank counts stay <= 4 (2-core machines).
 """
 
@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 
-from apps.stencil import serial_sweeps
+from iolab.apps.stencil import serial_sweeps
 
 pytestmark = pytest.mark.mpi
 
@@ -30,8 +30,8 @@ REPO = HERE.parents[1]
 
 
 def launch(n: int, *args: str, cwd: Path, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "apps.jacobi", *args]
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)]), **(env or {})}
+    cmd = [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "iolab.apps.jacobi", *args]
+    full_env = {**os.environ, "PYTHONPATH": str(HERE), **(env or {})}
     full_env.pop("IOLAB_COORDINATOR_CONFIG", None)
     return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
@@ -98,9 +98,9 @@ def test_duration_mode_phases_last_their_time(tmp_path):
 def test_duration_mode_does_not_count_time_the_job_spent_stopped(tmp_path):
     # the load controller suspends jobs (SIGSTOP / scontrol suspend): the compute phase keeps its work
     coord, record = recording(tmp_path)
-    cmd = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "apps.jacobi", "--app-id", "p", "--grid", "64",
+    cmd = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "iolab.apps.jacobi", "--app-id", "p", "--grid", "64",
            "--phases-json", '[["compute", 0.2], ["compute", 1.5]]', "--out-dir", str(tmp_path), *coord]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)])}
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
@@ -258,9 +258,9 @@ def test_a_rank_that_raises_ends_the_job_quickly_and_the_coordinator_hears_why(t
 def test_bad_arguments_are_refused_before_mpi_starts(tmp_path, args, message):
     # without mpiexec: the app must not need MPI to refuse its arguments (and MPI is not imported)
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "apps.jacobi", "--app-id", "bad", *args,
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "iolab.apps.jacobi", "--app-id", "bad", *args,
                            "--out-dir", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=20, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          timeout=20, env=dict(os.environ))
     assert proc.returncode == 2
     assert "mpi4py.MPI" not in proc.stderr  # -X importtime lists every module imported
     assert message in proc.stderr, proc.stderr
@@ -290,7 +290,7 @@ def test_calibrate_prints_the_sweep_rate(tmp_path):
 
 
 def test_help_explains_the_usage():
-    proc = subprocess.run([sys.executable, "-m", "apps.jacobi", "--help"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "iolab.apps.jacobi", "--help"], capture_output=True, text=True,
                           timeout=20, cwd=REPO)
     assert proc.returncode == 0
     for flag in ("--iterations", "--phases-json", "--compute-mode", "--coordinator", "--restart", "--calibrate"):

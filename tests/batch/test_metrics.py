@@ -8,7 +8,7 @@ from iolab.metrics.batch import (
     batch_metrics, hps_utilisation, makespan, mean_turnaround, node_utilisation, pooled_utilisation,
     storage_metrics,
 )
-from middleware.policies.placement import AllocationRecord, DiskInfo, StorageAllocator
+from iolab.middleware.policies.placement import AllocationRecord, DiskInfo, StorageAllocator
 
 # Two jobs on a 4-node machine: A 2 nodes [0, 10) on HPS with 50 B, B 4 nodes [10, 20) on LPS.
 SUBMIT, START, END, NODES = [0, 5], [0, 10], [10, 20], [2, 4]

@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iolab.metrics.batch import storage_metrics
-from middleware.policies.placement import (
-    ALLOCATED, FAILED, REFUSED, RETRY, DiskInfo, StorageAllocator, make_layout, split_sizes,
+from iolab.middleware.policies.placement import (
+    ALLOCATED, FAILED, REFUSED, RETRY, DiskInfo, StorageAllocator, split_sizes,
 )
 
 GB = 10**9

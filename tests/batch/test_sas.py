@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from middleware.policies.batch import (
+from iolab.middleware.policies.batch import (
     HPS, LPS, SAS, Profile, QueuedJob, RandomTier, RunningJob, Snapshot, TierRates,
 )
 

@@ -33,6 +33,6 @@ def small_campaign(path: Path, name: str = "small", runtime: str = "sim", **axes
 def sweep_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a sweep subprocess (and its Ray workers) needs to import the test runtimes."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.update(extra or {})
     return env

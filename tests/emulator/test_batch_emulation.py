@@ -46,7 +46,7 @@ def spec(**emulator) -> BatchExperiment:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch_run import run_batch_emulation
 
     work = tmp_path_factory.mktemp("batch")
     killed: dict[str, float] = {}
@@ -66,7 +66,7 @@ def run(tmp_path_factory):
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_sas_run_stages_for_real_and_matches_the_simulated_tiers(run):
-    from sim.batch.run import simulate_batch
+    from iolab.sim.batch.run import simulate_batch
 
     trace, work, killed = run
     jobs = {r["id"]: r for r in trace.jobs.rows()}
@@ -138,7 +138,7 @@ def _no_process_started(work: Path) -> None:
 
 
 def test_a_spec_the_emulator_cannot_run_is_refused_before_anything_starts(tmp_path):
-    from emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch_run import run_batch_emulation
 
     launched = []
     tiny = spec(bytes_scale=1e-7)  # a 16 GB checkpoint would be 1.6 kB: less than one rank file

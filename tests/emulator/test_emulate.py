@@ -28,7 +28,7 @@ def tiny(**emulator):
 
 @pytest.fixture(scope="module")
 def session():
-    from emulator.ray_session import RaySession
+    from iolab.emulator.ray_session import RaySession
 
     s = RaySession.open()
     yield s
@@ -41,7 +41,7 @@ def overlaps(trace) -> bool:
 
 
 def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
-    from emulator.run import run_emulation
+    from iolab.emulator.run import run_emulation
 
     out = tmp_path / "run.h5"
     trace = run_emulation(tiny(), "fifo", out=out, work_dir=tmp_path / "work")
@@ -65,7 +65,7 @@ def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
 
 
 def test_shared_run_overlaps(session, tmp_path):
-    from emulator.run import run_emulation
+    from iolab.emulator.run import run_emulation
 
     trace = run_emulation(tiny(), "shared", work_dir=tmp_path / "work")
     assert list(trace.jobs["status"]) == ["ok", "ok"]
@@ -87,7 +87,7 @@ def _kill_a_writer(root: Path, app: str, stop: threading.Event, killed: list) ->
 
 
 def test_a_rank_killed_during_io_fails_only_its_app(session, tmp_path):
-    from emulator.run import run_emulation
+    from iolab.emulator.run import run_emulation
 
     spec = parse_spec({
         "name": "crash", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},

@@ -74,7 +74,7 @@ def start(cmd: list[str], **kw) -> subprocess.Popen:
 def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, sig):
     path, out, work = tmp_path / "spec.yaml", tmp_path / "run.h5", tmp_path / "run.work"
     path.write_text(yaml.safe_dump(spec))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = start([sys.executable, "-m", "iolab", "emulate", str(path), "--out", str(out),
                   "--work-dir", str(work)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                  stderr=subprocess.PIPE, text=True)

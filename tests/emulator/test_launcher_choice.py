@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from emulator import slurm_hosts
-from emulator.launchers import scancel_signal_command
-from emulator.slurm_control import command
-from emulator.slurm_launch import Allocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
+from iolab.emulator import slurm_hosts
+from iolab.emulator.launchers import scancel_signal_command
+from iolab.emulator.slurm_control import command
+from iolab.emulator.slurm_launch import Allocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
 from iolab.errors import RunError
 from iolab.plan import make_plan
 from iolab.specs.load import parse_spec
@@ -64,7 +64,7 @@ def test_allocation_nodes_map_onto_partitions_in_order():
 def test_too_small_an_allocation_is_refused_before_anything_starts(tmp_path, monkeypatch):
     import ray
 
-    from emulator.run import run_emulation
+    from iolab.emulator.run import run_emulation
 
     for key, value in {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-3]"}.items():
         monkeypatch.setenv(key, value)
@@ -100,16 +100,16 @@ def test_cli_refuses_srun_for_a_batch_experiment(tmp_path, monkeypatch):
 
 def test_command_lines():
     srun = SrunApps(Allocation("42", ("n1", "n2", "n3", "n4")), {"A": ["n1", "n2"]}, Path("/w/hosts"), Path("/w/logs"))
-    assert srun.app_command("A", 2, ["python", "-m", "apps.jacobi"], nice=10) == [
+    assert srun.app_command("A", 2, ["python", "-m", "iolab.apps.jacobi"], nice=10) == [
         "srun", "--nodes=2", "--ntasks=2", "--nodelist=n1,n2", "--mpi=pmi2", "--overcommit", "--job-name=iolab-A",
-        "--overlap", "--kill-on-bad-exit=1", "nice", "-n", "10", "python", "-m", "apps.jacobi"]
+        "--overlap", "--kill-on-bad-exit=1", "nice", "-n", "10", "python", "-m", "iolab.apps.jacobi"]
     local = MpiexecApps("/venv/bin/mpiexec", Path("/w/hosts"))
     assert local.app_command("A", 2, ["python"], nice=10) == ["nice", "-n", "10", "/venv/bin/mpiexec", "-n", "2",
                                                               "python"]
     assert local.app_command("A", 1, ["python"]) == ["/venv/bin/mpiexec", "-n", "1", "python"]
-    assert local.coordinator("middleware.client:coordinator", {"app": "A"}) == (
-        "emulator.slurm_hosts:coordinator",
-        {"app": "A", "inner": "middleware.client:coordinator", "hosts_dir": "/w/hosts"})
+    assert local.coordinator("iolab.middleware.client:coordinator", {"app": "A"}) == (
+        "iolab.emulator.slurm_hosts:coordinator",
+        {"app": "A", "inner": "iolab.middleware.client:coordinator", "hosts_dir": "/w/hosts"})
 
 
 def test_suspend_lines_for_jobs_and_steps():
@@ -126,7 +126,7 @@ def test_suspend_lines_for_jobs_and_steps():
 
 
 def test_each_rank_notes_its_node_then_hands_over(tmp_path, monkeypatch):
-    cfg = slurm_hosts.wrap_config("apps.coordination:local", {"app": "A", "directory": str(tmp_path / "io")},
+    cfg = slurm_hosts.wrap_config("iolab.apps.coordination:local", {"app": "A", "directory": str(tmp_path / "io")},
                                   tmp_path / "hosts")
     monkeypatch.setenv("SLURMD_NODENAME", "n2")
     inner = slurm_hosts.coordinator(cfg, 1, 2)

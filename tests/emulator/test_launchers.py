@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator import launchers
-from emulator.launchers import (
+from iolab.emulator import launchers
+from iolab.emulator.launchers import (
     MpiexecNotFound,
     expand_hostlist,
     mpiexec_command,
@@ -25,8 +25,8 @@ from emulator.launchers import (
     scontrol_command,
     srun_command,
 )
-from emulator.shell import CommandTimeout, execute_wait, kill_tree, spawn
-from emulator.slurm_state import JobState, parse_state
+from iolab.emulator.shell import CommandTimeout, execute_wait, kill_tree, spawn
+from iolab.emulator.slurm_state import JobState, parse_state
 
 PY = ["python", "app.py"]
 

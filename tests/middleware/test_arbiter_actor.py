@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from middleware.arbiter import AppFailed, Arbiter
-from middleware.client import RayCoordinator
-from middleware.state import AppInfo
+from iolab.middleware.arbiter import AppFailed, Arbiter
+from iolab.middleware.client import RayCoordinator
+from iolab.middleware.state import AppInfo
 
 pytestmark = pytest.mark.ray
 

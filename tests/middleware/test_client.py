@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from middleware.client import RayCoordinator, connect
+from iolab.middleware.client import RayCoordinator, connect
 
 
 def test_missing_config_keys_are_named():

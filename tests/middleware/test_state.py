@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from middleware.bucket import TokenBucket
-from middleware.state import AppFailed, AppInfo, ArbiterState
+from iolab.middleware.bucket import TokenBucket
+from iolab.middleware.state import AppFailed, AppInfo, ArbiterState
 
 
 def two_apps(policy="fifo", lease=math.inf, cap=None, **kw):

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from middleware.bucket import TokenBucket
-from middleware.policies.placement import make_layout
-from middleware.storage import NameRefused, StorageState, check_job_name, copy_paced
+from iolab.middleware.bucket import TokenBucket
+from iolab.middleware.policies.placement import make_layout
+from iolab.middleware.storage import NameRefused, StorageState, check_job_name, copy_paced
 
 
 def make(tmp: Path, capacity: int = 1000, **kw) -> StorageState:

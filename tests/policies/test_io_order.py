@@ -16,8 +16,8 @@ from __future__ import annotations
 import pytest
 
 from iolab.specs import parse_spec
-from middleware.policies import IONodeArbiter, IORequest, get_policy
-from sim.run import simulate
+from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.sim.run import simulate
 
 SPEC = {
     "platform": {"io_nodes": 1, "nodes_per_io_node": 8, "bandwidth": 1.0},

@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from middleware.policies import PackJob, first_fit, lpt_assign, make_pack
+from iolab.middleware.policies import PackJob, first_fit, lpt_assign, make_pack
 
 
 def test_make_pack_hand_made_case():

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iolab.specs import parse_spec
-from sim.batch.run import run_batch, simulate_batch
+from iolab.sim.batch.run import run_batch, simulate_batch
 
 GB = 1e9
 PLATFORM = {"nodes": 8, "memory_per_node": "1GB", "lps": {"rate": "1GB/s"},
@@ -119,7 +119,7 @@ def test_plans_can_be_recorded_over_time():
 
 
 def test_the_scheduler_is_checked_for_overcommitment():
-    from middleware.policies.batch import BatchPolicy, Decision, Start
+    from iolab.middleware.policies.batch import BatchPolicy, Decision, Start
 
     class Greedy(BatchPolicy):
         name = "greedy"

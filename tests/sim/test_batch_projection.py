@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from iolab.specs import parse_spec
-from middleware.policies.batch import TierRates, get_scheduler
-from sim.batch.engine import BatchEngine
-from sim.workloads import load_workload
+from iolab.middleware.policies.batch import TierRates, get_scheduler
+from iolab.sim.batch.engine import BatchEngine
+from iolab.sim.workloads import load_workload
 
 
 @pytest.mark.parametrize("scheduler", ["sas", "easy", "fcfs", "conservative", "random-tier"])

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.shell import CommandTimeout, execute_wait
+from iolab.emulator.shell import CommandTimeout, execute_wait
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CONF = REPO / "slurm" / ".local" / "slurm.conf"

@@ -4,7 +4,7 @@
   the 4 virtual nodes (head n1, workers n2-n4, srun steps), 2 apps on 2 I/O partitions of
   2 nodes each, each app one ``srun --mpi=pmi2`` step on its partition's nodes; the trace
   says where every app's ranks really ran (``hosts``, from ``SLURMD_NODENAME``).
-* :mod:`emulator.slurm_control` stops one app's step (SIGSTOP through ``scancel``): its
+* :mod:`iolab.emulator.slurm_control` stops one app's step (SIGSTOP through ``scancel``): its
   phase reports stop; resume continues them.
 
 Skipped without a cluster (see conftest). About 30-40 s on 2 loaded cores.
@@ -13,7 +13,6 @@ Skipped without a cluster (see conftest). About 30-40 s on 2 loaded cores.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from emulator.launchers import expand_hostlist, srun_command
-from emulator.shell import execute_wait, kill_tree, spawn
-from emulator.slurm_control import find_step, resume, suspend
+from iolab.emulator.launchers import expand_hostlist, srun_command
+from iolab.emulator.shell import execute_wait, kill_tree, spawn
+from iolab.emulator.slurm_control import find_step, resume, suspend
 from iolab.trace import read_trace
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi, pytest.mark.ray]
@@ -78,12 +77,12 @@ def test_sbatch_emulation_runs_each_app_on_its_partition(cluster, job_name, tmp_
 def test_suspending_an_app_step_pauses_its_phases_and_resume_continues(cluster, job_name, tmp_path):
     record = tmp_path / "calls.jsonl"
     phases = [["compute", 0.25]] * 40
-    argv = [sys.executable, "-m", "apps.jacobi", "--app-id", "S", "--grid", "32",
+    argv = [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", "S", "--grid", "32",
             "--phases-json", json.dumps(phases), "--coordinator", "recording_coordinator:factory",
             "--coordinator-config", json.dumps({"directory": str(tmp_path / "io"), "record": str(record)}),
             "--out-dir", str(tmp_path / "out")]
     cmd = srun_command(2, argv, nodes=2, nodelist=list(cluster.idle_nodes[:2]), job_name=job_name)
-    env = {**cluster.env, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests" / "apps")])}
+    env = {**cluster.env, "PYTHONPATH": str(REPO / "tests" / "apps")}
     step = spawn(cmd, env=env, log_path=tmp_path / "srun.log")
     try:
         _wait(lambda: _reports(record) >= 3, "3 phase reports", step, tmp_path)

@@ -1,7 +1,7 @@
 """The local Slurm really does what the emulator relies on.
 
-Each test drives the cluster with command lines from :mod:`emulator.launchers`
-run through :mod:`emulator.shell`, so the lines are checked against the real
+Each test drives the cluster with command lines from :mod:`iolab.emulator.launchers`
+run through :mod:`iolab.emulator.shell`, so the lines are checked against the real
 ``srun``/``sbatch``/``scontrol`` too. Skipped without a cluster (see conftest).
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from emulator.launchers import expand_hostlist, scontrol_command, srun_command
-from emulator.shell import kill_tree, spawn
-from emulator.slurm_state import JobState, parse_state
+from iolab.emulator.launchers import expand_hostlist, scontrol_command, srun_command
+from iolab.emulator.shell import kill_tree, spawn
+from iolab.emulator.slurm_state import JobState, parse_state
 
 pytestmark = pytest.mark.slurm
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from emulator.shell import execute_wait
+from iolab.emulator.shell import execute_wait
 
 pytestmark = [pytest.mark.slurm, pytest.mark.ray]
 

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from sim.storage_replay import (
+from iolab.sim.storage_replay import (
     LAYOUTS, PAPER_SPLIT, TB, StorageRequest, monniot_layout, peak_demand, replay, replay_layout,
     requests_from_jobs, week_scale,
 )
-from middleware.policies.placement import GB, StorageAllocator
+from iolab.middleware.policies.placement import StorageAllocator
 from shared_data import shared_file
 
 STRATEGIES = ("random", "round-robin", "worst-fit", "best-bandwidth")
@@ -192,7 +192,7 @@ def test_theta_week_replay():
 
 def test_capacity_checker_catches_an_overflow():
     # the checker itself: two live 60 B parts on a 100 B disk must be reported
-    from middleware.policies.placement import AllocationRecord
+    from iolab.middleware.policies.placement import AllocationRecord
 
     disks = monniot_layout("1N1D", 100)
     log = [AllocationRecord("a", "n0.d0", 60, 0, 10, "allocated"), AllocationRecord("b", "n0.d0", 60, 5, 20, "allocated")]

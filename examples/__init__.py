@@ -1,0 +1,1 @@
+"""Sample specs, shipped as package data (``iolab examples`` lists and copies them)."""

@@ -1,0 +1,59 @@
+"""``iolab examples``: list the sample specs and sbatch templates shipped in the package, or copy them.
+
+After ``pip install iolab`` (no source tree) they are package data:
+``iolab.examples`` (the repo's ``examples/``) and ``iolab.templates`` (the repo's
+``slurm/templates/``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import click
+
+
+def shipped(package: str) -> list[str]:
+    """Relative names of the data files of ``package`` (sorted; no Python files)."""
+    root = files(package)
+    out: list[str] = []
+
+    def walk(node, prefix: str) -> None:
+        for child in node.iterdir():
+            if child.is_dir():
+                if child.name != "__pycache__":
+                    walk(child, f"{prefix}{child.name}/")
+            elif not child.name.endswith((".py", ".pyc")):
+                out.append(prefix + child.name)
+
+    walk(root, "")
+    return sorted(out)
+
+
+def copy_shipped(package: str, dest: Path) -> list[Path]:
+    """Copy the data files of ``package`` into ``dest`` (subfolders kept); refuse to overwrite."""
+    names = shipped(package)
+    targets = [dest / n for n in names]
+    clash = [str(t) for t in targets if t.exists()]
+    if clash:
+        raise click.UsageError(f"would overwrite {clash[0]} (and {len(clash) - 1} more); choose an empty directory")
+    for name, target in zip(names, targets):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with as_file(files(package).joinpath(*name.split("/"))) as src:
+            shutil.copyfile(src, target)
+    return targets
+
+
+@click.command()
+@click.option("--copy", "dest", type=click.Path(file_okay=False), help="copy them into this directory")
+@click.option("--templates", is_flag=True, help="the sbatch templates (slurm/templates) instead of the specs")
+def examples(dest: str | None, templates: bool) -> None:
+    """List (or copy) the sample specs shipped with iolab, or its sbatch templates."""
+    package = "iolab.templates" if templates else "iolab.examples"
+    if dest is None:
+        for name in shipped(package):
+            click.echo(name)
+        return
+    for target in copy_shipped(package, Path(dest)):
+        click.echo(str(target))

@@ -1,0 +1,1 @@
+"""sbatch templates, shipped as package data (``iolab examples --templates`` copies them)."""

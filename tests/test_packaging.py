@@ -1,0 +1,84 @@
+"""Packaging: one import package (``iolab``), every subpackage listed, the version written once,
+and — when the suite runs against an installed wheel (``make test-wheel``) — that it really
+tests the wheel and that only ``iolab`` landed in site-packages."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from importlib import metadata
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from shared_data import REPO
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
+WHEEL = os.environ.get("IOLAB_TEST_WHEEL") == "1"
+
+
+def pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def test_every_python_folder_is_a_listed_package():
+    tool = pyproject()["tool"]["setuptools"]
+    listed = set(tool["packages"])
+    found = set()
+    for name, root in tool["package-dir"].items():
+        for init in (REPO / root).rglob("__init__.py"):
+            rel = init.parent.relative_to(REPO / root).parts
+            found.add(".".join((name, *rel)))
+    assert found == listed, f"not listed: {sorted(found - listed)}; listed but absent: {sorted(listed - found)}"
+
+
+def test_the_version_is_written_once():
+    assert "version" in pyproject()["project"]["dynamic"]
+    pattern = re.compile(r"""^\s*(__version__|version)\s*=\s*["']\d""", re.M)
+    hits = [str(p.relative_to(REPO)) for p in REPO.rglob("*")
+            if p.suffix in {".py", ".toml", ".cfg"} and ".venv" not in p.parts and "build" not in p.parts
+            and pattern.search(p.read_text(errors="replace"))]
+    assert hits == ["iolab/__init__.py"]
+
+
+def test_installed_metadata_agrees_with_the_package():
+    import iolab
+
+    assert metadata.version("iolab") == iolab.__version__
+
+
+def test_examples_and_templates_are_package_data():
+    from iolab.cli.examples import shipped
+
+    assert {"table1-emulation.yaml", "kth-sp2-easy.yaml", "campaigns/quick.yaml"} <= set(shipped("iolab.examples"))
+    assert {"emulate.sbatch", "sweep.sbatch", "validate.sbatch"} <= set(shipped("iolab.templates"))
+    assert files("iolab.examples").joinpath("table1-emulation.yaml").read_text().startswith(("#", "kind", "name"))
+
+
+@pytest.mark.skipif(not WHEEL, reason="only when the suite runs against the installed wheel (make test-wheel)")
+def test_the_suite_runs_against_the_installed_wheel_not_the_tree():
+    import iolab
+    import iolab.sim
+
+    for mod in (iolab, iolab.sim):
+        assert REPO not in Path(mod.__file__).resolve().parents, f"{mod.__name__} imported from the source tree"
+
+
+@pytest.mark.skipif(not WHEEL, reason="only when the suite runs against the installed wheel (make test-wheel)")
+def test_only_iolab_lands_in_site_packages():
+    dist = metadata.distribution("iolab")
+    tops = set()
+    for f in dist.files:
+        parts = Path(f).parts
+        if parts[0] == "..":  # console scripts in bin/
+            continue
+        tops.add(parts[0])
+    extra = {t for t in tops if t != "iolab" and not re.fullmatch(r"iolab-[^/]+\.dist-info", t)}
+    assert not extra, f"the wheel installs more than iolab: {sorted(extra)}"
+    assert any(Path(f).parts[:2] == ("iolab", "sim") for f in dist.files)
