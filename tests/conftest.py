@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from shared_data import REPO, SHARED_DATA, shared_file  # noqa: F401  (re-exported for tests)
+
+# Strict mode (iolab.invariants) is on for every run the suite makes, in this process and in
+# the processes it starts: a broken invariant fails the test that broke it.
+os.environ.setdefault("IOLAB_STRICT", "1")
 
 
 @pytest.fixture
