@@ -31,7 +31,9 @@ test-wheel:
 	$(WHEEL_VENV)/bin/python -m pip install -q --upgrade pip
 	$(WHEEL_VENV)/bin/python -m pip wheel -q --no-deps -w dist .
 	$(WHEEL_VENV)/bin/python -m pip install -q "$$(ls dist/iolab-*.whl)[test]"
-	IOLAB_TEST_WHEEL=1 $(WHEEL_VENV)/bin/pytest $(PYTEST_ARGS)
+	# from tests/: a process whose working directory is the repo's root would import the
+	# source tree's iolab/ (which holds no sim/, apps/, ...) instead of the wheel's
+	cd tests && IOLAB_TEST_WHEEL=1 ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. $(PYTEST_ARGS) .
 
 clean:
 	rm -rf $(VENV) $(WHEEL_VENV) dist build results runs .pytest_cache

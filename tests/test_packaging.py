@@ -42,7 +42,8 @@ def test_the_version_is_written_once():
     assert "version" in pyproject()["project"]["dynamic"]
     pattern = re.compile(r"""^\s*(__version__|version)\s*=\s*["']\d""", re.M)
     hits = [str(p.relative_to(REPO)) for p in REPO.rglob("*")
-            if p.suffix in {".py", ".toml", ".cfg"} and ".venv" not in p.parts and "build" not in p.parts
+            if p.suffix in {".py", ".toml", ".cfg"}
+            and not any(part.startswith((".venv", "build", "dist", ".git")) for part in p.relative_to(REPO).parts)
             and pattern.search(p.read_text(errors="replace"))]
     assert hits == ["iolab/__init__.py"]
 
@@ -67,7 +68,8 @@ def test_the_suite_runs_against_the_installed_wheel_not_the_tree():
     import iolab.sim
 
     for mod in (iolab, iolab.sim):
-        assert REPO not in Path(mod.__file__).resolve().parents, f"{mod.__name__} imported from the source tree"
+        path = Path(mod.__file__).resolve()
+        assert "site-packages" in path.parts, f"{mod.__name__} imported from {path}, not from the installed wheel"
 
 
 @pytest.mark.skipif(not WHEEL, reason="only when the suite runs against the installed wheel (make test-wheel)")

@@ -289,9 +289,9 @@ def test_calibrate_prints_the_sweep_rate(tmp_path):
     assert s["sweeps_per_second"] == pytest.approx(s["sweeps"] / s["seconds"]) and s["sweeps"] > 10
 
 
-def test_help_explains_the_usage():
+def test_help_explains_the_usage(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "iolab.apps.jacobi", "--help"], capture_output=True, text=True,
-                          timeout=20, cwd=REPO)
+                          timeout=20, cwd=tmp_path)
     assert proc.returncode == 0
     for flag in ("--iterations", "--phases-json", "--compute-mode", "--coordinator", "--restart", "--calibrate"):
         assert flag in proc.stdout
