@@ -18,8 +18,10 @@ install: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(VENV)/bin/iolab emulate
 
+# What CI runs: with the local Slurm up when this machine can run one (root, apt),
+# else one line says which tests skip and how to enable them.
 test: $(VENV)/.installed
-	$(PY) -m pytest $(PYTEST_ARGS)
+	slurm/with-cluster.sh $(PY) -m pytest $(PYTEST_ARGS)
 
 # The suite against a wheel built in a clean venv (CI runs this after `make test`):
 # checks that the package builds with the declared build requirements and that
@@ -33,7 +35,7 @@ test-wheel:
 	$(WHEEL_VENV)/bin/python -m pip install -q "$$(ls dist/iolab-*.whl)[test]"
 	# from tests/: a process whose working directory is the repo's root would import the
 	# source tree's iolab/ (which holds no sim/, apps/, ...) instead of the wheel's
-	cd tests && IOLAB_TEST_WHEEL=1 ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. $(PYTEST_ARGS) .
+	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. $(PYTEST_ARGS) .
 
 clean:
 	rm -rf $(VENV) $(WHEEL_VENV) dist build results runs .pytest_cache
