@@ -30,9 +30,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
-from .base import FieldProblems, StrictModel, raise_if
+from .base import FieldProblems, StrictModel, problems_of, raise_if
 from .batch_emulation import BatchEmulatorSettings
-from .load import problems_of, register_kind
 
 # ---------------------------------------------------------------- units
 
@@ -438,8 +437,6 @@ class BatchExperiment(StrictModel):
         raise_if(problems)
         return self
 
-
-register_kind("batch", lambda: BatchExperiment)
 
 __all__ = [
     "GB", "BatchExperiment", "BatchPlatform", "Disk", "FeitelsonWorkload", "HPSTier", "IOEstimate",
