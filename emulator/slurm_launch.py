@@ -43,6 +43,8 @@ from iolab.specs.io import IOExperiment
 
 from . import slurm_hosts
 from .launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_command
+from .ray_session import RaySession
+from .slurm_ray import SlurmRay, enable_driver_auth
 
 __all__ = ["LAUNCHERS", "choose_launcher", "Allocation", "app_nodes", "MpiexecApps", "SrunApps",
            "make_launcher"]
@@ -121,8 +123,6 @@ class MpiexecApps:
         self.hosts_dir = Path(hosts_dir)
 
     def open_ray(self, address: str | None):
-        from .ray_session import RaySession
-
         return RaySession.open(address)
 
     def coordinator(self, inner: str, config: dict) -> tuple[str, dict]:
@@ -158,10 +158,7 @@ class SrunApps:
     def open_ray(self, address: str | None):
         """The Ray this process already joined, else ``address`` if given, else a new Ray
         cluster over the allocation (:class:`iolab.emulator.slurm_ray.SlurmRay`)."""
-        from .ray_session import RaySession
-        from .slurm_ray import SlurmRay, enable_driver_auth
-
-        import ray
+        import ray  # lazy: Ray only when a run opens its session
 
         if ray.is_initialized():  # the caller holds a Ray already (iolab validate): use it
             return RaySession.open()
