@@ -177,6 +177,18 @@ class Emulation:
             self.progress.note(f"calibrated: {r} ranks, {out[r]:.1f} sweeps/s")
         return out
 
+    # -- suspending (the load controller's lever) ---------------------------------------------------
+    def suspend(self, app: str) -> None:
+        """Stop every process of a running app (:meth:`launcher.suspend`: SIGSTOP of its process
+        group, or of its Slurm step) and tell the arbiter, whose lease then does not expire."""
+        self.launcher.suspend(app, self.procs[app])
+        self.arbiter.suspend(app)
+
+    def resume(self, app: str) -> None:
+        """Continue what :meth:`suspend` stopped."""
+        self.arbiter.resume(app)
+        self.launcher.resume(app, self.procs[app])
+
     # -- watching ----------------------------------------------------------------------------------
     def _reap(self, status: dict) -> None:
         """Fail apps whose processes ended without finishing; kill apps the arbiter failed."""
