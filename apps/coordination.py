@@ -19,6 +19,7 @@ returns an object with the methods of :class:`IOCoordinator`.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -105,7 +106,5 @@ def load_coordinator(target: str, config: dict[str, Any], rank: int, size: int) 
 
 def env_config() -> dict[str, Any]:
     """Coordinator settings an orchestrator may pass through the environment."""
-    import json
-
     raw = os.environ.get("IOLAB_COORDINATOR_CONFIG")
     return json.loads(raw) if raw else {}

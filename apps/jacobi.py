@@ -34,18 +34,11 @@ import time
 import traceback
 from pathlib import Path
 
+import numpy as np
+
 from iolab.apps.coordination import load_coordinator
-from iolab.apps.jacobi_args import (  # noqa: F401  (re-exported: the arguments used to live here)
-    EXAMPLES,
-    PROG,
-    Config,
-    MiB,
-    UsageError,
-    build_parser,
-    byte_count,
-    resolve,
-)
-from iolab.apps.phase_driver import App, InjectedFailure  # noqa: F401  (re-exported, as above)
+from iolab.apps.jacobi_args import PROG, Config, UsageError, build_parser, resolve
+from iolab.apps.phase_driver import App
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -56,7 +49,7 @@ def _say(rank: int, message: str) -> None:
 
 def _check_restart(cfg: Config, solver, comm) -> dict:
     """Rank 0 reads and checks the manifest; every rank gets it, or ``UsageError``."""
-    from iolab.apps import checkpoint
+    from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
 
     result: dict = {}
     if comm.Get_rank() == 0:
@@ -110,8 +103,8 @@ def _calibrate(cfg: Config, comm, watch, solver) -> int:
 
 def run(comm, cfg: Config) -> int:
     """Run the app on ``comm``; return the exit code (failures abort the job instead)."""
-    from iolab.apps import checkpoint, stencil
-    from iolab.apps.failure import PeerFailed, Watch
+    from iolab.apps import checkpoint, stencil  # lazy: h5py, MPI only after the arguments are checked
+    from iolab.apps.failure import PeerFailed, Watch  # lazy: MPI only after the arguments are checked
 
     rank = comm.Get_rank()
     watch = Watch(comm, grace=cfg.abort_grace)
@@ -142,8 +135,6 @@ def run(comm, cfg: Config) -> int:
         if cfg.dump_solution:
             full = solver.gather()
             if rank == 0:
-                import numpy as np
-
                 np.save(cfg.dump_solution, full)
         if rank == 0:
             coord.finish(True, "")
@@ -184,7 +175,7 @@ def abort(comm) -> None:
 
 def _publish(cfg: Config, summary: dict) -> None:
     """Rank 0: the summary file (atomic, the record to trust), then the stdout line."""
-    from iolab.apps import checkpoint
+    from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
 
     checkpoint.write_manifest(checkpoint.summary_path(cfg.out_dir, cfg.app_id), summary, fsync=False)
     print(json.dumps(summary), flush=True)
@@ -223,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = resolve(args)
     except ValueError as exc:
         parser.error(str(exc))
-    from mpi4py import MPI  # MPI starts only once the arguments are known to be good
+    from mpi4py import MPI  # lazy: MPI starts only once the arguments are known to be good
 
     return run(MPI.COMM_WORLD, cfg)
 

@@ -18,20 +18,19 @@ from typing import Any
 
 from iolab.apps import phases as phase_plans
 from iolab.apps.coordination import env_config
+from iolab.units import parse_size
 
 PROG = "python -m iolab.apps.jacobi"
 MiB = 1024 * 1024
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
-          "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
 
 
 # -- arguments -------------------------------------------------------------------------
 def byte_count(text: str) -> int:
-    """``1048576``, ``1MiB``, ``2.5GB`` -> bytes (argparse type)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (examples: 1048576, 64MiB, 2GB)")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    """``1048576``, ``1MiB``, ``2.5GB`` -> bytes (argparse type; the sizes of :mod:`iolab.units`)."""
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a byte count: {exc} (examples: 1048576, 64MiB, 2GB)") from None
     if not value.is_integer():
         raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}")
     return int(value)

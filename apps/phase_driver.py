@@ -3,9 +3,9 @@
 :class:`App` runs compute phases (``sweep_for``: Jacobi sweeps for a phase's
 seconds, or a fixed number of sweeps in ``work`` mode) and coordinated I/O
 phases (checkpoint writes and reads, see :mod:`iolab.apps.checkpoint`), records each
-phase, and injects the failure that ``--fail-at`` asks for (tests).  numpy and
-:mod:`iolab.apps.checkpoint` (h5py) are imported only when an ``App`` is made, after
-MPI started.
+phase, and injects the failure that ``--fail-at`` asks for (tests).
+:mod:`iolab.apps.checkpoint` (h5py) is imported only when an ``App`` runs, after the
+arguments were checked and MPI started.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import signal
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from iolab.apps.jacobi_args import Config
 
@@ -27,9 +29,7 @@ class App:
     """One rank of the running application."""
 
     def __init__(self, cfg: Config, comm, watch, solver, coord, manifest: dict | None):
-        import numpy as np
-
-        from iolab.apps import checkpoint
+        from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
 
         self.cfg, self.comm, self.watch, self.solver, self.coord = cfg, comm, watch, solver, coord
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
@@ -139,7 +139,7 @@ class App:
 
     # -- I/O -----------------------------------------------------------------------------------
     def io(self, phase) -> dict:
-        from iolab.apps import checkpoint
+        from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
 
         np = self._np
         cfg = self.cfg
@@ -215,7 +215,7 @@ class App:
 
 def _old_manifest(path: Path) -> dict | None:
     """A fresh run's first checkpoint supersedes the one an earlier run left (if readable)."""
-    from iolab.apps import checkpoint
+    from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
 
     try:
         return checkpoint.read_manifest(path)

@@ -1,39 +1,19 @@
-"""A batch run's settings and everything checked before it starts a single process.
+"""Everything checked before a batch run starts a single process.
 
-:func:`settle_settings` applies overrides (``--time-scale``, ``--work-dir``) to the
-spec's ``emulator`` settings, :func:`default_work_dir` names the work directory
-when the spec does not, and :func:`check_batch_runnable` checks sizes, ranks, the
-run's estimated wall time, ``mpiexec`` and the work directory.
+:func:`check_batch_runnable` checks sizes, ranks, the run's estimated wall time,
+``mpiexec`` and the work directory (the settings themselves: :mod:`iolab.emulator.settings`).
 """
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from iolab.errors import SpecError
 from iolab.specs.batch import BatchExperiment
-from iolab.specs.batch_emulation import BatchEmulatorSettings
-from iolab.specs.load import problems_of
 
 from .batch_jobs import app_phases
 from .checks import H5_OVERHEAD, conclude
 
 LAUNCH_ESTIMATE = 4.0  # wall seconds a job launch costs on a loaded 2-core machine (docs/storage.md)
-
-
-def settle_settings(spec: BatchExperiment, **overrides) -> BatchExperiment:
-    given = {k: v for k, v in overrides.items() if v is not None}
-    if not given:
-        return spec
-    try:
-        s = BatchEmulatorSettings.model_validate({**spec.emulator.model_dump(), **given})
-    except ValidationError as err:
-        raise SpecError("emulator settings", [("emulator." + p, r) for p, r in problems_of(err)]) from None
-    return spec.model_copy(update={"emulator": s})
 
 
 def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, source: str = "<spec>") -> str:
@@ -79,10 +59,3 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                              f"emulator.max_wall = {s.max_wall:g} s"))
     return conclude(problems, source, work_dir)
 
-
-def default_work_dir(spec: BatchExperiment, out: str | Path | None) -> Path:
-    if out is not None:
-        out = Path(out)
-        return out.parent / f"{out.stem}.work"
-    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-batch-{spec.name}-{stamp}"

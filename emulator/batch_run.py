@@ -55,18 +55,17 @@ from iolab.errors import RunError
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
 
-from .batch_checks import check_batch_runnable, default_work_dir, settle_settings
-from .batch_jobs import JobProcesses, JobRun, app_phases
+from .batch_checks import check_batch_runnable
+from .batch_jobs import JobProcesses, JobRun
 from .batch_trace import batch_trace
-from .progress import Progress, run_clock, save_partial
+from .progress import StatusLine
 from .ray_session import RaySession
-
-__all__ = ["BatchEmulation", "JobRun", "app_phases", "check_batch_runnable", "default_work_dir",
-           "run_batch_emulation", "settle_settings"]
+from .run_clock import run_clock, save_partial
+from .settings import default_work_dir, settle_settings
 
 
 def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None, address: str | None = None,
-                        work_dir: str | Path | None = None, progress: bool | Progress = False,
+                        work_dir: str | Path | None = None, progress: bool | StatusLine = False,
                         source: str = "<spec>", time_scale: float | None = None,
                         on_launch: Callable[[str, Any], None] | None = None, **overrides) -> Trace:
     """Emulate the batch experiment ``spec``; returns the trace, also written to ``out`` if given.
@@ -82,8 +81,8 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
     jobs = load_workload(spec)
     mpiexec = check_batch_runnable(spec, jobs, work, source)
     run = BatchEmulation(spec, jobs, work, mpiexec, address,
-                         progress if isinstance(progress, Progress) else Progress(bool(progress), prefix="batch",
-                                                                                  every=s.progress_every),
+                         progress if isinstance(progress, StatusLine) else StatusLine(bool(progress), prefix="batch",
+                                                                                      every=s.progress_every),
                          on_launch)
     return run.run(out)
 
@@ -94,7 +93,7 @@ class BatchEmulation:
     poll = 0.05
 
     def __init__(self, spec: BatchExperiment, jobs: list, work: Path, mpiexec: str, address: str | None,
-                 progress: Progress, on_launch: Callable[[str, Any], None] | None = None):
+                 progress: StatusLine, on_launch: Callable[[str, Any], None] | None = None):
         from iolab.middleware.policies.batch import TierRates, get_scheduler
         from iolab.middleware.policies.batch import QueuedJob
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from iolab.errors import RunError, SpecError
 from iolab.specs.io import IOExperiment
 
+from . import launchers
+
 H5_OVERHEAD = 16 * 1024  # generous bound on one rank file's HDF5 metadata
 
 
@@ -63,11 +65,10 @@ def conclude(problems: list[tuple[str, str]], source: str, work_dir: Path) -> st
     if problems:
         raise SpecError(source, problems)
 
-    from iolab.emulator.launchers import MpiexecNotFound, find_mpiexec
 
     try:
-        mpiexec = find_mpiexec()
-    except MpiexecNotFound as exc:
+        mpiexec = launchers.find_mpiexec()
+    except launchers.MpiexecNotFound as exc:
         raise RunError(str(exc)) from None
     check_writable(work_dir)
     return mpiexec

@@ -1,4 +1,4 @@
-"""What a running emulation shows: phases done / total, apps running, elapsed, ETA.
+"""What a running emulation shows (:class:`StatusLine`): phases done / total, apps running, elapsed, ETA.
 
 On a terminal the line is rewritten in place; otherwise a line is printed
 every ``every`` seconds (logs stay short).  ETA extrapolates the share of
@@ -27,7 +27,11 @@ def progress_line(p: dict, elapsed: float) -> str:
             f"ended {p['ended']}/{p['apps']}  elapsed {_hms(elapsed)}  ETA {eta_s}")
 
 
-class Progress:
+class StatusLine:
+    """The status line of a running emulation on stderr: notes, and the progress of its phases.
+
+    (Not :class:`iolab.studies.common.Progress`, which counts the finished tasks of a study.)"""
+
     def __init__(self, enabled: bool = True, stream: TextIO | None = None, every: float = 10.0,
                  prefix: str = "emulate"):
         self.stream = stream or sys.stderr
@@ -61,38 +65,3 @@ class Progress:
         if self.enabled and self.tty:
             self.stream.write("\n")
             self.stream.flush()
-
-
-def save_partial(make_trace, out, work_dir, progress: Progress) -> None:
-    """After an interrupt: write what ``make_trace()`` gives to ``out`` (else
-    ``WORK/partial.h5``) and say where; a failure is reported, never raised, so the
-    interrupt itself still propagates."""
-    from iolab.trace import write_trace
-
-    try:
-        trace = make_trace()
-        path = out if out is not None else work_dir / "partial.h5"
-        write_trace(trace, path)
-        progress.note(f"partial trace written to {path}")
-    except Exception as exc:
-        progress.note(f"could not write the partial trace: {exc}")
-
-
-def run_clock(loop, interrupted, make_trace, out):
-    """The clocked part both emulators share: run ``loop()``; on Ctrl-C or SIGTERM
-    (:mod:`iolab.signals`) call ``interrupted(out)`` (kill, partial trace) and
-    re-raise; otherwise build the complete trace (``make_trace(complete=True)``),
-    write it to ``out`` if given and return it."""
-    from iolab.signals import sigterm_as_interrupt
-    from iolab.trace import write_trace
-
-    try:
-        with sigterm_as_interrupt():
-            loop()
-    except KeyboardInterrupt:
-        interrupted(out)
-        raise
-    trace = make_trace(complete=True)
-    if out is not None:
-        write_trace(trace, out)
-    return trace

@@ -31,7 +31,7 @@ class RaySession:
 
     @classmethod
     def open(cls, address: str | None = None, namespace: str | None = None, num_cpus: int = 2) -> "RaySession":
-        import ray
+        import ray  # lazy: Ray only when a session opens (a run's checks come first)
 
         namespace = namespace or f"iolab-{os.getpid()}-{next(_counter)}"
         owned = False
@@ -52,7 +52,7 @@ class RaySession:
         return cls(ray.get_runtime_context().gcs_address, namespace, owned)
 
     def close(self) -> None:
-        import ray
+        import ray  # lazy: Ray only when a session is open
 
         if self.owned and ray.is_initialized():
             ray.shutdown()

@@ -24,56 +24,31 @@ import platform as _platform
 import sys
 import time
 import uuid
+from importlib.metadata import version
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from iolab import __version__
-from iolab.errors import RunError, SpecError
+from iolab.errors import RunError
+from iolab.middleware.arbiter import Arbiter
 from iolab.plan import Plan, make_plan
-from iolab.specs.emulation import EmulatorSettings
 from iolab.specs.io import IOExperiment
-from iolab.specs.load import problems_of
 from iolab.trace import Trace, TraceBuilder
 
+from . import shell
 from .checks import check_runnable
-from .progress import Progress, run_clock, save_partial
+from .progress import StatusLine
 from .ray_session import RaySession
+from .run_clock import run_clock, save_partial
+from .settings import default_work_dir, settle_settings
+from .slurm_launch import MpiexecApps, make_launcher
 
 REPO = Path(__file__).resolve().parents[1]
 ENDED = ("ok", "failed", "killed")
 
 
-def settle_settings(spec: IOExperiment, policy: str | None = None, **overrides) -> IOExperiment:
-    """The spec with ``policy`` and emulator ``overrides`` (None = keep) applied and re-validated."""
-    from iolab.middleware.policies import get_policy
-
-    update: dict = {}
-    if policy is not None:
-        try:
-            update["policy"] = get_policy(policy).name
-        except ValueError as exc:
-            raise SpecError("--policy", [("policy", str(exc))]) from None
-    given = {k: v for k, v in overrides.items() if v is not None}
-    if given:
-        try:
-            update["emulator"] = EmulatorSettings.model_validate({**spec.emulator.model_dump(), **given})
-        except ValidationError as err:
-            raise SpecError("emulator settings", [("emulator." + p, r) for p, r in problems_of(err)]) from None
-    return spec.model_copy(update=update) if update else spec
-
-
-def default_work_dir(spec: IOExperiment, out: str | Path | None) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
-    if out is not None:
-        out = Path(out)
-        return out.parent / f"{out.stem}.work"
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-emulate-{spec.name}-{stamp}"
-
-
 def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: float | None = None,
                   out: str | Path | None = None, address: str | None = None, work_dir: str | Path | None = None,
-                  progress: bool | Progress = False, source: str = "<spec>", launcher: str | None = None,
+                  progress: bool | StatusLine = False, source: str = "<spec>", launcher: str | None = None,
                   **overrides) -> Trace:
     """Emulate ``spec`` (with ``policy`` and emulator settings overridden); returns the trace,
     also written to ``out`` if given.  Raises SpecError/RunError before any process starts.
@@ -85,11 +60,9 @@ def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: 
     work = Path(s.work_dir) if s.work_dir else default_work_dir(spec, out)
     mpiexec = check_runnable(spec, work.resolve(), source)
     plan = make_plan(spec)
-    from .slurm_launch import make_launcher
-
     apps = make_launcher(launcher, spec, plan, work.resolve(), mpiexec)
     run = Emulation(spec, plan, work.resolve(), mpiexec, address,
-                    progress if isinstance(progress, Progress) else Progress(bool(progress)), launcher=apps)
+                    progress if isinstance(progress, StatusLine) else StatusLine(bool(progress)), launcher=apps)
     return run.run(out)
 
 
@@ -99,9 +72,7 @@ class Emulation:
     poll = 0.1  # seconds between looks at the processes
 
     def __init__(self, spec: IOExperiment, plan: Plan, work: Path, mpiexec: str, address: str | None,
-                 progress: Progress, launcher=None):
-        from .slurm_launch import MpiexecApps
-
+                 progress: StatusLine, launcher=None):
         self.spec, self.plan, self.work, self.mpiexec = spec, plan, work, mpiexec
         # how apps start (mpiexec here, srun in an allocation): iolab.emulator.slurm_launch
         self.launcher = launcher or MpiexecApps(mpiexec, work / "hosts")
@@ -116,8 +87,6 @@ class Emulation:
 
     # -- life cycle -----------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
-        from iolab.middleware.arbiter import Arbiter
-
         session = self.launcher.open_ray(self.address)
         try:
             dirs = [self.work / f"io-node-{k}" for k in range(self.spec.platform.io_nodes)]
@@ -146,7 +115,7 @@ class Emulation:
                                f"time scale {self.spec.emulator.time_scale:g}, work dir {self.work}")
             self._watch()
         except Exception as exc:
-            from ray.exceptions import RayActorError
+            from ray.exceptions import RayActorError  # lazy: Ray loads when the run opens its session
 
             if isinstance(exc, RayActorError):
                 raise RunError(f"the arbiter actor died ({exc.__class__.__name__}); the run is lost. "
@@ -186,37 +155,43 @@ class Emulation:
                 "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
     def _launch(self, app, session: RaySession, sweeps) -> None:
-        from iolab.emulator.shell import spawn
-
         s = self.spec.emulator
         config = {"address": session.gcs_address, "namespace": session.namespace,
                   "actor": self.arbiter.name, "app": app.id}
         cmd = self.launcher.app_command(app.id, s.ranks_for(app.nodes), self._argv(app, config, sweeps), s.nice)
         log = self.work / "logs" / f"{app.id}.log"
-        self.procs[app.id] = spawn(cmd, env=self._env(), cwd=self.work, log_path=log)
+        self.procs[app.id] = shell.spawn(cmd, env=self._env(), cwd=self.work, log_path=log)
         self.launched[app.id] = time.time()
 
     def _calibrate(self) -> dict[int, float]:
         """Sweeps per second of the grid for each rank count (compute_mode work)."""
-        from iolab.emulator.shell import execute_wait
-
         s = self.spec.emulator
         out = {}
         for r in sorted({s.ranks_for(a.nodes) for a in self.spec.apps}):
             cmd = self.launcher.calibrate_command(r, [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", "calibrate",
                                                       "--grid", str(s.grid), "--calibrate", "--calibrate-seconds", "2"])
-            rc, so, se = execute_wait(cmd, timeout=120, env=self._env(), cwd=self.work)
+            rc, so, se = shell.execute_wait(cmd, timeout=120, env=self._env(), cwd=self.work)
             if rc != 0:
                 raise RunError(f"calibration with {r} ranks failed (exit {rc}): {se.strip()[-500:]}")
             out[r] = json.loads(so.strip().splitlines()[-1])["sweeps_per_second"]
             self.progress.note(f"calibrated: {r} ranks, {out[r]:.1f} sweeps/s")
         return out
 
+    # -- suspending (the load controller's lever) ---------------------------------------------------
+    def suspend(self, app: str) -> None:
+        """Stop every process of a running app (:meth:`launcher.suspend`: SIGSTOP of its process
+        group, or of its Slurm step) and tell the arbiter, whose lease then does not expire."""
+        self.launcher.suspend(app, self.procs[app])
+        self.arbiter.suspend(app)
+
+    def resume(self, app: str) -> None:
+        """Continue what :meth:`suspend` stopped."""
+        self.arbiter.resume(app)
+        self.launcher.resume(app, self.procs[app])
+
     # -- watching ----------------------------------------------------------------------------------
     def _reap(self, status: dict) -> None:
         """Fail apps whose processes ended without finishing; kill apps the arbiter failed."""
-        from iolab.emulator.shell import kill_tree
-
         for app, proc in self.procs.items():
             rc = proc.poll()
             st = status[app]["status"]
@@ -228,7 +203,7 @@ class Emulation:
                     self.progress.note(f"{app} failed: {reason}")
             elif rc is None and st in ("failed", "killed"):
                 self.progress.note(f"{app} {st}: {status[app]['message']}; killing its processes")
-                self.exit_codes[app] = kill_tree(proc, grace=2.0)
+                self.exit_codes[app] = shell.kill_tree(proc, grace=2.0)
 
     def _log(self, app: str) -> Path:
         return self.work / "logs" / f"{app}.log"
@@ -247,8 +222,6 @@ class Emulation:
             time.sleep(self.poll)
 
     def _watch(self) -> None:
-        from iolab.emulator.shell import kill_tree
-
         linger: dict[str, float] = {}
         while True:
             status = self.arbiter.status()
@@ -261,18 +234,16 @@ class Emulation:
                 alive = [a for a, pr in self.procs.items() if pr.poll() is None]
                 for a in alive:
                     if now - linger.setdefault(a, now) > 10:
-                        self.exit_codes[a] = kill_tree(self.procs[a], grace=2.0)
+                        self.exit_codes[a] = shell.kill_tree(self.procs[a], grace=2.0)
                 if not alive:
                     self.progress.update(p, time.time() - self.t0, force=True)
                     return
             time.sleep(self.poll)
 
     def _kill_all(self) -> None:
-        from iolab.emulator.shell import kill_tree
-
         for app, proc in self.procs.items():
             if proc.poll() is None:
-                self.exit_codes[app] = kill_tree(proc, grace=1.0)
+                self.exit_codes[app] = shell.kill_tree(proc, grace=1.0)
 
     # -- the trace ------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
@@ -306,8 +277,6 @@ def versions() -> dict[str, str]:
         except Exception:
             pass
     try:
-        from importlib.metadata import version
-
         out["mpich"] = version("mpich")
     except Exception:
         pass

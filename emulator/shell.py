@@ -86,7 +86,7 @@ def execute_wait(
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _signal_group(proc, signal.SIGKILL)
+        signal_group(proc, signal.SIGKILL)
         out, err = proc.communicate()
         raise CommandTimeout(argv, timeout or 0.0, out, err) from None
     return proc.returncode, out, err
@@ -125,8 +125,9 @@ def spawn(
             log.close()
 
 
-def _signal_group(popen: subprocess.Popen, sig: int) -> bool:
-    """Send ``sig`` to the child's process group; False if it is already gone."""
+def signal_group(popen: subprocess.Popen, sig: int) -> bool:
+    """Send ``sig`` to the child's process group (every process of it: ``mpiexec`` and its
+    ranks); False if it is already gone.  SIGSTOP/SIGCONT suspend and resume a local app."""
     try:
         os.killpg(popen.pid, sig)
     except ProcessLookupError:
@@ -145,13 +146,13 @@ def kill_tree(popen: subprocess.Popen, grace: float = 5.0) -> int | None:
     if grace < 0:
         raise ValueError(f"grace must be >= 0 seconds, got {grace!r}")
     if popen.poll() is None:
-        _signal_group(popen, signal.SIGTERM)
+        signal_group(popen, signal.SIGTERM)
         # A stopped (suspended) process only acts on SIGTERM once continued.
-        _signal_group(popen, signal.SIGCONT)
+        signal_group(popen, signal.SIGCONT)
         try:
             popen.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
     # The leader may be gone while group members linger: always finish the group.
-    _signal_group(popen, signal.SIGKILL)
+    signal_group(popen, signal.SIGKILL)
     return popen.wait()

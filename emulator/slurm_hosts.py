@@ -20,6 +20,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from iolab.apps.coordination import load_coordinator
+
 __all__ = ["coordinator", "wrap_config", "node_name", "read_hosts", "launch_seconds"]
 
 TARGET = "iolab.emulator.slurm_hosts:coordinator"
@@ -37,8 +39,6 @@ def wrap_config(inner: str, config: dict[str, Any], hosts_dir: str | os.PathLike
 
 def coordinator(config: dict[str, Any], rank: int, size: int):
     """Factory for ``--coordinator``: note this rank's node, then build the inner coordinator."""
-    from iolab.apps.coordination import load_coordinator
-
     cfg = dict(config)
     inner = cfg.pop("inner", None)
     hosts_dir = cfg.pop("hosts_dir", None)

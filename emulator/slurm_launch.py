@@ -8,7 +8,11 @@
   command line (built by :mod:`iolab.emulator.launchers`, run by :mod:`iolab.emulator.shell`);
 - ``coordinator(inner, config)``: the app's ``--coordinator`` and its config; both
   launchers wrap the real one in :mod:`iolab.emulator.slurm_hosts` so each rank notes its node;
-- ``hosts(app_id)``: the trace's ``hosts`` column, from what the ranks reported.
+- ``hosts(app_id)``: the trace's ``hosts`` column, from what the ranks reported;
+- ``suspend(app_id, proc)`` / ``resume(app_id, proc)``: stop and continue every process of
+  a running app (the load controller's lever): SIGSTOP/SIGCONT to the app's process group
+  here (``mpiexec`` and its ranks), a signal to the app's step under srun
+  (:mod:`iolab.emulator.slurm_control`; ``scontrol suspend`` takes whole jobs only).
 
 :class:`MpiexecApps` is the local way (all ranks here). :class:`SrunApps` maps the
 allocation's nodes (``SLURM_JOB_NODELIST``) onto the spec's I/O partitions in order
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +46,10 @@ from iolab.errors import RunError
 from iolab.plan import Plan
 from iolab.specs.io import IOExperiment
 
-from . import slurm_hosts
+from . import shell, slurm_control, slurm_hosts
 from .launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_command
+from .ray_session import RaySession
+from .slurm_ray import SlurmRay, enable_driver_auth
 
 __all__ = ["LAUNCHERS", "choose_launcher", "Allocation", "app_nodes", "MpiexecApps", "SrunApps",
            "make_launcher"]
@@ -121,8 +128,6 @@ class MpiexecApps:
         self.hosts_dir = Path(hosts_dir)
 
     def open_ray(self, address: str | None):
-        from .ray_session import RaySession
-
         return RaySession.open(address)
 
     def coordinator(self, inner: str, config: dict) -> tuple[str, dict]:
@@ -141,6 +146,15 @@ class MpiexecApps:
     def launch_seconds(self, launched: dict[str, float]) -> dict[str, float]:
         return slurm_hosts.launch_seconds(self.hosts_dir, launched)
 
+    def suspend(self, app_id: str, proc) -> None:
+        """SIGSTOP the app's process group (``mpiexec`` and every rank)."""
+        if proc.poll() is not None or not shell.signal_group(proc, signal.SIGSTOP):
+            raise RunError(f"cannot suspend app {app_id!r}: its processes are gone")
+
+    def resume(self, app_id: str, proc) -> None:
+        if proc.poll() is not None or not shell.signal_group(proc, signal.SIGCONT):
+            raise RunError(f"cannot resume app {app_id!r}: its processes are gone")
+
 
 @dataclass
 class SrunApps:
@@ -158,10 +172,7 @@ class SrunApps:
     def open_ray(self, address: str | None):
         """The Ray this process already joined, else ``address`` if given, else a new Ray
         cluster over the allocation (:class:`iolab.emulator.slurm_ray.SlurmRay`)."""
-        from .ray_session import RaySession
-        from .slurm_ray import SlurmRay, enable_driver_auth
-
-        import ray
+        import ray  # lazy: Ray only when a run opens its session
 
         if ray.is_initialized():  # the caller holds a Ray already (iolab validate): use it
             return RaySession.open()
@@ -192,6 +203,19 @@ class SrunApps:
 
     def launch_seconds(self, launched: dict[str, float]) -> dict[str, float]:
         return slurm_hosts.launch_seconds(self.hosts_dir, launched)
+
+    def _step(self, app_id: str) -> str:
+        step = slurm_control.find_step(self.allocation.job_id, f"iolab-{app_id}")
+        if step is None:
+            raise RunError(f"app {app_id!r} has no running step iolab-{app_id} in job {self.allocation.job_id}")
+        return step
+
+    def suspend(self, app_id: str, proc) -> None:
+        """Stop the tasks of the app's step (``scancel --signal=STOP JOB.STEP``)."""
+        slurm_control.suspend(self._step(app_id))
+
+    def resume(self, app_id: str, proc) -> None:
+        slurm_control.resume(self._step(app_id))
 
 
 class _ClusterSession:

@@ -44,6 +44,7 @@ from iolab.errors import RunError
 
 from .launchers import ray_start_commands
 from .ray_session import RaySession
+from .shell import execute_wait, kill_tree, spawn
 
 __all__ = ["SlurmRay", "head_address", "free_port", "auth_env", "enable_driver_auth"]
 
@@ -61,7 +62,7 @@ def enable_driver_auth() -> None:
     if "RAY_AUTH_MODE" in os.environ:
         return
     try:
-        from ray._private.authentication.authentication_token_setup import (
+        from ray._private.authentication.authentication_token_setup import (  # lazy: Ray only when a run joins
             maybe_enable_token_auth_if_token_available,
         )
     except ImportError:  # a Ray without token auth
@@ -87,14 +88,12 @@ def head_address(node: str, node_addr: str | None = None) -> str:
         node_addr = _node_addr(node)
     if node_addr and not _is_loopback(node_addr):
         return node_addr
-    from ray._private.services import get_node_ip_address
+    from ray._private.services import get_node_ip_address  # lazy: Ray only when a cluster starts
 
     return get_node_ip_address()
 
 
 def _node_addr(node: str) -> str | None:
-    from .shell import execute_wait
-
     try:
         rc, out, _ = execute_wait(["scontrol", "show", "node", "-o", node], timeout=30)
     except (FileNotFoundError, RuntimeError):
@@ -140,8 +139,6 @@ class SlurmRay:
         the workers have not all joined within ``timeout`` seconds; the step logs are in
         ``log_dir/ray-NODE.log``.
         """
-        from .shell import kill_tree, spawn
-
         nodes = list(nodes)
         if not nodes:
             raise RunError("a Ray cluster needs at least one node")
@@ -180,8 +177,6 @@ class SlurmRay:
 
     def close(self) -> None:
         """Leave Ray (driver), then end the worker steps and the head step."""
-        from .shell import kill_tree
-
         self.session.close()
         for p in reversed(self.steps):
             kill_tree(p, grace=10.0)
@@ -216,7 +211,7 @@ def _wait_listening(ip: str, port: int, step, deadline: float, log: Path) -> Non
 
 
 def _wait_nodes(want: int, steps, deadline: float, logs: Path) -> None:
-    import ray
+    import ray  # lazy: Ray only when a cluster starts
 
     while True:
         alive = sum(1 for n in ray.nodes() if n.get("Alive"))

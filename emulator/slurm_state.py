@@ -4,8 +4,8 @@ Slurm prints a job's state in two spellings: the compact code of ``squeue -o %t`
 (``PD``, ``R``, ``CG``...) and the long name of ``squeue -o %T``, ``sacct -o State``
 and ``scontrol show job`` (``PENDING``, ``RUNNING``, ``COMPLETING``...). ``sacct``
 may decorate it (``CANCELLED by 0``) or truncate it with a ``+`` (``CANCELLED+``).
-:func:`parse_state` accepts all of these and returns a :class:`JobState`; anything
-it does not know becomes :attr:`JobState.UNKNOWN` rather than an exception, so a
+:func:`parse_state` accepts all of these and returns a :class:`SlurmJobState`; anything
+it does not know becomes :attr:`SlurmJobState.UNKNOWN` rather than an exception, so a
 newer Slurm with a new state cannot crash a running experiment (Parsl's approach).
 
 The enum keeps Slurm's distinctions that matter to the emulator (a suspended job is
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["JobState", "parse_state"]
+__all__ = ["SlurmJobState", "parse_state"]
 
 
-class JobState(enum.Enum):
+class SlurmJobState(enum.Enum):
     """State of a Slurm job, with the predicates the emulator needs.
 
-    Values are Slurm's long names, so ``JobState("RUNNING")`` also works.
+    Values are Slurm's long names, so ``SlurmJobState("RUNNING")`` also works.
     """
 
     PENDING = "PENDING"            #: PD: waiting for resources or priority (also RD held)
@@ -55,7 +55,7 @@ class JobState(enum.Enum):
     @property
     def is_waiting(self) -> bool:
         """The job is queued and has not (again) started."""
-        return self in (JobState.PENDING, JobState.REQUEUED)
+        return self in (SlurmJobState.PENDING, SlurmJobState.REQUEUED)
 
     @property
     def is_active(self) -> bool:
@@ -65,70 +65,70 @@ class JobState(enum.Enum):
     @property
     def is_paused(self) -> bool:
         """The job holds nodes but its processes are stopped (can be resumed)."""
-        return self in (JobState.SUSPENDED, JobState.STOPPED)
+        return self in (SlurmJobState.SUSPENDED, SlurmJobState.STOPPED)
 
     @property
     def succeeded(self) -> bool:
         """Only :attr:`COMPLETED` counts as success."""
-        return self is JobState.COMPLETED
+        return self is SlurmJobState.COMPLETED
 
 
 _TERMINAL = frozenset({
-    JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT,
-    JobState.DEADLINE, JobState.NODE_FAIL, JobState.BOOT_FAIL,
-    JobState.OUT_OF_MEMORY, JobState.PREEMPTED,
+    SlurmJobState.COMPLETED, SlurmJobState.FAILED, SlurmJobState.CANCELLED, SlurmJobState.TIMEOUT,
+    SlurmJobState.DEADLINE, SlurmJobState.NODE_FAIL, SlurmJobState.BOOT_FAIL,
+    SlurmJobState.OUT_OF_MEMORY, SlurmJobState.PREEMPTED,
 })
 _ACTIVE = frozenset({
-    JobState.CONFIGURING, JobState.RUNNING, JobState.RESIZING, JobState.SIGNALING,
-    JobState.COMPLETING, JobState.STAGE_OUT,
+    SlurmJobState.CONFIGURING, SlurmJobState.RUNNING, SlurmJobState.RESIZING, SlurmJobState.SIGNALING,
+    SlurmJobState.COMPLETING, SlurmJobState.STAGE_OUT,
 })
 
 # squeue %t codes (Slurm 22.05 "JOB STATE CODES") and the long names that have no
 # member of their own, mapped onto the enum.
-_CODES: dict[str, JobState] = {
-    "PD": JobState.PENDING,
-    "RD": JobState.PENDING, "RESV_DEL_HOLD": JobState.PENDING,
-    "RQ": JobState.REQUEUED,
-    "RH": JobState.REQUEUED, "REQUEUE_HOLD": JobState.REQUEUED,
-    "RF": JobState.REQUEUED, "REQUEUE_FED": JobState.REQUEUED,
-    "SE": JobState.REQUEUED, "SPECIAL_EXIT": JobState.REQUEUED,
-    "CF": JobState.CONFIGURING,
-    "R": JobState.RUNNING,
-    "RS": JobState.RESIZING,
-    "SI": JobState.SIGNALING,
-    "S": JobState.SUSPENDED,
-    "ST": JobState.STOPPED,
-    "CG": JobState.COMPLETING,
-    "SO": JobState.STAGE_OUT,
-    "CD": JobState.COMPLETED,
-    "F": JobState.FAILED,
-    "CA": JobState.CANCELLED,
-    "RV": JobState.CANCELLED, "REVOKED": JobState.CANCELLED,
-    "TO": JobState.TIMEOUT,
-    "DL": JobState.DEADLINE,
-    "NF": JobState.NODE_FAIL,
-    "BF": JobState.BOOT_FAIL,
-    "OOM": JobState.OUT_OF_MEMORY,
-    "PR": JobState.PREEMPTED,
+_CODES: dict[str, SlurmJobState] = {
+    "PD": SlurmJobState.PENDING,
+    "RD": SlurmJobState.PENDING, "RESV_DEL_HOLD": SlurmJobState.PENDING,
+    "RQ": SlurmJobState.REQUEUED,
+    "RH": SlurmJobState.REQUEUED, "REQUEUE_HOLD": SlurmJobState.REQUEUED,
+    "RF": SlurmJobState.REQUEUED, "REQUEUE_FED": SlurmJobState.REQUEUED,
+    "SE": SlurmJobState.REQUEUED, "SPECIAL_EXIT": SlurmJobState.REQUEUED,
+    "CF": SlurmJobState.CONFIGURING,
+    "R": SlurmJobState.RUNNING,
+    "RS": SlurmJobState.RESIZING,
+    "SI": SlurmJobState.SIGNALING,
+    "S": SlurmJobState.SUSPENDED,
+    "ST": SlurmJobState.STOPPED,
+    "CG": SlurmJobState.COMPLETING,
+    "SO": SlurmJobState.STAGE_OUT,
+    "CD": SlurmJobState.COMPLETED,
+    "F": SlurmJobState.FAILED,
+    "CA": SlurmJobState.CANCELLED,
+    "RV": SlurmJobState.CANCELLED, "REVOKED": SlurmJobState.CANCELLED,
+    "TO": SlurmJobState.TIMEOUT,
+    "DL": SlurmJobState.DEADLINE,
+    "NF": SlurmJobState.NODE_FAIL,
+    "BF": SlurmJobState.BOOT_FAIL,
+    "OOM": SlurmJobState.OUT_OF_MEMORY,
+    "PR": SlurmJobState.PREEMPTED,
 }
 
 
-def parse_state(text: str) -> JobState:
-    """Map one state as Slurm prints it to a :class:`JobState`.
+def parse_state(text: str) -> SlurmJobState:
+    """Map one state as Slurm prints it to a :class:`SlurmJobState`.
 
     Accepts the short code (``"PD"``), the long name (``"PENDING"``), any case,
     surrounding blanks, sacct's decorations (``"CANCELLED by 0"``) and truncation
-    mark (``"CANCELLED+"``). Unrecognised text gives :attr:`JobState.UNKNOWN`.
+    mark (``"CANCELLED+"``). Unrecognised text gives :attr:`SlurmJobState.UNKNOWN`.
     """
     if not isinstance(text, str):
         raise TypeError(f"state must be a str, got {type(text).__name__}: {text!r}")
     words = text.strip().split()
     if not words:
-        return JobState.UNKNOWN
+        return SlurmJobState.UNKNOWN
     word = words[0].rstrip("+").upper()
     if word in _CODES:
         return _CODES[word]
     try:
-        return JobState(word)
+        return SlurmJobState(word)
     except ValueError:
-        return JobState.UNKNOWN
+        return SlurmJobState.UNKNOWN

@@ -1,7 +1,7 @@
 """Validate the simulator against real runs (carretero2020 §6.2.1, Fig. 9).
 
 For each policy: emulate the spec, measure the bandwidth the run really gave
-(:func:`measured_bandwidth`), simulate the same spec at that bandwidth, and
+(:func:`iolab.emulator.comparison.measured_bandwidth`), simulate the same spec at that bandwidth, and
 compare per app and per run:
 
 - stretch, as the *slowdown* ``(C_i - r_i) / T_i`` (>= 1, the quantity
@@ -20,99 +20,21 @@ within ``tie`` (1 %) of each other count as ties, not as disagreements.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from iolab.sim.run import simulate
 from iolab.specs.io import IOExperiment, Jitter
-from iolab.trace import Trace
+from iolab.trace import Trace, read_trace
 
-
-def measured_bandwidth(trace: Trace) -> float:
-    """Spec units per spec second the I/O nodes delivered: the volume of the granted
-    transfers over the time some transfer was going on (per node, summed)."""
-    volume = {(j, int(i)): float(v) for j, i, k, v in zip(trace.phases["job"], trace.phases["index"],
-                                                       trace.phases["kind"], trace.phases["volume"])
-              if k != "compute"}
-    g = trace.grants
-    total_v = busy = 0.0
-    for node in sorted(set(int(n) for n in g["io_node"])):
-        spans = []
-        for j, ph, n, gr, rl in zip(g["job"], g["phase"], g["io_node"], g["grant"], g["release"]):
-            if int(n) == node and (j, int(ph)) in volume and rl > gr:
-                total_v += volume[(j, int(ph))]
-                spans.append((float(gr), float(rl)))
-        spans.sort()
-        end = -math.inf
-        for s, e in spans:  # measure of the union of the transfer intervals
-            if s > end:
-                busy += e - s
-                end = e
-            elif e > end:
-                busy += e - end
-                end = e
-    if busy <= 0 or total_v <= 0:
-        raise ValueError("the trace has no finished transfer to measure a bandwidth from")
-    return total_v / busy
-
-
-def _slowdowns(trace: Trace, tmin: dict[str, float]) -> dict[str, float]:
-    j = trace.jobs
-    return {str(i): (float(e) - float(r)) / tmin[str(i)]
-            for i, r, e, st in zip(j["id"], j["release"], j["end"], j["status"])
-            if st == "ok" and tmin.get(str(i), 0) > 0}
-
-
-def rel_error(emu: float, sim: float) -> float:
-    return abs(emu - sim) / abs(sim) if sim else math.nan
-
-
-def geo_error(pairs: list[tuple[float, float]]) -> float:
-    logs = [abs(math.log(e / s)) for e, s in pairs if e > 0 and s > 0]
-    return math.exp(float(np.mean(logs))) - 1 if logs else math.nan
-
-
-def compare(emu: Trace, sim: Trace) -> dict:
-    """Per-app slowdown and makespan errors of one policy."""
-    tmin = {str(i): float(t) for i, t in zip(sim.jobs["id"], sim.jobs["min_time"])}
-    se, ss = _slowdowns(emu, tmin), _slowdowns(sim, tmin)
-    apps = {a: {"emulator": se[a], "simulator": ss[a], "error": rel_error(se[a], ss[a])} for a in ss if a in se}
-    ends_e = [float(x) for x, st in zip(emu.jobs["end"], emu.jobs["status"]) if st == "ok"]
-    mk_e, mk_s = max(ends_e) if ends_e else math.nan, float(np.nanmax(sim.jobs["end"]))
-    pairs = [(v["emulator"], v["simulator"]) for v in apps.values()] + [(mk_e, mk_s)]
-    errors = [v["error"] for v in apps.values()] + [rel_error(mk_e, mk_s)]
-    return {
-        "apps": apps,
-        "makespan": {"emulator": mk_e, "simulator": mk_s, "error": rel_error(mk_e, mk_s)},
-        "max_stretch": {"emulator": max(se.values(), default=math.nan),
-                        "simulator": max(ss.values(), default=math.nan),
-                        "error": rel_error(max(se.values(), default=math.nan), max(ss.values(), default=math.nan))},
-        "stretch_error_max": max((v["error"] for v in apps.values()), default=math.nan),
-        "stretch_error_geomean": geo_error([(v["emulator"], v["simulator"]) for v in apps.values()]),
-        "error_max": max(errors), "error_geomean": geo_error(pairs),
-        "failed": [str(i) for i, st in zip(emu.jobs["id"], emu.jobs["status"]) if st != "ok"],
-    }
-
-
-def ranking(values: dict[str, tuple[float, float]], tie: float = 0.01) -> dict:
-    """Policies ordered by (emulator, simulator) value; agreement, ties within ``tie`` excused."""
-    names = list(values)
-    emu = sorted(names, key=lambda p: values[p][0])
-    sim = sorted(names, key=lambda p: values[p][1])
-    concordant = discordant = ties = 0
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            (ea, sa), (eb, sb) = values[a], values[b]
-            if abs(sa - sb) <= tie * max(abs(sa), abs(sb)):
-                ties += 1
-            elif (ea - eb) * (sa - sb) > 0:
-                concordant += 1
-            else:
-                discordant += 1
-    return {"emulator": emu, "simulator": sim, "same": emu == sim, "concordant_pairs": concordant,
-            "discordant_pairs": discordant, "tied_pairs": ties}
+from .comparison import compare, geo_error, measured_bandwidth, ranking
+from .ray_session import RaySession
+from .run import run_emulation
+from .validate_spread import compare_spread, duration_ratios, simulate_spread
 
 
 @dataclass
@@ -131,8 +53,6 @@ class TraceMismatch(ValueError):
 
 def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str) -> Trace:
     """``DIR/POLICY.h5`` from an earlier ``--work-dir DIR`` run, checked against ``spec``."""
-    from iolab.trace import read_trace
-
     path = Path(traces_dir) / f"{policy}.h5"
     if not path.is_file():
         raise TraceMismatch(f"{path}: no such trace; make it with `iolab validate SPEC --work-dir {traces_dir}`")
@@ -164,14 +84,6 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
     reports where the real run falls.  ``traces``: reuse ``DIR/POLICY.h5``
     of an earlier run instead of emulating (every trace is checked first).
     """
-    from contextlib import nullcontext
-
-    from iolab.sim.run import simulate
-
-    from .ray_session import RaySession
-    from .run import run_emulation
-    from .validate_spread import compare_spread, duration_ratios, simulate_spread
-
     if seeds < 0:
         raise ValueError(f"seeds must be >= 0, got {seeds}")
     kept = {p: load_kept_trace(spec, traces, p) for p in policies} if traces is not None else None
@@ -240,10 +152,10 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
 
 def figure(runs: list[PolicyRun], path: str | Path) -> Path:
     """carretero2020 Fig. 9 for every policy: simulated vs real stretch (slowdown) per app."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib only when the figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib only when the figure is drawn
 
     n = len(runs)
     cols = min(4, n)

@@ -28,10 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iolab.sim.run import run_engine
+from iolab.sim.scenario import Scenario, resample_jitter
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace
 
-from .validate import geo_error
+from .comparison import geo_error
 
 __all__ = ["Spread", "measured_jitter", "simulate_spread", "compare_spread", "duration_ratios"]
 
@@ -80,9 +82,6 @@ def simulate_spread(spec: IOExperiment, policy: str, bandwidth: float, seeds: in
                     ratios: dict[str, list[float]] | None = None, jitter: Jitter | None = None) -> Spread:
     """Simulate ``spec`` at ``bandwidth``, ``seeds`` times (seeds ``spec.seed + k``), with
     durations resampled from ``ratios`` (see :func:`duration_ratios`) or jittered by ``jitter``."""
-    from iolab.sim.run import run_engine
-    from iolab.sim.scenario import Scenario, resample_jitter
-
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     if (ratios is None) == (jitter is None):
@@ -132,7 +131,7 @@ def _place(real: float, sims: np.ndarray) -> dict:
 def compare_spread(comparison: dict, spread: Spread) -> dict:
     """Where the real run of one policy falls in its simulated distribution.
 
-    ``comparison`` is :func:`iolab.emulator.validate.compare` of the same policy (its
+    ``comparison`` is :func:`iolab.emulator.comparison.compare` of the same policy (its
     real slowdowns and makespan are reused).
     """
     apps = {a: _place(v["emulator"], spread.slowdown[a]) for a, v in comparison["apps"].items()

@@ -14,8 +14,8 @@ from typing import Any
 
 def call(ref: Any, timeout: float | None = None) -> Any:
     """``ray.get`` that re-raises the actor's own exception instead of a Ray wrapper."""
-    import ray
-    from ray.exceptions import RayTaskError
+    import ray  # lazy: Ray only in a process that talks to an actor
+    from ray.exceptions import RayTaskError  # lazy: Ray only in a process that talks to an actor
 
     try:
         return ray.get(ref, timeout=timeout)
@@ -37,7 +37,7 @@ class ActorHandle:
     @classmethod
     def _spawn(cls, actor_class: type, config: dict, name: str, namespace: str):
         """Start ``actor_class(config)`` as a named actor and wait until it answers ``ping``."""
-        import ray
+        import ray  # lazy: Ray only in a process that talks to an actor
 
         if not ray.is_initialized():
             raise RuntimeError("Ray is not initialised: ray.init() (or iolab.emulator.ray_session) first")
@@ -47,7 +47,7 @@ class ActorHandle:
         return cls(handle, name, namespace)
 
     def kill(self) -> None:
-        import ray
+        import ray  # lazy: Ray only in a process that talks to an actor
 
         try:
             ray.kill(self._h, no_restart=True)

@@ -25,8 +25,10 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from ..errors import SpecError
+from ..sim.workloads.carretero import CarreteroParams, generate
+from ..specs.base import problems_of
 from ..specs.io import IOExperiment, Mapping
-from ..specs.load import problems_of, read_document
+from ..specs.load import parse_spec, read_document
 from .spec import Campaign, FileWorkload, GeneratedWorkload
 
 ID_VERSION = 1  # bump if the meaning of a run's parameters changes
@@ -54,13 +56,11 @@ class Run:
 
 def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign file (shape only; :func:`expand` does the rest)."""
-    from ..specs.load import parse_spec
-
     data = read_document(path)
     data.setdefault("kind", "campaign")
     if data["kind"] != "campaign":
         raise SpecError(str(path), [("kind", f"expected a campaign, got kind {data['kind']!r}")])
-    return parse_spec(data, str(path), "campaign")
+    return parse_spec(data, str(path), "campaign", kinds={"campaign": Campaign})
 
 
 def run_id(experiment: dict[str, Any], params: dict[str, Any], runtime: str) -> str:
@@ -86,8 +86,6 @@ def generated_seed(model: str, alpha: float, k: int, seed: int) -> int:
 
 @lru_cache(maxsize=256)
 def _generate(alpha: float, seed: int, params_json: str) -> dict[str, Any]:
-    from iolab.sim.workloads.carretero import CarreteroParams, generate
-
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(params_json).items()}
     spec = generate(alpha, seed, CarreteroParams(**params))
     return {"apps": [a.model_dump(mode="json", exclude_none=True) for a in spec.apps],

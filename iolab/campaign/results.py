@@ -27,6 +27,7 @@ import numpy as np
 
 from ..atomic import atomic_path
 from ..errors import IolabError
+from .journal import Journal
 from .task import METRICS
 
 FORMAT_VERSION = 1
@@ -74,7 +75,7 @@ class Results:
                 for vals in zip(*(self.columns[n] for n in names))]
 
     def to_pandas(self):  # pragma: no cover - pandas is optional
-        import pandas as pd
+        import pandas as pd  # lazy: pandas only for the table view of the results
 
         return pd.DataFrame(self.columns)
 
@@ -109,7 +110,7 @@ def build(manifest: dict[str, Any], records: dict[str, dict[str, Any]]) -> Resul
 
 
 def write_h5(results: Results, path: str | Path) -> Path:
-    import h5py
+    import h5py  # lazy: h5py only when a results file is read or written
 
     path = Path(path)
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
@@ -126,7 +127,7 @@ def write_h5(results: Results, path: str | Path) -> Path:
 
 
 def read_h5(path: str | Path) -> Results:
-    import h5py
+    import h5py  # lazy: h5py only when a results file is read or written
 
     path = Path(path)
     try:
@@ -153,7 +154,7 @@ def is_results(path: str | Path) -> bool:
         return (p / MANIFEST).is_file() or (p / RESULTS).is_file()
     if p.is_file():
         try:
-            import h5py
+            import h5py  # lazy: h5py only when a results file is read or written
 
             with h5py.File(p, "r") as f:
                 return "iolab_campaign_results" in f.attrs
@@ -164,8 +165,6 @@ def is_results(path: str | Path) -> bool:
 
 def load(path: str | Path) -> Results:
     """Results from a campaign folder (manifest + journal, the freshest) or a results.h5."""
-    from .journal import Journal
-
     p = Path(path)
     if p.is_dir():
         if (p / MANIFEST).is_file():

@@ -29,9 +29,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..specs.base import FieldProblems, StrictModel, raise_if
+from ..sim.workloads.carretero import CarreteroParams
+from ..specs.base import FieldProblems, StrictModel, problems_of, raise_if
 from ..specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyName, Mapping, normalise_policy
-from ..specs.load import problems_of, register_kind
 
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -77,8 +77,6 @@ class CarreteroParamsSpec(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> "CarreteroParamsSpec":
-        from iolab.sim.workloads.carretero import CarreteroParams
-
         problems = []
         for name in ("apps", "iterations", "compute", "load_bounds"):
             v = getattr(self, name)
@@ -240,8 +238,6 @@ class Campaign(StrictModel):
             raise FieldProblems([("base", "give a base experiment, or workloads in axes.workloads")])
         return self
 
-
-register_kind("campaign", lambda: Campaign)
 
 __all__ = ["Axes", "Campaign", "CarreteroParamsSpec", "FileWorkload", "GeneratedWorkload", "PlatformAxes",
            "RUNTIMES", "WorkloadEntry"]

@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..atomic import atomic_write_text
+from ..errors import RunError, SpecError
 from ..signals import raise_interrupt
 from ..studies.common import Progress
 from . import results as R
 from .expand import Run, load_runs
 from .journal import Journal
+from .runtimes import resolve
 from .task import execute, failed_record
 
 
@@ -66,7 +68,7 @@ class _Ray:
     """Start a local Ray, join a cluster, or reuse the connection the caller made."""
 
     def __init__(self, address: str | None, workers: int | None):
-        import ray
+        import ray  # lazy: Ray only for a sweep with --ray
 
         self.ray = ray
         self.owned = not ray.is_initialized()
@@ -98,9 +100,6 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     KeyboardInterrupt once Ray is up, so both stop the same clean way: journal
     closed, results.h5 written, pending tasks cancelled, Ray shut down.
     """
-    from .runtimes import resolve
-    from ..errors import SpecError, RunError
-
     stream = stream or sys.stderr
     campaign, runs = load_runs(campaign_path, mode=mode)
     try:

@@ -15,6 +15,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..metrics import io_metrics
+from ..specs.io import IOExperiment
+from ..trace import write_trace
+from .runtimes import resolve
+
 # metric columns of a record, in table order
 METRICS: tuple[str, ...] = (
     "makespan", "max_stretch", "mean_stretch", "worst_stretch", "mean_pack_max_slowdown", "io_load", "packs",
@@ -27,8 +32,6 @@ def _finite(x: Any) -> Any:
 
 
 def metrics_of(trace) -> dict[str, Any]:
-    from ..metrics import io_metrics
-
     m = io_metrics(trace)
     out = {k: getattr(m, k) for k in METRICS[:-2]}
     out["events"] = int(trace.attrs.get("events", -1))
@@ -38,9 +41,6 @@ def metrics_of(trace) -> dict[str, Any]:
 
 def execute(payload: dict[str, Any], traces_dir: str | None = None) -> dict[str, Any]:
     """Run one payload (see :meth:`Run.payload`); return its journal record."""
-    from ..specs.io import IOExperiment
-    from .runtimes import resolve
-
     t0 = time.perf_counter()
     rec: dict[str, Any] = {"run_id": payload["run_id"], "params": payload["params"], "status": "ok", "error": "",
                            "metrics": {}, "trace": "", "host": platform.node(), "pid": os.getpid()}
@@ -51,8 +51,6 @@ def execute(payload: dict[str, Any], traces_dir: str | None = None) -> dict[str,
         trace = fn(spec, mode=spec.sim.mode, run_id=payload["run_id"], workdir=workdir)
         rec["metrics"] = metrics_of(trace)
         if traces_dir:
-            from ..trace import write_trace
-
             path = write_trace(trace, Path(traces_dir) / f"{payload['run_id']}.h5")  # atomic
             rec["trace"] = str(path)
     except Exception as exc:  # a failing run is a result, not a crash of the campaign

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from .. import __version__
@@ -19,8 +21,6 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx, name):
         if name in self.lazy:
-            import importlib
-
             module, attr = self.lazy[name].rsplit(":", 1)
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)

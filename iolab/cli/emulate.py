@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from ..emulator.batch_cli import emulate_batch
+from ..emulator.run import run_emulation
 from ..metrics import io_metrics
 from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec
@@ -40,14 +42,11 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
     under the policy; the trace (spec seconds) goes to --out.  Ctrl-C stops
     every app and writes a partial trace (attribute complete = False).
     """
-    from iolab.emulator.run import run_emulation
-
     if time_scale is not None and not time_scale > 0:
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())
     spec = load_spec(path)
     if spec.kind == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
-        from iolab.emulator.batch_cli import emulate_batch
 
         if launcher is not None and launcher.lower() == "srun":
             raise click.BadParameter("a batch experiment starts its jobs with mpiexec only (srun launching is "

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
+from ..campaign.results import is_results, load
+from ..campaign.summary import summarise
+from ..metrics import io_metrics
+from ..plots.campaign import strategy_boxplots
+from ..plots.trace import gantt, utilisation
+from ..trace import read_trace
 from .format import dumps, fmt, table
+from .simulate import metrics_json, print_metrics
 
 
 @click.command()
@@ -19,8 +26,6 @@ from .format import dumps, fmt, table
 def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     """Report on PATH: a trace (written by simulate or emulate), or a campaign's
     results (the folder `iolab sweep --out` wrote, or its results.h5)."""
-    from ..campaign.results import is_results
-
     if is_results(path):
         _campaign(path, as_json, figures, fig_format)
     else:
@@ -28,10 +33,6 @@ def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
 
 
 def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
-    from ..metrics import io_metrics
-    from ..trace import read_trace
-    from .simulate import metrics_json, print_metrics
-
     trace = read_trace(path)
     m = io_metrics(trace)
     if as_json:
@@ -40,8 +41,6 @@ def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
         a = trace.attrs
         print_metrics(m, f"{path}: runtime {a.get('runtime', '?')}, policy {a.get('policy', '?')}, seed {a.get('seed', '?')}")
     if figures:
-        from ..plots.trace import gantt, utilisation
-
         out = Path(figures)
         g = gantt(trace, out / f"gantt.{fig_format}")
         u = utilisation(trace, out / f"utilisation.{fig_format}")
@@ -49,9 +48,6 @@ def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
 
 
 def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
-    from ..campaign.results import load
-    from ..campaign.summary import summarise
-
     res = load(path)
     s = summarise(res)
     if as_json:
@@ -75,8 +71,6 @@ def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) ->
             if len(s["failures"]) > 20:
                 click.echo(f"  ... {len(s['failures']) - 20} more (iolab report --json)")
     if figures:
-        from ..plots.campaign import strategy_boxplots
-
         made = strategy_boxplots(res, figures, fig_format)
         click.echo("figures: " + ", ".join(str(p) for p in made), err=as_json)
 

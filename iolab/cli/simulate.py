@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from ..metrics import io_metrics
+from ..metrics.from_trace import trace_batch_metrics
+from ..sim.batch.run import simulate_batch
+from ..sim.run import simulate as run_sim
 from ..specs.io import IO_POLICIES
-from ..specs.load import load_spec
+from ..specs.load import load_spec, read_document
+from ..trace import write_trace
 from .format import dumps, table
 
 
@@ -47,12 +52,8 @@ def print_metrics(m, title: str) -> None:
 def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
              out: str | None, as_json: bool) -> None:
     """Simulate the experiment in SPEC (YAML or JSON) and print its metrics."""
-    from iolab.sim.run import simulate as run_sim
-    from ..trace import write_trace
-
     if dt is not None and dt <= 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
-    from ..specs.load import read_document
 
     kind = read_document(spec_path).get("kind", "io")
     if kind == "batch":
@@ -74,13 +75,6 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
 
 
 def _simulate_batch(spec_path: str, out: str | None, as_json: bool) -> None:
-    from dataclasses import asdict
-
-    from iolab.sim.batch.run import simulate_batch
-
-    from ..metrics.from_trace import trace_batch_metrics
-    from ..trace import write_trace
-
     spec = load_spec(spec_path)
     trace = simulate_batch(spec)
     m = trace_batch_metrics(trace)

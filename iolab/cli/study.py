@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import click
+
+from ..studies import carretero as carretero_study
+from ..studies import lackner as lackner_study
+from ..studies import monniot as monniot_study
 
 
 @click.group()
@@ -24,22 +29,18 @@ def study() -> None:
 @click.option("--no-figures", is_flag=True)
 def carretero(quick: bool, workloads: int | None, seed: int, jobs: int, out_dir: str, no_figures: bool) -> None:
     """Make-Pack vs First-Fit over the I/O load (carretero2020 §6.2.3-6.2.4, Figs. 10-12, 14, 15)."""
-    from dataclasses import replace
-
-    from ..studies.carretero import LABELS, QUICK, StudySize, run_study
-
-    size = QUICK if quick else StudySize()
+    size = carretero_study.QUICK if quick else carretero_study.StudySize()
     if workloads:
         size = replace(size, workloads=workloads)
     out = Path(out_dir)
-    s = run_study(out, size, seed=seed, jobs=jobs, figures=not no_figures)
+    s = carretero_study.run_study(out, size, seed=seed, jobs=jobs, figures=not no_figures)
     click.echo(f"\n{s['workloads']} workloads, {s['events']} events in {s['wall_seconds']:.1f} s "
                f"({s['events_per_second']:.3g} events/s per process, {jobs} processes)")
     click.echo("geometric means relative to First-Fit (makespan; stretch = mean over packs of the pack's max slowdown):")
     click.echo(f"{'strategy':34s} {'R=1':>6s} {'R=3':>6s} {'R=5':>6s} {'stretch':>8s} {'packs':>6s}")
     for name, e in s["strategies"].items():
-        click.echo(f"{LABELS[name]:34s} {e['makespan_R1']:6.3f} {e['makespan_R3']:6.3f} {e['makespan_R5']:6.3f} "
-                   f"{e['stretch']:8.3f} {e['packs']:6.3f}")
+        click.echo(f"{carretero_study.LABELS[name]:34s} {e['makespan_R1']:6.3f} {e['makespan_R3']:6.3f} "
+                   f"{e['makespan_R5']:6.3f} {e['stretch']:8.3f} {e['packs']:6.3f}")
     click.echo(f"{'paper (Sensibility=1, Fig. 15)':34s} {1.09:6.2f} {0.71:6.2f} {0.53:6.2f}")
     click.echo(f"\nwrote {out / 'runs.csv'}, {out / 'summary.json'}" + ("" if no_figures else f" and figures in {out}"))
 
@@ -55,15 +56,11 @@ def carretero(quick: bool, workloads: int | None, seed: int, jobs: int, out_dir:
 @click.option("--no-figures", is_flag=True)
 def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> None:
     """SAS vs random tier assignment (lackner2019 Figs. 3 and 4)."""
-    from dataclasses import replace
-
-    from ..studies.lackner import QUICK, LacknerSize, run_study
-
-    size = QUICK if quick else LacknerSize()
+    size = lackner_study.QUICK if quick else lackner_study.LacknerSize()
     for name, v in (("workloads", workloads), ("repetitions", repetitions), ("jobs", njobs)):
         if v:
             size = replace(size, **{name: v})
-    s = run_study(Path(out_dir), size, jobs=jobs, figures=not no_figures)
+    s = lackner_study.run_study(Path(out_dir), size, jobs=jobs, figures=not no_figures)
     click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s")
     click.echo(f"{'case':14s} {'SAS makespan h':>15s} {'best random h (p)':>20s} {'SAS turnaround h':>17s} "
                f"{'best random h (p)':>20s} {'SAS node/HPS util':>18s}")
@@ -86,17 +83,13 @@ def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> 
 @click.option("--no-figures", is_flag=True)
 def monniot(quick, theta, scaling, requeue, jobs, out_dir, no_figures) -> None:
     """StorAlloc platform sizing on a Theta week (monniot2023 §5, Figs. 4, 6, 7)."""
-    from dataclasses import replace
-
-    from ..studies.monniot import QUICK, MonniotSize, run_study
-
-    size = QUICK if quick else MonniotSize()
+    size = monniot_study.QUICK if quick else monniot_study.MonniotSize()
     if scaling:
         size = replace(size, scalings=tuple(scaling))
     if requeue:
         size = replace(size, requeue=(False, True))
     try:
-        s = run_study(Path(out_dir), size, theta=theta, jobs=jobs, figures=not no_figures)
+        s = monniot_study.run_study(Path(out_dir), size, theta=theta, jobs=jobs, figures=not no_figures)
     except FileNotFoundError as err:
         raise click.ClickException(str(err)) from None
     i = s["input"]

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from ..campaign import load_runs, run_campaign
+
 
 @click.command()
 @click.argument("campaign_path", metavar="CAMPAIGN", type=click.Path(dir_okay=False))
@@ -29,8 +31,6 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
     Exit status: 0 if every run succeeded, 3 if some runs failed (recorded with
     their error), 130 if interrupted.
     """
-    from ..campaign import load_runs, run_campaign
-
     if dry_run:
         campaign, runs = load_runs(campaign_path, mode=mode)
         click.echo(f"{campaign.name}: {len(runs)} runs (runtime {campaign.runtime})")

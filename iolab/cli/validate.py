@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..specs.io import IO_POLICIES, LIST_POLICIES
+from ..emulator.validate import TraceMismatch, figure
+from ..emulator.validate import validate as run_validate
+from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
 from .format import dumps, table
 
@@ -47,7 +49,7 @@ def print_policy(run) -> None:
 
 
 def verdict(r: dict) -> str:
-    """One ranking comparison (iolab.emulator.validate.ranking) in words."""
+    """One ranking comparison (iolab.emulator.comparison.ranking) in words."""
     if r["same"]:
         return "same order"
     return f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %"
@@ -55,8 +57,6 @@ def verdict(r: dict) -> str:
 
 def parse_jitter(text: str):
     """``auto`` (measured on each real run), ``none``, or ``COMPUTE,IO`` relative s.d."""
-    from ..specs.io import Jitter
-
     t = text.strip().lower()
     if t == "auto":
         return "auto"
@@ -99,8 +99,6 @@ def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_
     exp(mean |ln(emu/sim)|) - 1.  Rankings order the policies by makespan and
     by max stretch in each runtime.
     """
-    from iolab.emulator.validate import TraceMismatch, figure, validate as run_validate
-
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})

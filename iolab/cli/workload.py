@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 import yaml
 
-from ..studies.common import atomic_write_text
+from ..atomic import atomic_write_text
+from ..sim.workloads.carretero import CarreteroParams
+from ..sim.workloads.carretero import generate as gen
 
 
 @click.group()
@@ -26,8 +29,6 @@ def workload() -> None:
 def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_node: int,
              mapping: str, output: str) -> None:
     """Generate a MODEL workload (carretero2020 §6.2.2) as an experiment spec."""
-    from iolab.sim.workloads.carretero import CarreteroParams, generate as gen
-
     if alpha <= 0:
         raise click.BadParameter("must be > 0", param_hint="--alpha")
     if seed < 0:
@@ -41,7 +42,7 @@ def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_no
     data = spec.model_dump(mode="json", exclude_none=True)
     data["apps"] = [{k: v for k, v in a.items() if k not in ("io_kind",) or v != "write"} for a in data["apps"]]
     path = Path(output)
-    text = (__import__("json").dumps(data, indent=1) if path.suffix == ".json"
+    text = (json.dumps(data, indent=1) if path.suffix == ".json"
             else f"# carretero2020 §6.2.2 workload: alpha_gen={alpha}, seed={seed}; actual I/O load "
                  f"(Eq. 6) = {spec.io_load():.4f}\n" + yaml.safe_dump(data, sort_keys=False, width=120))
     atomic_write_text(path, text)

@@ -15,8 +15,8 @@ FORMATS = ("png", "svg")
 
 
 def new_figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib only when a figure is drawn
+    from matplotlib.figure import Figure  # lazy: matplotlib only when a figure is drawn
 
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)

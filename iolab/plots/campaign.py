@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..campaign.summary import relative_makespan, strategies
 from . import new_figure, save
 
 
@@ -22,8 +23,6 @@ def _boxes(ax, labels: list[str], data: list[np.ndarray], ylabel: str, log: bool
 def strategy_boxplots(res, out_dir: str | Path, fmt: str = "png") -> list[Path]:
     """``makespan.<fmt>`` (absolute and relative to the best strategy per instance) and
     ``max_stretch.<fmt>``; failed runs are left out (their count is in the labels)."""
-    from ..campaign.summary import relative_makespan, strategies
-
     out_dir = Path(out_dir)
     labels = strategies(res)
     order = list(dict.fromkeys(labels))

@@ -30,7 +30,7 @@ class GanttDrawn:
 
 
 def gantt(trace, path: str | Path, max_apps: int = 60) -> GanttDrawn:
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch  # lazy: matplotlib only when a figure is drawn
 
     jobs = trace.jobs
     ids = [str(j) for j in jobs["id"]][:max_apps]

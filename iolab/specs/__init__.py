@@ -1,9 +1,9 @@
 """Input specs (pydantic v2): platforms, workloads, experiments, campaigns."""
 
 from .io import IO_POLICIES, LIST_POLICIES, App, IOExperiment, Mapping, Phase, Platform
-from .load import json_schema, load_spec, parse_spec
+from .load import KINDS, load_spec, parse_spec
 
 __all__ = [
     "IO_POLICIES", "LIST_POLICIES", "App", "IOExperiment", "Mapping", "Phase", "Platform",
-    "json_schema", "load_spec", "parse_spec",
+    "KINDS", "load_spec", "parse_spec",
 ]

@@ -10,7 +10,8 @@ write bandwidth); its capacity is then the sum of its disks.
 Units are bytes, bytes per second and seconds inside the models.  A YAML file
 may write sizes with a decimal or binary suffix (``200GB`` = 200e9,
 ``16GiB`` = 16 * 2**30), rates with ``/s`` (``1.5 GB/s``) and durations with
-``s``, ``m``/``min``, ``h`` or ``d`` (``5m`` = 300).  A minimal spec::
+``s``, ``m``/``min``, ``h`` or ``d`` (``5m`` = 300): the grammar of
+:mod:`iolab.units`.  A minimal spec::
 
     kind: batch
     platform:
@@ -25,72 +26,28 @@ may write sizes with a decimal or binary suffix (``200GB`` = 200e9,
 from __future__ import annotations
 
 import math
-import re
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
-from .base import FieldProblems, StrictModel, raise_if
+from ..units import GB, parse_duration, parse_rate, parse_size
+from .base import FieldProblems, StrictModel, problems_of, raise_if
 from .batch_emulation import BatchEmulatorSettings
-from .load import problems_of, register_kind
 
 # ---------------------------------------------------------------- units
 
-_SIZE_UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
-    "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
-}
-_TIME_UNITS = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-_NUM_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
-GB = 10**9
+def _quantity(parse):
+    """A field validator: a string is a quantity with a unit (:mod:`iolab.units`); anything
+    else is left to the field's own type check."""
+    return BeforeValidator(lambda v: parse(v) if isinstance(v, str) else v)
 
 
-def parse_size(value: object) -> object:
-    """``"200GB"`` -> 200e9, ``"16GiB"`` -> 17179869184; numbers pass through.
-
-    Decimal suffixes (kB, MB, GB, TB, PB) are powers of 10, binary ones
-    (KiB ... PiB) powers of 2.  Anything unparsable is left for pydantic to
-    refuse with the field's path.
-    """
-    if isinstance(value, str):
-        m = _NUM_UNIT.match(value)
-        if m is None:
-            raise ValueError(f"not a size: {value!r} (write e.g. 200GB, 16GiB or a number of bytes)")
-        unit = m.group(2).lower()
-        if unit not in _SIZE_UNITS:
-            raise ValueError(f"unknown size unit {m.group(2)!r} in {value!r}; use B, kB, MB, GB, TB, PB or KiB..PiB")
-        return float(m.group(1)) * _SIZE_UNITS[unit]
-    return value
-
-
-def parse_rate(value: object) -> object:
-    """``"1.5 GB/s"`` -> 1.5e9 bytes per second; numbers pass through."""
-    if isinstance(value, str):
-        v = value.strip()
-        if v.lower().endswith("/s"):
-            v = v[:-2]
-        return parse_size(v)
-    return value
-
-
-def parse_duration(value: object) -> object:
-    """``"5m"`` -> 300.0 seconds; numbers pass through."""
-    if isinstance(value, str):
-        m = _NUM_UNIT.match(value)
-        if m is None or m.group(2).lower() not in _TIME_UNITS:
-            raise ValueError(f"not a duration: {value!r} (write e.g. 300, 300s, 5m, 2h, 1d)")
-        return float(m.group(1)) * _TIME_UNITS[m.group(2).lower()]
-    return value
-
-
-Bytes = Annotated[float, BeforeValidator(parse_size), Field(ge=0, allow_inf_nan=False)]
-PosBytes = Annotated[float, BeforeValidator(parse_size), Field(gt=0, allow_inf_nan=False)]
-Rate = Annotated[float, BeforeValidator(parse_rate), Field(gt=0, allow_inf_nan=False)]
-Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0, allow_inf_nan=False)]
-PosSeconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0, allow_inf_nan=False)]
+Bytes = Annotated[float, _quantity(parse_size), Field(ge=0, allow_inf_nan=False)]
+PosBytes = Annotated[float, _quantity(parse_size), Field(gt=0, allow_inf_nan=False)]
+Rate = Annotated[float, _quantity(parse_rate), Field(gt=0, allow_inf_nan=False)]
+Seconds = Annotated[float, _quantity(parse_duration), Field(ge=0, allow_inf_nan=False)]
+PosSeconds = Annotated[float, _quantity(parse_duration), Field(gt=0, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
 
 
@@ -439,11 +396,9 @@ class BatchExperiment(StrictModel):
         return self
 
 
-register_kind("batch", lambda: BatchExperiment)
-
 __all__ = [
-    "GB", "BatchExperiment", "BatchPlatform", "Disk", "FeitelsonWorkload", "HPSTier", "IOEstimate",
+    "BatchExperiment", "BatchPlatform", "Disk", "FeitelsonWorkload", "HPSTier", "IOEstimate",
     "InlineWorkload", "Job", "LPSTier", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
-    "StorageServer", "ThetaWorkload", "parse_duration", "parse_rate", "parse_size",
+    "StorageServer", "ThetaWorkload",
 ]

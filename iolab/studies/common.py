@@ -1,4 +1,4 @@
-"""What every study needs: atomic files, progress lines, a process pool."""
+"""What every study needs: CSV files, progress lines, a process pool."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ..atomic import atomic_path, atomic_write_text  # noqa: F401  (re-exported for the studies)
+from ..atomic import atomic_path
+from ..atomic import atomic_write_text  # noqa: F401  (only studies/carretero.py still imports it from here)
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:

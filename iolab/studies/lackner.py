@@ -24,11 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from iolab.atomic import atomic_write_text
 from iolab.metrics.batch import batch_metrics
+from iolab.middleware.policies.batch import get_scheduler
+from iolab.sim.batch.run import make_policy, run_batch
 from iolab.specs import parse_spec
-from iolab.sim.batch.run import run_batch
 
-from .common import Progress, atomic_write_text, run_parallel, write_csv
+from .common import Progress, run_parallel, write_csv
 
 GB = 1e9
 
@@ -60,9 +62,6 @@ def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float 
             repetition: int, jobs: int) -> dict:
     sched = {"kind": "random-tier", "p": p} if scheduler == "random" else "sas"
     spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs)
-    from iolab.sim.batch.run import make_policy
-    from iolab.middleware.policies.batch import get_scheduler
-
     policy = (get_scheduler("random-tier", p=p, rng=np.random.default_rng([workload, repetition, int(p * 1000)]))
               if scheduler == "random" else make_policy(spec))
     t0 = time.perf_counter()
@@ -167,10 +166,10 @@ def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int = 2, f
 
 
 def draw(agg: dict, out_dir: Path, size: LacknerSize) -> None:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib only when the figures are drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib only when the figures are drawn
 
     def series(cap, k, col):
         rnd = [g for g in agg["groups"] if g["scheduler"] == "random" and g["capacity_gb"] == cap and g["k"] == k]

@@ -35,12 +35,14 @@ from typing import Sequence
 
 import numpy as np
 
+from iolab.atomic import atomic_write_text
 from iolab.sim.storage_replay import (
     LAYOUTS, PAPER_CAPACITIES_TB, PAPER_SPLIT, PAPER_SUM_CAP, TB, StorageRequest, monniot_layout, peak_demand,
-    replay_layout, week_scale,
+    replay_layout, requests_from_jobs, week_scale,
 )
+from iolab.sim.workloads.theta import _utc, theta_trace
 
-from .common import Progress, atomic_write_text, run_parallel, write_csv
+from .common import Progress, run_parallel, write_csv
 
 STRATEGIES = ("random", "round-robin", "worst-fit", "best-bandwidth")
 SCALINGS = ("sum-cap", "peak")
@@ -88,9 +90,6 @@ def default_theta_path() -> Path:
 
 def theta_requests(path: str | Path, request_time: str = "start") -> list[StorageRequest]:
     """One request per Theta job: max(read, written) bytes for its runtime, at its start (or submit) time."""
-    from iolab.sim.storage_replay import requests_from_jobs
-    from iolab.sim.workloads.theta import _utc, theta_trace
-
     tr = theta_trace(path)
     if request_time == "start":
         times = [_utc(r.get("startTime"), f"{path}: jobs[{i}].startTime") - tr.origin for i, r in enumerate(tr.raw)]
@@ -256,11 +255,11 @@ def _fig_name(base: str, scaling: str, size: MonniotSize) -> str:
 
 
 def draw(rows: list[dict], disk_rows: list[dict], size: MonniotSize, out_dir: Path) -> list[str]:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib only when the figures are drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
+    import matplotlib.pyplot as plt  # lazy: matplotlib only when the figures are drawn
+    from matplotlib.patches import Patch  # lazy: matplotlib only when the figures are drawn
 
     written = []
     hatches = {"1N1D": "", "1NnD": "//", "nN1D": "..", "nNnD": "xx"}

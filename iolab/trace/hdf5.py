@@ -1,5 +1,8 @@
 """Trace files: HDF5 (h5py), one group per table and one dataset per column.
 
+h5py is imported by the two functions that touch a file, so building, simulating and
+measuring a trace in memory (every simulation, every study) never loads it.
+
 Files are written to a temporary name beside the target and renamed, so a
 reader never sees half a trace.  Attributes that are not scalars (the spec,
 versions) are stored as JSON strings.
@@ -11,16 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 
 from ..atomic import atomic_path
 from ..errors import TraceError
 from .model import Table, Trace
 from .schema import SCHEMA_VERSION, TABLES
-
-_STR = h5py.string_dtype(encoding="utf-8")
-
 
 def _attr_value(v: Any) -> Any:
     if isinstance(v, (str, int, float, bool, np.integer, np.floating)):
@@ -59,6 +58,9 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
     """Write atomically (temporary file, then rename); returns the path."""
     path = Path(path)
     check_tables(trace)
+    import h5py  # lazy: h5py only when a trace file is written, not for a run kept in memory
+
+    str_dtype = h5py.string_dtype(encoding="utf-8")
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         f.attrs["iolab_trace_schema"] = SCHEMA_VERSION
         for k, v in trace.attrs.items():
@@ -71,7 +73,7 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
                 data = table.columns[c]
                 if kind == "str":
                     g.create_dataset(c, data=np.asarray(data, dtype=object).astype(str).astype(object)
-                                     if len(data) else np.array([], dtype=object), dtype=_STR)
+                                     if len(data) else np.array([], dtype=object), dtype=str_dtype)
                 else:
                     g.create_dataset(c, data=data, compression="gzip" if len(data) > 4096 else None)
     return path
@@ -82,6 +84,8 @@ def read_trace(path: str | Path) -> Trace:
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
+    import h5py  # lazy: h5py only when a trace file is read
+
     try:
         f = h5py.File(path, "r")
     except OSError as exc:

@@ -36,7 +36,7 @@ class Table:
         return Table(self.name, {k: v[mask] for k, v in self.columns.items()})
 
     def to_pandas(self):  # pragma: no cover - pandas is optional
-        import pandas as pd
+        import pandas as pd  # lazy: pandas only for the table view of a trace
 
         return pd.DataFrame(self.columns)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from iolab.errors import SpecError
-from iolab.specs.batch import BatchExperiment, parse_size
+from iolab.specs.batch import BatchExperiment
 from iolab.specs.load import parse_spec
+from iolab.units import parse_size
 
 BASE = {
     "kind": "batch",

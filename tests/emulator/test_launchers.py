@@ -26,7 +26,7 @@ from iolab.emulator.launchers import (
     srun_command,
 )
 from iolab.emulator.shell import CommandTimeout, execute_wait, kill_tree, spawn
-from iolab.emulator.slurm_state import JobState, parse_state
+from iolab.emulator.slurm_state import SlurmJobState, parse_state
 
 PY = ["python", "app.py"]
 
@@ -380,30 +380,30 @@ def _assert_gone(pid: int, timeout: float = 5.0) -> None:
 # ---------------------------------------------------------------- job states
 
 @pytest.mark.parametrize("text,state", [
-    ("PD", JobState.PENDING), ("R", JobState.RUNNING), ("CG", JobState.COMPLETING),
-    ("CD", JobState.COMPLETED), ("F", JobState.FAILED), ("CA", JobState.CANCELLED),
-    ("TO", JobState.TIMEOUT), ("S", JobState.SUSPENDED), ("NF", JobState.NODE_FAIL),
-    ("OOM", JobState.OUT_OF_MEMORY), ("PR", JobState.PREEMPTED), ("BF", JobState.BOOT_FAIL),
-    ("DL", JobState.DEADLINE), ("CF", JobState.CONFIGURING), ("ST", JobState.STOPPED),
-    ("RQ", JobState.REQUEUED), ("RH", JobState.REQUEUED), ("SE", JobState.REQUEUED),
-    ("RD", JobState.PENDING), ("RV", JobState.CANCELLED), ("SO", JobState.STAGE_OUT),
-    ("PENDING", JobState.PENDING), ("running", JobState.RUNNING),
-    ("OUT_OF_MEMORY", JobState.OUT_OF_MEMORY), ("CANCELLED by 0", JobState.CANCELLED),
-    ("CANCELLED+", JobState.CANCELLED), ("  TIMEOUT \n", JobState.TIMEOUT),
-    ("REQUEUE_HOLD", JobState.REQUEUED), ("UNKNOWN", JobState.UNKNOWN),
-    ("XX", JobState.UNKNOWN), ("", JobState.UNKNOWN), ("BOGUS_STATE", JobState.UNKNOWN),
+    ("PD", SlurmJobState.PENDING), ("R", SlurmJobState.RUNNING), ("CG", SlurmJobState.COMPLETING),
+    ("CD", SlurmJobState.COMPLETED), ("F", SlurmJobState.FAILED), ("CA", SlurmJobState.CANCELLED),
+    ("TO", SlurmJobState.TIMEOUT), ("S", SlurmJobState.SUSPENDED), ("NF", SlurmJobState.NODE_FAIL),
+    ("OOM", SlurmJobState.OUT_OF_MEMORY), ("PR", SlurmJobState.PREEMPTED), ("BF", SlurmJobState.BOOT_FAIL),
+    ("DL", SlurmJobState.DEADLINE), ("CF", SlurmJobState.CONFIGURING), ("ST", SlurmJobState.STOPPED),
+    ("RQ", SlurmJobState.REQUEUED), ("RH", SlurmJobState.REQUEUED), ("SE", SlurmJobState.REQUEUED),
+    ("RD", SlurmJobState.PENDING), ("RV", SlurmJobState.CANCELLED), ("SO", SlurmJobState.STAGE_OUT),
+    ("PENDING", SlurmJobState.PENDING), ("running", SlurmJobState.RUNNING),
+    ("OUT_OF_MEMORY", SlurmJobState.OUT_OF_MEMORY), ("CANCELLED by 0", SlurmJobState.CANCELLED),
+    ("CANCELLED+", SlurmJobState.CANCELLED), ("  TIMEOUT \n", SlurmJobState.TIMEOUT),
+    ("REQUEUE_HOLD", SlurmJobState.REQUEUED), ("UNKNOWN", SlurmJobState.UNKNOWN),
+    ("XX", SlurmJobState.UNKNOWN), ("", SlurmJobState.UNKNOWN), ("BOGUS_STATE", SlurmJobState.UNKNOWN),
 ])
 def test_parse_state(text, state):
     assert parse_state(text) is state
 
 
 def test_state_predicates_partition_the_enum():
-    for s in JobState:
+    for s in SlurmJobState:
         flags = [s.is_terminal, s.is_waiting, s.is_active, s.is_paused]
-        assert sum(flags) == (0 if s is JobState.UNKNOWN else 1), s
-    assert JobState.COMPLETED.succeeded and not JobState.FAILED.succeeded
-    assert JobState.SUSPENDED.is_paused and not JobState.SUSPENDED.is_terminal
-    assert JobState.TIMEOUT.is_terminal and JobState.COMPLETING.is_active
+        assert sum(flags) == (0 if s is SlurmJobState.UNKNOWN else 1), s
+    assert SlurmJobState.COMPLETED.succeeded and not SlurmJobState.FAILED.succeeded
+    assert SlurmJobState.SUSPENDED.is_paused and not SlurmJobState.SUSPENDED.is_terminal
+    assert SlurmJobState.TIMEOUT.is_terminal and SlurmJobState.COMPLETING.is_active
 
 
 def test_parse_state_needs_a_string():

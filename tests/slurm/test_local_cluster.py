@@ -16,7 +16,8 @@ import pytest
 
 from iolab.emulator.launchers import expand_hostlist, scontrol_command, srun_command
 from iolab.emulator.shell import kill_tree, spawn
-from iolab.emulator.slurm_state import JobState, parse_state
+from iolab.emulator.slurm_control import job_state
+from iolab.emulator.slurm_state import SlurmJobState
 
 pytestmark = pytest.mark.slurm
 
@@ -62,12 +63,12 @@ def test_sbatch_wait_runs_a_script_and_reports_its_state(cluster, job_name, tmp_
     assert words[:2] == ["job", jobid]
     assert words[3] in cluster.idle_nodes
     assert len(expand_hostlist(words[5])) == 2       # the batch host sees its 2-node allocation
-    assert _state(cluster, jobid) is JobState.COMPLETED
+    assert _state(cluster, jobid) is SlurmJobState.COMPLETED
 
     rc, out, _ = cluster.run(["sbatch", "--wait", "--parsable", f"--job-name={job_name}",
                               "--export=ALL,IOLAB_EXIT=3", "--output=/dev/null", str(script)])
     assert rc == 3                                   # sbatch --wait returns the job's code
-    assert _state(cluster, out.strip().split(";")[0]) is JobState.FAILED
+    assert _state(cluster, out.strip().split(";")[0]) is SlurmJobState.FAILED
 
 
 def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name, tmp_path):
@@ -80,11 +81,11 @@ def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name
         rc, jobid, err = cluster.run(["squeue", "-h", f"--name={job_name}", "-o", "%i"])
         assert rc == 0 and jobid.strip(), err
         jobid = jobid.strip()
-        assert _state(cluster, jobid) is JobState.RUNNING
+        assert _state(cluster, jobid) is SlurmJobState.RUNNING
 
         rc, _, err = cluster.run(scontrol_command("suspend", jobid))
         assert rc == 0, err
-        assert _state(cluster, jobid) is JobState.SUSPENDED
+        assert _state(cluster, jobid) is SlurmJobState.SUSPENDED
         time.sleep(0.3)                              # a tick in flight may still land
         frozen = _lines(ticks)
         time.sleep(1.0)                              # ~20 ticks if it were running
@@ -93,16 +94,13 @@ def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name
         rc, _, err = cluster.run(scontrol_command("resume", jobid))
         assert rc == 0, err
         _wait_until(lambda: _lines(ticks) >= frozen + 5, "ticks after resume", step, tmp_path)
-        assert _state(cluster, jobid) is JobState.RUNNING
+        assert _state(cluster, jobid) is SlurmJobState.RUNNING
     finally:
         kill_tree(step, grace=5)
 
 
-def _state(cluster, jobid: str) -> JobState:
-    rc, out, err = cluster.run(["scontrol", "show", "job", "-o", jobid])
-    assert rc == 0, err
-    fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
-    return parse_state(fields["JobState"])
+def _state(cluster, jobid: str) -> SlurmJobState:
+    return job_state(jobid, env=cluster.env)
 
 
 def _lines(path: Path) -> int:

@@ -1,0 +1,97 @@
+"""One real run against its simulation: the measured bandwidth, per-app slowdown and
+makespan errors (:func:`compare`), the geometric-mean error, and whether two runtimes
+rank the policies alike (:func:`ranking`).  Used by :mod:`iolab.emulator.validate` and
+:mod:`iolab.emulator.validate_spread`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from iolab.trace import Trace
+
+
+def measured_bandwidth(trace: Trace) -> float:
+    """Spec units per spec second the I/O nodes delivered: the volume of the granted
+    transfers over the time some transfer was going on (per node, summed)."""
+    volume = {(j, int(i)): float(v) for j, i, k, v in zip(trace.phases["job"], trace.phases["index"],
+                                                       trace.phases["kind"], trace.phases["volume"])
+              if k != "compute"}
+    g = trace.grants
+    total_v = busy = 0.0
+    for node in sorted(set(int(n) for n in g["io_node"])):
+        spans = []
+        for j, ph, n, gr, rl in zip(g["job"], g["phase"], g["io_node"], g["grant"], g["release"]):
+            if int(n) == node and (j, int(ph)) in volume and rl > gr:
+                total_v += volume[(j, int(ph))]
+                spans.append((float(gr), float(rl)))
+        spans.sort()
+        end = -math.inf
+        for s, e in spans:  # measure of the union of the transfer intervals
+            if s > end:
+                busy += e - s
+                end = e
+            elif e > end:
+                busy += e - end
+                end = e
+    if busy <= 0 or total_v <= 0:
+        raise ValueError("the trace has no finished transfer to measure a bandwidth from")
+    return total_v / busy
+
+
+def _slowdowns(trace: Trace, tmin: dict[str, float]) -> dict[str, float]:
+    j = trace.jobs
+    return {str(i): (float(e) - float(r)) / tmin[str(i)]
+            for i, r, e, st in zip(j["id"], j["release"], j["end"], j["status"])
+            if st == "ok" and tmin.get(str(i), 0) > 0}
+
+
+def rel_error(emu: float, sim: float) -> float:
+    return abs(emu - sim) / abs(sim) if sim else math.nan
+
+
+def geo_error(pairs: list[tuple[float, float]]) -> float:
+    logs = [abs(math.log(e / s)) for e, s in pairs if e > 0 and s > 0]
+    return math.exp(float(np.mean(logs))) - 1 if logs else math.nan
+
+
+def compare(emu: Trace, sim: Trace) -> dict:
+    """Per-app slowdown and makespan errors of one policy."""
+    tmin = {str(i): float(t) for i, t in zip(sim.jobs["id"], sim.jobs["min_time"])}
+    se, ss = _slowdowns(emu, tmin), _slowdowns(sim, tmin)
+    apps = {a: {"emulator": se[a], "simulator": ss[a], "error": rel_error(se[a], ss[a])} for a in ss if a in se}
+    ends_e = [float(x) for x, st in zip(emu.jobs["end"], emu.jobs["status"]) if st == "ok"]
+    mk_e, mk_s = max(ends_e) if ends_e else math.nan, float(np.nanmax(sim.jobs["end"]))
+    pairs = [(v["emulator"], v["simulator"]) for v in apps.values()] + [(mk_e, mk_s)]
+    errors = [v["error"] for v in apps.values()] + [rel_error(mk_e, mk_s)]
+    return {
+        "apps": apps,
+        "makespan": {"emulator": mk_e, "simulator": mk_s, "error": rel_error(mk_e, mk_s)},
+        "max_stretch": {"emulator": max(se.values(), default=math.nan),
+                        "simulator": max(ss.values(), default=math.nan),
+                        "error": rel_error(max(se.values(), default=math.nan), max(ss.values(), default=math.nan))},
+        "stretch_error_max": max((v["error"] for v in apps.values()), default=math.nan),
+        "stretch_error_geomean": geo_error([(v["emulator"], v["simulator"]) for v in apps.values()]),
+        "error_max": max(errors), "error_geomean": geo_error(pairs),
+        "failed": [str(i) for i, st in zip(emu.jobs["id"], emu.jobs["status"]) if st != "ok"],
+    }
+
+
+def ranking(values: dict[str, tuple[float, float]], tie: float = 0.01) -> dict:
+    """Policies ordered by (emulator, simulator) value; agreement, ties within ``tie`` excused."""
+    names = list(values)
+    emu = sorted(names, key=lambda p: values[p][0])
+    sim = sorted(names, key=lambda p: values[p][1])
+    concordant = discordant = ties = 0
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            (ea, sa), (eb, sb) = values[a], values[b]
+            if abs(sa - sb) <= tie * max(abs(sa), abs(sb)):
+                ties += 1
+            elif (ea - eb) * (sa - sb) > 0:
+                concordant += 1
+            else:
+                discordant += 1
+    return {"emulator": emu, "simulator": sim, "same": emu == sim, "concordant_pairs": concordant,
+            "discordant_pairs": discordant, "tied_pairs": ties}

@@ -1,0 +1,49 @@
+"""A real run's settings: the spec's ``emulator`` section with the command line's overrides,
+and the run's work directory when the spec names none.  Shared by the I/O emulator
+(:mod:`iolab.emulator.run`) and the batch one (:mod:`iolab.emulator.batch_run`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from iolab.errors import SpecError
+from iolab.middleware.policies import get_policy
+from iolab.specs.base import StrictModel, problems_of
+
+Spec = TypeVar("Spec", bound=StrictModel)
+
+# the work directory's prefix, per spec kind
+WORK_PREFIX = {"io": "iolab-emulate", "batch": "iolab-batch"}
+
+
+def settle_settings(spec: Spec, policy: str | None = None, **overrides) -> Spec:
+    """The spec with ``policy`` (an I/O spec's) and emulator ``overrides`` (None = keep) applied,
+    re-validated by the spec's own emulator settings model."""
+    update: dict = {}
+    if policy is not None:
+        try:
+            update["policy"] = get_policy(policy).name
+        except ValueError as exc:
+            raise SpecError("--policy", [("policy", str(exc))]) from None
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given:
+        model = type(spec.emulator)
+        try:
+            update["emulator"] = model.model_validate({**spec.emulator.model_dump(), **given})
+        except ValidationError as err:
+            raise SpecError("emulator settings", [("emulator." + p, r) for p, r in problems_of(err)]) from None
+    return spec.model_copy(update=update) if update else spec
+
+
+def default_work_dir(spec, out: str | Path | None) -> Path:
+    """``OUT.work`` beside the trace ``out``, else a new directory under ``$TMPDIR``."""
+    if out is not None:
+        out = Path(out)
+        return out.parent / f"{out.stem}.work"
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"{WORK_PREFIX[spec.kind]}-{spec.name}-{stamp}"

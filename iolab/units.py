@@ -1,0 +1,66 @@
+"""Quantities written with a unit: sizes, rates and durations, as specs and the app's arguments write them.
+
+One grammar for every place a person writes a quantity (a batch spec's sizes, rates and
+durations; ``python -m iolab.apps.jacobi --io-volume``/``--chunk-bytes``)::
+
+    quantity := number [spaces] [unit]        (spaces around it are ignored)
+    number   := digits | digits.digits | .digits, optionally followed by e[+-]digits
+    unit     := case-insensitive, one of the tables below
+
+Sizes (:func:`parse_size`): none or ``B`` = 1 byte; ``k``/``kB``, ``M``/``MB``, ``G``/``GB``,
+``T``/``TB``, ``P``/``PB`` are powers of 10; ``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB`` powers
+of 2.  Rates (:func:`parse_rate`): a size, optionally followed by ``/s``, per second.
+Durations (:func:`parse_duration`): none, ``s`` or ``sec`` = 1 s; ``m`` or ``min`` = 60 s;
+``h`` = 3600 s; ``d`` = 86400 s.  (``m`` is mega in a size and minutes in a duration.)
+
+Every function takes the text and returns a float, or raises ``ValueError`` saying what was
+wrong and how to write it (docs/specs.md, "Units").
+"""
+
+from __future__ import annotations
+
+import re
+
+GB = 10**9
+
+SIZE_UNITS: dict[str, int] = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+    "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
+}
+TIME_UNITS: dict[str, int] = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def _split(text: str) -> tuple[float, str] | None:
+    m = _QUANTITY.match(text)
+    return (float(m.group(1)), m.group(2)) if m else None
+
+
+def parse_size(text: str) -> float:
+    """``"200GB"`` -> 200e9, ``"16GiB"`` -> 17179869184.0, ``"1048576"`` -> 1048576.0."""
+    parts = _split(text)
+    if parts is None:
+        raise ValueError(f"not a size: {text!r} (write e.g. 200GB, 16GiB or a number of bytes)")
+    value, unit = parts
+    if unit.lower() not in SIZE_UNITS:
+        raise ValueError(f"unknown size unit {unit!r} in {text!r}; use B, kB, MB, GB, TB, PB or KiB..PiB")
+    return value * SIZE_UNITS[unit.lower()]
+
+
+def parse_rate(text: str) -> float:
+    """``"1.5 GB/s"`` -> 1.5e9 (bytes per second); ``/s`` may be left out."""
+    body = text.strip()
+    if body.lower().endswith("/s"):
+        body = body[:-2]
+    return parse_size(body)
+
+
+def parse_duration(text: str) -> float:
+    """``"5m"`` -> 300.0 seconds, ``"2h"`` -> 7200.0, ``"30"`` -> 30.0."""
+    parts = _split(text)
+    if parts is None or parts[1].lower() not in TIME_UNITS:
+        raise ValueError(f"not a duration: {text!r} (write e.g. 300, 300s, 5m, 2h, 1d)")
+    return parts[0] * TIME_UNITS[parts[1].lower()]
