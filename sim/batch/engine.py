@@ -195,7 +195,8 @@ class BatchEngine:
                         self._phase(s, s.steps[s.step], t)
                         self._begin_step(s, t)
                     self._touched_links.add(name)
-            if self._changed:
+            while self._changed:  # a job that ends inside its start (runtime 0) frees nodes now:
+                self._changed = False  # decide again at this instant until nothing more ends
                 self._decide(t)
             for name in sorted(self._touched_links):
                 link = self.links[name]
