@@ -1,7 +1,7 @@
 """A batch run's jobs as processes: their record, inputs, command line, logs and outputs.
 
-:class:`JobRun` is one job of :mod:`iolab.emulator.batch_run`'s loop (its state, tier,
-nodes, process, staging records).  :class:`JobProcesses` does everything that
+:class:`JobRun` is one job of :mod:`iolab.emulator.batch_run`'s loop: the batch kernel's
+job record plus its nodes, process and staging records.  :class:`JobProcesses` does everything that
 touches a job's files and processes, apart from deciding when: it writes every
 job's input to ``WORK/lps/inputs/<job>/`` before the run (one HDF5 file per
 rank, ``iolab.apps.checkpoint``'s format, ``input * bytes_scale`` bytes together),
@@ -22,36 +22,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iolab.middleware.policies.batch.kernel import JobState
 from iolab.specs.batch import BatchExperiment
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE_KINDS = ("stage-in", "stage-out")
 
 
-@dataclass
-class JobRun:
-    index: int
-    job: Any
-    queued: Any
-    ranks: int
-    state: str = "future"  # future, queued, alloc, stage-in, run, stage-out, ended
-    tier: str = ""
+@dataclass(eq=False)
+class JobRun(JobState):
+    """A job of a real batch run: the kernel's :class:`JobState` (state, tier, times in spec
+    seconds, HPS bytes and parts) plus what its effectors hold (processes, storage calls)."""
+
+    ranks: int = 1
     hosts: list[int] = field(default_factory=list)
-    expected_end: float = math.nan
-    storage: float = 0.0  # spec bytes of HPS held (policy accounting)
-    start: float = math.nan  # wall
-    end: float = math.nan  # wall
     launched: float = math.nan  # wall
-    status: str = "pending"
+    pending: str = ""  # what ``ref`` is: alloc | stage-in | stage-out
     ref: Any = None
     proc: Any = None
     directory: str = ""
-    steps: list = field(default_factory=list)
     index_map: list[int] = field(default_factory=list)
     staged: list[dict] = field(default_factory=list)
     rc: int | None = None
-    message: str = ""
-    fell_back: bool = False
 
 
 def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[int]]:

@@ -167,6 +167,29 @@ class StorageAllocator:
         self._open[job] = idx
         return Outcome(job, ALLOCATED, total, tuple((self.state.disks[d].id, b) for d, b in parts), attempt=attempt)
 
+    def commit(self, job: str, parts: Iterable[tuple[str, int]], now: float) -> Outcome:
+        """Record a placement decided elsewhere (the batch kernel's allocator, in spec bytes; this one
+        holds the same disks in real bytes): ``parts`` are ``(disk id, bytes)``, committed all or
+        nothing like :meth:`request`'s own choice (``failed`` if a part does not fit)."""
+        if job in self.state.live:
+            raise RuntimeError(f"job {job!r} already holds an allocation")
+        try:
+            placed = [(self.state.index[d], int(b)) for d, b in parts]
+        except KeyError as exc:
+            raise ValueError(f"job {job!r}: unknown disk {exc.args[0]!r}") from None
+        total = sum(b for _, b in placed)
+        bad = self.state.fits(placed)
+        if bad is not None:
+            self._log.append(AllocationRecord(job, self.state.disks[bad].id, total, now, None, "failed"))
+            return Outcome(job, FAILED, total, reason=f"disk {self.state.disks[bad].id} has {self.state.free(bad)} B free")
+        self.state.commit(job, placed)
+        idx = []
+        for disk, b in placed:
+            idx.append(len(self._log))
+            self._log.append(AllocationRecord(job, self.state.disks[disk].id, b, now, None, "allocated"))
+        self._open[job] = idx
+        return Outcome(job, ALLOCATED, total, tuple((self.state.disks[d].id, b) for d, b in placed))
+
     def release(self, job: str, now: float) -> tuple[tuple[str, int], ...]:
         """Free every part of ``job``'s allocation (the allocation's end, by the caller's clock)."""
         parts = self.state.release(job)
