@@ -37,7 +37,7 @@ from typing import Iterable, Mapping, Any
 
 import numpy as np
 
-from .state import DiskInfo, StorageState
+from .disks import DiskInfo, DiskState
 from .strategies import Strategy, get_strategy
 
 GB = 10**9
@@ -107,7 +107,7 @@ class StorageAllocator:
     def __init__(self, disks: Iterable[DiskInfo | Mapping[str, Any]], strategy: str | Strategy = "best-bandwidth",
                  *, split_threshold: float | None = None, requeue_retries: int = 0,
                  requeue_period: float = 300.0, rng: np.random.Generator | int = 0):
-        self.state = StorageState(disks)
+        self.state = DiskState(disks)
         self.strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
         self.split_threshold = None if split_threshold is None else int(split_threshold)
         if self.split_threshold is not None and self.split_threshold <= 0:
