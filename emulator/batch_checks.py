@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from iolab.errors import SpecError
 from iolab.specs.batch import BatchExperiment
 from iolab.specs.batch_emulation import BatchEmulatorSettings
+from iolab.sim.batch.run import run_batch
 from iolab.specs.load import problems_of
 
 from .batch_jobs import app_phases
@@ -67,8 +68,6 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                                         "emulator.bytes_scale or lower emulator.grid"))
                 break
     if not problems:
-        from iolab.sim.batch.run import run_batch
-
         rec = run_batch(spec, jobs, rows=False)
         makespan = max(st.end for st in rec.jobs) - min(st.queued.submit for st in rec.jobs)
         est = makespan * s.time_scale + LAUNCH_ESTIMATE * len(jobs)

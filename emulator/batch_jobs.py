@@ -22,8 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from iolab.middleware.policies.batch.kernel import JobState
+from iolab.sim.batch.steps import job_steps
 from iolab.specs.batch import BatchExperiment
+
+from .launchers import mpiexec_command
+from .shell import kill_tree, spawn
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE_KINDS = ("stage-in", "stage-out")
@@ -48,8 +54,6 @@ class JobRun(JobState):
 
 def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[int]]:
     """The job's steps on ``tier``, its ``--phases-json`` list and each app phase's step index."""
-    from iolab.sim.batch.steps import job_steps
-
     s, p = spec.emulator, spec.platform
     steps = job_steps(job, tier, p.lps.rate, p.memory_per_node).steps
     phases, index = [], []
@@ -73,9 +77,7 @@ class JobProcesses:
 
     # -- inputs ----------------------------------------------------------------------------------------
     def prepare_inputs(self, jobs: list[JobRun]) -> None:
-        import numpy as np
-
-        from iolab.apps import checkpoint
+        from iolab.apps import checkpoint  # lazy: h5py only when a run writes its inputs
 
         for j in jobs:
             total = int(j.job.input * self.s.bytes_scale)
@@ -96,10 +98,7 @@ class JobProcesses:
     def launch(self, j: JobRun, session, actor: str) -> None:
         """Start ``j``'s ``mpiexec`` in its tier directory ``j.directory`` (already open), with the
         storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
-        from iolab.apps import checkpoint
-
-        from .launchers import mpiexec_command
-        from .shell import spawn
+        from iolab.apps import checkpoint  # lazy: h5py only when a run launches a job
 
         s, job_id = self.s, j.queued.id
         out_dir = self.work / "apps" / job_id
@@ -139,7 +138,7 @@ class JobProcesses:
 
     # -- outputs and processes -------------------------------------------------------------------------
     def output_files(self, j: JobRun) -> list[str]:
-        from iolab.apps import checkpoint
+        from iolab.apps import checkpoint  # lazy: h5py only when a run collects outputs
 
         try:
             m = checkpoint.read_manifest(checkpoint.manifest_path(self.work / "apps" / j.queued.id, j.queued.id))
@@ -151,8 +150,6 @@ class JobProcesses:
 
     @staticmethod
     def kill_all(jobs: list[JobRun]) -> None:
-        from .shell import kill_tree
-
         for j in jobs:
             if j.proc is not None and j.proc.poll() is None:
                 j.rc = kill_tree(j.proc, grace=1.0)

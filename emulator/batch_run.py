@@ -56,6 +56,7 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.kernel import (
     ALLOCATING, DONE, ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel,
 )
+from iolab.middleware.storage_actor import StorageManager, result
 from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
@@ -65,6 +66,7 @@ from .batch_jobs import JobProcesses, JobRun
 from .batch_trace import batch_trace
 from .progress import Progress, run_clock, save_partial
 from .ray_session import RaySession
+from .shell import kill_tree
 
 __all__ = ["BatchEmulation", "run_batch_emulation"]
 
@@ -126,8 +128,6 @@ class BatchEmulation:
 
     # -- life cycle -------------------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
-        from iolab.middleware.storage_actor import StorageManager  # lazy: Ray only when a run starts
-
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
         self.procs.prepare_inputs(self.jobs)
@@ -216,8 +216,6 @@ class BatchEmulation:
     def _ready(self, j: JobRun):
         import ray  # lazy: Ray only when a run starts
 
-        from iolab.middleware.storage_actor import result  # lazy: Ray only when a run starts
-
         done, _ = ray.wait([j.ref], timeout=0)
         if not done:
             return None
@@ -274,8 +272,6 @@ class BatchEmulation:
             self._end(j, FAILED, f"{j.state}: {exc}")
 
     def _watch(self, j: JobRun) -> None:
-        from .shell import kill_tree
-
         rc = j.proc.poll()
         if rc is None:
             limit = self.s.kill_factor * j.queued.walltime * self.s.time_scale + 60
@@ -304,8 +300,6 @@ class BatchEmulation:
         self._end(j, DONE)
 
     def _end(self, j: JobRun, state: str, message: str = "") -> None:
-        from .shell import kill_tree
-
         if j.proc is not None and j.proc.poll() is None:
             j.rc = kill_tree(j.proc, grace=1.0)
         if j.ref is not None:

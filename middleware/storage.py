@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .bucket import TokenBucket
+from .policies.placement import StorageAllocator
 
 LPS, HPS, STAGE = "lps", "hps", "stage"
 TIERS = (LPS, HPS)
@@ -93,8 +94,6 @@ class StorageState:
         self.on_full = on_full
         self.allocator = None
         if disks:
-            from iolab.middleware.policies.placement import StorageAllocator
-
             self.allocator = StorageAllocator(disks, strategy, split_threshold=split_threshold, rng=rng)
             cap = self.allocator.state.capacity
             if hps_capacity and abs(int(hps_capacity) - cap) > len(disks):
