@@ -153,7 +153,22 @@ class StorageAllocator:
             self._log.append(AllocationRecord(job, "", total, now, None, "refused"))
             return Outcome(job, REFUSED, total, attempt=attempt, reason="no disk has room for every part")
         self._attempts.pop(job, None)
-        parts = list(zip(choice, sizes))
+        return self._land(job, list(zip(choice, sizes)), total, now, attempt)
+
+    def commit(self, job: str, parts: Iterable[tuple[str, int]], now: float) -> Outcome:
+        """Record a placement decided elsewhere (the batch kernel's allocator, in spec bytes; this one
+        holds the same disks in real bytes): ``parts`` are ``(disk id, bytes)``, committed all or
+        nothing like :meth:`request`'s own choice (``failed`` if a part does not fit)."""
+        if job in self.state.live:
+            raise RuntimeError(f"job {job!r} already holds an allocation")
+        try:
+            placed = [(self.state.index[d], int(b)) for d, b in parts]
+        except KeyError as exc:
+            raise ValueError(f"job {job!r}: unknown disk {exc.args[0]!r}") from None
+        return self._land(job, placed, sum(b for _, b in placed), now, 0)
+
+    def _land(self, job: str, parts: list[tuple[int, int]], total: int, now: float, attempt: int) -> Outcome:
+        """Commit ``(disk index, bytes)`` parts all or nothing, and log them."""
         bad = self.state.fits(parts)
         if bad is not None:
             self._log.append(AllocationRecord(job, self.state.disks[bad].id, total, now, None, "failed"))
@@ -166,29 +181,6 @@ class StorageAllocator:
             self._log.append(AllocationRecord(job, self.state.disks[disk].id, b, now, None, "allocated"))
         self._open[job] = idx
         return Outcome(job, ALLOCATED, total, tuple((self.state.disks[d].id, b) for d, b in parts), attempt=attempt)
-
-    def commit(self, job: str, parts: Iterable[tuple[str, int]], now: float) -> Outcome:
-        """Record a placement decided elsewhere (the batch kernel's allocator, in spec bytes; this one
-        holds the same disks in real bytes): ``parts`` are ``(disk id, bytes)``, committed all or
-        nothing like :meth:`request`'s own choice (``failed`` if a part does not fit)."""
-        if job in self.state.live:
-            raise RuntimeError(f"job {job!r} already holds an allocation")
-        try:
-            placed = [(self.state.index[d], int(b)) for d, b in parts]
-        except KeyError as exc:
-            raise ValueError(f"job {job!r}: unknown disk {exc.args[0]!r}") from None
-        total = sum(b for _, b in placed)
-        bad = self.state.fits(placed)
-        if bad is not None:
-            self._log.append(AllocationRecord(job, self.state.disks[bad].id, total, now, None, "failed"))
-            return Outcome(job, FAILED, total, reason=f"disk {self.state.disks[bad].id} has {self.state.free(bad)} B free")
-        self.state.commit(job, placed)
-        idx = []
-        for disk, b in placed:
-            idx.append(len(self._log))
-            self._log.append(AllocationRecord(job, self.state.disks[disk].id, b, now, None, "allocated"))
-        self._open[job] = idx
-        return Outcome(job, ALLOCATED, total, tuple((self.state.disks[d].id, b) for d, b in placed))
 
     def release(self, job: str, now: float) -> tuple[tuple[str, int], ...]:
         """Free every part of ``job``'s allocation (the allocation's end, by the caller's clock)."""
