@@ -249,6 +249,7 @@ class BatchEmulation:
                 if rec is None:
                     return
                 j.staged.append(rec)
+                k.staged(j, "stage-in", rec["bytes"] / self.s.bytes_scale, self.now(), tol=1 / self.s.bytes_scale)
                 k.enter(j, RUNNING, self.now())
                 self._launch(j)
                 return
@@ -260,13 +261,14 @@ class BatchEmulation:
                 if rec is None:
                     return
                 j.staged.append(rec)
+                k.staged(j, "stage-out", rec["bytes"] / self.s.bytes_scale, self.now(), tol=1 / self.s.bytes_scale)
                 self._end(j, DONE)
+        except InvariantViolation:
+            raise  # strict mode: a broken rule stops the run
         except Exception as exc:  # a staging or storage error ends this job only
             from ray.exceptions import RayActorError  # lazy: Ray only when a run starts
 
-            if isinstance(exc, (RayActorError, InvariantViolation)):
-                if isinstance(exc, InvariantViolation):
-                    raise
+            if isinstance(exc, RayActorError):
                 raise RunError(f"the storage manager actor died ({type(exc).__name__}); the run is lost") from None
             self.progress.note(f"{j.queued.id} failed in {j.state}: {type(exc).__name__}: {exc}")
             self._end(j, FAILED, f"{j.state}: {exc}")

@@ -151,7 +151,10 @@ class BatchEngine:
                         continue
                     for idx in link.pop_finished(t):
                         s = self.state[idx]
-                        self._phase(s, s.steps[s.step], t)
+                        st = s.steps[s.step]
+                        if k.checker is not None and st.link == "stage":
+                            k.staged(s, st.kind, st.amount, t)
+                        self._phase(s, st, t)
                         self._begin_step(s, t)
                     self._touched_links.add(name)
                 else:  # _RETRY: ask the disks again for a requeued HPS placement

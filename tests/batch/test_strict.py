@@ -186,3 +186,24 @@ def test_normal_runs_pass_strict(scheduler):
         update={"scheduler": spec(JOBS).scheduler.model_copy(update={"kind": scheduler})})
     rec = run_batch(s, strict=True)
     assert all(j.state == "done" for j in rec.jobs)
+
+
+def test_staging_that_moves_other_bytes_than_the_job_holds():
+    s = spec([{"id": "h", "submit": 0, "nodes": 2, "walltime": 100, "runtime": 50, "input": "10GB",
+               "output": "5GB", "storage": "20GB"}])
+    s = s.model_copy(update={"scheduler": s.scheduler.model_copy(update={"kind": "sas"})})
+    k = BatchKernel.from_spec(s, load_workload(s), strict=True)
+    (h,) = k.jobs
+    k.submit(h, 0.0)
+    k.decide(0.0)
+    assert (h.tier, h.state) == ("hps", "stage-in")
+    with pytest.raises(InvariantViolation) as err:
+        k.staged(h, "stage-in", 9e9, 2.0)  # a copy that lost a GB
+    assert (err.value.rule, err.value.subject, err.value.time) == ("bytes-conserved", "h", 2.0)
+    k.staged(h, "stage-in", 10e9 + 5, 2.0, tol=10)  # within the runtime's rounding
+    with pytest.raises(InvariantViolation) as err:
+        k.staged(h, "stage-out", 5e9, 3.0)  # stages out while still staging in
+    assert (err.value.rule, err.value.subject, err.value.time) == ("bytes-conserved", "h", 3.0)
+    # the simulator reports every staging it does, and a normal run passes
+    rec = run_batch(s, strict=True)
+    assert rec.jobs[0].tier == "hps" and rec.jobs[0].state == "done"

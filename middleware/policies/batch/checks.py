@@ -16,7 +16,9 @@ Rules (the ``rule`` of the :class:`~iolab.invariants.InvariantViolation` raised)
   held and free bytes do not add up to it;
 - ``disk-overcommit``: a disk holds more bytes than its capacity, or its bytes
   are not the sum of the live parts on it;
-- ``bytes-conserved``: a placed HPS job whose parts do not add up to its bytes;
+- ``bytes-conserved``: a placed HPS job whose parts do not add up to its bytes, or a
+  staging that moves other bytes than the job's input (stage-in) or output
+  (stage-out), or stages without holding HPS space;
 - ``job-state``: a transition the state machine does not have (e.g. a job that
   ends twice, or stages out before it ran).
 
@@ -94,6 +96,15 @@ class BatchChecker:
                 raise InvariantViolation("bytes-conserved", t, s.queued.id,
                                          f"placed {total} B on {len(s.parts)} part(s) for {s.storage} B")
         self.disks(t, s.queued.id)
+
+    def staged(self, s: "JobState", direction: str, nbytes: float, t: float, tol: float) -> None:
+        want = s.job.input if direction == "stage-in" else s.job.output
+        if s.tier != HPS or not s.parts or s.state != direction:
+            raise InvariantViolation("bytes-conserved", t, s.queued.id, f"{direction} of {nbytes} B while "
+                                     f"{s.state} on {s.tier or 'no tier'} with {len(s.parts)} HPS part(s)")
+        if abs(nbytes - want) > tol + TOL * want:
+            raise InvariantViolation("bytes-conserved", t, s.queued.id, f"{direction} moved {nbytes} B; the job's "
+                                     f"{'input' if direction == 'stage-in' else 'output'} is {want} B")
 
     def transition(self, s: "JobState", state: str, t: float) -> None:
         if state not in _NEXT.get(s.state, ()):

@@ -256,6 +256,12 @@ class BatchKernel:
             self.checker.transition(s, state, t)
         s.state = state
 
+    def staged(self, s: JobState, direction: str, nbytes: float, t: float, tol: float = 0.0) -> None:
+        """The runtime moved ``nbytes`` (spec bytes, to within ``tol``) of ``s`` over the staging
+        link (``stage-in`` or ``stage-out``); checked in strict mode, nothing changes."""
+        if self.checker is not None:
+            self.checker.staged(s, direction, nbytes, t, tol)
+
     def suspend(self, s: JobState, t: float) -> None:
         """Stop ``s``'s progress; it keeps its nodes and its HPS space."""
         if s.state not in (STAGE_IN, RUNNING, STAGE_OUT):
