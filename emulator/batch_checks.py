@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from iolab.specs.batch import BatchExperiment
+from iolab.sim.batch.run import run_batch
 
 from .batch_jobs import app_phases
 from .checks import H5_OVERHEAD, conclude
@@ -47,8 +48,6 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                                         "emulator.bytes_scale or lower emulator.grid"))
                 break
     if not problems:
-        from iolab.sim.batch.run import run_batch
-
         rec = run_batch(spec, jobs, rows=False)
         makespan = max(st.end for st in rec.jobs) - min(st.queued.submit for st in rec.jobs)
         est = makespan * s.time_scale + LAUNCH_ESTIMATE * len(jobs)

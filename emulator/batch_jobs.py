@@ -1,7 +1,7 @@
 """A batch run's jobs as processes: their record, inputs, command line, logs and outputs.
 
-:class:`JobRun` is one job of :mod:`iolab.emulator.batch_run`'s loop (its state, tier,
-nodes, process, staging records).  :class:`JobProcesses` does everything that
+:class:`JobRun` is one job of :mod:`iolab.emulator.batch_run`'s loop: the batch kernel's
+job record plus its nodes, process and staging records.  :class:`JobProcesses` does everything that
 touches a job's files and processes, apart from deciding when: it writes every
 job's input to ``WORK/lps/inputs/<job>/`` before the run (one HDF5 file per
 rank, ``iolab.apps.checkpoint``'s format, ``input * bytes_scale`` bytes together),
@@ -22,42 +22,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from iolab.middleware.policies.batch.kernel import JobState
+from iolab.sim.batch.steps import job_steps
 from iolab.specs.batch import BatchExperiment
+
+from .launchers import mpiexec_command
+from .shell import kill_tree, spawn
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE_KINDS = ("stage-in", "stage-out")
 
 
-@dataclass
-class JobRun:
-    index: int
-    job: Any
-    queued: Any
-    ranks: int
-    state: str = "future"  # future, queued, alloc, stage-in, run, stage-out, ended
-    tier: str = ""
+@dataclass(eq=False)
+class JobRun(JobState):
+    """A job of a real batch run: the kernel's :class:`JobState` (state, tier, times in spec
+    seconds, HPS bytes and parts) plus what its effectors hold (processes, storage calls)."""
+
+    ranks: int = 1
     hosts: list[int] = field(default_factory=list)
-    expected_end: float = math.nan
-    storage: float = 0.0  # spec bytes of HPS held (policy accounting)
-    start: float = math.nan  # wall
-    end: float = math.nan  # wall
     launched: float = math.nan  # wall
-    status: str = "pending"
+    pending: str = ""  # what ``ref`` is: alloc | stage-in | stage-out
     ref: Any = None
     proc: Any = None
     directory: str = ""
-    steps: list = field(default_factory=list)
     index_map: list[int] = field(default_factory=list)
     staged: list[dict] = field(default_factory=list)
     rc: int | None = None
-    message: str = ""
-    fell_back: bool = False
 
 
 def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[int]]:
     """The job's steps on ``tier``, its ``--phases-json`` list and each app phase's step index."""
-    from iolab.sim.batch.steps import job_steps
-
     s, p = spec.emulator, spec.platform
     steps = job_steps(job, tier, p.lps.rate, p.memory_per_node).steps
     phases, index = [], []
@@ -81,9 +77,7 @@ class JobProcesses:
 
     # -- inputs ----------------------------------------------------------------------------------------
     def prepare_inputs(self, jobs: list[JobRun]) -> None:
-        import numpy as np
-
-        from iolab.apps import checkpoint
+        from iolab.apps import checkpoint  # lazy: h5py only when a run writes its inputs
 
         for j in jobs:
             total = int(j.job.input * self.s.bytes_scale)
@@ -104,10 +98,7 @@ class JobProcesses:
     def launch(self, j: JobRun, session, actor: str) -> None:
         """Start ``j``'s ``mpiexec`` in its tier directory ``j.directory`` (already open), with the
         storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
-        from iolab.apps import checkpoint
-
-        from .launchers import mpiexec_command
-        from .shell import spawn
+        from iolab.apps import checkpoint  # lazy: h5py only when a run launches a job
 
         s, job_id = self.s, j.queued.id
         out_dir = self.work / "apps" / job_id
@@ -147,7 +138,7 @@ class JobProcesses:
 
     # -- outputs and processes -------------------------------------------------------------------------
     def output_files(self, j: JobRun) -> list[str]:
-        from iolab.apps import checkpoint
+        from iolab.apps import checkpoint  # lazy: h5py only when a run collects outputs
 
         try:
             m = checkpoint.read_manifest(checkpoint.manifest_path(self.work / "apps" / j.queued.id, j.queued.id))
@@ -159,8 +150,6 @@ class JobProcesses:
 
     @staticmethod
     def kill_all(jobs: list[JobRun]) -> None:
-        from .shell import kill_tree
-
         for j in jobs:
             if j.proc is not None and j.proc.poll() is None:
                 j.rc = kill_tree(j.proc, grace=1.0)

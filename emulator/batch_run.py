@@ -52,6 +52,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from iolab.errors import RunError
+from iolab.invariants import InvariantViolation
+from iolab.middleware.policies.batch.kernel import (
+    ALLOCATING, DONE, ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel,
+)
+from iolab.middleware.storage_actor import StorageManager, result
+from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
 
@@ -62,18 +68,19 @@ from .progress import StatusLine
 from .ray_session import RaySession
 from .run_clock import run_clock, save_partial
 from .settings import default_work_dir, settle_settings
+from .shell import kill_tree
 
 
 def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None, address: str | None = None,
                         work_dir: str | Path | None = None, progress: bool | StatusLine = False,
                         source: str = "<spec>", time_scale: float | None = None,
-                        on_launch: Callable[[str, Any], None] | None = None, **overrides) -> Trace:
+                        on_launch: Callable[[str, Any], None] | None = None, strict: bool | None = None,
+                        **overrides) -> Trace:
     """Emulate the batch experiment ``spec``; returns the trace, also written to ``out`` if given.
 
     ``on_launch(job, popen)`` is called right after each job's ``mpiexec`` starts (tests use it
-    to kill a job).  Raises SpecError/RunError before any process starts."""
-    from iolab.sim.workloads import load_workload
-
+    to kill a job).  ``strict`` checks every decision and state change of the batch kernel
+    (default: ``IOLAB_STRICT``).  Raises SpecError/RunError before any process starts."""
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
@@ -83,39 +90,34 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
     run = BatchEmulation(spec, jobs, work, mpiexec, address,
                          progress if isinstance(progress, StatusLine) else StatusLine(bool(progress), prefix="batch",
                                                                                       every=s.progress_every),
-                         on_launch)
+                         on_launch, strict=strict)
     return run.run(out)
 
 
 # ---------------------------------------------------------------- the run
 
 class BatchEmulation:
+    """The batch kernel advanced on wall time, with the effectors of a real run."""
+
     poll = 0.05
 
     def __init__(self, spec: BatchExperiment, jobs: list, work: Path, mpiexec: str, address: str | None,
-                 progress: StatusLine, on_launch: Callable[[str, Any], None] | None = None):
-        from iolab.middleware.policies.batch import TierRates, get_scheduler
-        from iolab.middleware.policies.batch import QueuedJob
-
-        import numpy as np
-
+                 progress: StatusLine, on_launch: Callable[[str, Any], None] | None = None,
+                 strict: bool | None = None):
         self.spec, self.work, self.address = spec, work, address
         self.s = spec.emulator
         self.progress, self.on_launch = progress, on_launch
         p = spec.platform
-        self.policy = get_scheduler(spec.scheduler.kind, p=spec.scheduler.p, rng=np.random.default_rng(spec.seed))
-        if hasattr(self.policy, "project"):
-            self.policy.project = False
-        self.rates = TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate)
-        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
-        self.jobs = [JobRun(k, jobs[i], QueuedJob.from_job(jobs[i]), self.s.ranks_for(jobs[i].nodes))
-                     for k, i in enumerate(order)]
-        self.free_nodes = list(range(p.nodes))
+        ranks = self.s.ranks_for
+        self.kernel = BatchKernel.from_spec(spec, jobs, strict=strict,
+                                            make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
+        self.policy = self.kernel.policy
+        self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
+        self.free_hosts = list(range(p.nodes))
         self.hps_capacity = p.hps.total_capacity
         self.mgr = None
         self.t0: float | None = None
         self.wall0 = time.time()
-        self.decisions = 0
         self.lps = work / "lps"
         self.hps = work / "hps"
         self.procs = JobProcesses(spec, work, mpiexec)
@@ -126,8 +128,6 @@ class BatchEmulation:
 
     # -- life cycle -------------------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
-        from iolab.middleware.storage_actor import StorageManager
-
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
         self.procs.prepare_inputs(self.jobs)
@@ -137,13 +137,10 @@ class BatchEmulation:
             p, s = self.spec.platform, self.s
             cap = s.bandwidth_cap
             disks = p.hps.layout() if p.hps.servers else None
-            if disks:
+            if disks:  # the kernel places the bytes (spec's placement); the manager holds them, scaled
                 disks = [{**d, "capacity": int(d["capacity"] * s.bytes_scale)} for d in disks]
             self.mgr = StorageManager.create(
                 str(self.lps), str(self.hps), math.ceil(self.hps_capacity * s.bytes_scale), disks=disks,
-                strategy=self.spec.placement.strategy,
-                split_threshold=(int(self.spec.placement.split.threshold * s.bytes_scale)
-                                 if self.spec.placement.split.enabled else None),
                 rng=self.spec.seed, on_full=s.hps_full, chunk=s.chunk_bytes,
                 rates={"lps": s.wall_rate(p.lps.rate) if cap else None,
                        "hps": s.wall_rate(p.hps.rate) if cap else None,
@@ -165,33 +162,33 @@ class BatchEmulation:
         self.progress.note("interrupted: killing every job")
         self._kill_all()
         for j in self.jobs:
-            if j.state not in ("future", "queued", "ended"):
-                self._end(j, "killed", "interrupted")
+            if j.state in HOLDING:
+                self._end(j, KILLED, "interrupted")
         save_partial(lambda: self._trace(complete=False), out, self.work, self.progress)
 
     def _kill_all(self) -> None:
         self.procs.kill_all(self.jobs)
 
-    # -- the loop ---------------------------------------------------------------------------------------
+    # -- the loop: the kernel on wall time ----------------------------------------------------------
     def _loop(self) -> None:
+        k = self.kernel
         future = list(self.jobs)
-        queue: dict[str, JobRun] = {}
         last = -math.inf
         while True:
             now = self.now()
-            changed = False
             while future and future[0].queued.submit <= now:
-                j = future.pop(0)
-                j.state = "queued"
-                queue[j.queued.id] = j
-                changed = True
-            for j in self.jobs:
-                if j.state in ("alloc", "stage-in", "run", "stage-out"):
-                    changed |= self._advance(j)
-            if changed and queue:
-                for j in self._decide(queue, now):
+                k.submit(future.pop(0), now)
+            for j in list(k.running.values()):
+                if j.state == ALLOCATING:
+                    if now >= j.retry_at:
+                        k.retry(j, now)
+                        self._begin(j)
+                else:
                     self._advance(j)
-            if not future and not queue and all(j.state == "ended" for j in self.jobs):
+            while k.changed:
+                for j in k.decide(self.now()):
+                    self._begin(j)
+            if not future and not k.queue and not k.running:
                 self._progress_line(force=True)
                 return
             if time.time() - last >= self.s.progress_every:
@@ -199,175 +196,157 @@ class BatchEmulation:
                 last = time.time()
             time.sleep(self.poll)
 
-    def _decide(self, queue: dict[str, JobRun], now: float) -> list[JobRun]:
-        from iolab.middleware.policies.batch import HPS, RunningJob, Snapshot
-
-        running = [j for j in self.jobs if j.state in ("alloc", "stage-in", "run", "stage-out")]
-        held = sum(j.storage for j in running)
-        snap = Snapshot(
-            now=now, total_nodes=self.spec.platform.nodes, free_nodes=len(self.free_nodes),
-            queue=tuple(j.queued for j in queue.values()),
-            running=tuple(RunningJob(j.queued.id, j.queued.nodes, j.expected_end, j.tier, j.storage)
-                          for j in running),
-            hps_capacity=self.hps_capacity, hps_free=min(max(self.hps_capacity - held, 0.0), self.hps_capacity),
-            rates=self.rates)
-        d = self.policy.decide(snap)
-        self.decisions += 1
-        started = []
-        for st in d.starts:
-            j = queue.pop(st.job)
-            if j.queued.nodes > len(self.free_nodes):
-                raise RuntimeError(f"policy {self.policy.name} started {st.job} on {j.queued.nodes} nodes; "
-                                   f"{len(self.free_nodes)} free")
-            j.hosts, self.free_nodes = self.free_nodes[: j.queued.nodes], self.free_nodes[j.queued.nodes:]
-            j.tier, j.expected_end, j.start = st.tier, st.expected_end, time.time()
-            j.storage = j.queued.storage if st.tier == HPS else 0.0
-            if st.tier == HPS:
-                j.ref = self.mgr.allocate_async(j.queued.id, int(j.queued.storage * self.s.bytes_scale))
-                j.state = "alloc"
-            else:
-                self._launch(j)
-            started.append(j)
-        return started
+    # -- effectors ---------------------------------------------------------------------------------
+    def _begin(self, j: JobRun) -> None:
+        """A job the kernel started: take its hosts; on HPS ask the manager for the bytes the
+        kernel placed, else launch it."""
+        if not j.hosts:
+            n = j.queued.nodes
+            j.hosts, self.free_hosts = self.free_hosts[:n], self.free_hosts[n:]
+        if j.state == ALLOCATING:
+            return  # the kernel asks the disks again at j.retry_at
+        if j.state == STAGE_IN:
+            bs = self.s.bytes_scale
+            parts = [(d, int(b * bs)) for d, b in j.parts] if self.kernel.allocator is not None else None
+            nbytes = sum(b for _, b in parts) if parts is not None else int(j.queued.storage * bs)
+            j.ref, j.pending = self.mgr.allocate_async(j.queued.id, nbytes, parts), "alloc"
+        else:
+            self._launch(j)
 
     def _ready(self, j: JobRun):
-        import ray
+        import ray  # lazy: Ray only when a run starts
 
         done, _ = ray.wait([j.ref], timeout=0)
         if not done:
             return None
-        from iolab.middleware.storage_actor import result
-
-        ref, j.ref = j.ref, None
+        ref, j.ref, j.pending = j.ref, None, ""
         return result(ref)
 
-    def _advance(self, j: JobRun) -> bool:
-        """Move ``j`` on if its current step is over; True if it ended (nodes changed)."""
+    def _advance(self, j: JobRun) -> None:
+        """Move ``j`` on if its current effector is done."""
+        k = self.kernel
         try:
-            if j.state == "alloc":
+            if j.pending == "alloc":
                 a = self._ready(j)
                 if a is None:
-                    return False
-                if a["status"] != "allocated":  # refused (hps_full: refuse, or placement): fall back to LPS
+                    return
+                if a["status"] != "allocated":  # refused by the manager (hps_full: refuse): fall back to LPS
                     self.progress.note(f"{j.queued.id}: HPS allocation {a['status']} ({a['reason']}); runs on LPS")
-                    j.tier, j.storage, j.fell_back = "lps", 0.0, True
-                    j.expected_end = self.now() + j.queued.walltime
+                    k.fall_back(j, self.now(), f"storage manager: {a['status']} ({a['reason']})")
                     self._launch(j)
-                    return True  # the HPS bytes the policy reserved are back
+                    return
                 j.directory = self.mgr.open_dir("hps", j.queued.id)
                 sources = self.procs.inputs(j)
                 if sources:
                     j.ref = self.mgr.stage_async(j.queued.id, "stage-in", sources, j.directory + "/input")
-                    j.state = "stage-in"
-                    return False
+                    j.pending = "stage-in"
+                    return
+                k.enter(j, RUNNING, self.now())
                 self._launch(j)
-                return False
-            if j.state == "stage-in":
+                return
+            if j.pending == "stage-in":
                 rec = self._ready(j)
                 if rec is None:
-                    return False
+                    return
                 j.staged.append(rec)
+                k.staged(j, "stage-in", rec["bytes"] / self.s.bytes_scale, self.now(), tol=1 / self.s.bytes_scale)
+                k.enter(j, RUNNING, self.now())
                 self._launch(j)
-                return False
-            if j.state == "run":
-                return self._watch(j)
-            if j.state == "stage-out":
+                return
+            if j.state == RUNNING:
+                self._watch(j)
+                return
+            if j.pending == "stage-out":
                 rec = self._ready(j)
                 if rec is None:
-                    return False
+                    return
                 j.staged.append(rec)
-                self._end(j, "ok")
-                return True
+                k.staged(j, "stage-out", rec["bytes"] / self.s.bytes_scale, self.now(), tol=1 / self.s.bytes_scale)
+                self._end(j, DONE)
+        except InvariantViolation:
+            raise  # strict mode: a broken rule stops the run
         except Exception as exc:  # a staging or storage error ends this job only
-            from ray.exceptions import RayActorError
+            from ray.exceptions import RayActorError  # lazy: Ray only when a run starts
 
             if isinstance(exc, RayActorError):
                 raise RunError(f"the storage manager actor died ({type(exc).__name__}); the run is lost") from None
             self.progress.note(f"{j.queued.id} failed in {j.state}: {type(exc).__name__}: {exc}")
-            self._end(j, "failed", f"{j.state}: {exc}")
-            return True
-        return False
+            self._end(j, FAILED, f"{j.state}: {exc}")
 
-    def _watch(self, j: JobRun) -> bool:
-        from .shell import kill_tree
-
+    def _watch(self, j: JobRun) -> None:
         rc = j.proc.poll()
         if rc is None:
             limit = self.s.kill_factor * j.queued.walltime * self.s.time_scale + 60
             if time.time() - j.launched > limit:
                 j.rc = kill_tree(j.proc, grace=2.0)
                 self.progress.note(f"{j.queued.id} killed: ran {limit:.0f} s wall (kill_factor x walltime)")
-                self._end(j, "killed", f"ran longer than {limit:.0f} s wall")
-                return True
-            return False
+                self._end(j, KILLED, f"ran longer than {limit:.0f} s wall")
+            return
         j.rc = rc
         if rc != 0:
             kill_tree(j.proc, grace=1.0)  # ranks left behind by a killed mpiexec
             self.progress.note(f"{j.queued.id} failed: exit {rc} (log: {self.procs.log(j)})")
-            self._end(j, "failed", f"processes exited with code {rc}")
-            return True
+            self._end(j, FAILED, f"processes exited with code {rc}")
+            return
         files = self.procs.output_files(j)
         if j.tier == "hps" and j.job.output > 0 and files:
+            self.kernel.enter(j, STAGE_OUT, self.now())
             j.ref = self.mgr.stage_async(j.queued.id, "stage-out", files, str(self.lps / "outputs" / j.queued.id))
-            j.state = "stage-out"
-            return False
+            j.pending = "stage-out"
+            return
         if j.tier == "lps" and j.job.output > 0 and files:
             dest = self.lps / "outputs" / j.queued.id
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(dest, ignore_errors=True)
             os.replace(Path(files[0]).parent, dest)  # LPS is the permanent store: a rename, no copy
-        self._end(j, "ok")
-        return True
+        self._end(j, DONE)
 
-    def _end(self, j: JobRun, status: str, message: str = "") -> None:
-        from .shell import kill_tree
-
+    def _end(self, j: JobRun, state: str, message: str = "") -> None:
         if j.proc is not None and j.proc.poll() is None:
             j.rc = kill_tree(j.proc, grace=1.0)
         if j.ref is not None:
-            import ray
+            import ray  # lazy: Ray only when a run starts
 
             try:
                 ray.cancel(j.ref)
             except Exception:
                 pass
-            j.ref = None
+            j.ref, j.pending = None, ""
         try:
             self.mgr.free(j.queued.id)
         except Exception as exc:
             self.progress.note(f"{j.queued.id}: freeing its storage failed: {exc}")
-        j.end, j.state, j.status, j.message = time.time(), "ended", status, message
-        self.free_nodes = sorted(self.free_nodes + j.hosts)
-        j.storage = 0.0
+        self.kernel.finish(j, self.now(), state, message)
+        self.free_hosts = sorted(self.free_hosts + j.hosts)
 
     # -- launching -----------------------------------------------------------------------------------------
     def _launch(self, j: JobRun) -> None:
         if j.tier == "lps":
             j.directory = self.mgr.open_dir("lps", j.queued.id)
         self.procs.launch(j, self.session, self.mgr.name)
-        j.state = "run"
         if self.on_launch is not None:
             self.on_launch(j.queued.id, j.proc)
 
     def _progress_line(self, force: bool = False) -> None:
         if not self.progress.enabled:
             return
+        k = self.kernel
         counts: dict[str, int] = {}
         for j in self.jobs:
             counts[j.state] = counts.get(j.state, 0) + 1
-        on_hps = sum(1 for j in self.jobs if j.state not in ("future", "queued", "ended") and j.tier == "hps")
-        held = sum(j.storage for j in self.jobs)
-        ended = counts.get("ended", 0)
-        failed = sum(1 for j in self.jobs if j.status in ("failed", "killed"))
+        on_hps = sum(1 for j in k.running.values() if j.tier == "hps")
+        held = sum(j.storage for j in k.running.values())
+        ended = sum(counts.get(x, 0) for x in ENDED)
+        failed = counts.get(FAILED, 0) + counts.get(KILLED, 0)
         line = (f"t={self.now():.0f} s ({time.time() - self.t0:.0f} s wall)  submitted "
-                f"{len(self.jobs) - counts.get('future', 0)}/{len(self.jobs)}  queued {counts.get('queued', 0)}  "
-                f"running {sum(counts.get(k, 0) for k in ('alloc', 'stage-in', 'run', 'stage-out'))} "
-                f"({on_hps} on HPS, {counts.get('stage-in', 0) + counts.get('stage-out', 0)} staging)  "
-                f"ended {ended} ({failed} failed)  nodes free {len(self.free_nodes)}/{self.spec.platform.nodes}  "
+                f"{len(self.jobs) - counts.get(FUTURE, 0)}/{len(self.jobs)}  queued {counts.get(QUEUED, 0)}  "
+                f"running {len(k.running)} ({on_hps} on HPS, {counts.get(STAGE_IN, 0) + counts.get(STAGE_OUT, 0)} "
+                f"staging)  ended {ended} ({failed} failed)  nodes free {k.free_nodes}/{k.total_nodes}  "
                 f"HPS held {held / max(self.hps_capacity, 1e-300):.0%}")
         self.progress.note(line)
 
     # -- the trace ---------------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
-        return batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.decisions, work=self.work,
-                           complete=complete)
+        requests = [r for r in self.kernel.allocation_rows() if r[5] != "allocated"] if self.kernel.allocator else []
+        return batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
+                           work=self.work, complete=complete, requests=requests)

@@ -3,7 +3,8 @@ so ``iolab simulate`` and ``iolab emulate`` compare directly.
 
 :func:`batch_trace` assembles it from the jobs of :mod:`iolab.emulator.batch_run`'s loop
 and the storage manager's records (phases, allocations, suspend/resume actions);
-wall times become spec seconds with :func:`spec_time`.
+the kernel's times are spec seconds already, the manager's wall times become
+spec seconds with :func:`spec_time`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 from iolab import __version__
+from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 
@@ -27,9 +29,11 @@ def spec_time(wall: float, t0: float, time_scale: float) -> float:
 
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
-                work: Path, complete: bool) -> Trace:
+                work: Path, complete: bool, requests: list[tuple] = ()) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
-    time ``t0``; an unreachable manager gives a trace without storage rows."""
+    time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
+    kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
+    seconds), beside the manager's rows of the bytes it really holds."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
     hps_capacity = p.hps.total_capacity
@@ -63,9 +67,10 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         if j.queued.id in first_phase and j.launched == j.launched:
             launch_overhead[j.queued.id] = first_phase[j.queued.id] - j.launched
         job = j.job
-        status_ = j.status if j.state == "ended" else ("killed" if j.state not in ("future", "queued") else "pending")
+        ended = j.state in ENDED
+        status_ = j.status if ended else ("killed" if j.state not in (FUTURE, QUEUED) else "pending")
         tb.add_job(id=j.queued.id, rank=j.index, nodes=j.queued.nodes, release=float(job.submit),
-                   start=secs(j.start), end=secs(j.end) if j.state == "ended" else math.nan,
+                   start=j.start, end=j.end if ended else math.nan,
                    io_node=-1, pack=-1, status=status_, tier=j.tier, min_time=float(job.runtime),
                    compute_time=max(0.0, float(job.runtime) - (job.input + job.output + job.data) / p.lps.rate),
                    io_volume=float(job.input + job.output + job.data),
@@ -73,6 +78,8 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)
+    for job, disk, nbytes, alloc, free, st in requests:
+        tb.add_allocation(job=job, disk=disk, bytes=nbytes, alloc=alloc, free=free, status=st)
     for job, sus, res in rec["actions"]:
         tb.add_action(job=job, suspend=secs(sus), resume=secs(res))
     staging = [st for j in jobs for st in j.staged]
@@ -86,7 +93,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,
         wall_seconds=time.time() - t0 if t0 else 0.0, t0=t0 or 0.0, work_dir=str(work),
         failures={j.queued.id: {"status": j.status, "reason": j.message, "rc": j.rc,
-                                "time": secs(j.end)}
+                                "time": j.end}
                   for j in jobs if j.status in ("failed", "killed")},
         exit_codes={j.queued.id: j.rc for j in jobs if j.rc is not None},
         launch_overhead=launch_overhead,

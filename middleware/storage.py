@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .bucket import TokenBucket
+from .policies.placement import StorageAllocator
 
 LPS, HPS, STAGE = "lps", "hps", "stage"
 TIERS = (LPS, HPS)
@@ -93,8 +94,6 @@ class StorageState:
         self.on_full = on_full
         self.allocator = None
         if disks:
-            from iolab.middleware.policies.placement import StorageAllocator
-
             self.allocator = StorageAllocator(disks, strategy, split_threshold=split_threshold, rng=rng)
             cap = self.allocator.state.capacity
             if hps_capacity and abs(int(hps_capacity) - cap) > len(disks):
@@ -107,7 +106,7 @@ class StorageState:
         self.buckets = {link: TokenBucket(rates.get(link)) for link in LINKS}
         self.used = 0
         self.live: dict[str, Allocation] = {}
-        self.waiting: OrderedDict[str, int] = OrderedDict()  # job -> bytes, FIFO
+        self.waiting: OrderedDict[str, tuple] = OrderedDict()  # job -> (bytes, parts or None), FIFO
         self.dirs: dict[str, tuple[str, Path]] = {}  # job -> (tier, directory)
         self.log: list[list] = []  # job, disk, bytes, alloc, free, status
         self._open_rows: dict[str, list[int]] = {}
@@ -157,10 +156,20 @@ class StorageState:
     def free_bytes(self) -> int:
         return self.capacity - self.used
 
-    def allocate(self, job: str, nbytes: int, now: float) -> Allocation:
-        """Ask for ``nbytes`` of HPS: allocated now, waiting (granted by a later ``free``), or refused."""
+    def allocate(self, job: str, nbytes: int, now: float, parts: Sequence[tuple[str, int]] | None = None) -> Allocation:
+        """Ask for ``nbytes`` of HPS: allocated now, waiting (granted by a later ``free``), or refused.
+
+        ``parts``: the ``(disk id, bytes)`` the caller placed them on (the batch kernel, which
+        runs the spec's placement once for both runtimes); they must sum to ``nbytes``.
+        Without ``parts`` this state's own allocator places them (strategy, split)."""
         check_job_name(job)
         nbytes = int(nbytes)
+        if parts is not None:
+            parts = tuple((str(d), int(b)) for d, b in parts)
+            if sum(b for _, b in parts) != nbytes:
+                raise ValueError(f"job {job!r}: parts sum to {sum(b for _, b in parts)} B, not {nbytes} B")
+            if self.allocator is None and any(d != POOL for d, _ in parts):
+                raise ValueError(f"job {job!r}: parts on disks, but this HPS is one pool")
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         if job in self.live or job in self.waiting:
@@ -168,21 +177,22 @@ class StorageState:
         if nbytes > self.capacity:
             return self._refuse(job, nbytes, now, f"{nbytes} B exceeds the HPS capacity {self.capacity} B")
         if not self.waiting:  # FIFO: nobody jumps the queue
-            a = self._try(job, nbytes, now)
+            a = self._try(job, nbytes, now, parts)
             if a is not None:
                 return a
         if self.on_full == "refuse":
             return self._refuse(job, nbytes, now, f"{nbytes} B do not fit ({self.free_bytes} B free)")
-        self.waiting[job] = nbytes
+        self.waiting[job] = (nbytes, parts)
         return Allocation(job, "waiting", nbytes, reason=f"{self.free_bytes} B free")
 
-    def _try(self, job: str, nbytes: int, now: float) -> Allocation | None:
+    def _try(self, job: str, nbytes: int, now: float, placed: tuple | None = None) -> Allocation | None:
         if nbytes > self.free_bytes:
             return None
         if self.allocator is None or nbytes == 0:
             parts = ((POOL, nbytes),)
         else:
-            out = self.allocator.request(job, nbytes, now)
+            out = (self.allocator.request(job, nbytes, now) if placed is None
+                   else self.allocator.commit(job, placed, now))
             if out.status != "allocated":
                 return None  # placement found no room on the disks: wait or refuse like a full tier
             parts = out.parts
@@ -230,8 +240,8 @@ class StorageState:
     def _grant_waiting(self, now: float) -> list[Allocation]:
         granted = []
         while self.waiting:
-            job, nbytes = next(iter(self.waiting.items()))
-            a = self._try(job, nbytes, now)
+            job, (nbytes, placed) = next(iter(self.waiting.items()))
+            a = self._try(job, nbytes, now, placed)
             if a is None:
                 break
             del self.waiting[job]

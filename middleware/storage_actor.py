@@ -43,9 +43,9 @@ class _StorageActor:
         return time.time()
 
     # -- allocations ---------------------------------------------------------------------------
-    async def allocate(self, job: str, nbytes: int) -> dict:
+    async def allocate(self, job: str, nbytes: int, parts: list | None = None) -> dict:
         with self.lock:
-            a = self.state.allocate(job, nbytes, time.time())
+            a = self.state.allocate(job, nbytes, time.time(), parts)
         if a.status != "waiting":
             return a.__dict__
         fut = asyncio.get_running_loop().create_future()
@@ -142,14 +142,15 @@ class StorageManager(ActorHandle):
         return cls._spawn(_StorageActor, {**kwargs, "chunk": int(chunk)}, name, namespace)
 
     # -- calls ----------------------------------------------------------------------------------------
-    def allocate_async(self, job: str, nbytes: int):
+    def allocate_async(self, job: str, nbytes: int, parts: list | None = None):
+        """``parts``: the ``(disk id, bytes)`` the caller placed the bytes on (else the manager places them)."""
         check_job_name(job)
         if int(nbytes) < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
-        return self._h.allocate.remote(job, int(nbytes))
+        return self._h.allocate.remote(job, int(nbytes), [(str(d), int(b)) for d, b in parts] if parts else None)
 
-    def allocate(self, job: str, nbytes: int, timeout: float | None = None) -> dict:
-        return call(self.allocate_async(job, nbytes), timeout=timeout)
+    def allocate(self, job: str, nbytes: int, timeout: float | None = None, parts: list | None = None) -> dict:
+        return call(self.allocate_async(job, nbytes, parts), timeout=timeout)
 
     def free(self, job: str) -> int:
         return call(self._h.free.remote(check_job_name(job)), timeout=120)

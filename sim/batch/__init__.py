@@ -1,6 +1,9 @@
-"""The batch level of the simulator: jobs, a batch scheduler, tiers and shared links.
+"""The batch level of the simulator: the batch kernel advanced on simulated time.
 
-See :mod:`iolab.sim.batch.engine` for the model and :func:`iolab.sim.batch.run.simulate_batch`.
+The kernel (queue, job states, policy, nodes, HPS bytes and disks) is
+:mod:`iolab.middleware.policies.batch.kernel`, shared with the real-clock batch loop;
+:mod:`iolab.sim.batch.engine` adds simulated time and the jobs' steps on shared links,
+:func:`iolab.sim.batch.run.simulate_batch` the trace.
 """
 
 from .engine import BatchEngine

@@ -1,4 +1,4 @@
-"""The batch engine: jobs arrive, a batch policy starts them, they run their steps.
+"""The batch simulator: the batch kernel advanced on simulated time, bytes moved on shared links.
 
 Model (lackner2019 §III-A, §IV-B):
 
@@ -9,15 +9,19 @@ Model (lackner2019 §III-A, §IV-B):
   compute nodes <-> LPS at R_lps, compute nodes <-> HPS at R_hps, LPS <-> HPS
   at R_stage; they do not interfere with each other;
 - the HPS has a capacity; a job on HPS holds its requested ``storage`` bytes
-  from its start to its end; the policy never starts a job that would
-  overcommit it (checked here too: it would be a policy bug).
+  from its start to its end, placed on the HPS disks (if the platform has
+  them) by the spec's ``placement``.
 
-The policy (any ``iolab.middleware.policies.batch`` scheduler, the very objects a
-real-clock batch loop calls) decides once per instant at which something
-changed (a submission or a job end), on a :class:`Snapshot` of the queue,
-the running jobs with their planned ends, the free nodes and HPS bytes.
-Every decision's plan can be recorded (``record_plans``): soysal2019's
-walltime-quality and node-allocation-prediction studies need plans over time.
+Everything decision-relevant (queue, job states, snapshot, policy, nodes, HPS
+bytes, disk placement, strict checks) is the kernel's,
+:class:`iolab.middleware.policies.batch.kernel.BatchKernel`, the very object the
+real-clock batch loop (``iolab.emulator.batch_run``) drives.  This module adds
+simulated time (an event heap: submissions, step ends, link completions,
+placement retries) and the jobs' steps (:mod:`.steps`) on the links.  The
+kernel decides at every instant at which something changed, again and again
+while a decision's starts end at once (jobs of runtime 0).  Every decision's
+plan can be recorded (``record_plans``): soysal2019's walltime-quality and
+node-allocation-prediction studies need plans over time.
 """
 
 from __future__ import annotations
@@ -28,27 +32,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
+from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
+from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
 
 from ..fairshare import FairShareLink
 from .steps import COMPUTE, job_steps
 
-_SUBMIT, _STEP_END, _LINK = 0, 1, 2
-
-
-@dataclass
-class JobState:
-    index: int
-    job: object
-    queued: QueuedJob
-    tier: str = ""
-    start: float = math.nan
-    end: float = math.nan
-    expected_end: float = math.nan
-    storage: float = 0.0
-    steps: tuple = ()
-    step: int = -1
-    step_start: float = 0.0
+_SUBMIT, _STEP_END, _LINK, _RETRY = 0, 1, 2, 3
+_STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
 
 
 @dataclass
@@ -64,28 +55,33 @@ class BatchRecord:
 
 
 class BatchEngine:
+    """Runs a :class:`BatchKernel` on simulated time.  Built from the kernel's arguments
+    (``BatchEngine(jobs, policy, total_nodes=..., ...)``) or around a kernel
+    (:meth:`around`)."""
+
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float,
                  rates: TierRates, memory_per_node: float, rows: bool = True,
-                 record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None):
-        self.policy = policy
-        self.total_nodes = total_nodes
-        self.hps_capacity = hps_capacity
-        self.rates = rates
+                 record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
+                 allocator=None, strict: bool | None = None):
+        kernel = BatchKernel(jobs, policy, total_nodes=total_nodes, hps_capacity=hps_capacity, rates=rates,
+                             allocator=allocator, strict=strict, record_plans=record_plans, on_decision=on_decision)
+        self._setup(kernel, memory_per_node, rows)
+
+    @classmethod
+    def around(cls, kernel: BatchKernel, *, memory_per_node: float, rows: bool = True) -> "BatchEngine":
+        self = cls.__new__(cls)
+        self._setup(kernel, memory_per_node, rows)
+        return self
+
+    def _setup(self, kernel: BatchKernel, memory_per_node: float, rows: bool) -> None:
+        self.kernel = kernel
+        self.policy = kernel.policy
+        self.state = kernel.jobs
+        self.rates = kernel.rates
         self.memory = memory_per_node
         self.rows = rows
-        self.record_plans = record_plans
-        self.on_decision = on_decision
-        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
-        self.state = [JobState(k, jobs[i], QueuedJob.from_job(jobs[i])) for k, i in enumerate(order)]
-        # every job checked once here; the decisions then use Snapshot.trusted (no O(queue) re-check)
-        Snapshot.check_jobs([s.queued for s in self.state], total_nodes)
-        self.by_id = {s.queued.id: s for s in self.state}
-        self.links = {LPS: FairShareLink(rates.lps), HPS: FairShareLink(rates.hps),
-                      "stage": FairShareLink(rates.stage)}
-        self.queue: dict[str, JobState] = {}  # insertion order = submit order
-        self.running: dict[str, JobState] = {}
-        self.free_nodes = total_nodes
-        self.hps_free = hps_capacity
+        self.links = {LPS: FairShareLink(self.rates.lps), HPS: FairShareLink(self.rates.hps),
+                      "stage": FairShareLink(self.rates.stage)}
         self.rec = BatchRecord(self.state)
         self._heap: list[tuple] = []
         self._seq = itertools.count()
@@ -95,11 +91,23 @@ class BatchEngine:
     def _push(self, t: float, ev: int, arg) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), ev, arg))
 
+    def _begin(self, s: JobState, t: float) -> None:
+        """A job the kernel started (or placed after a retry) begins its steps on its tier."""
+        if s.state == ALLOCATING:
+            self._push(s.retry_at, _RETRY, s.index)
+            return
+        s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory).steps
+        s.step = -1
+        self._begin_step(s, t)
+
     def _begin_step(self, s: JobState, t: float) -> None:
         s.step += 1
         while s.step < len(s.steps):
             st = s.steps[s.step]
             s.step_start = t
+            want = _STATE_OF.get(st.kind, RUNNING)
+            if s.state != want:
+                self.kernel.enter(s, want, t)
             if st.kind == COMPUTE:
                 if st.amount > 0:
                     self._push(t + st.amount, _STEP_END, s.index)
@@ -110,7 +118,7 @@ class BatchEngine:
             self.links[st.link].add(s.index, st.amount, t)
             self._touched_links.add(st.link)
             return
-        self._finish(s, t)
+        self.kernel.finish(s, t)
 
     def _phase(self, s: JobState, st, t: float) -> None:
         if self.rows:
@@ -118,85 +126,44 @@ class BatchEngine:
                                     s.step_start, t, 0.0 if st.kind == COMPUTE else st.amount, -1,
                                     "stage" if st.link == "stage" else s.tier))
 
-    def _finish(self, s: JobState, t: float) -> None:
-        s.end = t
-        del self.running[s.queued.id]
-        self.free_nodes += s.queued.nodes
-        if s.tier == HPS:
-            self.hps_free += s.storage
-            if self.rows:
-                self.rec.allocations.append((s.queued.id, "hps", s.storage, s.start, t, "allocated"))
-        self._changed = True
-
-    def _start(self, s: JobState, tier: str, expected_end: float, t: float) -> None:
-        q = s.queued
-        if q.nodes > self.free_nodes:
-            raise RuntimeError(f"policy {self.policy.name} started {q.id} on {q.nodes} nodes; {self.free_nodes} free")
-        storage = q.storage if tier == HPS else 0.0
-        if storage > self.hps_free * (1 + 1e-12) + 1e-6:
-            raise RuntimeError(f"policy {self.policy.name} overcommits HPS with {q.id}: {storage} > {self.hps_free}")
-        del self.queue[q.id]
-        self.running[q.id] = s
-        self.free_nodes -= q.nodes
-        self.hps_free -= storage
-        s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
-        s.steps = job_steps(s.job, tier, self.rates.lps, self.memory).steps
-        self._begin_step(s, t)
-
-    def _decide(self, t: float) -> None:
-        if not self.queue:
-            return
-        if not self.record_plans and self.free_nodes < min(s.queued.nodes for s in self.queue.values()):
-            return  # no waiting job fits in the free nodes: nothing can start (any policy)
-        snap = Snapshot.trusted(
-            now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
-            queue=tuple(s.queued for s in self.queue.values()),
-            running=tuple(RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
-                          for s in self.running.values()),
-            hps_capacity=self.hps_capacity, hps_free=min(max(self.hps_free, 0.0), self.hps_capacity),
-            rates=self.rates,
-        )
-        d = self.policy.decide(snap)
-        self.rec.decisions += 1
-        if self.record_plans:
-            self.rec.plans.extend((t, e.job, e.start, e.tier, e.reserved) for e in d.plan)
-        if self.on_decision is not None:
-            self.on_decision(d)
-        for st in d.starts:
-            self._start(self.by_id[st.job], st.tier, st.expected_end, t)
-
     # -- main loop --------------------------------------------------------
     def run(self) -> BatchRecord:
+        k = self.kernel
         for s in self.state:
             self._push(s.queued.submit, _SUBMIT, s.index)
         heap = self._heap
         events = 0
         while heap:
             t = heap[0][0]
-            self._changed = False
             while heap and heap[0][0] == t:
                 _, _, ev, arg = heapq.heappop(heap)
                 events += 1
                 if ev == _SUBMIT:
-                    s = self.state[arg]
-                    self.queue[s.queued.id] = s
-                    self._changed = True
+                    k.submit(self.state[arg], t)
                 elif ev == _STEP_END:
                     s = self.state[arg]
                     self._phase(s, s.steps[s.step], t)
                     self._begin_step(s, t)
-                else:
+                elif ev == _LINK:
                     name, version = arg
                     link = self.links[name]
                     if version != link.version:
                         continue
                     for idx in link.pop_finished(t):
                         s = self.state[idx]
-                        self._phase(s, s.steps[s.step], t)
+                        st = s.steps[s.step]
+                        if k.checker is not None and st.link == "stage":
+                            k.staged(s, st.kind, st.amount, t)
+                        self._phase(s, st, t)
                         self._begin_step(s, t)
                     self._touched_links.add(name)
-            if self._changed:
-                self._decide(t)
+                else:  # _RETRY: ask the disks again for a requeued HPS placement
+                    s = self.state[arg]
+                    k.retry(s, t)
+                    self._begin(s, t)
+            while k.changed:  # decide again while a decision's starts end at once (runtime 0)
+                for s in k.decide(t):
+                    self._begin(s, t)
             for name in sorted(self._touched_links):
                 link = self.links[name]
                 nxt = link.next_completion()
@@ -204,7 +171,10 @@ class BatchEngine:
                     self._push(max(nxt, t), _LINK, (name, link.version))
             self._touched_links.clear()
         self.rec.events = events
-        if self.queue:
-            raise RuntimeError(f"{len(self.queue)} job(s) never started (policy {self.policy.name}); "
-                               f"first: {next(iter(self.queue))}")
+        self.rec.decisions = k.decisions
+        self.rec.plans = k.plans
+        self.rec.allocations = k.allocation_rows() if self.rows else []
+        if k.queue:
+            raise RuntimeError(f"{len(k.queue)} job(s) never started (policy {self.policy.name}); "
+                               f"first: {next(iter(k.queue))}")
         return self.rec

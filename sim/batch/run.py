@@ -5,38 +5,31 @@ from __future__ import annotations
 import platform as _platform
 import time
 
-import numpy as np
-
 from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
-from iolab.middleware.policies.batch import LPS, TierRates, get_scheduler
+from iolab.middleware.policies.batch import LPS
+from iolab.middleware.policies.batch.kernel import BatchKernel, make_policy
 
+from ..workloads import load_workload
 from .engine import BatchEngine, BatchRecord
 from .steps import job_steps
 
-
-def make_policy(spec):
-    s = spec.scheduler
-    return get_scheduler(s.kind, p=s.p, rng=np.random.default_rng(spec.seed))
+__all__ = ["make_policy", "run_batch", "simulate_batch"]
 
 
-def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False) -> BatchRecord:
-    from iolab.sim.workloads import load_workload
-
+def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,
+              strict: bool | None = None) -> BatchRecord:
+    """Simulate ``spec`` (its workload, or ``jobs``); ``scheduler`` replaces the spec's policy
+    (a study drawing its own random tiers); ``strict`` checks every decision and state change
+    (default: ``IOLAB_STRICT``)."""
     jobs = load_workload(spec) if jobs is None else jobs
-    p = spec.platform
-    policy = scheduler or make_policy(spec)
-    if not record_plans and hasattr(policy, "project"):
-        policy.project = False  # nobody reads the projected starts: skip computing them
-    rates = TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate)
-    engine = BatchEngine(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
-                         rates=rates, memory_per_node=p.memory_per_node, rows=rows, record_plans=record_plans)
-    return engine.run()
+    kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, strict=strict, record_plans=record_plans)
+    return BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows).run()
 
 
-def simulate_batch(spec, jobs=None, *, record_plans: bool = False) -> Trace:
+def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None) -> Trace:
     t0 = time.perf_counter()
-    rec = run_batch(spec, jobs, record_plans=record_plans)
+    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict)
     wall = time.perf_counter() - t0
     p = spec.platform
     tb = TraceBuilder()

@@ -119,6 +119,23 @@ def test_disk_ids_recorded(tmp_path):
     assert {r[1] for r in s.records()["allocations"]} == {"n0.d0", "n0.d1"}
 
 
+def test_parts_placed_by_the_caller_are_held_as_given(tmp_path):
+    """The batch kernel places the bytes; the manager holds exactly those parts on its own books."""
+    s = make(tmp_path, 0, disks=make_layout(1, 2, 100), strategy="worst-fit", on_full="refuse")
+    a = s.allocate("a", 90, 0, parts=[("n0.d1", 50), ("n0.d1", 40)])  # worst-fit would have used both disks
+    assert a.status == "allocated" and a.parts == (("n0.d1", 50), ("n0.d1", 40))
+    assert s.allocator.state.used == [0, 90]
+    assert s.allocate("b", 20, 1, parts=[("n0.d1", 20)]).status == "refused"  # 10 B left on d1: no room
+    with pytest.raises(ValueError, match="parts sum to 30 B, not 20 B"):
+        s.allocate("c", 20, 1, parts=[("n0.d0", 30)])
+    with pytest.raises(ValueError, match="unknown disk"):
+        s.allocate("d", 20, 1, parts=[("n9.d0", 20)])
+    assert s.free("a", 2)[0] == 90 and s.allocator.state.used == [0, 0]
+    pool = make(tmp_path / "pool", 100)
+    with pytest.raises(ValueError, match="one pool"):
+        pool.allocate("a", 10, 0, parts=[("n0.d0", 10)])
+
+
 # ---------------------------------------------------------------- names and directories
 
 @pytest.mark.parametrize("name", ["..", ".", "../x", "a/b", "/etc", ".hidden", "", "-rf", "a\x00b", "a b",

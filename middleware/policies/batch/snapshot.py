@@ -238,6 +238,9 @@ class BatchPolicy:
     """
 
     name: str = ""
+    #: compute the starts of the jobs it does not start now (the plan's projection); a runtime
+    #: that reads no plan sets it False.  Policies whose decisions need the whole plan ignore it.
+    project: bool = True
 
     def __init__(self) -> None:
         self._plan: tuple[PlanEntry, ...] = ()

@@ -10,13 +10,13 @@
 from .allocator import (
     ALLOCATED, FAILED, GB, LOG_STATUSES, REFUSED, RETRY, AllocationRecord, Outcome, StorageAllocator, split_sizes,
 )
-from .state import DiskInfo, StorageState, make_layout
+from .disks import DiskInfo, DiskState, make_layout
 from .strategies import (
     STRATEGIES, BestBandwidth, RandomPlacement, RoundRobin, Strategy, Tentative, WorstFit, get_strategy,
 )
 
 __all__ = [
-    "ALLOCATED", "FAILED", "GB", "LOG_STATUSES", "REFUSED", "RETRY", "STRATEGIES", "AllocationRecord",
-    "BestBandwidth", "DiskInfo", "Outcome", "RandomPlacement", "RoundRobin", "StorageAllocator", "StorageState",
+    "ALLOCATED", "DiskState", "FAILED", "GB", "LOG_STATUSES", "REFUSED", "RETRY", "STRATEGIES", "AllocationRecord",
+    "BestBandwidth", "DiskInfo", "Outcome", "RandomPlacement", "RoundRobin", "StorageAllocator",
     "Strategy", "Tentative", "WorstFit", "get_strategy", "make_layout", "split_sizes",
 ]

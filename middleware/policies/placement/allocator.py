@@ -37,7 +37,7 @@ from typing import Iterable, Mapping, Any
 
 import numpy as np
 
-from .state import DiskInfo, StorageState
+from .disks import DiskInfo, DiskState
 from .strategies import Strategy, get_strategy
 
 GB = 10**9
@@ -107,7 +107,7 @@ class StorageAllocator:
     def __init__(self, disks: Iterable[DiskInfo | Mapping[str, Any]], strategy: str | Strategy = "best-bandwidth",
                  *, split_threshold: float | None = None, requeue_retries: int = 0,
                  requeue_period: float = 300.0, rng: np.random.Generator | int = 0):
-        self.state = StorageState(disks)
+        self.state = DiskState(disks)
         self.strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
         self.split_threshold = None if split_threshold is None else int(split_threshold)
         if self.split_threshold is not None and self.split_threshold <= 0:
@@ -153,7 +153,22 @@ class StorageAllocator:
             self._log.append(AllocationRecord(job, "", total, now, None, "refused"))
             return Outcome(job, REFUSED, total, attempt=attempt, reason="no disk has room for every part")
         self._attempts.pop(job, None)
-        parts = list(zip(choice, sizes))
+        return self._land(job, list(zip(choice, sizes)), total, now, attempt)
+
+    def commit(self, job: str, parts: Iterable[tuple[str, int]], now: float) -> Outcome:
+        """Record a placement decided elsewhere (the batch kernel's allocator, in spec bytes; this one
+        holds the same disks in real bytes): ``parts`` are ``(disk id, bytes)``, committed all or
+        nothing like :meth:`request`'s own choice (``failed`` if a part does not fit)."""
+        if job in self.state.live:
+            raise RuntimeError(f"job {job!r} already holds an allocation")
+        try:
+            placed = [(self.state.index[d], int(b)) for d, b in parts]
+        except KeyError as exc:
+            raise ValueError(f"job {job!r}: unknown disk {exc.args[0]!r}") from None
+        return self._land(job, placed, sum(b for _, b in placed), now, 0)
+
+    def _land(self, job: str, parts: list[tuple[int, int]], total: int, now: float, attempt: int) -> Outcome:
+        """Commit ``(disk index, bytes)`` parts all or nothing, and log them."""
         bad = self.state.fits(parts)
         if bad is not None:
             self._log.append(AllocationRecord(job, self.state.disks[bad].id, total, now, None, "failed"))

@@ -29,13 +29,13 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from .state import StorageState
+from .disks import DiskState
 
 
 class Tentative:
     """The state plus the parts already chosen for the current request."""
 
-    def __init__(self, state: StorageState):
+    def __init__(self, state: DiskState):
         self.state = state
         self.extra = [0] * len(state)
         self.extra_count = [0] * len(state)
@@ -62,14 +62,14 @@ class Strategy(Protocol):
     name: str
     refuses: bool
 
-    def choose(self, sizes: Sequence[int], state: StorageState, rng: np.random.Generator) -> list[int] | None: ...
+    def choose(self, sizes: Sequence[int], state: DiskState, rng: np.random.Generator) -> list[int] | None: ...
 
 
 class RandomPlacement:
     name = "random"
     refuses = False
 
-    def choose(self, sizes: Sequence[int], state: StorageState, rng: np.random.Generator) -> list[int] | None:
+    def choose(self, sizes: Sequence[int], state: DiskState, rng: np.random.Generator) -> list[int] | None:
         return [int(rng.integers(len(state))) for _ in sizes]
 
 
@@ -77,7 +77,7 @@ class WorstFit:
     name = "worst-fit"
     refuses = False
 
-    def choose(self, sizes: Sequence[int], state: StorageState, rng: np.random.Generator) -> list[int] | None:
+    def choose(self, sizes: Sequence[int], state: DiskState, rng: np.random.Generator) -> list[int] | None:
         view = Tentative(state)
         out = []
         for size in sizes:
@@ -97,7 +97,7 @@ class RoundRobin:
     def __init__(self) -> None:
         self.cursor = 0
 
-    def choose(self, sizes: Sequence[int], state: StorageState, rng: np.random.Generator) -> list[int] | None:
+    def choose(self, sizes: Sequence[int], state: DiskState, rng: np.random.Generator) -> list[int] | None:
         view = Tentative(state)
         n = len(state)
         cursor = self.cursor % n
@@ -125,7 +125,7 @@ class BestBandwidth:
         d = view.state.disks[i]
         return min(d.write_bw / (view.count(i) + 1), d.network_bw / (view.node_count(i) + 1))
 
-    def choose(self, sizes: Sequence[int], state: StorageState, rng: np.random.Generator) -> list[int] | None:
+    def choose(self, sizes: Sequence[int], state: DiskState, rng: np.random.Generator) -> list[int] | None:
         view = Tentative(state)
         out = []
         for size in sizes:

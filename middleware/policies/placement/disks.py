@@ -1,7 +1,7 @@
 """The storage platform a placement decides on: disks, their nodes, live allocations.
 
 monniot2023 §4.3: servers -> nodes (network bandwidth) -> disks (capacity,
-read and write bandwidth).  :class:`StorageState` holds the bytes each live
+read and write bandwidth).  :class:`DiskState` holds the bytes each live
 allocation occupies on each disk and refuses, all or nothing, any commit
 that would exceed a disk's capacity.  Sizes are whole bytes (ints) so that
 sums are exact.
@@ -39,7 +39,7 @@ def make_layout(n_nodes: int, disks_per_node: int, capacity: int, *, disk_bw: fl
             for n in range(n_nodes) for d in range(disks_per_node)]
 
 
-class StorageState:
+class DiskState:
     """Live allocations on a set of disks.  Pure bookkeeping; no clock."""
 
     def __init__(self, disks: Iterable[DiskInfo | Mapping[str, Any]]):

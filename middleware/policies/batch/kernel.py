@@ -1,0 +1,309 @@
+"""The batch kernel: queue, job state machine, snapshot, policy and node/HPS/disk bookkeeping.
+
+One kernel, two clocks (SimPy's idea: the real-time environment only changes how
+time advances).  :class:`BatchKernel` holds every decision-relevant state of a
+batch run and reads no clock: each call passes ``t``, spec seconds.
+
+- ``iolab.sim.batch.engine`` advances it on simulated time (an event heap) and
+  moves each job's bytes on fair-share links;
+- ``iolab.emulator.batch_run`` advances it on wall time (``(wall - t0) /
+  time_scale``) and adds only the effectors: launch a job's ``mpiexec``, ask the
+  storage manager actor for the space the kernel placed and for the staging
+  copies, kill, collect the results.
+
+Job life (:class:`JobState`, ``state``)::
+
+    future -> queued -> [allocating ->] stage-in -> running -> stage-out -> done
+                                                  \\-> suspended -/     (and back)
+    any holding state -> failed | killed
+
+``allocating`` is an HPS job whose disk placement was refused with requeue on:
+it holds its nodes and asks again at ``retry_at``.  A job on LPS goes from
+``queued`` to ``running``; a job whose placement is refused (or fails) falls
+back to LPS at once (monniot2023 §4.2).  ``suspended`` keeps nodes and space
+(the load controller, dheenadayalan2017, will drive it).
+
+Decisions: the runtime calls :meth:`BatchKernel.decide_all` at an instant at
+which something changed (a submission, a job end, a fallback): the policy, built
+once from the spec (:meth:`BatchKernel.from_spec`), decides on a
+:class:`~.snapshot.Snapshot`; every start takes its nodes and its HPS bytes,
+and an HPS start is placed on the disks by the spec's ``placement``
+(:class:`~iolab.middleware.policies.placement.StorageAllocator`: strategy,
+split, requeue), the same object in both runtimes.  A start that ends at once
+(a job of runtime 0) frees its nodes inside the decision, so ``decide_all``
+decides again at the same instant until nothing more changes.
+
+Strict mode (``strict=True``): :class:`~.checks.BatchChecker` checks every
+decision and state change and raises :class:`iolab.invariants.InvariantViolation`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from iolab.invariants import InvariantViolation, strict_default
+
+from ..placement import ALLOCATED, RETRY, StorageAllocator
+from . import get_scheduler
+from .checks import BatchChecker
+from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
+
+# job states
+FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
+    "future", "queued", "allocating", "stage-in", "running", "stage-out", "suspended")
+DONE, FAILED, KILLED = "done", "failed", "killed"
+HOLDING = frozenset({ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED})  # hold nodes (and HPS bytes)
+ENDED = frozenset({DONE, FAILED, KILLED})
+STATUS = {DONE: "ok", FAILED: "failed", KILLED: "killed"}  # the trace's status column
+POOL = "hps"  # disk id of an HPS without disks (one pool)
+
+__all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED", "POOL", "QUEUED", "RUNNING",
+           "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "JobState", "make_policy"]
+
+
+@dataclass(eq=False)
+class JobState:
+    """One job of a batch run, as the kernel tracks it (times in spec seconds).
+
+    ``steps``/``step``/``step_start``: the runtime's progress through the job's
+    steps (``iolab.sim.batch.steps``); the kernel does not read them.
+    """
+
+    index: int
+    job: Any  # the iolab.specs.batch.Job (true runtime and volumes)
+    queued: QueuedJob  # what the scheduler sees
+    state: str = FUTURE
+    tier: str = ""
+    start: float = math.nan  # the decision that gave it its nodes
+    end: float = math.nan
+    expected_end: float = math.nan
+    storage: float = 0.0  # HPS bytes held (0 on LPS)
+    parts: tuple = ()  # (disk id, bytes) of its HPS allocation
+    retry_at: float = math.nan
+    fell_back: bool = False  # started on HPS, placement refused: runs on LPS
+    status: str = "pending"  # ok | failed | killed once ended
+    message: str = ""
+    resume_state: str = ""  # the state a suspended job returns to
+    steps: tuple = ()
+    step: int = -1
+    step_start: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return self.queued.id
+
+
+def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
+    """The spec's batch policy, built once per run; it projects the starts of the jobs it does
+    not start only if someone reads them (``record_plans``)."""
+    s = spec.scheduler
+    policy = get_scheduler(s.kind, p=s.p, rng=np.random.default_rng(spec.seed))
+    if not record_plans:
+        policy.project = False  # nobody reads the projected starts: skip computing them
+    return policy
+
+
+class BatchKernel:
+    """The state of one batch run.  ``make_job(index, job, queued)`` builds each job's record
+    (a runtime may extend :class:`JobState` with its effectors' fields)."""
+
+    def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float, rates: TierRates,
+                 allocator: StorageAllocator | None = None, strict: bool | None = None,
+                 record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
+                 make_job: Callable[..., JobState] = JobState):
+        self.policy = policy
+        self.total_nodes = total_nodes
+        self.hps_capacity = hps_capacity
+        self.rates = rates
+        self.allocator = allocator
+        self.record_plans = record_plans
+        self.on_decision = on_decision
+        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
+        self.jobs: list[JobState] = [make_job(k, jobs[i], QueuedJob.from_job(jobs[i])) for k, i in enumerate(order)]
+        # every job checked once here; the decisions then use Snapshot.trusted (no O(queue) re-check)
+        Snapshot.check_jobs([s.queued for s in self.jobs], total_nodes)
+        self.by_id = {s.queued.id: s for s in self.jobs}
+        self.queue: dict[str, JobState] = {}  # insertion order = submit order
+        self.running: dict[str, JobState] = {}  # every job holding nodes
+        self.free_nodes = total_nodes
+        self.hps_free = hps_capacity
+        self.changed = False  # something happened since the last decision
+        self.decisions = 0
+        self.plans: list[tuple] = []  # (time, job, planned start, tier, reserved)
+        self.allocations: list[tuple] = []  # pool rows (job, disk, bytes, alloc, free, status)
+        self.checker = BatchChecker(self) if strict_default(strict) else None
+
+    @classmethod
+    def from_spec(cls, spec, jobs, *, scheduler: BatchPolicy | None = None, strict: bool | None = None,
+                  record_plans: bool = False, **kw) -> "BatchKernel":
+        """The kernel of a ``kind: batch`` spec: its policy (built here, once, unless a
+        ``scheduler`` is given), its rates, and its disk placement if the HPS has disks."""
+        p = spec.platform
+        policy = scheduler if scheduler is not None else make_policy(spec, record_plans=record_plans)
+        if not record_plans:
+            policy.project = False  # nobody reads the projected starts: skip computing them
+        allocator = (StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed) if p.hps.servers else None)
+        return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
+                   rates=TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate), allocator=allocator,
+                   strict=strict, record_plans=record_plans, **kw)
+
+    # -- arrivals and decisions ------------------------------------------------------------
+    def submit(self, s: JobState, t: float) -> None:
+        if self.checker is not None:
+            self.checker.submit(s, t)
+        s.state = QUEUED
+        self.queue[s.queued.id] = s
+        self.changed = True
+
+    def snapshot(self, t: float) -> Snapshot:
+        return Snapshot.trusted(
+            now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
+            queue=tuple(s.queued for s in self.queue.values()),
+            running=tuple(RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
+                          for s in self.running.values()),
+            hps_capacity=self.hps_capacity, hps_free=min(max(self.hps_free, 0.0), self.hps_capacity),
+            rates=self.rates)
+
+    def decide(self, t: float) -> list[JobState]:
+        """One decision of the policy at ``t``; returns the jobs it started (their state is
+        ``stage-in``/``allocating`` on HPS, ``running`` on LPS), in the decision's order."""
+        self.changed = False
+        if not self.queue:
+            return []
+        if not self.record_plans and self.free_nodes < min(s.queued.nodes for s in self.queue.values()):
+            return []  # no waiting job fits in the free nodes: nothing can start (any policy)
+        snap = self.snapshot(t)
+        d = self.policy.decide(snap)
+        self.decisions += 1
+        if self.checker is not None:
+            self.checker.decision(snap, d)
+        if self.record_plans:
+            self.plans.extend((t, e.job, e.start, e.tier, e.reserved) for e in d.plan)
+        if self.on_decision is not None:
+            self.on_decision(d)
+        started = []
+        for st in d.starts:
+            s = self.by_id[st.job]
+            self._start(s, st.tier, st.expected_end, t)
+            started.append(s)
+        return started
+
+    def _start(self, s: JobState, tier: str, expected_end: float, t: float) -> None:
+        q = s.queued
+        if s.state != QUEUED:
+            raise InvariantViolation("start-not-queued", t, q.id, f"policy {self.policy.name} started a {s.state} job")
+        if q.nodes > self.free_nodes:
+            raise InvariantViolation("node-double-booked", t, q.id, f"policy {self.policy.name} started {q.id} "
+                                     f"on {q.nodes} nodes; {self.free_nodes} free")
+        storage = q.storage if tier == HPS else 0.0
+        if storage > self.hps_free * (1 + 1e-12) + 1e-6:
+            raise InvariantViolation("hps-overcommit", t, q.id, f"policy {self.policy.name} overcommits HPS "
+                                     f"with {q.id}: {storage} > {self.hps_free}")
+        del self.queue[q.id]
+        self.running[q.id] = s
+        self.free_nodes -= q.nodes
+        self.hps_free -= storage
+        s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
+        if tier == HPS:
+            s.state = ALLOCATING
+            self._place(s, t)
+        else:
+            s.state = RUNNING
+        if self.checker is not None:
+            self.checker.started(s, t)
+
+    # -- HPS placement ---------------------------------------------------------------------
+    def _place(self, s: JobState, t: float) -> None:
+        if self.allocator is None or s.storage <= 0:
+            s.parts = ((POOL, s.storage),)
+            s.state = STAGE_IN
+            return
+        out = self.allocator.request(s.queued.id, s.storage, t)
+        if out.status == ALLOCATED:
+            s.parts = out.parts
+            s.state = STAGE_IN
+        elif out.status == RETRY:
+            s.retry_at = out.retry_at
+        else:
+            self.fall_back(s, t, f"HPS placement {out.status}: {out.reason}")
+
+    def retry(self, s: JobState, t: float) -> None:
+        """Ask the allocator again for a job ``allocating`` since a requeue (at its ``retry_at``)."""
+        if s.state != ALLOCATING:
+            return
+        self._place(s, t)
+        if self.checker is not None:
+            self.checker.placed(s, t)
+
+    def fall_back(self, s: JobState, t: float, reason: str) -> None:
+        """``s`` gives its HPS bytes back and runs on LPS from ``t`` (placement refused)."""
+        self.hps_free += s.storage
+        s.tier, s.storage, s.parts, s.fell_back, s.message = LPS, 0.0, (), True, reason
+        s.expected_end = t + s.queued.walltime
+        s.state = RUNNING
+        self.changed = True  # the HPS bytes the policy reserved are back
+        if self.checker is not None:
+            self.checker.accounts(t, s.queued.id)
+
+    # -- the job's progress ------------------------------------------------------------------
+    def enter(self, s: JobState, state: str, t: float) -> None:
+        """``s`` moves on: ``stage-in`` -> ``running`` -> ``stage-out`` (the runtime's steps)."""
+        if self.checker is not None:
+            self.checker.transition(s, state, t)
+        s.state = state
+
+    def staged(self, s: JobState, direction: str, nbytes: float, t: float, tol: float = 0.0) -> None:
+        """The runtime moved ``nbytes`` (spec bytes, to within ``tol``) of ``s`` over the staging
+        link (``stage-in`` or ``stage-out``); checked in strict mode, nothing changes."""
+        if self.checker is not None:
+            self.checker.staged(s, direction, nbytes, t, tol)
+
+    def suspend(self, s: JobState, t: float) -> None:
+        """Stop ``s``'s progress; it keeps its nodes and its HPS space."""
+        if s.state not in (STAGE_IN, RUNNING, STAGE_OUT):
+            raise InvariantViolation("job-state", t, s.queued.id, f"suspend of a {s.state} job")
+        s.resume_state, s.state = s.state, SUSPENDED
+
+    def resume(self, s: JobState, t: float) -> None:
+        if s.state != SUSPENDED:
+            raise InvariantViolation("job-state", t, s.queued.id, f"resume of a {s.state} job")
+        s.state, s.resume_state = s.resume_state, ""
+
+    def finish(self, s: JobState, t: float, state: str = DONE, message: str = "") -> None:
+        """``s`` ended (``done``, ``failed`` or ``killed``): its nodes and HPS bytes return."""
+        if self.checker is not None:
+            self.checker.finish(s, state, t)
+        s.end = t
+        del self.running[s.queued.id]
+        self.free_nodes += s.queued.nodes
+        if s.tier == HPS:
+            self.hps_free += s.storage
+            if self.allocator is not None and s.queued.id in self.allocator.state.live:
+                self.allocator.release(s.queued.id, t)
+            elif self.allocator is not None and s.state == ALLOCATING:
+                self.allocator.cancel(s.queued.id)
+            elif s.parts:
+                self.allocations.append((s.queued.id, POOL, s.storage, s.start, t, "allocated"))
+        s.state, s.status = state, STATUS[state]
+        if message:
+            s.message = message
+        self.changed = True
+        if self.checker is not None:
+            self.checker.accounts(t, s.queued.id)
+            self.checker.disks(t, s.queued.id)
+
+    # -- inspection ----------------------------------------------------------------------------
+    def allocation_rows(self) -> list[tuple]:
+        """The allocations table (job, disk, bytes, alloc, free, status): the allocator's log
+        when the HPS has disks, else one pool row per HPS job (at its end)."""
+        if self.allocator is None:
+            return list(self.allocations)
+        return [(r.job, r.disk, float(r.bytes), r.alloc, math.nan if r.free is None else r.free, r.status)
+                for r in self.allocator.log()]
+
+    def never_started(self) -> list[str]:
+        return [s.queued.id for s in self.jobs if s.state in (FUTURE, QUEUED)]
