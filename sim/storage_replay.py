@@ -48,6 +48,8 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from iolab.metrics.batch import storage_metrics
+from iolab.trace import TraceBuilder
 from iolab.middleware.policies.placement import (
     ALLOCATED, FAILED, GB, REFUSED, RETRY, AllocationRecord, DiskInfo, StorageAllocator,
 )
@@ -119,15 +121,11 @@ class ReplayResult:
 
     def metrics(self):
         """monniot2023 Table 3 (``iolab.metrics.batch.storage_metrics``) over the replay's span."""
-        from iolab.metrics.batch import storage_metrics
-
         return storage_metrics(self.log, self.disk_capacity, end_time=self.end_time)
 
     @property
     def trace(self):
         """The iolab trace: the ``allocations`` table (free = NaN where none) and the run's attributes."""
-        from iolab.trace import TraceBuilder
-
         tb = TraceBuilder(**self.attrs)
         tb.extend("allocations", [(r.job, r.disk, float(r.bytes), float(r.alloc),
                                    float("nan") if r.free is None else float(r.free), r.status) for r in self.log])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..emulator.batch_cli import emulate_batch
+from .emulate_batch import emulate_batch
 from ..emulator.run import run_emulation
 from ..metrics import io_metrics
 from ..specs.io import IO_POLICIES

@@ -27,7 +27,8 @@ import numpy as np
 from iolab.atomic import atomic_write_text
 from iolab.metrics.batch import batch_metrics
 from iolab.middleware.policies.batch import get_scheduler
-from iolab.sim.batch.run import make_policy, run_batch
+from iolab.middleware.policies.batch.kernel import make_policy
+from iolab.sim.batch.run import run_batch
 from iolab.specs import parse_spec
 
 from .common import Progress, run_parallel, write_csv

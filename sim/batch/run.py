@@ -8,13 +8,13 @@ import time
 from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch import LPS
-from iolab.middleware.policies.batch.kernel import BatchKernel, make_policy
+from iolab.middleware.policies.batch.kernel import BatchKernel
 
 from ..workloads import load_workload
 from .engine import BatchEngine, BatchRecord
 from .steps import job_steps
 
-__all__ = ["make_policy", "run_batch", "simulate_batch"]
+__all__ = ["run_batch", "simulate_batch"]
 
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,

@@ -6,14 +6,13 @@ from dataclasses import asdict
 
 import click
 
+from ..emulator.batch_run import run_batch_emulation
+from ..metrics.from_trace import trace_batch_metrics
+from .format import dumps, table
+
 
 def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir, as_json: bool,
                   quiet: bool) -> None:
-    from iolab.cli.format import dumps, table
-    from iolab.metrics.from_trace import trace_batch_metrics
-
-    from .batch_run import run_batch_emulation
-
     if policy:
         raise click.UsageError("--policy applies to I/O experiments; a batch spec names its scheduler")
     try:
