@@ -1,4 +1,4 @@
-"""``iolab workload``: generate synthetic workloads as spec files."""
+"""``iolab workload``: generate synthetic workloads, or import real ones, as spec files."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from pathlib import Path
 import click
 import yaml
 
+from iolab.sim.workloads.darshan import batch_spec, io_spec, read_darshan
+
+from ..specs.load import parse_spec
 from ..studies.common import atomic_write_text
 
 
@@ -46,3 +49,56 @@ def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_no
                  f"(Eq. 6) = {spec.io_load():.4f}\n" + yaml.safe_dump(data, sort_keys=False, width=120))
     atomic_write_text(path, text)
     click.echo(f"{path}: {len(spec.apps)} apps, I/O load {spec.io_load():.4f} (alpha_gen {alpha})")
+
+
+@workload.group("import")
+def import_() -> None:
+    """Import real workloads (Darshan logs, Slurm job scripts) as an experiment spec."""
+
+
+def _write_spec(data: dict, output: str, header: list[str]) -> None:
+    """Validate ``data`` as a spec (a bug here must not leave a file the simulator refuses), then write it."""
+    path = Path(output)
+    parse_spec(data, source=str(path))
+    text = (__import__("json").dumps(data, indent=1) if path.suffix == ".json"
+            else "".join(f"# {h}\n" for h in header) + yaml.safe_dump(data, sort_keys=False, width=120))
+    atomic_write_text(path, text)
+
+
+@import_.command("darshan")
+@click.argument("logs", metavar="LOG...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
+@click.option("--kind", type=click.Choice(["io", "batch"]), default="io", show_default=True,
+              help="io: one app per log with its compute and I/O phases; batch: one job per log (input/output bytes)")
+@click.option("--unit-bytes", type=click.IntRange(4096), default=1 << 20, show_default=True,
+              help="io: bytes of one data unit (the spec's volumes are in units)")
+@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="io: I/O node bandwidth in units/s (default: the rate the logs observed)")
+@click.option("--bins", type=click.IntRange(1, 1_000_000), default=1024, show_default=True,
+              help="time bins per log: the resolution of the phases (run time / bins)")
+@click.option("--ranks-per-node", type=click.IntRange(1), default=1, show_default=True,
+              help="nodes = ranks / this when the log has no DXT host names")
+@click.option("--nodes", type=click.IntRange(1), default=None,
+              help="batch: compute nodes of the platform (default: the largest job)")
+@click.option("--align", type=click.Choice(["start", "zero"]), default="start", show_default=True,
+              help="start: release (submit) each log at its start relative to the earliest; zero: all at 0")
+def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: int, bandwidth: float | None,
+                   bins: int, ranks_per_node: int, nodes: int | None, align: str) -> None:
+    """Import Darshan LOGs (needs PyDarshan: pip install 'iolab[darshan]').  What is approximated:
+    docs/workloads.md."""
+    jobs = [read_darshan(p, bins=bins, ranks_per_node=ranks_per_node) for p in logs]
+    if align == "zero":
+        for j in jobs:
+            j.start = 0.0
+    header = [f"imported from {len(jobs)} Darshan log(s) by iolab workload import darshan --kind {kind}"]
+    for j in jobs:
+        mods = ", ".join(f"{m} r {v['read']} w {v['write']}" for m, v in j.modules.items())
+        header.append(f"{Path(j.path).name}: job {j.jobid}, {j.nprocs} ranks, {j.nodes} nodes ({j.nodes_from}), "
+                      f"run {j.run_time:g} s; bytes {mods}; volume = {j.volume_from}; timing from {j.timing_from}")
+    if kind == "io":
+        data = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth)
+    else:
+        data = batch_spec(jobs, nodes=nodes)
+    _write_spec(data, output, header)
+    what = f"{len(data['apps'])} apps" if kind == "io" else f"{len(data['workload']['jobs'])} jobs"
+    click.echo(f"{output}: {what} from {len(jobs)} Darshan log(s)")
