@@ -7,7 +7,10 @@ from pathlib import Path
 import click
 import yaml
 
-from iolab.sim.workloads.darshan import batch_spec, io_spec, read_darshan
+from iolab.sim.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
+from iolab.sim.workloads.slurm_script import slurm_jobs
+
+from ..specs.batch import SCHEDULERS, parse_duration
 
 from ..specs.load import parse_spec
 from ..studies.common import atomic_write_text
@@ -102,3 +105,46 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
     _write_spec(data, output, header)
     what = f"{len(data['apps'])} apps" if kind == "io" else f"{len(data['workload']['jobs'])} jobs"
     click.echo(f"{output}: {what} from {len(jobs)} Darshan log(s)")
+
+
+@import_.command("slurm")
+@click.argument("scripts", metavar="SCRIPT...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
+@click.option("--nodes", type=click.IntRange(1), default=None,
+              help="compute nodes of the platform (default: the largest job)")
+@click.option("--scheduler", type=click.Choice([s for s in SCHEDULERS if s != "random-tier"]), default="sas",
+              show_default=True, help="the spec's batch scheduler (sas chooses the tier; see docs/workloads.md)")
+@click.option("--default-time", default="1h", show_default=True,
+              help="walltime of a script without #SBATCH --time (300, 5m, 2h, 1d)")
+@click.option("--now", "now", default=None,
+              help="submission time of the scripts (ISO, e.g. 2026-11-22T08:00): needed by --begin dates and times")
+def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, scheduler: str, default_time: str,
+                 now: str | None) -> None:
+    """Import Slurm batch SCRIPTs (#SBATCH options, #DW and #BB_LUA burst-buffer directives) as batch jobs:
+    one job per script, its burst buffer as the HPS request, its staged files as input and output."""
+    import datetime as dt
+
+    try:
+        dflt = float(parse_duration(default_time))  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--default-time") from None
+    try:
+        when = dt.datetime.fromisoformat(now) if now else None
+    except ValueError:
+        raise click.BadParameter(f"not an ISO date and time: {now!r}", param_hint="--now") from None
+    parsed, jobs = slurm_jobs(list(scripts), default_time=dflt, now=when)
+    data_jobs = [j.model_dump(mode="json", exclude={"estimate"}) for j in jobs]
+    cap = max([2048e9] + [j.storage for j in jobs])
+    data = {"kind": "batch", "name": "slurm", "scheduler": scheduler,
+            "platform": {"nodes": nodes or max(j.nodes for j in jobs), **LACKNER_PLATFORM,
+                         "hps": {"rate": "15 GB/s", "capacity": cap}},
+            "workload": {"source": "inline", "jobs": data_jobs}}
+    header = [f"imported from {len(parsed)} Slurm script(s) by iolab workload import slurm; runtime = walltime "
+              "(a script does not say how long it runs); platform: lackner2019's, edit it"]
+    for s, j in zip(parsed, jobs):
+        st = "; ".join(f"{x.direction} {x.source} -> {x.destination} {x.bytes:.6g} B ({x.from_})" for x in s.staged)
+        header.append(f"{Path(s.path).name}: job {j.id}, {s.nodes} nodes, walltime {s.walltime:g} s"
+                      + ("" if s.time_given else " (default)") + f", begin +{s.begin:g} s, burst buffer "
+                      f"{s.capacity:.6g} B" + (f"; {st}" if st else ""))
+    _write_spec(data, output, header)
+    click.echo(f"{output}: {len(jobs)} jobs from {len(parsed)} Slurm script(s)")
