@@ -33,7 +33,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -41,8 +41,6 @@ from .atomic import atomic_write_text
 from .errors import TraceError
 from .metrics.batch import id_ranges
 from .metrics.batch_trace import job_nodes, total_nodes_of
-from .sim.workloads import load_workload
-from .specs.load import parse_spec
 from .trace import Trace
 from .trace.schema import TABLES
 
@@ -66,17 +64,6 @@ def _num(v: float) -> str:
     return f"{v:.6f}".rstrip("0").rstrip(".")
 
 
-def spec_jobs(trace: Trace) -> dict[str, Any]:
-    """The spec's jobs by id (walltime, user), when the trace's spec can give them back; else {}."""
-    spec = trace.attrs.get("spec")
-    if not isinstance(spec, dict) or spec.get("kind") != "batch":
-        return {}
-    try:
-        return {j.id: j for j in load_workload(parse_spec(spec))}
-    except Exception:  # a workload file that moved, a spec of an older iolab: export without walltimes
-        return {}
-
-
 def _user_ids(users: list[str]) -> list[int]:
     """``u20`` -> 20, ``7`` -> 7; names without digits get numbers in order of first appearance."""
     out, seen = [], {}
@@ -98,10 +85,11 @@ def _order(trace: Trace) -> np.ndarray:
     return np.lexsort((j["rank"], j["release"].astype(float)))
 
 
-def to_swf(trace: Trace, source: str = "") -> str:
+def to_swf(trace: Trace, source: str = "", jobs: Mapping[str, Any] | None = None) -> str:
+    """``jobs``: the spec's jobs by id (walltime, user; see ``iolab.cli.export.spec_jobs``), if known."""
     j = trace.jobs
     total = total_nodes_of(trace)
-    jobs = spec_jobs(trace)
+    jobs = jobs or {}
     ids = [str(x) for x in j["id"]]
     numeric = all(re.fullmatch(r"[1-9]\d*", x) for x in ids) and len(set(ids)) == len(ids)
     users = _user_ids([str(jobs[i].user) if i in jobs else "" for i in ids])
@@ -136,10 +124,10 @@ def to_swf(trace: Trace, source: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def batsim_rows(trace: Trace) -> list[dict[str, Any]]:
+def batsim_rows(trace: Trace, jobs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     j = trace.jobs
     nodes = job_nodes(trace)
-    jobs = spec_jobs(trace)
+    jobs = jobs or {}
     wl = str(trace.attrs.get("spec", {}).get("name", "iolab")) if isinstance(trace.attrs.get("spec"), dict) else "iolab"
     rows = []
     for i in _order(trace):
@@ -161,11 +149,11 @@ def batsim_rows(trace: Trace) -> list[dict[str, Any]]:
     return rows
 
 
-def to_batsim_csv(trace: Trace) -> str:
+def to_batsim_csv(trace: Trace, jobs: Mapping[str, Any] | None = None) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=BATSIM_COLUMNS, lineterminator="\n")
     w.writeheader()
-    for r in batsim_rows(trace):
+    for r in batsim_rows(trace, jobs):
         w.writerow({k: (_num(v) if isinstance(v, float) else v) for k, v in r.items()})
     return buf.getvalue()
 
@@ -200,11 +188,12 @@ def to_csv_dir(trace: Trace, out: str | Path) -> list[Path]:
     return written + [attrs]
 
 
-def export_trace(trace: Trace, fmt: str, out: str | Path, source: str = "") -> list[Path]:
+def export_trace(trace: Trace, fmt: str, out: str | Path, source: str = "",
+                 jobs: Mapping[str, Any] | None = None) -> list[Path]:
     if fmt == "swf":
-        atomic_write_text(out, to_swf(trace, source))
+        atomic_write_text(out, to_swf(trace, source, jobs))
     elif fmt == "batsim-csv":
-        atomic_write_text(out, to_batsim_csv(trace))
+        atomic_write_text(out, to_batsim_csv(trace, jobs))
     elif fmt == "csv":
         return to_csv_dir(trace, out)
     else:
@@ -212,5 +201,5 @@ def export_trace(trace: Trace, fmt: str, out: str | Path, source: str = "") -> l
     return [Path(out)]
 
 
-__all__ = ["BATSIM_COLUMNS", "FORMATS", "batsim_rows", "export_trace", "spec_jobs", "to_batsim_csv",
+__all__ = ["BATSIM_COLUMNS", "FORMATS", "batsim_rows", "export_trace", "to_batsim_csv",
            "to_csv_dir", "to_swf"]

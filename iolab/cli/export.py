@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import click
 
+from iolab.sim.workloads import load_workload
+
 from ..errors import TraceError
 from ..export import FORMATS, export_trace
 from ..metrics.batch_trace import is_batch_trace
-from ..trace import read_trace
+from ..specs.load import parse_spec
+from ..trace import Trace, read_trace
+
+
+def spec_jobs(trace: Trace) -> dict:
+    """The spec's jobs by id (their walltime and user), when the trace's spec gives them back; else {}."""
+    spec = trace.attrs.get("spec")
+    if not isinstance(spec, dict) or spec.get("kind") != "batch":
+        return {}
+    try:
+        return {j.id: j for j in load_workload(parse_spec(spec))}
+    except Exception:  # a workload file that moved, a spec of an older iolab: export without walltimes
+        return {}
 
 
 @click.command()
@@ -24,7 +38,8 @@ def export(trace_path: str, fmt: str, output: str) -> None:
     if fmt != "csv" and not is_batch_trace(trace) and "nodes_per_io_node" not in trace.attrs:
         raise TraceError(f"{trace_path}: neither a batch nor an I/O trace; --format {fmt} needs one")
     try:
-        written = export_trace(trace, fmt, output, source=str(trace_path))
+        written = export_trace(trace, fmt, output, source=str(trace_path),
+                               jobs=spec_jobs(trace) if fmt != "csv" else None)
     except ValueError as exc:  # jobs that overcommit the nodes: no valid node assignment
         raise TraceError(f"{trace_path}: {exc}") from None
     rows = len(trace.jobs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from pathlib import Path
 
 import click
@@ -63,7 +65,7 @@ def _write_spec(data: dict, output: str, header: list[str]) -> None:
     """Validate ``data`` as a spec (a bug here must not leave a file the simulator refuses), then write it."""
     path = Path(output)
     parse_spec(data, source=str(path))
-    text = (__import__("json").dumps(data, indent=1) if path.suffix == ".json"
+    text = (json.dumps(data, indent=1) if path.suffix == ".json"
             else "".join(f"# {h}\n" for h in header) + yaml.safe_dump(data, sort_keys=False, width=120))
     atomic_write_text(path, text)
 
@@ -122,8 +124,6 @@ def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, sched
                  now: str | None) -> None:
     """Import Slurm batch SCRIPTs (#SBATCH options, #DW and #BB_LUA burst-buffer directives) as batch jobs:
     one job per script, its burst buffer as the HPS request, its staged files as input and output."""
-    import datetime as dt
-
     try:
         dflt = float(parse_duration(default_time))  # type: ignore[arg-type]
     except ValueError as exc:

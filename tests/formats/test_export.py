@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from shared_data import REPO, shared_file
 
 from iolab.cli import cli
+from iolab.cli.export import spec_jobs
 from iolab.export import BATSIM_COLUMNS, to_swf
 from iolab.metrics.batch_trace import batch_report
 from iolab.sim.batch.run import simulate_batch
@@ -61,7 +62,7 @@ def test_swf_of_a_real_trace_keeps_its_records(tmp_path):
                        "scheduler": "easy", "workload": {"source": "swf", "path": str(kth), "limit": 300}})
     trace = simulate_batch(spec)
     out = tmp_path / "kth.swf"
-    out.write_text(to_swf(trace))
+    out.write_text(to_swf(trace, jobs=spec_jobs(trace)))
     orig = {str(r.job): r for r in read_swf(kth, limit=300).records}
     back = read_swf(out).records
     assert len(back) == 300
