@@ -75,9 +75,11 @@ def batch_gantt(trace, path: str | Path, max_labels: int = 60) -> BatchGanttDraw
     area = (t_max - t_min) * total
     for a_, x, y, text in sorted(labels, reverse=True)[:max_labels]:
         if a_ > area / 400:  # only boxes large enough to hold their id
-            ax.text(x, y, text, ha="center", va="center", fontsize=6, clip_on=True)
+            ax.text(x, y, text, ha="center", va="center", fontsize=8 if drawn <= 40 else 6, clip_on=True)
     ax.set_xlim(t_min, t_max if t_max > t_min else t_min + 1)
     ax.set_ylim(0, total)
+    if total <= 32:
+        ax.set_yticks(range(total + 1))
     ax.set_xlabel("time (s)")
     ax.set_ylabel("compute node")
     a = trace.attrs
