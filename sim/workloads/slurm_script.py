@@ -66,10 +66,10 @@ wckey wrap segment-size
 """.split())
 SHORT_OPTIONS = {"A": "account", "a": "array", "B": "extra-node-info", "b": "begin", "C": "constraint",
                  "c": "cpus-per-task", "D": "chdir", "d": "dependency", "e": "error", "F": "nodefile",
-                 "G": "gpus", "H": "hold", "h": "help", "i": "input", "J": "job-name", "k": "no-kill",
+                 "G": "gpus", "H": "hold", "i": "input", "J": "job-name", "k": "no-kill",
                  "L": "licenses", "M": "clusters", "m": "distribution", "N": "nodes", "n": "ntasks",
                  "o": "output", "O": "overcommit", "p": "partition", "Q": "quiet", "q": "qos", "s": "oversubscribe",
-                 "S": "core-spec", "t": "time", "V": "version", "v": "verbose", "W": "wait", "w": "nodelist",
+                 "S": "core-spec", "t": "time", "v": "verbose", "W": "wait", "w": "nodelist",
                  "x": "exclude"}
 _FLAGS = {"contiguous", "exclusive", "hold", "no-kill", "no-requeue", "overcommit", "oversubscribe", "parsable",
           "quiet", "requeue", "spread-job", "test-only", "use-min-nodes", "verbose", "wait", "wait-all-nodes",
