@@ -194,7 +194,8 @@ def assign_nodes(start: Any, end: Any, nodes: Any, total_nodes: int) -> list[lis
     """Node ids for each job: at its start it takes the ``nodes`` lowest free ids.
 
     Ends free their ids before starts at the same instant take them (a job of
-    no duration gets the ids free at its instant without holding them).  Raises
+    no duration holds nothing: it gets ids free at its instant, else the lowest
+    ones).  Raises
     ValueError if the jobs ever need more than ``total_nodes`` at once.
     """
     s, e, n = _arr(start), _arr(end), np.asarray(nodes, dtype=np.int64)
@@ -207,8 +208,10 @@ def assign_nodes(start: Any, end: Any, nodes: Any, total_nodes: int) -> list[lis
                 free = sorted(free + out[i])
             continue
         k = int(n[i])
-        if e[i] <= s[i]:  # a job of no duration holds nothing
-            out[i] = free[:k]
+        if e[i] <= s[i]:  # a job of no duration holds nothing: free ids, else the lowest ones
+            ids = free[:k]
+            ids += [x for x in range(int(total_nodes)) if x not in set(ids)][:k - len(ids)]
+            out[i] = sorted(ids)
             continue
         if k > len(free):
             raise ValueError(f"job #{i} needs {k} nodes at t={t:g} but only {len(free)} of {total_nodes} are free")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from iolab.cli import cli
 from iolab.metrics.batch import (
@@ -111,3 +114,41 @@ def test_report_still_refuses_non_traces(tmp_path):
 
 def test_report_reads_back_written_trace(small_trace_file):
     assert batch_report(read_trace(small_trace_file)).wait["max"] == 90.0
+
+
+intervals = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 20), st.integers(1, 3)), min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(intervals, st.sampled_from([0.5, 0.95, 0.3]))
+def test_time_weighted_summary_against_second_by_second(ivs, q):
+    """Integer times: the curve sampled once per second is the reference (mean, quantile = order statistic)."""
+    b = [a for a, _, _ in ivs]
+    e = [a + d for a, d, _ in ivs]
+    w = [x for _, _, x in ivs]
+    t, lv = step_curve(b, e, w)
+    t0, t1 = 0, max(e) + 3
+    samples = sorted(sum(x for a, z, x in zip(b, e, w) if a <= s < z) for s in range(t0, t1))
+    got = time_weighted_summary(t, lv, t0, t1)
+    assert got["mean"] == pytest.approx(sum(samples) / len(samples))
+    assert got["max"] == samples[-1]
+    k = max(0, math.ceil(q * len(samples) - 1e-9) - 1)
+    key = {0.5: "median", 0.95: "p95"}.get(q)
+    if key:
+        assert got[key] == samples[k]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 15), st.integers(1, 4)), min_size=1, max_size=15))
+def test_assign_nodes_never_shares_a_node(jobs):
+    start = [a for a, _, _ in jobs]
+    end = [a + d for a, d, _ in jobs]
+    n = [k for _, _, k in jobs]
+    total = int(max(step_curve(start, end, n)[1].max(), max(n)))  # the peak demand fits exactly
+    ids = assign_nodes(start, end, n, total)
+    assert [len(x) for x in ids] == n
+    for i in range(len(jobs)):
+        assert all(0 <= x < total for x in ids[i])
+        for j in range(i):
+            if start[i] < end[j] and start[j] < end[i] and start[i] < end[i] and start[j] < end[j]:
+                assert not set(ids[i]) & set(ids[j])

@@ -37,6 +37,7 @@ def emulated(tmp_path_factory):
     return d / "run.h5"
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
 def test_report_and_exports_of_a_real_run(emulated, tmp_path):
     trace = read_trace(emulated)
     assert trace.attrs["runtime"] == "emulator-batch"

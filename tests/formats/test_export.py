@@ -73,6 +73,7 @@ def test_swf_of_a_real_trace_keeps_its_records(tmp_path):
     assert sum(r.wait for r in back) > 0  # EASY made some wait
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
 def test_batsim_csv_loads_in_evalys(small_trace_file, tmp_path):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
@@ -101,6 +102,7 @@ def test_batsim_csv_loads_in_evalys(small_trace_file, tmp_path):
     assert (tmp_path / "evalys.png").stat().st_size > 10_000
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
 def test_batsim_csv_of_a_simulation_never_overcommits(lackner, tmp_path):
     JobSet = pytest.importorskip("evalys.jobset").JobSet
     _, trace, path = lackner
