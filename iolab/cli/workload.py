@@ -12,6 +12,7 @@ import yaml
 from iolab.sim.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
 from iolab.sim.workloads.slurm_script import slurm_jobs
 
+from ..emulator.checks import H5_OVERHEAD
 from ..specs.batch import SCHEDULERS, parse_duration
 
 from ..specs.load import parse_spec
@@ -70,6 +71,9 @@ def _write_spec(data: dict, output: str, header: list[str]) -> None:
     atomic_write_text(path, text)
 
 
+EMULATOR_GRID = 8  # the smallest Jacobi grid: the smallest I/O phase a real run can replay
+
+
 @import_.command("darshan")
 @click.argument("logs", metavar="LOG...", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
@@ -87,8 +91,11 @@ def _write_spec(data: dict, output: str, header: list[str]) -> None:
               help="batch: compute nodes of the platform (default: the largest job)")
 @click.option("--align", type=click.Choice(["start", "zero"]), default="start", show_default=True,
               help="start: release (submit) each log at its start relative to the earliest; zero: all at 0")
+@click.option("--for-emulator", is_flag=True,
+              help="io: make the spec one iolab emulate runs (I/O phases of at least one checkpoint of an 8x8 "
+                   "grid on one rank, a write before the first read); what changes is listed in the spec")
 def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: int, bandwidth: float | None,
-                   bins: int, ranks_per_node: int, nodes: int | None, align: str) -> None:
+                   bins: int, ranks_per_node: int, nodes: int | None, align: str, for_emulator: bool) -> None:
     """Import Darshan LOGs (needs PyDarshan: pip install 'iolab[darshan]').  What is approximated:
     docs/workloads.md."""
     jobs = [read_darshan(p, bins=bins, ranks_per_node=ranks_per_node) for p in logs]
@@ -101,7 +108,12 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
         header.append(f"{Path(j.path).name}: job {j.jobid}, {j.nprocs} ranks, {j.nodes} nodes ({j.nodes_from}), "
                       f"run {j.run_time:g} s; bytes {mods}; volume = {j.volume_from}; timing from {j.timing_from}")
     if kind == "io":
-        data = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth)
+        # the emulator's own limit (emulator/checks.py): a rank's share of an I/O phase holds its grid block
+        min_units = (EMULATOR_GRID**2 * 8 + H5_OVERHEAD) / unit_bytes if for_emulator else None
+        data, notes = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth, min_io_units=min_units)
+        if for_emulator:
+            data["emulator"].update(grid=EMULATOR_GRID, ranks_per_app=1, max_ranks=max(16, len(jobs)))
+        header += notes
     else:
         data = batch_spec(jobs, nodes=nodes)
     _write_spec(data, output, header)

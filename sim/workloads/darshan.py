@@ -286,6 +286,65 @@ def job_phases(job: DarshanJob, unit_bytes: float) -> list[dict[str, float]]:
     return phases or [{"compute": job.run_time}]
 
 
+def emulable_phases(phases: list[dict[str, float]], min_units: float) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """Phases a real run can replay: every I/O phase at least ``min_units``, no read before a write.
+
+    An I/O phase below ``min_units`` is carried into the next phase of the same
+    kind (a remainder at the end into the last phase kept), its compute
+    neighbours joining; a kind whose whole volume is below ``min_units`` is
+    raised to it; reads before the first write get a write of their volume at
+    the start (a real run reads only what it wrote: the input files of the
+    traced job existed before it).  Returns the phases and what changed
+    (``merged`` phases, ``added`` units).
+    """
+    out: list[dict[str, float] | None] = [dict(p) for p in phases]
+    merged = 0
+    added = 0.0
+    for kind in ("read", "write"):
+        idx = [i for i, p in enumerate(out) if p is not None and kind in p]
+        if not idx:
+            continue
+        total = sum(out[i][kind] for i in idx)  # type: ignore[index]
+        if total < min_units:  # one phase of min_units where the largest was
+            keep = max(idx, key=lambda i: out[i][kind])  # type: ignore[index]
+            for i in idx:
+                if i != keep:
+                    out[i] = None
+                    merged += 1
+            out[keep][kind] = min_units  # type: ignore[index]
+            added += min_units - total
+            continue
+        carry = 0.0
+        kept: list[int] = []
+        for i in idx:
+            v = out[i][kind] + carry  # type: ignore[index]
+            if v < min_units:
+                carry, out[i] = v, None
+                merged += 1
+            else:
+                out[i][kind], carry = v, 0.0  # type: ignore[index]
+                kept.append(i)
+        if carry > 0:  # the tail was too small: into the last phase kept
+            out[kept[-1]][kind] += carry  # type: ignore[index]
+    # join compute phases that became neighbours
+    joined: list[dict[str, float]] = []
+    for p in (x for x in out if x is not None):
+        if "compute" in p and joined and "compute" in joined[-1]:
+            joined[-1]["compute"] += p["compute"]
+        else:
+            joined.append(p)
+    first = next((k for p in joined for k in p if k != "compute"), None)
+    if first == "read":
+        before = 0.0
+        for p in joined:
+            if "write" in p:
+                break
+            before += p.get("read", 0.0)
+        joined.insert(0, {"write": before})
+        added += before
+    return joined, {"merged": float(merged), "added": added}
+
+
 def _ident(job: DarshanJob, seen: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_.-]", "-", f"j{job.jobid}")[:56]
     ident, k = base, 1
@@ -297,21 +356,30 @@ def _ident(job: DarshanJob, seen: set[str]) -> str:
 
 
 def io_spec(jobs: list[DarshanJob], *, unit_bytes: int, bandwidth: float | None = None, io_nodes: int = 1,
-            nodes_per_io_node: int | None = None, policy: str = "fifo", name: str = "darshan") -> dict[str, Any]:
+            nodes_per_io_node: int | None = None, policy: str = "fifo", name: str = "darshan",
+            min_io_units: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """An I/O experiment (``kind: io``) whose apps replay the logs' I/O pattern.
 
     Every app is released at its log's start relative to the earliest log and
     runs on I/O node 0 (mapping ``none``), so ``nodes_per_io_node`` defaults to
     the sum of the apps' nodes.  ``bandwidth`` (data units per second)
     defaults to the rate the logs observed: their bytes over the time their
-    bins show I/O.
+    bins show I/O.  With ``min_io_units`` the phases go through
+    :func:`emulable_phases`.  Returns the spec and notes on what changed.
     """
     t0 = min(j.start for j in jobs)
     seen: set[str] = set()
     apps = []
+    notes = []
     for j in jobs:
-        apps.append({"id": _ident(j, seen), "nodes": j.nodes, "release": round(j.start - t0, 6),
-                     "phases": job_phases(j, unit_bytes)})
+        phases = job_phases(j, unit_bytes)
+        ident = _ident(j, seen)
+        if min_io_units is not None:
+            phases, ch = emulable_phases(phases, min_io_units)
+            if ch["merged"] or ch["added"]:
+                notes.append(f"{ident}: for a real run, {ch['merged']:g} I/O phases below {min_io_units:g} units "
+                             f"merged, {ch['added']:g} units added")
+        apps.append({"id": ident, "nodes": j.nodes, "release": round(j.start - t0, 6), "phases": phases})
     if bandwidth is None:
         moved = sum(j.read_bytes + j.write_bytes for j in jobs)
         busy = sum(j.io_time for j in jobs)
@@ -321,7 +389,7 @@ def io_spec(jobs: list[DarshanJob], *, unit_bytes: int, bandwidth: float | None 
         "platform": {"io_nodes": io_nodes, "nodes_per_io_node": nodes_per_io_node or sum(a["nodes"] for a in apps),
                      "bandwidth": float(bandwidth)},
         "policy": policy, "mapping": "none", "emulator": {"unit_bytes": int(unit_bytes)}, "apps": apps,
-    }
+    }, notes
 
 
 LACKNER_PLATFORM = {"lps": {"rate": "1 GB/s"}, "hps": {"rate": "15 GB/s", "capacity": "2048 GB"},
@@ -351,4 +419,5 @@ def batch_spec(jobs: list[DarshanJob], *, nodes: int | None = None, scheduler: s
             "workload": {"source": "inline", "jobs": out}}
 
 
-__all__ = ["DarshanJob", "DarshanLogError", "MODULES", "batch_spec", "io_spec", "job_phases", "read_darshan"]
+__all__ = ["DarshanJob", "DarshanLogError", "MODULES", "batch_spec", "emulable_phases", "io_spec", "job_phases",
+           "read_darshan"]

@@ -117,3 +117,52 @@ def test_bad_logs_named_exit_2(tmp_path):
         assert not (tmp_path / "o.yaml").exists()
     with pytest.raises(DarshanLogError, match="cut.darshan"):
         read_darshan(cut)
+
+
+def test_emulable_phases():
+    from iolab.sim.workloads.darshan import emulable_phases
+
+    ph = [{"compute": 1.0}, {"read": 0.5}, {"compute": 2.0}, {"read": 3.0}, {"write": 0.2}, {"compute": 1.0},
+          {"write": 0.3}, {"compute": 4.0}, {"write": 0.1}]
+    out, ch = emulable_phases(ph, 1.0)
+    # the 0.5 read joins the 3.0 one; the writes (0.6 in all) become one of 1.0 where the largest (0.3) was;
+    # 3.5 read before any write: written first
+    assert out == [{"write": 3.5}, {"compute": 3.0}, {"read": 3.5}, {"compute": 1.0}, {"write": 1.0},
+                   {"compute": 4.0}]
+    assert ch == {"merged": 3.0, "added": pytest.approx(0.4 + 3.5)}
+    assert sum(p.get("compute", 0) for p in out) == sum(p.get("compute", 0) for p in ph)
+
+
+def test_for_emulator_spec_passes_the_emulators_checks(tmp_path):
+    from iolab.emulator.checks import check_runnable
+
+    plain, real = tmp_path / "plain.yaml", tmp_path / "real.yaml"
+    for out, extra in ((plain, []), (real, ["--for-emulator"])):
+        res = CliRunner().invoke(cli, ["workload", "import", "darshan", str(IOR), str(DXT), "--align", "zero",
+                                       "-o", str(out), *extra])
+        assert res.exit_code == 0, res.output
+    with pytest.raises(Exception, match="reads before it ever writes"):
+        check_runnable(load_spec(plain), tmp_path / "w1")
+    check_runnable(load_spec(real), tmp_path / "w2")  # raises if the emulator could not run it
+    assert "for a real run" in real.read_text()
+
+
+@pytest.mark.mpi
+@pytest.mark.ray
+def test_darshan_pattern_replays_through_the_middleware(tmp_path):
+    """Two 1-second logs imported --for-emulator and run for real: the trace holds their phases."""
+    from iolab.trace import read_trace
+
+    spec = tmp_path / "d.yaml"
+    res = CliRunner().invoke(cli, ["workload", "import", "darshan", str(IOR), str(LOGS.parents[1] / "tests" / "input" /
+                                   "sample-dxt-simple.darshan"), "--align", "zero", "--for-emulator", "-o", str(spec)])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["emulate", str(spec), "--out", str(tmp_path / "run.h5")])
+    assert res.exit_code == 0, res.output
+    trace = read_trace(tmp_path / "run.h5")
+    want = load_spec(spec)
+    for app in want.apps:
+        got = [(r["kind"], r["volume"]) for r in trace.phases.rows() if r["job"] == app.id and r["kind"] != "compute"]
+        assert [k for k, _ in got] == [k for k, _ in app.phase_list() if k != "compute"]
+        assert [v for _, v in got] == pytest.approx([a for k, a in app.phase_list() if k != "compute"])
+    assert set(trace.jobs["status"]) == {"ok"}
