@@ -166,3 +166,21 @@ def test_darshan_pattern_replays_through_the_middleware(tmp_path):
         assert [k for k, _ in got] == [k for k, _ in app.phase_list() if k != "compute"]
         assert [v for _, v in got] == pytest.approx([a for k, a in app.phase_list() if k != "compute"])
     assert set(trace.jobs["status"]) == {"ok"}
+
+
+def test_memory_does_not_grow_with_records():
+    """2051 records (sample-badost): the streamed read peaks far below holding them (PyDarshan's full report)."""
+    import tracemalloc
+
+    log = LOGS / "sample-badost.darshan"
+    read_darshan(log)  # imports and caches out of the measure
+    tracemalloc.start()
+    j = read_darshan(log, bins=64)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    tracemalloc.start()
+    darshan.DarshanReport(str(log), read_all=True)
+    full = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert j.records == 2051
+    assert peak < 256 * 1024 and peak * 10 < full
