@@ -111,3 +111,20 @@ def test_missing_script(tmp_path):
     res = CliRunner().invoke(cli, ["workload", "import", "slurm", str(tmp_path / "nope.sbatch"), "-o",
                                    str(tmp_path / "o.yaml")])
     assert res.exit_code == 2 and "nope.sbatch: no such Slurm script" in res.output
+
+
+def test_cli_now_and_default_time(tmp_path):
+    p = tmp_path / "later.sbatch"
+    p.write_text("#!/bin/sh\n#SBATCH --begin=2026-11-22T10:30 -N 3\n#BB_LUA capacity=10GB\necho hi\n")
+    out = tmp_path / "o.yaml"
+    args = ["workload", "import", "slurm", str(p), "-o", str(out), "--default-time", "2h", "--nodes", "8"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and f"{p}:2: " in res.output and "--now" in res.output
+    res = CliRunner().invoke(cli, args + ["--now", "2026-11-22T08:00"])
+    assert res.exit_code == 0, res.output
+    spec = load_spec(out)
+    (j,) = spec.workload.jobs
+    assert (j.submit, j.walltime, j.nodes, j.storage, spec.platform.nodes) == (9000.0, 7200.0, 3, 10e9, 8)
+    assert "walltime 7200 s (default)" in out.read_text()
+    res = CliRunner().invoke(cli, args + ["--now", "tomorrow"])
+    assert res.exit_code == 2 and "--now" in res.output
