@@ -109,11 +109,11 @@ def batch_utilisation(trace, path: str | Path) -> Path:
     ax.fill_between(times, 0, busy, step="post", color="#1f77b4", alpha=0.8, linewidth=0, label="nodes held")
     ax.axhline(total, color="black", lw=0.8, ls="--", label=f"cluster ({total} nodes)")
     ax.set_ylabel("nodes held")
-    ax.set_ylim(0, total * 1.08)
+    ax.set_ylim(0, total * 1.4)  # headroom: the legend sits above the curves
     axq = ax.twinx()  # the queue can ask for many times the cluster: its own scale
     axq.step(qt, ql, where="post", color="#d62728", lw=0.9, label="nodes asked by queued jobs (right axis)")
     axq.set_ylabel("nodes queued", color="#d62728")
-    axq.set_ylim(0, max(1.0, float(ql.max()) if len(ql) else 1.0) * 1.08)
+    axq.set_ylim(0, max(1.0, float(ql.max()) if len(ql) else 1.0) * 1.4)
     ax.set_title(f"utilisation over time, scheduler {trace.attrs.get('scheduler', '?')}", fontsize=10)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = axq.get_legend_handles_labels()
