@@ -12,7 +12,7 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
   ``iolab.middleware`` (the Ray actors and the clients that implement the apps' coordinator)
   the bottom, the policies and the apps' interface; ``iolab.emulator`` (the orchestrator of
   real runs) every runtime.
-* front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots`` (and ``python -m iolab``)
+* front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots``, ``iolab.export`` (and ``python -m iolab``)
   import anything.
 
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
@@ -41,7 +41,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     tomllib = pytest.importorskip("tomli")
 
-HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "statsmodels", "pandas"})
+HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "statsmodels", "pandas",
+                   "darshan"})  # darshan: PyDarshan, an optional extra
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.trace", "iolab.metrics", "iolab.plan",
@@ -49,7 +50,7 @@ BOTTOM = frozenset({
     "iolab.examples", "iolab.templates",
 })
 POLICIES = "iolab.middleware.policies"
-FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.__main__"})
+FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.__main__"})
 
 # unit -> the units it may import (besides itself).  The front may import anything.
 LAYERS: dict[str, frozenset[str]] = {

@@ -9,6 +9,7 @@ import click
 from ..campaign.results import is_results, load
 from ..campaign.summary import summarise
 from ..metrics import io_metrics
+from ..metrics.batch_trace import batch_report, is_batch_trace
 from ..plots.campaign import strategy_boxplots
 from ..plots.trace import gantt, utilisation
 from ..trace import read_trace
@@ -20,7 +21,7 @@ from .simulate import metrics_json, print_metrics
 @click.argument("path", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="print metrics (or the campaign summary) as JSON")
 @click.option("--figures", "figures", type=click.Path(file_okay=False),
-              help="also draw figures into this folder (trace: Gantt chart and node utilisation; "
+              help="also draw figures into this folder (trace: Gantt chart and node utilisation over time; "
                    "campaign: per-strategy box plots of makespan and max stretch)")
 @click.option("--format", "fig_format", type=click.Choice(["png", "svg"]), default="png", show_default=True)
 def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
@@ -34,6 +35,9 @@ def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
 
 def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     trace = read_trace(path)
+    if is_batch_trace(trace):
+        _batch(path, trace, as_json, figures, fig_format)
+        return
     m = io_metrics(trace)
     if as_json:
         click.echo(dumps(metrics_json(m)))
@@ -44,6 +48,37 @@ def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
         out = Path(figures)
         g = gantt(trace, out / f"gantt.{fig_format}")
         u = utilisation(trace, out / f"utilisation.{fig_format}")
+        click.echo(f"figures: {g.path}, {u}", err=as_json)
+
+
+BATCH_ROWS = (("wait", "wait s"), ("run", "run s"), ("turnaround", "turnaround s"),
+              ("bounded_slowdown", "bounded slowdown"), ("utilisation", "node utilisation"),
+              ("hps_utilisation", "HPS utilisation"))
+
+
+def _batch(path: str, trace, as_json: bool, figures: str | None, fig_format: str) -> None:
+    r = batch_report(trace)
+    a = trace.attrs
+    if as_json:
+        click.echo(dumps({"trace": str(path), "runtime": a.get("runtime"), "scheduler": a.get("scheduler"),
+                          "seed": a.get("seed"), **r.to_dict()}))
+    else:
+        st = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses.items()))
+        click.echo(f"{path}: {a.get('runtime', '?')}, scheduler {a.get('scheduler', '?')}, seed {a.get('seed', '?')}: "
+                   f"{r.jobs} jobs ({st}), {r.finished} measured, on {r.total_nodes} nodes; "
+                   f"makespan {fmt(r.makespan)} s")
+        rows = [(label, *(getattr(r, key)[c] for c in ("mean", "median", "p95", "max"))) for key, label in BATCH_ROWS
+                if not (key == "hps_utilisation" and r.hps_capacity <= 0)]
+        click.echo(table(["", "mean", "median", "p95", "max"], rows))
+        click.echo(f"bounded slowdown = max(1, turnaround / max(run, {r.tau:g} s)); run = end - start (on HPS it "
+                   "includes stage-in and stage-out); utilisation = fraction of the nodes (HPS capacity) held, "
+                   "weighted by time over [first submit, last end]; p95 by linear interpolation for jobs.")
+    if figures:
+        from ..plots.batch import batch_gantt, batch_utilisation  # lazy: matplotlib only when drawing
+
+        out = Path(figures)
+        g = batch_gantt(trace, out / f"gantt.{fig_format}")
+        u = batch_utilisation(trace, out / f"utilisation.{fig_format}")
         click.echo(f"figures: {g.path}, {u}", err=as_json)
 
 

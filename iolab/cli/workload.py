@@ -1,7 +1,8 @@
-"""``iolab workload``: generate synthetic workloads as spec files."""
+"""``iolab workload``: generate synthetic workloads, or import real ones, as spec files."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -9,8 +10,13 @@ import click
 import yaml
 
 from ..atomic import atomic_write_text
+from ..emulator.checks import H5_OVERHEAD
 from ..sim.workloads.carretero import CarreteroParams
 from ..sim.workloads.carretero import generate as gen
+from ..sim.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
+from ..sim.workloads.slurm_script import slurm_jobs
+from ..specs.batch import SCHEDULERS, parse_duration
+from ..specs.load import parse_spec
 
 
 @click.group()
@@ -47,3 +53,108 @@ def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_no
                  f"(Eq. 6) = {spec.io_load():.4f}\n" + yaml.safe_dump(data, sort_keys=False, width=120))
     atomic_write_text(path, text)
     click.echo(f"{path}: {len(spec.apps)} apps, I/O load {spec.io_load():.4f} (alpha_gen {alpha})")
+
+
+@workload.group("import")
+def import_() -> None:
+    """Import real workloads (Darshan logs, Slurm job scripts) as an experiment spec."""
+
+
+def _write_spec(data: dict, output: str, header: list[str]) -> None:
+    """Validate ``data`` as a spec (a bug here must not leave a file the simulator refuses), then write it."""
+    path = Path(output)
+    parse_spec(data, source=str(path))
+    text = (json.dumps(data, indent=1) if path.suffix == ".json"
+            else "".join(f"# {h}\n" for h in header) + yaml.safe_dump(data, sort_keys=False, width=120))
+    atomic_write_text(path, text)
+
+
+EMULATOR_GRID = 8  # the smallest Jacobi grid: the smallest I/O phase a real run can replay
+
+
+@import_.command("darshan")
+@click.argument("logs", metavar="LOG...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
+@click.option("--kind", type=click.Choice(["io", "batch"]), default="io", show_default=True,
+              help="io: one app per log with its compute and I/O phases; batch: one job per log (input/output bytes)")
+@click.option("--unit-bytes", type=click.IntRange(4096), default=1 << 20, show_default=True,
+              help="io: bytes of one data unit (the spec's volumes are in units)")
+@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="io: I/O node bandwidth in units/s (default: the rate the logs observed)")
+@click.option("--bins", type=click.IntRange(1, 1_000_000), default=1024, show_default=True,
+              help="time bins per log: the resolution of the phases (run time / bins)")
+@click.option("--ranks-per-node", type=click.IntRange(1), default=1, show_default=True,
+              help="nodes = ranks / this when the log has no DXT host names")
+@click.option("--nodes", type=click.IntRange(1), default=None,
+              help="batch: compute nodes of the platform (default: the largest job)")
+@click.option("--align", type=click.Choice(["start", "zero"]), default="start", show_default=True,
+              help="start: release (submit) each log at its start relative to the earliest; zero: all at 0")
+@click.option("--for-emulator", is_flag=True,
+              help="io: make the spec one iolab emulate runs (I/O phases of at least one checkpoint of an 8x8 "
+                   "grid on one rank, a write before the first read); what changes is listed in the spec")
+def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: int, bandwidth: float | None,
+                   bins: int, ranks_per_node: int, nodes: int | None, align: str, for_emulator: bool) -> None:
+    """Import Darshan LOGs (needs PyDarshan: pip install 'iolab[darshan]').  What is approximated:
+    docs/workloads.md."""
+    jobs = [read_darshan(p, bins=bins, ranks_per_node=ranks_per_node) for p in logs]
+    if align == "zero":
+        for j in jobs:
+            j.start = 0.0
+    header = [f"imported from {len(jobs)} Darshan log(s) by iolab workload import darshan --kind {kind}"]
+    for j in jobs:
+        mods = ", ".join(f"{m} r {v['read']} w {v['write']}" for m, v in j.modules.items())
+        header.append(f"{Path(j.path).name}: job {j.jobid}, {j.nprocs} ranks, {j.nodes} nodes ({j.nodes_from}), "
+                      f"run {j.run_time:g} s; bytes {mods}; volume = {j.volume_from}; timing from {j.timing_from}")
+    if kind == "io":
+        # the emulator's own limit (emulator/checks.py): a rank's share of an I/O phase holds its grid block
+        min_units = (EMULATOR_GRID**2 * 8 + H5_OVERHEAD) / unit_bytes if for_emulator else None
+        data, notes = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth, min_io_units=min_units)
+        if for_emulator:
+            data["emulator"].update(grid=EMULATOR_GRID, ranks_per_app=1, max_ranks=max(16, len(jobs)))
+        header += notes
+    else:
+        data = batch_spec(jobs, nodes=nodes)
+    _write_spec(data, output, header)
+    what = f"{len(data['apps'])} apps" if kind == "io" else f"{len(data['workload']['jobs'])} jobs"
+    click.echo(f"{output}: {what} from {len(jobs)} Darshan log(s)")
+
+
+@import_.command("slurm")
+@click.argument("scripts", metavar="SCRIPT...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
+@click.option("--nodes", type=click.IntRange(1), default=None,
+              help="compute nodes of the platform (default: the largest job)")
+@click.option("--scheduler", type=click.Choice([s for s in SCHEDULERS if s != "random-tier"]), default="sas",
+              show_default=True, help="the spec's batch scheduler (sas chooses the tier; see docs/workloads.md)")
+@click.option("--default-time", default="1h", show_default=True,
+              help="walltime of a script without #SBATCH --time (300, 5m, 2h, 1d)")
+@click.option("--now", "now", default=None,
+              help="submission time of the scripts (ISO, e.g. 2026-11-22T08:00): needed by --begin dates and times")
+def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, scheduler: str, default_time: str,
+                 now: str | None) -> None:
+    """Import Slurm batch SCRIPTs (#SBATCH options, #DW and #BB_LUA burst-buffer directives) as batch jobs:
+    one job per script, its burst buffer as the HPS request, its staged files as input and output."""
+    try:
+        dflt = float(parse_duration(default_time))  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--default-time") from None
+    try:
+        when = dt.datetime.fromisoformat(now) if now else None
+    except ValueError:
+        raise click.BadParameter(f"not an ISO date and time: {now!r}", param_hint="--now") from None
+    parsed, jobs = slurm_jobs(list(scripts), default_time=dflt, now=when)
+    data_jobs = [j.model_dump(mode="json", exclude={"estimate"}) for j in jobs]
+    cap = max([2048e9] + [j.storage for j in jobs])
+    data = {"kind": "batch", "name": "slurm", "scheduler": scheduler,
+            "platform": {"nodes": nodes or max(j.nodes for j in jobs), **LACKNER_PLATFORM,
+                         "hps": {"rate": "15 GB/s", "capacity": cap}},
+            "workload": {"source": "inline", "jobs": data_jobs}}
+    header = [f"imported from {len(parsed)} Slurm script(s) by iolab workload import slurm; runtime = walltime "
+              "(a script does not say how long it runs); platform: lackner2019's, edit it"]
+    for s, j in zip(parsed, jobs):
+        st = "; ".join(f"{x.direction} {x.source} -> {x.destination} {x.bytes:.6g} B ({x.from_})" for x in s.staged)
+        header.append(f"{Path(s.path).name}: job {j.id}, {s.nodes} nodes, walltime {s.walltime:g} s"
+                      + ("" if s.time_given else " (default)") + f", begin +{s.begin:g} s, burst buffer "
+                      f"{s.capacity:.6g} B" + (f"; {st}" if st else ""))
+    _write_spec(data, output, header)
+    click.echo(f"{output}: {len(jobs)} jobs from {len(parsed)} Slurm script(s)")

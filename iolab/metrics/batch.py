@@ -5,6 +5,18 @@ Batch level (lackner2019 §V):
 - makespan: ``max(end) - min(submit)`` (the workload's span, from its first
   submission to its last completion);
 - turnaround of a job: ``end - submit``; mean turnaround over the jobs;
+- wait time of a job: ``start - submit``;
+- bounded slowdown of a job (Feitelson et al. 1997): ``max(1, (end - submit)
+  / max(end - start, tau))`` with ``tau = BSLD_TAU = 10 s``, so that very short
+  jobs do not dominate the average;
+- aggregates of a per-job quantity (:func:`summary`): mean, median, p95
+  (numpy's linear interpolation between order statistics) and max;
+- utilisation over time (:func:`step_curve`, :func:`time_weighted_summary`):
+  the fraction of the cluster's nodes held by running jobs at each instant;
+  its mean, median, p95 and max are weighted by time over
+  ``[min(submit), max(end)]``, so its mean is Eq. 3's ``U`` below;
+- :func:`assign_nodes`: node ids for jobs whose trace does not record them
+  (the simulator's): each job takes the lowest free ids when it starts;
 - utilisation, Eq. 3: ``U = sum_i u_i / sum_i a_i`` over experiments i, with
   ``u`` the used node-seconds (``sum (end - start) * nodes``) and ``a`` the
   available ones (``makespan * nodes of the cluster``); HPS utilisation is the
@@ -107,6 +119,120 @@ def batch_metrics(submit: Any, start: Any, end: Any, nodes: Any, total_nodes: in
         hps_utilisation=hps_utilisation(submit, start, end, tier, hb, hps_capacity) if hps_capacity > 0 else 0.0,
         hps_jobs=int(np.sum(tier == "hps")),
     )
+
+
+# ---------------------------------------------------------------- per job, and over time
+
+BSLD_TAU = 10.0  # seconds: the bound of the bounded slowdown (Feitelson et al. 1997)
+
+
+def wait_time(submit: Any, start: Any) -> np.ndarray:
+    return _arr(start) - _arr(submit)
+
+
+def bounded_slowdown(submit: Any, start: Any, end: Any, tau: float = BSLD_TAU) -> np.ndarray:
+    """``max(1, (end - submit) / max(end - start, tau))`` per job."""
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    s, b, e = _arr(submit), _arr(start), _arr(end)
+    return np.maximum(1.0, (e - s) / np.maximum(e - b, tau))
+
+
+def summary(values: Any) -> dict[str, float]:
+    """Mean, median, p95 (linear interpolation) and max; NaN for no values."""
+    v = _arr(values)
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return {"mean": float("nan"), "median": float("nan"), "p95": float("nan"), "max": float("nan")}
+    return {"mean": float(v.mean()), "median": float(np.median(v)), "p95": float(np.percentile(v, 95)),
+            "max": float(v.max())}
+
+
+def step_curve(begin: Any, end: Any, weight: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A step function: ``level[i]`` holds on ``[times[i], times[i+1])`` (the last level is 0).
+
+    Each interval ``[begin, end)`` adds its ``weight`` (nodes, bytes) while it lasts.
+    """
+    b, e, w = _arr(begin), _arr(end), _arr(weight)
+    if b.size == 0:
+        return np.array([0.0]), np.array([0.0])
+    times = np.unique(np.concatenate([b, e]))
+    delta = np.zeros(len(times))
+    np.add.at(delta, np.searchsorted(times, b), w)
+    np.add.at(delta, np.searchsorted(times, e), -w)
+    level = np.cumsum(delta)
+    level[np.abs(level) < 1e-9 * max(1.0, float(np.abs(w).max()))] = 0.0  # rounding of the sums
+    return times, level
+
+
+def time_weighted_summary(times: Any, level: Any, t0: float, t1: float) -> dict[str, float]:
+    """Mean, median, p95 and max of a step curve over ``[t0, t1]``, weighted by time.
+
+    A quantile q is the smallest level held, together with every lower level,
+    during at least a fraction q of the window.
+    """
+    t, lv = _arr(times), _arr(level)
+    if t1 <= t0:
+        return {"mean": float("nan"), "median": float("nan"), "p95": float("nan"), "max": float("nan")}
+    edges = np.clip(np.append(t, np.inf), t0, t1)
+    dur = np.diff(edges)
+    # the window before the first step is at level 0
+    lv = np.append(0.0, lv)
+    dur = np.append(max(0.0, min(t[0], t1) - t0) if t.size else t1 - t0, dur)
+    keep = dur > 0
+    lv, dur = lv[keep], dur[keep]
+    order = np.argsort(lv, kind="stable")
+    cum = np.cumsum(dur[order]) / (t1 - t0)
+
+    def q(x: float) -> float:
+        return float(lv[order][min(np.searchsorted(cum, x - 1e-12), len(cum) - 1)])
+
+    return {"mean": float(np.sum(lv * dur) / (t1 - t0)), "median": q(0.5), "p95": q(0.95), "max": float(lv.max())}
+
+
+def assign_nodes(start: Any, end: Any, nodes: Any, total_nodes: int) -> list[list[int]]:
+    """Node ids for each job: at its start it takes the ``nodes`` lowest free ids.
+
+    Ends free their ids before starts at the same instant take them (a job of
+    no duration holds nothing: it gets ids free at its instant, else the lowest
+    ones).  Raises
+    ValueError if the jobs ever need more than ``total_nodes`` at once.
+    """
+    s, e, n = _arr(start), _arr(end), np.asarray(nodes, dtype=np.int64)
+    events = sorted([(float(e[i]), 0, i) for i in range(len(s))] + [(float(s[i]), 1, i) for i in range(len(s))])
+    free = list(range(int(total_nodes)))  # kept sorted
+    out: list[list[int]] = [[] for _ in range(len(s))]
+    for t, kind, i in events:
+        if kind == 0:
+            if out[i]:
+                free = sorted(free + out[i])
+            continue
+        k = int(n[i])
+        if e[i] <= s[i]:  # a job of no duration holds nothing: free ids, else the lowest ones
+            ids = free[:k]
+            ids += [x for x in range(int(total_nodes)) if x not in set(ids)][:k - len(ids)]
+            out[i] = sorted(ids)
+            continue
+        if k > len(free):
+            raise ValueError(f"job #{i} needs {k} nodes at t={t:g} but only {len(free)} of {total_nodes} are free")
+        out[i], free = free[:k], free[k:]
+    return out
+
+
+def id_ranges(ids: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2 5"`` (the interval-set notation of Batsim and procset)."""
+    parts: list[str] = []
+    run: list[int] = []
+    for x in sorted(ids):
+        if run and x == run[-1] + 1:
+            run.append(x)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [x]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return " ".join(parts)
 
 
 # ---------------------------------------------------------------- storage (monniot2023)
@@ -228,6 +354,8 @@ def storage_metrics(log: Any, disk_capacity: Mapping[str, float], end_time: floa
 
 
 __all__ = [
+    "BSLD_TAU", "assign_nodes", "bounded_slowdown", "id_ranges", "step_curve", "summary",
+    "time_weighted_summary", "wait_time",
     "BatchMetrics", "StorageMetrics", "batch_metrics", "hps_utilisation", "makespan", "mean_turnaround",
     "node_utilisation", "pooled_utilisation", "storage_metrics", "turnaround", "used_hps_byte_seconds",
     "used_node_seconds",

@@ -1,0 +1,46 @@
+"""``iolab export``: a trace in formats other tools read (SWF, Batsim's jobs.csv, CSV per table)."""
+
+from __future__ import annotations
+
+import click
+
+from iolab.sim.workloads import load_workload
+
+from ..errors import TraceError
+from ..export import FORMATS, export_trace
+from ..metrics.batch_trace import is_batch_trace
+from ..specs.load import parse_spec
+from ..trace import Trace, read_trace
+
+
+def spec_jobs(trace: Trace) -> dict:
+    """The spec's jobs by id (their walltime and user), when the trace's spec gives them back; else {}."""
+    spec = trace.attrs.get("spec")
+    if not isinstance(spec, dict) or spec.get("kind") != "batch":
+        return {}
+    try:
+        return {j.id: j for j in load_workload(parse_spec(spec))}
+    except Exception:  # a workload file that moved, a spec of an older iolab: export without walltimes
+        return {}
+
+
+@click.command()
+@click.argument("trace_path", metavar="TRACE", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True,
+              help="swf: Standard Workload Format 2.2; batsim-csv: Batsim's jobs.csv columns (evalys reads it); "
+                   "csv: one TABLE.csv per trace table plus attrs.json, into the directory -o names")
+@click.option("-o", "--output", type=click.Path(), required=True,
+              help="file to write (a directory for --format csv)")
+def export(trace_path: str, fmt: str, output: str) -> None:
+    """Write TRACE (from simulate or emulate) as FORMAT.  swf and batsim-csv take a batch trace
+    (an I/O trace's apps are exported as jobs on its R x P nodes too); csv takes any trace."""
+    trace = read_trace(trace_path)
+    if fmt != "csv" and not is_batch_trace(trace) and "nodes_per_io_node" not in trace.attrs:
+        raise TraceError(f"{trace_path}: neither a batch nor an I/O trace; --format {fmt} needs one")
+    try:
+        written = export_trace(trace, fmt, output, source=str(trace_path),
+                               jobs=spec_jobs(trace) if fmt != "csv" else None)
+    except ValueError as exc:  # jobs that overcommit the nodes: no valid node assignment
+        raise TraceError(f"{trace_path}: {exc}") from None
+    rows = len(trace.jobs)
+    click.echo(f"{output}: {fmt}, {rows} jobs" + (f", {len(written)} files" if fmt == "csv" else ""))
