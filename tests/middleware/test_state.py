@@ -8,9 +8,10 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.bucket import TokenBucket
-from iolab.middleware.policies import IONodeArbiter
 from iolab.middleware.policies.io_apps import IOApp
 from iolab.middleware.state import AppFailed, ArbiterState
+
+from io_fakes import GrantsTwice
 
 
 def two_apps(policy="fifo", lease=math.inf, cap=None, **kw):
@@ -167,20 +168,6 @@ def test_bad_calls_are_refused():
 
 
 # -- strict mode (the I/O kernel's checker, on spec time) -------------------------------------------
-class GrantsTwice(IONodeArbiter):
-    """A broken arbiter: hands a busy I/O node to the next waiting request too."""
-
-    def dispatch(self, now):
-        granted = super().dispatch(now)
-        if self.active and self._waiting:
-            req = self.policy.pick(list(self._waiting.values()), now)
-            del self._waiting[req.app]
-            self._heap = [e for e in self._heap if e[2].app != req.app]
-            self.active[req.app] = req
-            granted.append(req)
-        return granted
-
-
 def test_strict_stops_a_second_grant_on_a_busy_io_node_in_spec_time():
     st = two_apps("fifo", strict=True, time_scale=0.5)
     st.nodes[0] = GrantsTwice(st.policy, 0)

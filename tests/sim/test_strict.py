@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 
 from iolab.invariants import InvariantViolation
-from iolab.middleware.policies import POLICIES, IONodeArbiter
+from iolab.middleware.policies import POLICIES
 from iolab.sim.event import EventEngine
 from iolab.sim.run import simulate
 from iolab.sim.scenario import Scenario
 from iolab.sim.stepped import SteppedEngine
 from iolab.specs import load_spec, parse_spec
+
+from io_fakes import GrantsTwice
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -29,20 +31,6 @@ def test_every_policy_runs_table1_and_packs_clean_in_both_engines(policy):
         for mode, dt in (("event", None), ("step", 0.5)):
             trace = simulate(spec, policy=policy, mode=mode, dt=dt, strict=True)
             assert (trace.jobs["status"] == "ok").all()
-
-
-class GrantsTwice(IONodeArbiter):
-    """A broken arbiter: hands a busy I/O node to the next waiting request too."""
-
-    def dispatch(self, now):
-        granted = super().dispatch(now)
-        if self.active and self._waiting:
-            req = self.policy.pick(list(self._waiting.values()), now)
-            del self._waiting[req.app]
-            self._heap = [e for e in self._heap if e[2].app != req.app]
-            self.active[req.app] = req
-            granted.append(req)
-        return granted
 
 
 def two_writers():
