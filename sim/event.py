@@ -41,6 +41,7 @@ class EventEngine:
         self._heap: list[tuple] = []
         self._seq = itertools.count()
         self._touched: set[int] = set()
+        self.factors = scenario.factors  # jitter: actual vs stated duration of each phase
         self.turns = scenario.turns()
         self.check = (IOChecker(scenario.apps, scenario.plan.nodes, packed=scenario.plan.packed,
                                 exclusive=self.exclusive) if strict_default(strict) else None)
@@ -66,7 +67,7 @@ class EventEngine:
             if kinds[i] == COMPUTE:
                 self.idx[rank] = i
                 self.phase_start[rank] = t
-                factors = self.sc.factors[rank]
+                factors = self.factors[rank]
                 self._push(t + (amount * factors[i] if factors else amount), _COMPUTE_END, rank)
                 return
             if amount > 0:
@@ -111,7 +112,8 @@ class EventEngine:
         link = self.links[node]
         for req in granted:
             self.grant_time[req.rank] = t
-            f = self.sc.factor(req.rank, req.phase)  # jitter: actual vs stated duration
+            factors = self.factors[req.rank]
+            f = factors[req.phase] if factors else 1.0
             if self.exclusive:
                 self._push(t + req.io_time * f, _IO_END, req.rank)
             else:
