@@ -216,9 +216,7 @@ class ArbiterState:
         t = self.spec_time(now)
         req = a.info.request(phase, t, self.spec_time(a.start), a.io_received)
         if self.check is not None:
-            stated = int(round(volume * self.unit_bytes))
-            if int(nbytes) != stated:
-                self._checked(_bytes_differ, a.info, phase, int(nbytes), stated, t)
+            self._checked(self.check.bytes_asked, a.info.rank, phase, int(nbytes), self.unit_bytes, t)
             self._checked(self.check.request, req, t)
         if not math.isnan(a.suspended):
             a.held = req
@@ -415,7 +413,3 @@ class ArbiterState:
         return {"jobs": jobs, "phases": phases, "grants": grants, "actions": actions, "failures": failures,
                 "bytes_booked": [b.booked for b in self.buckets]}
 
-
-def _bytes_differ(app: IOApp, phase: int, nbytes: int, stated: int, t: float) -> None:
-    raise InvariantViolation("bytes-conserved", t, f"app {app.id}",
-                             f"asks to move {nbytes} B in phase {phase}, its spec states {stated} B")

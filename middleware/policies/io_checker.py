@@ -21,7 +21,7 @@ or I/O node, the spec time and the rule:
 - ``exclusive-io``: under a list policy, a grant while the I/O node serves another
   app (``shared`` grants everyone: not checked);
 - ``release-not-granted``: a transfer ends that holds no grant;
-- ``bytes-conserved``: what a request, a grant, a recorded phase or a whole app moved
+- ``bytes-conserved``: what a request (a real app: its bytes), a grant, a recorded phase or a whole app moved
   is not what the app's phases state.
 """
 
@@ -122,6 +122,13 @@ class IOChecker:
             raise InvariantViolation("bytes-conserved", t, self._app(rank),
                                      f"phase {i} states {app.amounts[i]:g} units, the request asks {req.volume:g}")
         self.waiting[rank] = req
+
+    def bytes_asked(self, rank: int, phase: int, nbytes: int, unit_bytes: int, t: float) -> None:
+        """A real app asks to move ``nbytes`` in ``phase``: its phase states amount x unit_bytes."""
+        stated = int(round(self.apps[rank].amounts[phase] * unit_bytes))
+        if nbytes != stated:
+            raise InvariantViolation("bytes-conserved", t, self._app(rank),
+                                     f"asks to move {nbytes} B in phase {phase}, its spec states {stated} B")
 
     def grant(self, node: int, granted: Iterable[IORequest], t: float) -> None:
         active = self.active[node]
