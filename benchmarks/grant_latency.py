@@ -54,7 +54,7 @@ def main() -> None:
     import ray
 
     from iolab.middleware.arbiter import Arbiter
-    from iolab.middleware.state import AppInfo
+    from iolab.middleware.policies.io_apps import IOApp
 
     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="bench")
@@ -62,10 +62,10 @@ def main() -> None:
             for _ in range(args.busy)]
     try:
         k = args.clients
-        apps = [AppInfo(id=f"c{i}", rank=i, nodes=1, release=0.0, kinds=["write"] * args.rounds,
-                        amounts=[1.0] * args.rounds, io_node=i, directory="/tmp") for i in range(k)]
-        arb = Arbiter.create(apps, policy="fifo", bandwidth=1.0, io_nodes=k, lease=60, name="bench",
-                             namespace="bench")
+        apps = [IOApp(id=f"c{i}", rank=i, nodes=1, release=0.0, kinds=["write"] * args.rounds,
+                      amounts=[1.0] * args.rounds, bandwidth=1.0, io_node=i) for i in range(k)]
+        arb = Arbiter.create(apps, policy="fifo", bandwidth=1.0, io_nodes=k, lease=60, directories=["/tmp"] * k,
+                             name="bench", namespace="bench")
         gcs = ray.get_runtime_context().gcs_address
         procs = [subprocess.Popen([sys.executable, __file__, "--rounds", str(args.rounds), "--client",
                                    json.dumps({"address": gcs, "namespace": "bench", "actor": "bench",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iolab.middleware.policies.mapping import PackJob, lpt_assign, make_pack
+from iolab.middleware.policies.mapping import Pack, PackJob, lpt_assign, make_pack
 
 from .specs.io import IOExperiment
 
@@ -53,12 +53,20 @@ def make_plan(spec: IOExperiment) -> Plan:
             per_node[app.io_node or 0].append(rank)
         return Plan(False, tuple((tuple(r),) if r else () for r in per_node), float("nan"))
     s = spec.resolved_sensibility()
-    b = p.bandwidth
+    packs = make_packs(spec, s)
+    return packed_plan(spec, packs, lpt_assign([pk.length for pk in packs], p.io_nodes), s)
+
+
+def make_packs(spec: IOExperiment, sensibility: float) -> list[Pack]:
+    """Make-Pack (carretero2020 Alg. 1) over the spec's apps with sensibility S."""
+    b = spec.platform.bandwidth
     jobs = [PackJob(a.id, a.nodes, a.io_total(), a.min_time(b)) for a in spec.apps]
-    packs = make_pack(jobs, p.nodes_per_io_node, b, s)
+    return make_pack(jobs, spec.platform.nodes_per_io_node, b, sensibility)
+
+
+def packed_plan(spec: IOExperiment, packs: list[Pack], placement: list[list[int]], sensibility: float) -> Plan:
+    """The plan that runs ``packs`` on the I/O nodes as ``placement`` says
+    (``placement[node]`` = pack indices, in execution order)."""
     index = spec.app_index()
-    placement = lpt_assign([pk.length for pk in packs], p.io_nodes)
-    nodes = tuple(
-        tuple(tuple(index[j] for j in packs[k].ids) for k in seq) for seq in placement
-    )
-    return Plan(True, nodes, s)
+    nodes = tuple(tuple(tuple(index[j] for j in packs[k].ids) for k in seq) for seq in placement)
+    return Plan(True, nodes, sensibility)

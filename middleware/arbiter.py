@@ -23,18 +23,20 @@ import math
 import time
 from typing import Any
 
-from .actor_handle import ActorHandle, call  # noqa: F401  (call: re-exported)
-from .state import AppFailed, AppInfo, ArbiterState
+from iolab.invariants import InvariantViolation, strict_default
+from iolab.middleware.policies.io_apps import IOApp, io_apps
 
-__all__ = ["AppFailed", "Arbiter", "apps_from_spec", "call"]
+from .actor_handle import ActorHandle, call  # noqa: F401  (call: re-exported)
+from .state import AppFailed, ArbiterState
+
+__all__ = ["AppFailed", "Arbiter", "call"]
 
 
 class _ArbiterActor:
     """The actor's body (decorated with ``ray.remote`` in :meth:`Arbiter.create`)."""
 
     def __init__(self, kwargs: dict[str, Any]):
-        apps = [AppInfo(**a) for a in kwargs.pop("apps")]
-        self.state = ArbiterState(apps, **kwargs)
+        self.state = ArbiterState(**kwargs)
         self.grant_waiters: dict[str, asyncio.Future] = {}
         self.gate_waiters: dict[str, list[asyncio.Future]] = {}
         self._wake: asyncio.Event | None = None
@@ -43,7 +45,22 @@ class _ArbiterActor:
 
     # -- the ticker ------------------------------------------------------------------------
     def _settle(self) -> None:
+        try:
+            self._decide()
+        except InvariantViolation as exc:  # strict mode: the run stops; every waiting app is told
+            for app in list(self.gate_waiters) + list(self.grant_waiters):
+                self._fail_waiters(app, exc)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _check(self) -> None:
+        """Strict mode: after a violation every call raises it (the orchestrator's polls too)."""
+        if self.state.violation is not None:
+            raise self.state.violation
+
+    def _decide(self) -> None:
         st = self.state
+        self._check()
         now = time.time()
         for app in st.expire(now):
             self._fail_waiters(app)
@@ -55,12 +72,11 @@ class _ArbiterActor:
             fut = self.grant_waiters.pop(app, None)
             if fut is not None and not fut.done():
                 fut.set_result(info)
-        if self._wake is not None:
-            self._wake.set()
 
-    def _fail_waiters(self, app: str) -> None:
-        a = self.state.apps[app]
-        err = AppFailed(f"app {app!r} is {a.status}: {a.message}")
+    def _fail_waiters(self, app: str, err: Exception | None = None) -> None:
+        if err is None:
+            a = self.state.apps[app]
+            err = AppFailed(f"app {app!r} is {a.status}: {a.message}")
         for fut in self.gate_waiters.pop(app, []) + [self.grant_waiters.pop(app, None)]:
             if fut is not None and not fut.done():
                 fut.set_exception(err)
@@ -95,6 +111,7 @@ class _ArbiterActor:
         self._settle()
 
     async def arrive(self, app: str, rank: int, size: int) -> dict:
+        self._check()
         self._ensure_ticker()
         self.state.arrive(app, rank, size, time.time())
         self._settle()
@@ -105,6 +122,7 @@ class _ArbiterActor:
         return await fut
 
     async def request(self, app: str, phase: int, kind: str, nbytes: int) -> dict:
+        self._check()
         self.calls += 1
         now = time.time()
         if self.state.request(app, phase, kind, nbytes, now):
@@ -116,20 +134,25 @@ class _ArbiterActor:
         return await fut
 
     async def release(self, app: str, phase: int) -> None:
+        self._check()
         self.calls += 1
         self.state.release(app, phase, time.time())
         self._settle()
 
     async def acquire(self, app: str, nbytes: int) -> float:
+        self._check()
         return self.state.acquire(app, nbytes, time.time())
 
     async def heartbeat(self, app: str) -> None:
+        self._check()
         self.state.heartbeat(app, time.time())
 
     async def report(self, app: str, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
+        self._check()
         self.state.report(app, phase, kind, start, end, nbytes)
 
     async def finish(self, app: str, ok: bool, message: str) -> None:
+        self._check()
         self.state.finish(app, ok, message, time.time())
         self._fail_waiters(app)
         self._settle()
@@ -156,27 +179,15 @@ class _ArbiterActor:
         self._settle()
 
     async def status(self) -> dict:
+        self._check()
         return self.state.status()
 
     async def progress(self) -> dict:
+        self._check()
         return {**self.state.progress(), "now": time.time()}
 
     async def records(self) -> dict:
         return self.state.records()
-
-
-def apps_from_spec(spec, plan, directories: list[str]) -> tuple[list[AppInfo], list[list[list[int]]]]:
-    """The arbiter's view of an experiment: one :class:`AppInfo` per app, and the packs."""
-    where = plan.location()
-    apps = []
-    for rank, a in enumerate(spec.apps):
-        node, pack = where[rank]
-        phases = a.phase_list()
-        apps.append(AppInfo(id=a.id, rank=rank, nodes=a.nodes, release=a.release,
-                            kinds=[k for k, _ in phases], amounts=[float(x) for _, x in phases],
-                            io_node=node, pack=pack, directory=str(directories[node])))
-    packs = [[list(p) for p in seq] for seq in plan.nodes]
-    return apps, packs
 
 
 class Arbiter(ActorHandle):
@@ -184,25 +195,32 @@ class Arbiter(ActorHandle):
 
     # -- creation ------------------------------------------------------------------------------
     @classmethod
-    def create(cls, apps: list[AppInfo], *, policy: str, bandwidth: float, io_nodes: int = 1,
-               packs: list[list[list[int]]] | None = None, lease: float = math.inf,
-               cap: float | None = None, time_scale: float = 1.0, unit_bytes: int = 1,
+    def create(cls, apps: list[IOApp], *, policy: str, bandwidth: float, io_nodes: int = 1,
+               packs: list[list[list[int]]] | None = None, packed: bool | None = None,
+               directories: list[str] | None = None, lease: float = math.inf, cap: float | None = None,
+               time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None,
                name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
-        kwargs = dict(policy=policy, bandwidth=bandwidth, io_nodes=io_nodes, packs=packs, lease=lease, cap=cap,
-                      time_scale=time_scale, unit_bytes=unit_bytes)
-        ArbiterState(list(apps), **kwargs)  # validate here, on the caller's side
-        return cls._spawn(_ArbiterActor, {"apps": [a.__dict__ for a in apps], **kwargs}, name, namespace)
+        """``strict`` (default: ``IOLAB_STRICT`` here, on the caller's side): the actor checks
+        every call with the I/O level's checker; a violation stops the run (every later call,
+        the orchestrator's ``status`` and ``progress`` included, raises it)."""
+        kwargs = dict(apps=list(apps), policy=policy, bandwidth=bandwidth, io_nodes=io_nodes, packs=packs,
+                      packed=packed, directories=directories, lease=lease, cap=cap, time_scale=time_scale,
+                      unit_bytes=unit_bytes, strict=strict_default(strict))
+        ArbiterState(**kwargs)  # validate here, on the caller's side
+        return cls._spawn(_ArbiterActor, kwargs, name, namespace)
 
     @classmethod
-    def from_spec(cls, spec, plan, *, policy: str | None = None, directories: list[str],
+    def from_spec(cls, spec, plan, *, policy: str | None = None, directories: list[str], strict: bool | None = None,
                   name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
+        """The arbiter of an experiment: the kernel's view of its apps (``io_apps``) and the plan's packs."""
         s = spec.emulator
-        apps, packs = apps_from_spec(spec, plan, directories)
         b = spec.platform.bandwidth
         cap = b * s.unit_bytes / s.time_scale if s.bandwidth_cap else None
-        return cls.create(apps, policy=policy or spec.policy, bandwidth=b, io_nodes=spec.platform.io_nodes,
-                          packs=packs, lease=s.lease, cap=cap, time_scale=s.time_scale,
-                          unit_bytes=s.unit_bytes, name=name, namespace=namespace)
+        return cls.create(io_apps(spec, plan), policy=policy or spec.policy, bandwidth=b,
+                          io_nodes=spec.platform.io_nodes, packs=[[list(p) for p in seq] for seq in plan.nodes],
+                          packed=plan.packed, directories=directories, lease=s.lease, cap=cap,
+                          time_scale=s.time_scale, unit_bytes=s.unit_bytes, strict=strict, name=name,
+                          namespace=namespace)
 
     @classmethod
     def lookup(cls, name: str, namespace: str) -> "Arbiter":

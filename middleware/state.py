@@ -21,6 +21,11 @@ Life of an app::
 
 Like :class:`~iolab.middleware.policies.IONodeArbiter`, mutators only record and
 ``dispatch`` decides, so everything that happens at one instant competes.
+
+What an app is, what it asks for and when it may start come from the I/O kernel the
+simulator uses too (:mod:`iolab.middleware.policies.io_apps`: ``IOApp``, its
+``request``, ``PackTurns``); with ``strict`` its checker
+(:mod:`iolab.middleware.policies.io_checker`) watches every call, in spec seconds.
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.middleware.policies.io_apps import COMPUTE, IOApp, PackTurns, node_packs
+from iolab.middleware.policies.io_checker import IOChecker
 
 from .bucket import TokenBucket
 
@@ -41,24 +49,8 @@ class AppFailed(RuntimeError):
 
 
 @dataclass
-class AppInfo:
-    """What the arbiter knows of one app before the run (spec units and seconds)."""
-
-    id: str
-    rank: int
-    nodes: int
-    release: float
-    kinds: list[str]
-    amounts: list[float]
-    io_node: int = 0
-    pack: int = 0
-    directory: str = "."
-
-
-@dataclass
 class _App:
-    info: AppInfo
-    bandwidth: float
+    info: IOApp
     status: str = "pending"
     size: int = 0
     arrived: set[int] = field(default_factory=set)
@@ -76,25 +68,14 @@ class _App:
     grants: list[tuple] = field(default_factory=list)  # (phase, request, grant, release), wall
     actions: list[tuple] = field(default_factory=list)  # (suspend, resume), wall
 
-    @property
-    def min_time(self) -> float:
-        return sum(self.cf(i) for i in range(len(self.info.kinds)))
-
-    def cf(self, i: int) -> float:
-        """Contention-free spec seconds of phase ``i``."""
-        k, a = self.info.kinds[i], self.info.amounts[i]
-        return a if k == "compute" else a / self.bandwidth
-
-    def done_before(self, i: int) -> float:
-        return sum(self.cf(j) for j in range(i))
-
 
 class ArbiterState:
     """One run's control plane (see the module doc)."""
 
-    def __init__(self, apps: list[AppInfo], *, policy: str, bandwidth: float, io_nodes: int = 1,
-                 packs: list[list[list[int]]] | None = None, lease: float = math.inf,
-                 cap: float | None = None, time_scale: float = 1.0, unit_bytes: int = 1):
+    def __init__(self, apps: list[IOApp], *, policy: str, bandwidth: float, io_nodes: int = 1,
+                 packs: list[list[list[int]]] | None = None, packed: bool | None = None,
+                 directories: list[str] | None = None, lease: float = math.inf, cap: float | None = None,
+                 time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None):
         if not apps:
             raise ValueError("an arbiter needs at least one app")
         if not bandwidth > 0:
@@ -109,22 +90,30 @@ class ArbiterState:
         self.unit_bytes = int(unit_bytes)
         self.lease = float(lease)
         self.apps: dict[str, _App] = {}
-        for a in apps:
+        for rank, a in enumerate(apps):
             if a.id in self.apps:
                 raise ValueError(f"duplicate app id {a.id!r}")
+            if a.rank != rank:
+                raise ValueError(f"app {a.id!r} has rank {a.rank} at position {rank} (ranks are positions)")
             if not 0 <= a.io_node < io_nodes:
                 raise ValueError(f"app {a.id!r}: I/O node {a.io_node} does not exist ({io_nodes} I/O nodes)")
-            self.apps[a.id] = _App(a, self.bandwidth)
-        self._by_rank = {a.info.rank: a for a in self.apps.values()}
+            if a.bandwidth != self.bandwidth:
+                raise ValueError(f"app {a.id!r} was built for bandwidth {a.bandwidth:g}, the arbiter has "
+                                 f"{self.bandwidth:g}")
+            self.apps[a.id] = _App(a)
         self.nodes = [IONodeArbiter(self.policy, n) for n in range(io_nodes)]
         self.buckets = [TokenBucket(cap) for _ in range(io_nodes)]
+        if directories is not None and len(directories) != io_nodes:
+            raise ValueError(f"{len(directories)} directories for {io_nodes} I/O nodes")
+        self.directories = [str(d) for d in directories] if directories is not None else ["."] * io_nodes
         # packs[node] = sequence of packs (lists of app ranks); default: one pack per node, no barrier
         if packs is None:
-            packs = [[[a.info.rank for a in self.apps.values() if a.info.io_node == n]] for n in range(io_nodes)]
-        self.packed = any(len(seq) > 1 for seq in packs)
-        self._packs = [[list(p) for p in seq if p] for seq in packs]
-        self._turn = [0] * io_nodes  # index of the current pack of each node
-        self._pack_start = [math.nan] * io_nodes  # wall time the current pack may start
+            packs = node_packs(list(apps), io_nodes)
+        self.packed = any(len(seq) > 1 for seq in packs) if packed is None else bool(packed)
+        self.turns = PackTurns(packs, [a.release for a in apps], self.packed)
+        self.check = (IOChecker(list(apps), packs, packed=self.packed, exclusive=self.policy.exclusive,
+                                ordered=False) if strict_default(strict) else None)
+        self.violation: InvariantViolation | None = None
         self.t0: float | None = None
 
     # -- clock -----------------------------------------------------------------------------
@@ -140,8 +129,6 @@ class ArbiterState:
         if self.t0 is not None:
             raise RuntimeError("the run has already started")
         self.t0 = float(t0)
-        for n in range(len(self.nodes)):
-            self._pack_start[n] = t0
 
     def _app(self, app: str) -> _App:
         try:
@@ -174,23 +161,19 @@ class ArbiterState:
 
     def _gate_due(self, a: _App) -> float:
         """Wall time ``a`` may start (inf if its pack's turn has not come)."""
-        n = a.info.io_node
-        seq = self._packs[n]
-        turn = self._turn[n]
-        if turn >= len(seq) or a.info.rank not in seq[turn]:
-            return math.inf
-        release = self.wall_time(a.info.release)
-        if self.packed:  # a pack starts when every app of it is released
-            release = max(self.wall_time(self._by_rank[r].info.release) for r in seq[turn])
-        return max(release, self._pack_start[n])
+        due = self.turns.due(a.info.rank)
+        return self.wall_time(due) if due < math.inf else math.inf
 
     def gates(self, now: float) -> list[str]:
         """Open the gates that are due: those apps start now; returns their ids."""
         if self.t0 is None:
             return []
+        t = self.spec_time(now)
         opened = []
         for a in self.apps.values():
-            if a.status == "ready" and self._gate_due(a) <= now:
+            if a.status == "ready" and self.turns.due(a.info.rank) <= t:
+                if self.check is not None:
+                    self._checked(self.check.start, a.info.rank, t)
                 a.status = "running"
                 a.start = now
                 a.last_seen = now
@@ -198,13 +181,23 @@ class ArbiterState:
         return opened
 
     def _ended(self, a: _App, now: float) -> None:
-        """After an app ends: advance its node's pack if the whole pack has ended."""
-        n = a.info.io_node
-        seq = self._packs[n]
-        while self._turn[n] < len(seq) and all(
-                self._by_rank[r].status in ENDED for r in seq[self._turn[n]]):
-            self._turn[n] += 1
-            self._pack_start[n] = now
+        """After an app ends (in any way): the next pack of its node may open."""
+        t = self.spec_time(now) if self.t0 is not None else 0.0
+        if self.check is not None:
+            if a.status == "ok":
+                self._checked(self.check.end, a.info.rank, t)
+            else:
+                self.check.drop(a.info.rank, t)
+        self.turns.end(a.info.rank, t)
+
+    # -- strict mode ---------------------------------------------------------------------------
+    def _checked(self, hook, *args) -> None:
+        """Call a checker hook; a violation is kept (``violation``) and raised."""
+        try:
+            hook(*args)
+        except InvariantViolation as exc:
+            self.violation = self.violation or exc
+            raise
 
     # -- I/O ---------------------------------------------------------------------------------
     def request(self, app: str, phase: int, kind: str, nbytes: int, now: float) -> bool:
@@ -220,10 +213,11 @@ class ArbiterState:
         if volume <= 0:
             return True
         a.phase, a.requested, a.granted = phase, now, math.nan
-        done = a.done_before(phase)
         t = self.spec_time(now)
-        req = IORequest(app, a.info.rank, t, volume, volume / self.bandwidth, a.min_time - done,
-                        a.min_time, self.spec_time(a.start), done, a.io_received)
+        req = a.info.request(phase, t, self.spec_time(a.start), a.io_received)
+        if self.check is not None:
+            self._checked(self.check.bytes_asked, a.info.rank, phase, int(nbytes), self.unit_bytes, t)
+            self._checked(self.check.request, req, t)
         if not math.isnan(a.suspended):
             a.held = req
         else:
@@ -236,8 +230,11 @@ class ArbiterState:
             return []
         t = self.spec_time(now)
         out = []
-        for node in self.nodes:
-            for req in node.dispatch(t):
+        for n, node in enumerate(self.nodes):
+            granted = node.dispatch(t)
+            if granted and self.check is not None:
+                self._checked(self.check.grant, n, granted, t)
+            for req in granted:
                 a = self.apps[req.app]
                 a.granted = now
                 a.last_seen = now
@@ -246,7 +243,7 @@ class ArbiterState:
 
     def grant_info(self, app: str) -> dict:
         a = self._app(app)
-        return {"directory": a.info.directory, "granted_at": a.granted, "lease": self.lease,
+        return {"directory": self.directories[a.info.io_node], "granted_at": a.granted, "lease": self.lease,
                 "io_node": a.info.io_node, "phase": a.phase}
 
     def holds_grant(self, app: str) -> bool:
@@ -258,6 +255,8 @@ class ArbiterState:
         if a.phase != phase or math.isnan(a.granted):
             raise RuntimeError(f"app {app!r} releases phase {phase} but holds no grant for it")
         self.nodes[a.info.io_node].release(app)
+        if self.check is not None:
+            self._checked(self.check.release, a.info.rank, phase, self.spec_time(now))
         self._close_grant(a, now)
 
     def _close_grant(self, a: _App, now: float) -> None:
@@ -280,7 +279,9 @@ class ArbiterState:
         a = self._app(app)
         if not 0 <= phase < len(a.info.kinds):
             raise ValueError(f"app {app!r}: no phase {phase}")
-        volume = 0.0 if kind == "compute" else a.info.amounts[phase]
+        volume = 0.0 if kind == COMPUTE else a.info.amounts[phase]
+        if self.check is not None and self.t0 is not None:
+            self._checked(self.check.phase, a.info.rank, phase, kind, volume, self.spec_time(end))
         a.phases.append((phase, kind, float(start), float(end), volume))
 
     # -- endings --------------------------------------------------------------------------------
@@ -334,6 +335,8 @@ class ArbiterState:
         if not math.isnan(a.suspended):
             return
         a.suspended = now
+        if self.check is not None:
+            self.check.suspend(a.info.rank)
         if not math.isnan(a.requested) and math.isnan(a.granted):
             a.held = self.nodes[a.info.io_node].cancel(app)
 
@@ -343,6 +346,8 @@ class ArbiterState:
             return
         a.actions.append((a.suspended, now))
         a.suspended = math.nan
+        if self.check is not None:
+            self.check.resume(a.info.rank)
         a.last_seen = now
         if a.held is not None:
             self.nodes[a.info.io_node].submit(a.held)
@@ -371,13 +376,13 @@ class ArbiterState:
         for a in self.apps.values():
             n = len(a.info.kinds)
             total += n
-            work_total += a.min_time
+            work_total += a.info.min_time
             if a.status == "ok":
                 done += n
-                work += a.min_time
+                work += a.info.min_time
             else:
                 done += len(a.phases)
-                work += sum(a.cf(p[0]) for p in a.phases)
+                work += sum(a.info.cf[p[0]] for p in a.phases)
         return {"phases_done": int(done), "phases_total": int(total), "work_done": work,
                 "work_total": work_total,
                 "running": sum(a.status == "running" for a in self.apps.values()),
@@ -396,9 +401,7 @@ class ArbiterState:
             jobs.append({"id": i.id, "rank": i.rank, "nodes": i.nodes, "release": i.release,
                          "start": s(a.start) if not math.isnan(a.start) else math.nan, "end": end,
                          "io_node": i.io_node, "pack": i.pack, "status": a.status,
-                         "min_time": a.min_time, "io_volume": sum(x for k, x in zip(i.kinds, i.amounts)
-                                                                 if k != "compute"),
-                         "compute_time": sum(x for k, x in zip(i.kinds, i.amounts) if k == "compute")})
+                         "min_time": i.min_time, "io_volume": i.io_volume, "compute_time": i.compute_time})
             if a.status in ("failed", "killed"):
                 failures[i.id] = {"status": a.status, "time": s(a.end), "reason": a.message}
             for idx, kind, st, en, vol in a.phases:
@@ -409,3 +412,4 @@ class ArbiterState:
                 actions.append((i.id, s(sus), s(res)))
         return {"jobs": jobs, "phases": phases, "grants": grants, "actions": actions, "failures": failures,
                 "bytes_booked": [b.booked for b in self.buckets]}
+

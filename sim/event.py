@@ -12,17 +12,20 @@ import heapq
 import itertools
 import math
 
-from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.invariants import strict_default
+from iolab.middleware.policies import IONodeArbiter, get_policy
+from iolab.middleware.policies.io_apps import COMPUTE
+from iolab.middleware.policies.io_checker import IOChecker
 
 from .fairshare import FairShareLink
 from .recorder import Recorder
-from .scenario import COMPUTE, Scenario
+from .scenario import Scenario
 
 _START, _COMPUTE_END, _IO_END, _SHARED = 0, 1, 2, 3
 
 
 class EventEngine:
-    def __init__(self, scenario: Scenario, policy: str, rows: bool = True):
+    def __init__(self, scenario: Scenario, policy: str, rows: bool = True, strict: bool | None = None):
         self.sc = scenario
         self.policy = get_policy(policy)
         self.exclusive = self.policy.exclusive
@@ -31,7 +34,6 @@ class EventEngine:
         self.links = [FairShareLink(scenario.bandwidth) for _ in range(scenario.io_nodes)]
         n = len(scenario.apps)
         self.idx = [-1] * n
-        self.done = [0.0] * n  # contention-free seconds completed
         self.io_recv = [0.0] * n
         self.phase_start = [0.0] * n
         self.req_time = [0.0] * n
@@ -39,56 +41,55 @@ class EventEngine:
         self._heap: list[tuple] = []
         self._seq = itertools.count()
         self._touched: set[int] = set()
-        # packs per I/O node, consumed in order
-        self._pack_queue = [list(seq) for seq in scenario.plan.nodes]
-        self._pack_left: dict[int, int] = {}
+        self.factors = scenario.factors  # jitter: actual vs stated duration of each phase
+        self.turns = scenario.turns()
+        self.check = (IOChecker(scenario.apps, scenario.plan.nodes, packed=scenario.plan.packed,
+                                exclusive=self.exclusive) if strict_default(strict) else None)
 
     # -- scheduling helpers ---------------------------------------------
     def _push(self, t: float, ev: int, arg) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), ev, arg))
 
-    def _start_next_pack(self, node: int, t: float) -> None:
-        queue = self._pack_queue[node]
-        if not queue:
-            return
-        ranks = queue.pop(0)
-        at = max([t] + [self.sc.apps[r].release for r in ranks])
-        self._pack_left[node] = len(ranks)
+    def _start_when_due(self, ranks: list[int]) -> None:
+        due = self.turns.due
         for r in ranks:
-            self._push(at, _START, r)
+            self._push(due(r), _START, r)
 
     # -- transitions ------------------------------------------------------
     def _advance(self, rank: int, t: float) -> None:
         """Finish nothing; begin the app's next phase at time t."""
         app = self.sc.apps[rank]
         kinds, amounts = app.kinds, app.amounts
+        check = self.check
         i = self.idx[rank] + 1
-        b = self.sc.bandwidth
         while i < len(kinds):
             amount = amounts[i]
             if kinds[i] == COMPUTE:
                 self.idx[rank] = i
                 self.phase_start[rank] = t
-                self._push(t + amount, _COMPUTE_END, rank)
+                factors = self.factors[rank]
+                self._push(t + (amount * factors[i] if factors else amount), _COMPUTE_END, rank)
                 return
             if amount > 0:
                 self.idx[rank] = i
                 self.req_time[rank] = t
-                io_time = amount / b
-                self.arbiters[app.io_node].submit(IORequest(
-                    app.id, rank, t, amount, io_time, app.min_time - self.done[rank],
-                    app.min_time, self.rec.start[rank], self.done[rank], self.io_recv[rank]))
+                req = app.request(i, t, self.rec.start[rank], self.io_recv[rank])
+                if check is not None:
+                    check.request(req, t)
+                self.arbiters[app.io_node].submit(req)
                 self._touched.add(app.io_node)
                 return
             self.rec.phase(rank, i, kinds[i], t, t, 0.0)  # empty I/O phase: nothing to arbitrate
+            if check is not None:
+                check.phase(rank, i, kinds[i], 0.0, t)
             i += 1
         self.idx[rank] = i
         self.rec.end[rank] = t
-        if self.sc.plan.packed:
-            node = app.io_node
-            self._pack_left[node] -= 1
-            if self._pack_left[node] == 0:
-                self._start_next_pack(node, t)
+        if check is not None:
+            check.end(rank, t)
+        opened = self.turns.end(rank, t)
+        if opened:
+            self._start_when_due(opened)
 
     def _finish_io(self, rank: int, t: float) -> None:
         app = self.sc.apps[rank]
@@ -97,17 +98,22 @@ class EventEngine:
         self.rec.phase(rank, i, app.kinds[i], self.grant_time[rank], t, volume)
         self.rec.grant(rank, i, self.req_time[rank], self.grant_time[rank], t)
         self.arbiters[app.io_node].release(app.id)
+        if self.check is not None:
+            self.check.release(rank, i, t)
+            self.check.phase(rank, i, app.kinds[i], volume, t)
         self._touched.add(app.io_node)
-        self.done[rank] += volume / self.sc.bandwidth
         self.io_recv[rank] += t - self.grant_time[rank]
         self._advance(rank, t)
 
     def _dispatch(self, node: int, t: float) -> None:
         granted = self.arbiters[node].dispatch(t)
+        if granted and self.check is not None:
+            self.check.grant(node, granted, t)
         link = self.links[node]
         for req in granted:
             self.grant_time[req.rank] = t
-            f = self.sc.apps[req.rank].factor(self.idx[req.rank])  # jitter: actual vs stated duration
+            factors = self.factors[req.rank]
+            f = factors[req.phase] if factors else 1.0
             if self.exclusive:
                 self._push(t + req.io_time * f, _IO_END, req.rank)
             else:
@@ -120,14 +126,8 @@ class EventEngine:
     # -- main loop --------------------------------------------------------
     def run(self) -> Recorder:
         sc = self.sc
-        for node, seq in enumerate(sc.plan.nodes):
-            if sc.plan.packed:
-                self._start_next_pack(node, 0.0)
-            else:
-                self._pack_queue[node] = []
-                for pack in seq:
-                    for r in pack:
-                        self._push(sc.apps[r].release, _START, r)
+        check = self.check
+        self._start_when_due(self.turns.initial())
         heap = self._heap
         pop = heapq.heappop
         events = 0
@@ -139,14 +139,16 @@ class EventEngine:
                 events += 1
                 if ev == _COMPUTE_END:
                     i = self.idx[arg]
-                    app = sc.apps[arg]
                     self.rec.phase(arg, i, COMPUTE, self.phase_start[arg], t, 0.0)
-                    self.done[arg] += app.amounts[i]
+                    if check is not None:
+                        check.phase(arg, i, COMPUTE, 0.0, t)
                     self._advance(arg, t)
                 elif ev == _IO_END:
                     self._finish_io(arg, t)
                 elif ev == _START:
                     self.rec.start[arg] = t
+                    if check is not None:
+                        check.start(arg, t)
                     self._advance(arg, t)
                 else:  # _SHARED completion check
                     node, version = arg

@@ -6,7 +6,7 @@ import math
 
 from iolab.trace import Trace, TraceBuilder
 
-from .scenario import KIND_NAMES, Scenario
+from .scenario import Scenario
 
 
 class Recorder:
@@ -24,10 +24,10 @@ class Recorder:
         self.grants: list[tuple] = []
         self.events = 0
 
-    def phase(self, rank: int, index: int, kind: int, start: float, end: float, volume: float) -> None:
+    def phase(self, rank: int, index: int, kind: str, start: float, end: float, volume: float) -> None:
         if self.rows:
             app = self.scenario.apps[rank]
-            self.phases.append((app.id, index, KIND_NAMES[kind], start, end, volume, app.io_node, ""))
+            self.phases.append((app.id, index, kind, start, end, volume, app.io_node, ""))
 
     def grant(self, rank: int, index: int, request: float, grant: float, release: float) -> None:
         self.wait[rank] += grant - request

@@ -16,27 +16,34 @@ from .stepped import SteppedEngine
 
 
 def run_engine(spec: IOExperiment, *, policy: str | None = None, mode: str | None = None,
-               dt: float | None = None, rows: bool = True, scenario: Scenario | None = None) -> Recorder:
+               dt: float | None = None, rows: bool = True, scenario: Scenario | None = None,
+               strict: bool | None = None) -> Recorder:
+    """Run one engine; ``strict`` checks every decision (default: ``IOLAB_STRICT``)."""
     sc = scenario or Scenario.from_spec(spec)
     policy = policy or spec.policy
     mode = mode or spec.sim.mode
     if mode == "event":
-        return EventEngine(sc, policy, rows).run()
+        return EventEngine(sc, policy, rows, strict=strict).run()
     if mode == "step":
-        return SteppedEngine(sc, policy, dt or spec.sim.dt, rows).run()
+        return SteppedEngine(sc, policy, dt or spec.sim.dt, rows, strict=strict).run()
     raise ValueError(f"unknown simulation mode {mode!r} (event or step)")
 
 
 def simulate(spec: IOExperiment, *, policy: str | None = None, mode: str | None = None,
-             dt: float | None = None) -> Trace:
-    """Run the simulator on ``spec`` and return the full trace."""
+             dt: float | None = None, strict: bool | None = None) -> Trace:
+    """Run the simulator on ``spec`` and return the full trace.
+
+    ``strict``: check every decision and state change with the I/O level's checker
+    (:mod:`iolab.middleware.policies.io_checker`) and raise
+    :class:`~iolab.invariants.InvariantViolation` at the first broken rule; ``None``
+    follows ``IOLAB_STRICT`` (:func:`iolab.invariants.strict_default`)."""
     policy = policy or spec.policy
     mode = mode or spec.sim.mode
     dt = dt or spec.sim.dt
     spec = spec.model_copy(update={"policy": policy})
     t0 = time.perf_counter()
     sc = Scenario.from_spec(spec)
-    rec = run_engine(spec, policy=policy, mode=mode, dt=dt, scenario=sc)
+    rec = run_engine(spec, policy=policy, mode=mode, dt=dt, scenario=sc, strict=strict)
     wall = time.perf_counter() - t0
     return rec.trace(
         runtime=f"sim-{mode}", policy=policy, mode=mode, dt=dt if mode == "step" else 0.0,

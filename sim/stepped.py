@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import math
 
-from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.invariants import strict_default
+from iolab.middleware.policies import IONodeArbiter, get_policy
+from iolab.middleware.policies.io_apps import COMPUTE
+from iolab.middleware.policies.io_checker import IOChecker
 
 from .recorder import Recorder
-from .scenario import COMPUTE, Scenario
+from .scenario import Scenario
 
 _TOL = 1e-9
 
 
 class SteppedEngine:
-    def __init__(self, scenario: Scenario, policy: str, dt: float, rows: bool = True):
+    def __init__(self, scenario: Scenario, policy: str, dt: float, rows: bool = True,
+                 strict: bool | None = None):
         if dt <= 0:
             raise ValueError(f"dt must be > 0, got {dt}")
         self.sc = scenario
@@ -37,75 +41,70 @@ class SteppedEngine:
         self.idx = [-1] * n
         self.left = [0.0] * n  # remaining seconds (compute) or units (I/O) of the current phase
         self.state = ["new"] * n  # new, compute, wait, io, done
-        self.done = [0.0] * n
         self.io_recv = [0.0] * n
         self.phase_start = [0.0] * n
         self.req_time = [0.0] * n
         self.grant_time = [0.0] * n
         self.start_at = [math.inf] * n  # when each app may start
-        self._pack_queue = [list(seq) for seq in scenario.plan.nodes]
-        self._pack_left = [0] * scenario.io_nodes
+        self.turns = scenario.turns()
+        self.check = (IOChecker(scenario.apps, scenario.plan.nodes, packed=scenario.plan.packed,
+                                exclusive=self.policy.exclusive, slack=_TOL * dt)
+                      if strict_default(strict) else None)
 
-    def _open_pack(self, node: int, t: float) -> None:
-        if not self._pack_queue[node]:
-            return
-        ranks = self._pack_queue[node].pop(0)
-        at = max([t] + [self.sc.apps[r].release for r in ranks])
-        self._pack_left[node] = len(ranks)
+    def _may_start(self, ranks: list[int]) -> None:
         for r in ranks:
-            self.start_at[r] = at
+            self.start_at[r] = self.turns.due(r)
 
     def _begin_next(self, rank: int, t: float) -> None:
         app = self.sc.apps[rank]
+        check = self.check
         i = self.idx[rank] + 1
         while i < len(app.kinds):
             if app.kinds[i] == COMPUTE:
-                self.idx[rank], self.left[rank] = i, app.amounts[i]
+                self.idx[rank], self.left[rank] = i, app.amounts[i] * self.sc.factor(rank, i)
                 self.state[rank], self.phase_start[rank] = "compute", t
                 if self.left[rank] <= _TOL:  # empty compute phase ends at once
                     self._end_phase(rank, t)
                 return
             if app.amounts[i] > 0:
-                self.idx[rank], self.left[rank] = i, app.amounts[i] * app.factor(i)
+                self.idx[rank], self.left[rank] = i, app.amounts[i] * self.sc.factor(rank, i)
                 self.state[rank], self.req_time[rank] = "wait", t
-                self.arbiters[app.io_node].submit(IORequest(
-                    app.id, rank, t, app.amounts[i], app.amounts[i] / self.sc.bandwidth,
-                    app.min_time - self.done[rank], app.min_time, self.rec.start[rank],
-                    self.done[rank], self.io_recv[rank]))
+                req = app.request(i, t, self.rec.start[rank], self.io_recv[rank])
+                if check is not None:
+                    check.request(req, t)
+                self.arbiters[app.io_node].submit(req)
                 return
             self.rec.phase(rank, i, app.kinds[i], t, t, 0.0)
+            if check is not None:
+                check.phase(rank, i, app.kinds[i], 0.0, t)
             i += 1
         self.idx[rank], self.state[rank] = i, "done"
         self.rec.end[rank] = t
-        if self.sc.plan.packed:
-            self._pack_left[app.io_node] -= 1
-            if self._pack_left[app.io_node] == 0:
-                self._open_pack(app.io_node, t)
+        if check is not None:
+            check.end(rank, t)
+        self._may_start(self.turns.end(rank, t))
 
     def _end_phase(self, rank: int, t: float) -> None:
         app = self.sc.apps[rank]
         i = self.idx[rank]
+        check = self.check
         if self.state[rank] == "compute":
             self.rec.phase(rank, i, COMPUTE, self.phase_start[rank], t, 0.0)
-            self.done[rank] += app.amounts[i]
+            if check is not None:
+                check.phase(rank, i, COMPUTE, 0.0, t)
         else:
             self.rec.phase(rank, i, app.kinds[i], self.grant_time[rank], t, app.amounts[i])
             self.rec.grant(rank, i, self.req_time[rank], self.grant_time[rank], t)
             self.arbiters[app.io_node].release(app.id)
-            self.done[rank] += app.amounts[i] / self.sc.bandwidth
+            if check is not None:
+                check.release(rank, i, t)
+                check.phase(rank, i, app.kinds[i], app.amounts[i], t)
             self.io_recv[rank] += t - self.grant_time[rank]
         self._begin_next(rank, t)
 
     def run(self) -> Recorder:
-        sc, dt = self.sc, self.dt
-        for node, seq in enumerate(sc.plan.nodes):
-            if sc.plan.packed:
-                self._open_pack(node, 0.0)
-            else:
-                self._pack_queue[node] = []
-                for pack in seq:
-                    for r in pack:
-                        self.start_at[r] = sc.apps[r].release
+        sc, dt, check = self.sc, self.dt, self.check
+        self._may_start(self.turns.initial())
         n = len(sc.apps)
         k = 0
         steps = 0
@@ -119,10 +118,15 @@ class SteppedEngine:
             for r in range(n):
                 if self.state[r] == "new" and self.start_at[r] <= t + _TOL * dt:
                     self.rec.start[r] = t
+                    if check is not None:
+                        check.start(r, t)
                     self._begin_next(r, t)
             # 3. every I/O node dispatches.
-            for arb in self.arbiters:
-                for req in arb.dispatch(t):
+            for node, arb in enumerate(self.arbiters):
+                granted = arb.dispatch(t)
+                if granted and check is not None:
+                    check.grant(node, granted, t)
+                for req in granted:
                     self.state[req.rank], self.grant_time[req.rank] = "io", t
             if all(s == "done" for s in self.state):
                 break

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from iolab.middleware.policies.mapping import PackJob, lpt_assign, make_pack
+from iolab.middleware.policies.mapping import lpt_assign
 from iolab.sim.event import EventEngine
 from iolab.sim.scenario import Scenario
 from iolab.sim.workloads.carretero import CarreteroParams, generate
 
 from ..metrics import geometric_mean
-from ..plan import Plan
+from ..plan import make_packs, packed_plan
 from .common import Progress, atomic_write_text, run_parallel, write_csv
 
 ALPHAS = (0.5, 0.75, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
@@ -69,16 +69,13 @@ def run_workload(alpha_gen: float, k: int, seed: int, params: CarreteroParams) -
     """Every strategy on one generated workload; one row per strategy."""
     spec = generate(alpha_gen, seed, params)
     alpha = spec.io_load()
-    b = spec.platform.bandwidth
     P = spec.platform.nodes_per_io_node
-    jobs = [PackJob(a.id, a.nodes, a.io_total(), a.min_time(b)) for a in spec.apps]
-    index = spec.app_index()
     rows = []
     for name, (s, policy) in STRATEGIES.items():
         sens = alpha if s is None else s
         t0 = time.perf_counter()
-        packs = make_pack(jobs, P, b, sens)
-        plan = Plan(True, (tuple(tuple(index[j] for j in pk.ids) for pk in packs),), sens)
+        packs = make_packs(spec, sens)
+        plan = packed_plan(spec, packs, [list(range(len(packs)))], sens)  # all on one I/O node, in order
         sc = Scenario.from_spec(spec, plan)
         rec = EventEngine(sc, policy, rows=False).run()
         # simulated duration and worst slowdown of every pack

@@ -33,6 +33,9 @@ class IORequest(NamedTuple):
     - ``start``: when the app started (its release, or its pack's start).
     - ``done``: contention-free time of the phases the app has completed.
     - ``io_received``: seconds of I/O the app has completed so far.
+    - ``phase``: index of the I/O phase asked for (in the app's phase list).
+
+    Built in one place, :meth:`iolab.middleware.policies.io_apps.IOApp.request`.
     """
 
     app: str
@@ -45,6 +48,7 @@ class IORequest(NamedTuple):
     start: float
     done: float = 0.0
     io_received: float = 0.0
+    phase: int = -1
 
 
 Key = Callable[[IORequest, float], tuple]

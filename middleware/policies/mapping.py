@@ -67,7 +67,7 @@ def make_pack(jobs: Sequence[PackJob], nodes_per_partition: int, bandwidth: floa
             raise ValueError(f"job {j.id!r} needs {j.nodes} nodes; a partition has {nodes_per_partition}")
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i].min_time)
     packs: list[Pack] = []
-    by_nodes: list[int] = []  # pack indices sorted by decreasing P^Pack (stable)
+    by_nodes: list[int] = []  # pack indices by decreasing P^Pack, then creation order
     for i in order:
         job = jobs[i]
         chosen = None
@@ -86,7 +86,8 @@ def make_pack(jobs: Sequence[PackJob], nodes_per_partition: int, bandwidth: floa
             chosen = len(packs) - 1
             by_nodes.append(chosen)
         packs[chosen].add(job)
-        by_nodes.sort(key=lambda p: -packs[p].nodes)  # stable: ties keep order
+        # ties in P^Pack in creation order (the index), not in the previous sort's order
+        by_nodes.sort(key=lambda p: (-packs[p].nodes, p))
     return packs
 
 

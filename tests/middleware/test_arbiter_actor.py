@@ -9,7 +9,7 @@ import pytest
 
 from iolab.middleware.arbiter import AppFailed, Arbiter
 from iolab.middleware.client import RayCoordinator
-from iolab.middleware.state import AppInfo
+from iolab.middleware.policies.io_apps import IOApp
 
 pytestmark = pytest.mark.ray
 
@@ -23,10 +23,10 @@ def ray_up():
 
 
 def make(policy, name, cap=None, phases=4):
-    apps = [AppInfo(id=a, rank=i, nodes=1, release=0.0, kinds=["write"] * phases, amounts=[1.0] * phases,
-                    directory="/tmp") for i, a in enumerate("AB")]
-    return Arbiter.create(apps, policy=policy, bandwidth=1.0, lease=30.0, cap=cap, name=name,
-                          namespace="iolab-test")
+    apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["write"] * phases, amounts=[1.0] * phases,
+                  bandwidth=1.0) for i, a in enumerate("AB")]
+    return Arbiter.create(apps, policy=policy, bandwidth=1.0, lease=30.0, cap=cap, directories=["/tmp"],
+                          name=name, namespace="iolab-test")
 
 
 def client_run(arb, gcs, app, spans, errors, phases=4, hold=0.05, nbytes=0):
@@ -40,6 +40,7 @@ def client_run(arb, gcs, app, spans, errors, phases=4, hold=0.05, nbytes=0):
             time.sleep(hold)
             spans.append((app, g.granted_at, time.time()))
             c.end_io(p, 1)
+            c.report(p, "write", g.granted_at, time.time(), 1)
         c.finish(True)
     except Exception as exc:  # pragma: no cover - reported below
         errors.append(exc)

@@ -6,14 +6,19 @@ import math
 
 import pytest
 
+from iolab.invariants import InvariantViolation
 from iolab.middleware.bucket import TokenBucket
-from iolab.middleware.state import AppFailed, AppInfo, ArbiterState
+from iolab.middleware.policies.io_apps import IOApp
+from iolab.middleware.state import AppFailed, ArbiterState
+
+from io_fakes import GrantsTwice
 
 
 def two_apps(policy="fifo", lease=math.inf, cap=None, **kw):
-    apps = [AppInfo(id=a, rank=i, nodes=1, release=0.0, kinds=["compute", "write"] * 2, amounts=[1.0, 2.0] * 2)
-            for i, a in enumerate("AB")]
-    st = ArbiterState(apps, policy=policy, bandwidth=1.0, lease=lease, cap=cap, **kw)
+    apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["compute", "write"] * 2, amounts=[1.0, 2.0] * 2,
+                  bandwidth=1.0) for i, a in enumerate("AB")]
+    # 5 B a unit: the 2-unit phases are the 10 B the apps below ask for
+    st = ArbiterState(apps, policy=policy, bandwidth=1.0, lease=lease, cap=cap, unit_bytes=5, **kw)
     for a in "AB":
         st.arrive(a, 0, 1, 0.0)
     st.start(0.0)
@@ -114,19 +119,21 @@ def test_requests_carry_the_simulators_fields():
 
 
 def test_packs_start_when_the_previous_pack_has_ended():
-    apps = [AppInfo(id=a, rank=i, nodes=1, release=0.0, kinds=["compute"], amounts=[1.0]) for i, a in enumerate("AB")]
+    apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["compute"], amounts=[1.0], bandwidth=1.0)
+            for i, a in enumerate("AB")]
     st = ArbiterState(apps, policy="fifo", bandwidth=1.0, packs=[[[0], [1]]])
     for a in "AB":
         st.arrive(a, 0, 1, 0.0)
     st.start(0.0)
     assert st.gates(0.0) == ["A"]
     assert st.next_due() == math.inf  # B waits for A, not for a time
+    st.report("A", 0, "compute", 0.0, 1.0, 0)
     st.finish("A", True, "", 1.0)
     assert st.gates(1.0) == ["B"]
 
 
 def test_release_times_open_gates_later():
-    apps = [AppInfo(id="A", rank=0, nodes=1, release=5.0, kinds=["compute"], amounts=[1.0])]
+    apps = [IOApp(id="A", rank=0, nodes=1, release=5.0, kinds=["compute"], amounts=[1.0], bandwidth=1.0)]
     st = ArbiterState(apps, policy="fifo", bandwidth=1.0, time_scale=2.0)
     st.arrive("A", 0, 2, 0.0)
     assert st.apps["A"].status == "pending"  # one rank of two
@@ -157,4 +164,68 @@ def test_bad_calls_are_refused():
     with pytest.raises(RuntimeError, match="holds no grant"):
         st.release("A", 1, 1.0)
     with pytest.raises(ValueError, match="unknown I/O policy"):
-        ArbiterState([AppInfo("A", 0, 1, 0.0, ["compute"], [1.0])], policy="nope", bandwidth=1.0)
+        ArbiterState([IOApp("A", 0, 1, 0.0, ["compute"], [1.0], 1.0)], policy="nope", bandwidth=1.0)
+
+
+# -- strict mode (the I/O kernel's checker, on spec time) -------------------------------------------
+def test_strict_stops_a_second_grant_on_a_busy_io_node_in_spec_time():
+    st = two_apps("fifo", strict=True, time_scale=0.5)
+    st.nodes[0] = GrantsTwice(st.policy, 0)
+    st.request("A", 1, "write", 10, 1.0)
+    st.request("B", 1, "write", 10, 1.0)
+    with pytest.raises(InvariantViolation) as err:
+        st.dispatch(1.0)
+    v = err.value
+    assert (v.rule, v.subject, v.time) == ("exclusive-io", "I/O node 0", 2.0)  # wall 1.0 = spec 2.0
+    assert st.violation is v
+
+
+def test_strict_checks_the_bytes_an_app_asks_for_and_moves():
+    st = two_apps("fifo", strict=True)
+    with pytest.raises(InvariantViolation) as err:
+        st.request("A", 1, "write", 11, 1.0)  # 2 units of 5 B
+    assert (err.value.rule, err.value.subject, err.value.time) == ("bytes-conserved", "app A", 1.0)
+    st = two_apps("fifo", strict=True)
+    st.report("A", 0, "compute", 0.0, 1.0, 0)
+    with pytest.raises(InvariantViolation) as err:
+        st.report("A", 1, "write", 1.0, 3.0, 10)  # reports a transfer it never asked for
+    assert (err.value.rule, err.value.subject, err.value.time) == ("bytes-conserved", "app A", 3.0)
+    st = two_apps("fifo", strict=True)
+    st.report("A", 0, "compute", 0.0, 1.0, 0)
+    with pytest.raises(InvariantViolation) as err:
+        st.finish("A", True, "", 3.0)  # skipped its other phases
+    assert (err.value.rule, err.value.subject, err.value.time) == ("phase-order", "app A", 3.0)
+
+
+def test_strict_passes_a_clean_run_and_lenient_state_does_not_check():
+    st = two_apps("fifo", strict=True)
+    t = 0.0
+    for phase in (0, 1, 2, 3):
+        if phase % 2 == 0:
+            st.report("A", phase, "compute", t, t + 1, 0)
+            t += 1
+            continue
+        st.request("A", phase, "write", 10, t)
+        assert [a for a, _ in st.dispatch(t)] == ["A"]
+        st.release("A", phase, t + 2)
+        st.report("A", phase, "write", t, t + 2, 10)
+        t += 2
+    st.finish("A", True, "", t)
+    assert st.apps["A"].status == "ok" and st.violation is None
+    lenient = two_apps("fifo", strict=False)
+    lenient.nodes[0] = GrantsTwice(lenient.policy, 0)
+    lenient.request("A", 1, "write", 10, 1.0)
+    lenient.request("B", 1, "write", 10, 1.0)
+    assert sorted(a for a, _ in lenient.dispatch(1.0)) == ["A", "B"]
+
+
+def test_a_packed_plan_waits_for_every_release_of_a_pack_even_with_one_pack_per_node():
+    # as the simulator does: with packs (make-pack / first-fit), a pack's apps start together
+    apps = [IOApp(id=a, rank=i, nodes=1, release=r, kinds=["compute"], amounts=[1.0], bandwidth=1.0)
+            for i, (a, r) in enumerate([("A", 0.0), ("B", 4.0)])]
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, packs=[[[0, 1]]], packed=True)
+    for a in "AB":
+        st.arrive(a, 0, 1, 0.0)
+    st.start(0.0)
+    assert st.gates(1.0) == [] and st.next_due() == 4.0
+    assert st.gates(4.0) == ["A", "B"]

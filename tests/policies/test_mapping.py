@@ -62,3 +62,41 @@ def test_lpt_places_longest_first_on_the_least_loaded_node():
     assert lpt_assign([7, 5, 4, 3, 3], 2) == [[0, 3], [1, 2, 4]]
     assert lpt_assign([1, 2, 3], 1) == [[2, 1, 0]]
     assert lpt_assign([], 3) == [[], [], []]
+
+
+def test_make_pack_ties_in_pack_size_keep_creation_order():
+    # carretero2020 Alg. 1 takes "the first Pack in S_P", S_P sorted by decreasing P^Pack; among
+    # packs of equal P^Pack the first is the one created first.  T = [100, 90, 80, 70],
+    # Q = [512, 1792, 1280, 128], P = 2048, no I/O: J0 opens pack 0 (512), J1 opens pack 1 (1792),
+    # J2 joins pack 0 (now 1792 too), and J3 must go to pack 0, created first -- a sort that
+    # kept the previous order (pack 1 ahead of pack 0) sent it to pack 1.
+    jobs = [PackJob(f"J{i}", q, 0.0, t) for i, (q, t) in enumerate(zip([512, 1792, 1280, 128], [100, 90, 80, 70]))]
+    assert [p.ids for p in make_pack(jobs, 2048, 1.0, 1.0)] == [["J0", "J2", "J3"], ["J1"]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(jobs=job_lists, s=st.sampled_from([0.5, 1.0, math.inf]))
+def test_make_pack_picks_the_first_fitting_pack_by_size_then_creation(jobs, s):
+    # an independent reading of Alg. 1: replay the packs' growth and check every job went to the
+    # first pack, by decreasing P^Pack then creation order, that met Eq. 4 and Eq. 5 when it came
+    b, P = 1.0, 16
+    jobs = [PackJob(j.id, j.nodes, j.volume, max(j.min_time, j.volume / b)) for j in jobs]
+    packs = make_pack(jobs, P, b, s)
+    home = {j.id: k for k, p in enumerate(packs) for j in p.jobs}
+    state = []  # (nodes, length, volume) of each pack created so far, in creation order
+    for job in sorted(jobs, key=lambda j: -j.min_time):
+        def fits(k):
+            nodes, length, volume = state[k]
+            if job.nodes > P - nodes:
+                return False
+            if math.isinf(s):
+                return True
+            load = volume / (b * length) if length > 0 else (0.0 if volume <= 0 else math.inf)
+            budget = (s - load) * b * length
+            return job.volume <= budget + 1e-12 * max(1.0, budget)
+        first = next((k for k in sorted(range(len(state)), key=lambda k: (-state[k][0], k)) if fits(k)), len(state))
+        assert home[job.id] == first
+        if first == len(state):
+            state.append((0, 0.0, 0.0))
+        nodes, length, volume = state[first]
+        state[first] = (nodes + job.nodes, max(length, job.min_time), volume + job.volume)

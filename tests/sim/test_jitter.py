@@ -24,8 +24,14 @@ def spec(jitter=None, seed=5):
 
 def test_no_jitter_keeps_every_duration_nominal():
     sc = Scenario.from_spec(spec())
-    assert all(not a.factors for a in sc.apps)
-    assert sc.apps[0].amounts[:2] == [10.0, 4.0]
+    assert sc.factors == [[], [], [], []] and sc.factor(0, 0) == 1.0
+    assert sc.apps[0].amounts[:2] == (10.0, 4.0)
+
+
+def test_jitter_draws_durations_and_keeps_the_stated_amounts():
+    sc = Scenario.from_spec(spec({"compute": 0.02, "io": 0.05}))
+    assert all(x == (10.0 if k == "compute" else 4.0) for app in sc.apps for x, k in zip(app.amounts, app.kinds))
+    assert len(sc.factors[0]) == 800 and len(set(sc.factors[0])) == 800
 
 
 def test_same_seed_same_run_other_seed_other_run():
@@ -76,17 +82,16 @@ def resampled(seed, compute=(1.0, 1.02, 1.3), io=(0.9, 1.1)):
 
 def test_resampled_factors_come_from_the_pools_and_follow_the_seed():
     a, b, c = resampled(1), resampled(1), resampled(2)
-    comp = np.array([x for app in a.apps for x, k in zip(app.amounts, app.kinds) if k == 0]) / 10.0
-    io = np.array([f for app in a.apps for f, k in zip(app.factors, app.kinds) if k != 0])
+    comp = np.array([f for app in a.apps for f, k in zip(a.factors[app.rank], app.kinds) if k == "compute"])
+    io = np.array([f for app in a.apps for f, k in zip(a.factors[app.rank], app.kinds) if k != "compute"])
     assert set(np.round(comp, 12)) == {1.0, 1.02, 1.3}  # every value drawn, nothing else
     assert set(io) == {0.9, 1.1}
     assert abs(np.mean(comp == 1.3) - 1 / 3) < 0.03  # with replacement, uniformly (1600 draws)
-    assert [x.amounts for x in a.apps] == [x.amounts for x in b.apps]
-    assert [x.factors for x in a.apps] == [x.factors for x in b.apps]
-    assert [x.amounts for x in a.apps] != [x.amounts for x in c.apps]
+    assert a.factors == b.factors and a.factors != c.factors
+    assert [x.amounts for x in a.apps] == [x.amounts for x in c.apps]  # stated amounts never move
 
 
 def test_an_empty_pool_leaves_that_kind_nominal():
     sc = resampled(3, compute=(), io=(1.5,))
-    assert all(x == 10.0 for app in sc.apps for x, k in zip(app.amounts, app.kinds) if k == 0)
-    assert all(f == 1.5 for app in sc.apps for f, k in zip(app.factors, app.kinds) if k != 0)
+    assert all(f == (1.0 if k == "compute" else 1.5)
+               for app in sc.apps for f, k in zip(sc.factors[app.rank], app.kinds))
