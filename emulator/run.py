@@ -3,7 +3,7 @@
     trace = run_emulation(spec, policy="fifo", out="run.h5")
 
 Sequence (docs/emulator.md): check everything (no process yet) -> start or join
-Ray -> create the arbiter actor with the plan of :func:`iolab.plan.make_plan`
+Ray -> create the arbiter actor with the plan of :func:`iolab.middleware.policies.plan.make_plan`
 -> launch every app (``nice mpiexec -n R python -m iolab.apps.jacobi ...``, its own
 process group, log in ``WORK/logs``) -> wait until every rank waits at its
 start gate -> start the clock (t0) -> watch: a process that exits without
@@ -30,7 +30,7 @@ from pathlib import Path
 from iolab import __version__
 from iolab.errors import RunError
 from iolab.middleware.arbiter import Arbiter
-from iolab.plan import Plan, make_plan
+from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
 from iolab.trace import Trace, TraceBuilder
 

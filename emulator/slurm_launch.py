@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolab.errors import RunError
-from iolab.plan import Plan
+from iolab.middleware.policies.plan import Plan
 from iolab.specs.io import IOExperiment
 
 from . import shell, slurm_control, slurm_hosts

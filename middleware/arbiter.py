@@ -26,10 +26,10 @@ from typing import Any
 from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies.io_apps import IOApp, io_apps
 
-from .actor_handle import ActorHandle, call  # noqa: F401  (call: re-exported)
+from .actor_handle import ActorHandle, call
 from .state import AppFailed, ArbiterState
 
-__all__ = ["AppFailed", "Arbiter", "call"]
+__all__ = ["AppFailed", "Arbiter"]
 
 
 class _ArbiterActor:
@@ -224,7 +224,7 @@ class Arbiter(ActorHandle):
 
     @classmethod
     def lookup(cls, name: str, namespace: str) -> "Arbiter":
-        import ray
+        import ray  # lazy: Ray only when a run looks up its actor
 
         try:
             return cls(ray.get_actor(name, namespace=namespace), name, namespace)

@@ -28,12 +28,14 @@ from typing import Any
 
 from iolab.apps.coordination import Grant
 
+from .actor_handle import call
+
 REQUIRED = ("address", "namespace", "actor", "app")
 
 
 def connect(address: str, namespace: str, timeout: float = 10.0) -> None:
     """Join the Ray at ``address`` (GCS ``host:port``), or raise ``RuntimeError`` saying why."""
-    import ray
+    import ray  # lazy: an app rank loads Ray only when it joins the run's Ray
 
     if ray.is_initialized():
         return
@@ -68,9 +70,7 @@ class ActorProxy:
     module = "middleware"
 
     def __init__(self, config: dict[str, Any], who_key: str):
-        import ray
-
-        from .actor_handle import call
+        import ray  # lazy: an app rank loads Ray only when it joins the run's Ray
 
         missing = [k for k in self.required if not config.get(k)]
         if missing:
@@ -103,7 +103,7 @@ class ActorProxy:
         self._call(self.actor.finish.remote(self.who, bool(ok), str(message)))
 
     def close(self) -> None:
-        import ray
+        import ray  # lazy: an app rank loads Ray only when it joins the run's Ray
 
         if self._joined and ray.is_initialized():
             ray.shutdown()
@@ -150,7 +150,7 @@ def _warm_up() -> None:
     """Import the checkpoint writer now (h5py takes ~1 s to import on a loaded machine; the
     app imports it lazily, which would otherwise stretch its first granted I/O phase)."""
     try:
-        import iolab.apps.checkpoint  # noqa: F401
+        import iolab.apps.checkpoint  # noqa: F401  # lazy: h5py, loaded here on purpose before the first grant
     except ImportError:
         pass
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, PackTurns, io_apps
-from iolab.plan import Plan, make_plan
+from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
 
 

@@ -2,10 +2,11 @@
 
 Layers, bottom to top (the table ``LAYERS`` below is the reference):
 
-* bottom: ``iolab.specs``, ``iolab.units``, ``iolab.trace``, ``iolab.metrics``, ``iolab.plan``,
+* bottom: ``iolab.specs``, ``iolab.units``, ``iolab.trace``, ``iolab.metrics``,
   ``iolab.atomic``, ``iolab.errors``, ``iolab.invariants``, ``iolab.signals``, the package's
   ``__init__`` and the data packages.  They import only one another.
-* policies: ``iolab.middleware.policies``, pure decisions; imports only the bottom.
+* policies: ``iolab.middleware.policies``, pure decisions (the plan of an I/O experiment
+  included); imports only the bottom.
 * runtimes: ``iolab.apps`` (the MPI application) imports only the bottom: it talks to whoever
   grants its I/O through the coordinator interface it defines (``apps/coordination.py``) and
   loads the implementation by name; ``iolab.sim`` imports the bottom and the policies;
@@ -45,7 +46,7 @@ HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "s
                    "darshan"})  # darshan: PyDarshan, an optional extra
 
 BOTTOM = frozenset({
-    "iolab", "iolab.specs", "iolab.units", "iolab.trace", "iolab.metrics", "iolab.plan",
+    "iolab", "iolab.specs", "iolab.units", "iolab.trace", "iolab.metrics",
     "iolab.atomic", "iolab.errors", "iolab.invariants", "iolab.signals",
     "iolab.examples", "iolab.templates",
 })

@@ -34,7 +34,7 @@ from iolab.sim.scenario import Scenario
 from iolab.sim.workloads.carretero import CarreteroParams, generate
 
 from ..metrics import geometric_mean
-from ..plan import make_packs, packed_plan
+from ..middleware.policies.plan import make_packs, packed_plan
 from .common import Progress, atomic_write_text, run_parallel, write_csv
 
 ALPHAS = (0.5, 0.75, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
@@ -152,7 +152,7 @@ def run_study(out_dir: Path, size: StudySize = StudySize(), seed: int = 2020, jo
 
 
 def _save(fig, path: Path) -> Path:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib only when figures are drawn
 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -161,10 +161,10 @@ def _save(fig, path: Path) -> Path:
 
 
 def draw_figures(rows: list[dict], out_dir: Path) -> list[Path]:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib only when figures are drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib only when figures are drawn
 
     base = {(r["alpha_gen"], r["workload"]): r for r in rows if r["strategy"] == "first-fit"}
     colors = {"s1": "tab:blue", "salpha": "tab:orange", "s1-lr": "tab:green"}

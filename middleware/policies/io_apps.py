@@ -102,7 +102,7 @@ class IOApp:
 
 def io_apps(spec, plan) -> list[IOApp]:
     """Every app of an I/O experiment (``iolab.specs.io.IOExperiment``) placed by ``plan``
-    (``iolab.plan.Plan``), in rank order (the order of ``spec.apps``)."""
+    (``iolab.middleware.policies.plan.Plan``), in rank order (the order of ``spec.apps``)."""
     where = plan.location()
     b = spec.platform.bandwidth
     out = []

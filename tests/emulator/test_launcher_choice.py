@@ -16,7 +16,7 @@ from iolab.emulator.launchers import scancel_signal_command
 from iolab.emulator.slurm_control import command
 from iolab.emulator.slurm_launch import Allocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
 from iolab.errors import RunError
-from iolab.plan import make_plan
+from iolab.middleware.policies.plan import make_plan
 from iolab.specs.load import parse_spec
 
 REPO = Path(__file__).resolve().parents[2]

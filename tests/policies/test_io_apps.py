@@ -7,7 +7,7 @@ import math
 import pytest
 
 from iolab.middleware.policies.io_apps import IOApp, PackTurns, io_apps
-from iolab.plan import make_plan
+from iolab.middleware.policies.plan import make_plan
 from iolab.specs import parse_spec
 
 

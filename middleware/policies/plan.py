@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iolab.middleware.policies.mapping import Pack, PackJob, lpt_assign, make_pack
+from iolab.specs.io import IOExperiment
 
-from .specs.io import IOExperiment
+from .mapping import Pack, PackJob, lpt_assign, make_pack
 
 
 @dataclass(frozen=True)
