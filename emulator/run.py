@@ -49,11 +49,12 @@ ENDED = ("ok", "failed", "killed")
 def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: float | None = None,
                   out: str | Path | None = None, address: str | None = None, work_dir: str | Path | None = None,
                   progress: bool | StatusLine = False, source: str = "<spec>", launcher: str | None = None,
-                  **overrides) -> Trace:
+                  strict: bool | None = None, **overrides) -> Trace:
     """Emulate ``spec`` (with ``policy`` and emulator settings overridden); returns the trace,
     also written to ``out`` if given.  Raises SpecError/RunError before any process starts.
     ``launcher``: ``"mpiexec"`` or ``"srun"`` (default: srun inside a Slurm allocation;
-    see :mod:`iolab.emulator.slurm_launch`)."""
+    see :mod:`iolab.emulator.slurm_launch`).  ``strict``: the arbiter checks every call
+    (:mod:`iolab.middleware.policies.io_checker`; default ``IOLAB_STRICT``)."""
     spec = settle_settings(spec, policy, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
@@ -62,7 +63,8 @@ def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: 
     plan = make_plan(spec)
     apps = make_launcher(launcher, spec, plan, work.resolve(), mpiexec)
     run = Emulation(spec, plan, work.resolve(), mpiexec, address,
-                    progress if isinstance(progress, StatusLine) else StatusLine(bool(progress)), launcher=apps)
+                    progress if isinstance(progress, StatusLine) else StatusLine(bool(progress)), launcher=apps,
+                    strict=strict)
     return run.run(out)
 
 
@@ -72,8 +74,9 @@ class Emulation:
     poll = 0.1  # seconds between looks at the processes
 
     def __init__(self, spec: IOExperiment, plan: Plan, work: Path, mpiexec: str, address: str | None,
-                 progress: StatusLine, launcher=None):
+                 progress: StatusLine, launcher=None, strict: bool | None = None):
         self.spec, self.plan, self.work, self.mpiexec = spec, plan, work, mpiexec
+        self.strict = strict
         # how apps start (mpiexec here, srun in an allocation): iolab.emulator.slurm_launch
         self.launcher = launcher or MpiexecApps(mpiexec, work / "hosts")
         self.address = address
@@ -94,7 +97,7 @@ class Emulation:
                 d.mkdir(parents=True, exist_ok=True)
             self.arbiter = Arbiter.from_spec(self.spec, self.plan, directories=[str(d) for d in dirs],
                                              name=f"arbiter-{uuid.uuid4().hex[:8]}",
-                                             namespace=session.namespace)
+                                             namespace=session.namespace, strict=self.strict)
             return run_clock(lambda: self._launch_and_watch(session), self._interrupted, self._trace, out)
         finally:
             self.progress.done()

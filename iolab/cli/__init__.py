@@ -7,6 +7,7 @@ import importlib
 import click
 
 from .. import __version__
+from ..invariants import InvariantViolation
 
 
 class LazyGroup(click.Group):
@@ -52,4 +53,8 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli(prog_name="iolab")
+    try:
+        cli(prog_name="iolab")
+    except InvariantViolation as exc:  # strict mode: the run broke a rule of the model
+        click.echo(f"Error: {exc}", err=True)
+        raise SystemExit(1) from None

@@ -14,6 +14,7 @@ from ..metrics import io_metrics
 from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec
 from .format import dumps
+from .options import strict_option
 from .simulate import metrics_json, print_metrics
 
 EXAMPLE = "table1-emulation.yaml"
@@ -24,6 +25,7 @@ def example_path() -> Path:
 
 
 @click.command()
+@strict_option
 @click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False))
 @click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
 @click.option("--time-scale", type=float, help="wall seconds per spec second (overrides emulator.time_scale)")

@@ -15,6 +15,7 @@ from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec, read_document
 from ..trace import write_trace
 from .format import dumps, table
+from .options import strict_option
 
 
 def metrics_json(m) -> dict:
@@ -43,6 +44,7 @@ def print_metrics(m, title: str) -> None:
 
 
 @click.command()
+@strict_option
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
 @click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
 @click.option("--mode", type=click.Choice(["event", "step"]), help="engine: exact next-event, or fixed time step")

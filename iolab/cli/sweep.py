@@ -6,10 +6,13 @@ import sys
 
 import click
 
+from .options import strict_option
+
 from ..campaign import load_runs, run_campaign
 
 
 @click.command()
+@strict_option
 @click.argument("campaign_path", metavar="CAMPAIGN", type=click.Path(dir_okay=False))
 @click.option("--address", help="join this Ray cluster (host:port or 'auto'); default: start a local Ray")
 @click.option("--workers", type=click.IntRange(1, 100_000),

@@ -9,6 +9,7 @@ from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
 from .format import dumps, table
+from .options import strict_option
 
 
 def parse_policies(text: str) -> list[str]:
@@ -74,6 +75,7 @@ def parse_jitter(text: str):
 
 
 @click.command()
+@strict_option
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
 @click.option("--policies", default="all", show_default=True, help="'all' (the 8 list policies) or p1,p2,...")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
