@@ -1,0 +1,168 @@
+"""iolab's batch simulator against benchmarks/reference_easy.py on a whole SWF trace: same starts? how fast?
+
+usage::
+
+    python benchmarks/reference_compare.py [--swf PATH] [--nodes N] [--policies fcfs,easy,conservative]
+                                           [--repeat N] [--json]
+
+Default trace: KTH-SP2 (``../shared/data/KTH-SP2-1996-2.1-cln.swf.gz`` beside the repository, or
+``$IOLAB_SHARED_DATA``), the platform of ``examples/kth-sp2-easy.yaml`` with its scheduler replaced by
+each policy in turn.  A missing trace is skipped with a message (exit 0).
+
+For each policy, both sides run as whole processes, each timed (wall time, and that
+process's own peak RSS, from ``/usr/bin/time``), median over ``--repeat`` runs:
+
+- iolab: ``iolab simulate SPEC --json`` (the CLI, as a user runs it; SPEC is a temporary JSON copy of
+  the example with the policy and an absolute trace path);
+- reference: ``python benchmarks/reference_easy.py TRACE --policy P --json``.
+
+Then, untimed, one more run of each writes every job's start (iolab: ``--out`` trace, read back with
+``iolab.trace.read_trace``; reference: ``--csv``), and the starts are compared job for job.  Starts that
+differ are attributed by a third run of the reference with ``--iolab-runtime0`` (no new decision when a
+runtime-0 job ends, iolab's behaviour before issue 8 item 7a): if iolab agrees with that run on every
+job, every difference traces back to runtime-0 jobs.  Exit 1 on any difference not so explained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from iolab.trace import read_trace
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("IOLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
+EXAMPLE = REPO / "examples" / "kth-sp2-easy.yaml"
+REFERENCE = REPO / "benchmarks" / "reference_easy.py"
+TIME = Path("/usr/bin/time")
+
+
+def iolab_cmd() -> list[str]:
+    exe = Path(sys.executable).with_name("iolab")
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "iolab"]
+
+
+def timed(cmd: list[str], out: Path) -> tuple[float, float, str]:
+    """Run ``cmd`` to completion: (wall seconds, peak RSS in MB of that process, its stdout).
+
+    The peak comes from ``/usr/bin/time``, not from this process's ``wait4``: Linux keeps a process's
+    peak RSS across exec, so a child forked from this (large) process would report at least its size.
+    """
+    if not TIME.is_file():
+        raise SystemExit(f"{TIME} not found: it measures each process's own peak memory")
+    rss = out.with_suffix(".rss")
+    with open(out, "w") as fh:
+        t0 = time.perf_counter()
+        p = subprocess.run([str(TIME), "-f", "%M", "-o", str(rss)] + cmd, stdout=fh, stderr=subprocess.PIPE,
+                           text=True)
+        wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
+    return wall, int(rss.read_text().split()[-1]) / 1024, out.read_text()
+
+
+def read_csv_starts(path: Path) -> dict[str, float]:
+    with open(path, newline="") as fh:
+        return {r["job"]: float(r["start"]) for r in csv.DictReader(fh)}
+
+
+def compare(policy: str, swf: Path, nodes: int, repeat: int, tmp: Path) -> dict:
+    spec = yaml.safe_load(EXAMPLE.read_text())
+    spec.update(name=f"reference-compare-{policy}", scheduler=policy,
+                workload={"source": "swf", "path": str(swf.resolve())})
+    spec["platform"]["nodes"] = nodes
+    spec_path = tmp / f"{policy}.json"
+    spec_path.write_text(json.dumps(spec))
+    io_cmd = iolab_cmd() + ["simulate", str(spec_path), "--json"]
+    ref_cmd = [sys.executable, str(REFERENCE), str(swf), "--policy", policy, "--nodes", str(nodes), "--json"]
+    io_runs, ref_runs = [], []
+    for _ in range(repeat):  # alternate, so that a slow moment of the machine hits both
+        io_runs.append(timed(io_cmd, tmp / "io.out")[:2])
+        wall, peak, out = timed(ref_cmd, tmp / "ref.out")
+        ref_runs.append((wall, peak))
+    summ = json.loads(out)
+    # the starts, untimed
+    trace_path = tmp / f"{policy}.h5"
+    timed(iolab_cmd() + ["simulate", str(spec_path), "--out", str(trace_path)], tmp / "io.out")
+    t = read_trace(trace_path)
+    io_starts = dict(zip((str(x) for x in t.jobs["id"]), (float(x) for x in t.jobs["start"])))
+    timed(ref_cmd[:-1] + ["--csv", str(tmp / "ref.csv")], tmp / "ref.out")
+    ref_starts = read_csv_starts(tmp / "ref.csv")
+    if io_starts.keys() != ref_starts.keys():
+        raise SystemExit(f"{policy}: the two sides simulated different job sets "
+                         f"({len(io_starts)} vs {len(ref_starts)} jobs)")
+    differ = [j for j in ref_starts if ref_starts[j] != io_starts[j]]
+    unexplained = None
+    if differ:
+        timed(ref_cmd[:-1] + ["--iolab-runtime0", "--csv", str(tmp / "bug.csv")], tmp / "ref.out")
+        bug = read_csv_starts(tmp / "bug.csv")
+        unexplained = sum(bug[j] != io_starts[j] for j in bug)
+    n = len(ref_starts)
+    return {
+        "policy": policy, "jobs": n,
+        "iolab_wall_s": statistics.median(w for w, _ in io_runs),
+        "iolab_peak_mb": max(m for _, m in io_runs),
+        "ref_wall_s": statistics.median(w for w, _ in ref_runs),
+        "ref_peak_mb": max(m for _, m in ref_runs),
+        "starts_differ": len(differ),
+        "differ_not_runtime0": unexplained if differ else 0,
+        "mean_wait_ref": summ["mean_wait"],
+        "mean_wait_iolab": statistics.fmean(float(s) - float(r) for s, r in zip(t.jobs["start"], t.jobs["release"])),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--swf", type=Path, default=DATA / "KTH-SP2-1996-2.1-cln.swf.gz")
+    ap.add_argument("--nodes", type=int, help="default: the example's 100 for KTH, else the header's MaxNodes")
+    ap.add_argument("--policies", default="fcfs,easy,conservative")
+    ap.add_argument("--repeat", type=int, default=1, help="timed runs per side (median)")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    a = ap.parse_args()
+    if not a.swf.is_file():
+        print(f"skipped: {a.swf} not found (set IOLAB_SHARED_DATA to the folder holding it, or give --swf)")
+        return 0
+    nodes = a.nodes
+    if nodes is None:
+        nodes = yaml.safe_load(EXAMPLE.read_text())["platform"]["nodes"]
+        if "KTH" not in a.swf.name:
+            with gzip.open(a.swf, "rt") if a.swf.read_bytes()[:2] == b"\x1f\x8b" else open(a.swf) as fh:
+                for line in fh:
+                    if line.startswith("; MaxNodes:"):
+                        nodes = int(line.split(":")[1])
+                        break
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="refcmp-") as d:
+        for policy in a.policies.split(","):
+            rows.append(compare(policy.strip(), a.swf, nodes, a.repeat, Path(d)))
+            if not a.json:
+                print(f"  done {policy}: {rows[-1]['iolab_wall_s']:.2f} s vs {rows[-1]['ref_wall_s']:.2f} s",
+                      file=sys.stderr)
+    if a.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"{a.swf.name} on {nodes} nodes, whole processes, median of {a.repeat} run(s)\n")
+        print("| policy | jobs | iolab wall s | iolab peak MB | reference wall s | reference peak MB | ratio "
+              "| starts differing | not from runtime-0 | mean wait iolab / ref s |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['policy']} | {r['jobs']} | {r['iolab_wall_s']:.2f} | {r['iolab_peak_mb']:.0f} "
+                  f"| {r['ref_wall_s']:.2f} | {r['ref_peak_mb']:.0f} | {r['iolab_wall_s'] / r['ref_wall_s']:.1f}x "
+                  f"| {r['starts_differ']} | {r['differ_not_runtime0']} "
+                  f"| {r['mean_wait_iolab']:.1f} / {r['mean_wait_ref']:.1f} |")
+    return 1 if any(r["differ_not_runtime0"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
