@@ -105,20 +105,24 @@ def _parse(text: str) -> list[float | None] | str:
     parts = text.split()
     if len(parts) != 18:
         return f"expected 18 fields, found {len(parts)}"
-    out: list[float | None] = []
-    for i, tok in enumerate(parts):
-        try:
-            v = float(tok)
-        except ValueError:
-            return f"field {i + 1} ({FIELDS[i]}) is not a number: {tok!r}"
-        if not math.isfinite(v):
-            return f"field {i + 1} ({FIELDS[i]}) is not finite: {tok!r}"
-        if v == -1:
-            out.append(None)
-            continue
-        if i in INT_FIELDS and v != int(v):
-            return f"field {i + 1} ({FIELDS[i]}) must be an integer: {tok!r}"
-        out.append(v)
+    try:
+        vals = list(map(float, parts))
+    except ValueError:
+        vals = None
+    if vals is None or not math.isfinite(sum(vals)):  # find the culprit, slowly
+        for i, tok in enumerate(parts):
+            try:
+                v = float(tok)
+            except ValueError:
+                return f"field {i + 1} ({FIELDS[i]}) is not a number: {tok!r}"
+            if not math.isfinite(v):
+                return f"field {i + 1} ({FIELDS[i]}) is not finite: {tok!r}"
+        vals = list(map(float, parts))  # a sum that overflowed: every value is finite
+    for i in INT_FIELDS:
+        v = vals[i]
+        if v != int(v) and v != -1:
+            return f"field {i + 1} ({FIELDS[i]}) must be an integer: {parts[i]!r}"
+    out: list[float | None] = [None if v == -1 else v for v in vals]
     if out[0] is None or out[0] <= 0:
         return "job number (field 1) must be a positive integer"
     if out[1] is None or out[1] < 0:
@@ -183,10 +187,6 @@ def decide_fcfs(now, free, queue, nodes, walltime, running):
     return starts
 
 
-def _release(end: float, now: float) -> float:
-    return end if end > now else now + OVERRUN_GRACE
-
-
 def decide_easy(now, free, queue, nodes, walltime, running):
     starts = []
     k = 0
@@ -197,26 +197,26 @@ def decide_easy(now, free, queue, nodes, walltime, running):
         k += 1
     if k == len(queue) or free == 0:
         return starts
-    # the head: shadow time and extra nodes, from the planned ends (running jobs + those just started)
+    # the head: shadow time and extra nodes, from the planned ends (running jobs + those just started),
+    # computed when a later job first fits in the free nodes
     need = nodes[queue[k]]
-    ends = sorted([(_release(e, now), n) for n, e in running.values()]
-                  + [(now + walltime[j], nodes[j]) for j in starts])
-    avail, shadow, i = free, math.inf, 0
-    while i < len(ends):
-        avail += ends[i][1]
-        if avail >= need:
-            shadow = ends[i][0]
-            i += 1
-            while i < len(ends) and ends[i][0] == shadow:  # every release at the shadow time counts
-                avail += ends[i][1]
-                i += 1
-            break
-        i += 1
-    extra = avail - need
+    shadow = None
     for j in queue[k + 1:]:
         n = nodes[j]
         if n > free:
             continue
+        if shadow is None:
+            ends = sorted([(e if e > now else now + OVERRUN_GRACE, m) for m, e in running.values()]
+                          + [(now + walltime[i], nodes[i]) for i in starts])
+            avail, i = free, 0
+            while avail < need:
+                avail += ends[i][1]
+                i += 1
+            shadow = ends[i - 1][0]
+            while i < len(ends) and ends[i][0] == shadow:  # every release at the shadow time counts
+                avail += ends[i][1]
+                i += 1
+            extra = avail - need
         if now + walltime[j] <= shadow:
             starts.append(j)
             free -= n
@@ -233,7 +233,7 @@ def decide_conservative(now, free, queue, nodes, walltime, running):
     # the profile of free nodes: segment i covers [times[i], times[i+1]), the last runs forever
     rel: dict[float, int] = {}
     for n, e in running.values():
-        t = _release(e, now)
+        t = e if e > now else now + OVERRUN_GRACE
         rel[t] = rel.get(t, 0) + n
     times = [now]
     avail = [free]
@@ -319,8 +319,12 @@ def simulate(w: Workload, total_nodes: int, policy: str, iolab_runtime0: bool = 
                 else:
                     end[j] = t
                     ended_now.append(j)
-            started = set(starts)
-            queue = [j for j in queue if j not in started]
+            k = 0  # the policies start a prefix of the queue, then (backfilling) some later jobs
+            while k < len(starts) and starts[k] == queue[k]:
+                k += 1
+            del queue[:k]
+            for j in starts[k:]:
+                queue.remove(j)
             for j in ended_now:  # runtime 0: it ends at once and frees its nodes at this instant
                 free += nodes[j]
             if not ended_now or iolab_runtime0:
