@@ -100,14 +100,14 @@ def read_spec(path: str) -> dict:
 def build(doc: dict, path: str) -> tuple[list[App], float, int]:
     pl = doc.get("platform") or {}
     b = _num(pl.get("bandwidth"), f"{path}: platform.bandwidth", positive=True)
-    io_nodes = int(pl.get("io_nodes", 1))
+    io_nodes = int(pl.get("io_nodes") or 1)
     jit = ((doc.get("sim") or {}).get("jitter") or {})
     if any(jit.get(k, 0) for k in ("compute", "io")):
         raise InputError(f"{path}: sim.jitter is not modelled by the reference")
     apps = []
     for rank, a in enumerate(doc.get("apps") or []):
         where = f"{path}: apps[{rank}]"
-        if "phases" in a:
+        if a.get("phases") is not None:
             kinds, amounts = [], []
             for i, ph in enumerate(a["phases"]):
                 if not isinstance(ph, dict) or len(ph) != 1 or next(iter(ph)) not in ("compute", "write", "read"):
@@ -129,7 +129,7 @@ def build(doc: dict, path: str) -> tuple[list[App], float, int]:
         node = int(a.get("io_node") or 0)
         if not 0 <= node < io_nodes:
             raise InputError(f"{where}.io_node: I/O node {node} does not exist (platform.io_nodes = {io_nodes})")
-        apps.append(App(rank, str(a["id"]), _num(a.get("release", 0.0), f"{where}.release"), kinds, amounts,
+        apps.append(App(rank, str(a["id"]), _num(a.get("release") or 0.0, f"{where}.release"), kinds, amounts,
                         compute + volume / b, node))
     if not apps:
         raise InputError(f"{path}: no apps")
@@ -165,26 +165,22 @@ def read_plan(path: str, apps: list[App], io_nodes: int) -> list[list[list[int]]
 
 
 # ------------------------------------------------------------------------------------------------ one I/O node
-def key_function(policy: str):
-    if policy == "fifo":
-        return lambda r, now: (r[0], r[1])
-    if policy == "longest-remaining":
-        return lambda r, now: (-r[4], r[0], r[1])
-
-    def stretch(r, now):
-        t_req, rank, app, io_time, _ = r
-        elapsed = now - app.start + io_time
-        rho = 1.0 if elapsed <= 0 else min(1.0, (app.done + io_time) / elapsed)
-        return (rho, t_req, rank)
-    return stretch
+def stretch_key(r, now):
+    """Worst current stretch first (re-evaluated at each grant); r = (requested at, rank, app, v / b)."""
+    t_req, rank, app, io_time = r
+    elapsed = now - app.start + io_time
+    rho = 1.0 if elapsed <= 0 else min(1.0, (app.done + io_time) / elapsed)
+    return (rho, t_req, rank)
 
 
 def run_node(packs: list[list[App]], packed: bool, b: float, policy: str) -> None:
     """Simulate one I/O node; sets every app's start and end."""
-    key = key_function(policy)
+    # FIFO and longest-remaining keys are fixed when the request is made: a heap of (key, app).
+    # Stretch changes while a request waits: a list, scanned at each grant.
+    dynamic = policy == "stretch"
     heap: list[tuple[float, int, App]] = []  # (time, sequence, app): a compute phase ends or an app starts
     seq = 0
-    waiting: list[tuple] = []  # requests: (requested at, rank, app, v / b, remaining)
+    waiting: list[tuple] = []
     busy: App | None = None
     busy_until = math.inf
     pending = list(packs) if packed else []
@@ -214,7 +210,12 @@ def run_node(packs: list[list[App]], packed: bool, b: float, policy: str) -> Non
                 return
             if x > 0:
                 app.phase = i
-                waiting.append((t, app.rank, app, x / b, app.min_time - app.done))
+                if dynamic:
+                    waiting.append((t, app.rank, app, x / b))
+                elif policy == "fifo":
+                    heapq.heappush(waiting, ((t, app.rank), app))
+                else:  # longest-remaining: remaining = T_i(b) - done, fixed now
+                    heapq.heappush(waiting, ((-(app.min_time - app.done), t, app.rank), app))
                 return
             i += 1  # empty I/O phase
         app.phase = i
@@ -245,9 +246,12 @@ def run_node(packs: list[list[App]], packed: bool, b: float, policy: str) -> Non
                 app.done += app.amounts[app.phase]
             advance(app, t)
         if busy is None and waiting:
-            best = min(range(len(waiting)), key=lambda i: key(waiting[i], t))
-            _, _, app, io_time, _ = waiting.pop(best)
-            busy, busy_until = app, t + io_time
+            if dynamic:
+                best = min(range(len(waiting)), key=lambda i: stretch_key(waiting[i], t))
+                busy = waiting.pop(best)[2]
+            else:
+                busy = heapq.heappop(waiting)[1]
+            busy_until = t + busy.amounts[busy.phase] / b
 
 
 def simulate(apps: list[App], b: float, io_nodes: int, policy: str, plan=None) -> None:

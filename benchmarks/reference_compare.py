@@ -21,11 +21,19 @@ Then, untimed, one more run of each writes every job's start (iolab: ``--out`` t
 differ are attributed by a third run of the reference with ``--iolab-runtime0`` (no new decision when a
 runtime-0 job ends, iolab's behaviour before issue 8 item 7a): if iolab agrees with that run on every
 job, every difference traces back to runtime-0 jobs.  Exit 1 on any difference not so explained.
+
+``--carretero [--quick]``: the I/O level instead.  The workloads of ``iolab study carretero`` (120, or
+the quick study's 8), packed by Make-Pack for each of the study's 4 strategies exactly as the study does
+(one I/O node), go through iolab's event engine (``Scenario.from_spec`` + ``run_engine``) and through
+``benchmarks/reference_carretero.py`` (the spec as a dict + the plan), both in this process; every app
+must end at the same time (1e-9 relative).  Prints the CPU seconds of each side per strategy (workload
+generation and packing are outside both).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import csv
 import gzip
 import json
@@ -39,6 +47,12 @@ from pathlib import Path
 
 import yaml
 
+from iolab.middleware.policies.mapping import PackJob, make_pack
+from iolab.plan import Plan
+from iolab.sim.run import run_engine
+from iolab.sim.scenario import Scenario
+from iolab.sim.workloads.carretero import generate
+from iolab.studies.carretero import QUICK, STRATEGIES, StudySize, workload_seed
 from iolab.trace import read_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,6 +136,63 @@ def compare(policy: str, swf: Path, nodes: int, repeat: int, tmp: Path) -> dict:
     }
 
 
+def load_reference_carretero():
+    spec = importlib.util.spec_from_file_location("reference_carretero", REPO / "benchmarks" / "reference_carretero.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def compare_carretero(size: StudySize, seed: int = 2020) -> dict:
+    """CPU seconds per strategy of both sides over the study's workloads, and the worst disagreement."""
+    ref = load_reference_carretero()
+    cpu = {name: [0.0, 0.0] for name in STRATEGIES}
+    worst, apps_checked = 0.0, 0
+    for i, alpha_gen in enumerate(size.alphas):
+        for k in range(size.workloads):
+            spec = generate(alpha_gen, workload_seed(seed, i, k), size.params)
+            doc = spec.model_dump(mode="json")
+            b, P = spec.platform.bandwidth, spec.platform.nodes_per_io_node
+            jobs = [PackJob(a.id, a.nodes, a.io_total(), a.min_time(b)) for a in spec.apps]
+            index = spec.app_index()
+            for name, (sens, policy) in STRATEGIES.items():
+                packs = make_pack(jobs, P, b, spec.io_load() if sens is None else sens)
+                ranks = [[index[j] for j in pk.ids] for pk in packs]
+                t0 = time.process_time()
+                rec = run_engine(spec, policy=policy, mode="event", rows=False,
+                                 scenario=Scenario.from_spec(spec, Plan(True, (tuple(map(tuple, ranks)),), 1.0)))
+                t1 = time.process_time()
+                apps, bw, io_nodes = ref.build(doc, spec.name)
+                ref.simulate(apps, bw, io_nodes, policy, [ranks])
+                t2 = time.process_time()
+                cpu[name][0] += t1 - t0
+                cpu[name][1] += t2 - t1
+                for a in apps:
+                    mine, theirs = a.end, rec.end[a.rank]
+                    worst = max(worst, abs(mine - theirs) / max(abs(theirs), 1e-300))
+                apps_checked += len(apps)
+    return {"workloads": len(size.alphas) * size.workloads, "apps_checked": apps_checked,
+            "worst_relative_difference": worst,
+            "strategies": {n: {"policy": STRATEGIES[n][1], "iolab_cpu_s": c[0], "ref_cpu_s": c[1]}
+                           for n, c in cpu.items()}}
+
+
+def main_carretero(quick: bool, as_json: bool) -> int:
+    r = compare_carretero(QUICK if quick else StudySize())
+    if as_json:
+        print(json.dumps(r, indent=1))
+    else:
+        print(f"carretero study ({'quick' if quick else 'full'}): {r['workloads']} workloads, one I/O node, "
+              f"{r['apps_checked']} app ends checked, worst relative difference {r['worst_relative_difference']:.3g}\n")
+        print("| strategy | policy | iolab CPU s | reference CPU s | ratio |")
+        print("|---|---|---|---|---|")
+        for n, e in r["strategies"].items():
+            print(f"| {n} | {e['policy']} | {e['iolab_cpu_s']:.2f} | {e['ref_cpu_s']:.2f} "
+                  f"| {e['iolab_cpu_s'] / e['ref_cpu_s']:.1f}x |")
+    return 0 if r["worst_relative_difference"] <= 1e-9 else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--swf", type=Path, default=DATA / "KTH-SP2-1996-2.1-cln.swf.gz")
@@ -129,7 +200,11 @@ def main() -> int:
     ap.add_argument("--policies", default="fcfs,easy,conservative")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs per side (median)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--carretero", action="store_true", help="the I/O level: the carretero study's workloads")
+    ap.add_argument("--quick", action="store_true", help="with --carretero: the quick study's 8 workloads")
     a = ap.parse_args()
+    if a.carretero:
+        return main_carretero(a.quick, a.json)
     if not a.swf.is_file():
         print(f"skipped: {a.swf} not found (set IOLAB_SHARED_DATA to the folder holding it, or give --swf)")
         return 0
