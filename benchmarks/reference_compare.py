@@ -129,6 +129,7 @@ def compare(policy: str, swf: Path, nodes: int, repeat: int, tmp: Path) -> dict:
         "iolab_peak_mb": max(m for _, m in io_runs),
         "ref_wall_s": statistics.median(w for w, _ in ref_runs),
         "ref_peak_mb": max(m for _, m in ref_runs),
+        "runtime0_jobs": summ["runtime0_jobs"],
         "starts_differ": len(differ),
         "differ_not_runtime0": unexplained if differ else 0,
         "mean_wait_ref": summ["mean_wait"],
@@ -212,30 +213,30 @@ def main() -> int:
     if nodes is None:
         nodes = yaml.safe_load(EXAMPLE.read_text())["platform"]["nodes"]
         if "KTH" not in a.swf.name:
-            with gzip.open(a.swf, "rt") if a.swf.read_bytes()[:2] == b"\x1f\x8b" else open(a.swf) as fh:
+            with open(a.swf, "rb") as fh:
+                gz = fh.read(2) == b"\x1f\x8b"
+            with gzip.open(a.swf, "rt") if gz else open(a.swf) as fh:
                 for line in fh:
                     if line.startswith("; MaxNodes:"):
                         nodes = int(line.split(":")[1])
                         break
+    if not a.json:
+        print(f"{a.swf.name} on {nodes} nodes, whole processes, median of {a.repeat} run(s)\n")
+        print("| policy | jobs | iolab wall s | iolab peak MB | reference wall s | reference peak MB | ratio "
+              "| runtime-0 jobs | starts differing | not from runtime-0 | mean wait iolab / ref s |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="refcmp-") as d:
         for policy in a.policies.split(","):
-            rows.append(compare(policy.strip(), a.swf, nodes, a.repeat, Path(d)))
-            if not a.json:
-                print(f"  done {policy}: {rows[-1]['iolab_wall_s']:.2f} s vs {rows[-1]['ref_wall_s']:.2f} s",
-                      file=sys.stderr)
+            r = compare(policy.strip(), a.swf, nodes, a.repeat, Path(d))
+            rows.append(r)
+            if not a.json:  # one row as soon as it is measured
+                print(f"| {r['policy']} | {r['jobs']} | {r['iolab_wall_s']:.2f} | {r['iolab_peak_mb']:.0f} "
+                      f"| {r['ref_wall_s']:.2f} | {r['ref_peak_mb']:.0f} | {r['iolab_wall_s'] / r['ref_wall_s']:.1f}x "
+                      f"| {r['runtime0_jobs']} | {r['starts_differ']} | {r['differ_not_runtime0']} "
+                      f"| {r['mean_wait_iolab']:.1f} / {r['mean_wait_ref']:.1f} |", flush=True)
     if a.json:
         print(json.dumps(rows, indent=1))
-    else:
-        print(f"{a.swf.name} on {nodes} nodes, whole processes, median of {a.repeat} run(s)\n")
-        print("| policy | jobs | iolab wall s | iolab peak MB | reference wall s | reference peak MB | ratio "
-              "| starts differing | not from runtime-0 | mean wait iolab / ref s |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            print(f"| {r['policy']} | {r['jobs']} | {r['iolab_wall_s']:.2f} | {r['iolab_peak_mb']:.0f} "
-                  f"| {r['ref_wall_s']:.2f} | {r['ref_peak_mb']:.0f} | {r['iolab_wall_s'] / r['ref_wall_s']:.1f}x "
-                  f"| {r['starts_differ']} | {r['differ_not_runtime0']} "
-                  f"| {r['mean_wait_iolab']:.1f} / {r['mean_wait_ref']:.1f} |")
     return 1 if any(r["differ_not_runtime0"] for r in rows) else 0
 
 

@@ -336,7 +336,7 @@ def simulate(w: Workload, total_nodes: int, policy: str, iolab_runtime0: bool = 
 
 def summary(w: Workload, start, end) -> dict:
     nj = len(w.ids)
-    return {"jobs": nj, "unusable": w.unusable,
+    return {"jobs": nj, "unusable": w.unusable, "runtime0_jobs": sum(r == 0 for r in w.runtime),
             "makespan": (max(end) - min(w.submit)) if nj else 0.0,
             "mean_wait": (sum(s - q for s, q in zip(start, w.submit)) / nj) if nj else 0.0}
 
@@ -378,7 +378,8 @@ def main(argv=None) -> int:
     if a.json:
         print(json.dumps(s))
     elif a.csv != "-":
-        print(f"{a.swf}: {a.policy}, {s['jobs']} jobs ({s['unusable']} unusable) on {nodes} nodes, "
+        print(f"{a.swf}: {a.policy}, {s['jobs']} jobs ({s['unusable']} unusable, {s['runtime0_jobs']} of runtime 0) "
+              f"on {nodes} nodes, "
               f"{decisions} decisions\nmakespan {s['makespan']:.6g} s   mean wait {s['mean_wait']:.6g} s\n"
               f"wall {s['wall_seconds']:.3f} s   peak memory {s['peak_rss_mb']:.1f} MB")
     return 0
