@@ -10,7 +10,7 @@ Default trace: KTH-SP2 (``../shared/data/KTH-SP2-1996-2.1-cln.swf.gz`` beside th
 each policy in turn.  A missing trace is skipped with a message (exit 0).
 
 For each policy, both sides run as whole processes, each timed (wall time, and that
-process's own peak RSS, from ``/usr/bin/time``), median over ``--repeat`` runs:
+process's own peak RSS and CPU seconds, from ``/usr/bin/time``), median over ``--repeat`` runs:
 
 - iolab: ``iolab simulate SPEC --json`` (the CLI, as a user runs it; SPEC is a temporary JSON copy of
   the example with the policy and an absolute trace path);
@@ -67,8 +67,8 @@ def iolab_cmd() -> list[str]:
     return [str(exe)] if exe.is_file() else [sys.executable, "-m", "iolab"]
 
 
-def timed(cmd: list[str], out: Path) -> tuple[float, float, str]:
-    """Run ``cmd`` to completion: (wall seconds, peak RSS in MB of that process, its stdout).
+def timed(cmd: list[str], out: Path) -> tuple[float, float, str, float]:
+    """Run ``cmd`` to completion: (wall seconds, peak RSS in MB of that process, its stdout, its CPU seconds).
 
     The peak comes from ``/usr/bin/time``, not from this process's ``wait4``: Linux keeps a process's
     peak RSS across exec, so a child forked from this (large) process would report at least its size.
@@ -78,12 +78,13 @@ def timed(cmd: list[str], out: Path) -> tuple[float, float, str]:
     rss = out.with_suffix(".rss")
     with open(out, "w") as fh:
         t0 = time.perf_counter()
-        p = subprocess.run([str(TIME), "-f", "%M", "-o", str(rss)] + cmd, stdout=fh, stderr=subprocess.PIPE,
+        p = subprocess.run([str(TIME), "-f", "%M %U %S", "-o", str(rss)] + cmd, stdout=fh, stderr=subprocess.PIPE,
                            text=True)
         wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
-    return wall, int(rss.read_text().split()[-1]) / 1024, out.read_text()
+    peak, user, system = rss.read_text().split()[-3:]
+    return wall, int(peak) / 1024, out.read_text(), float(user) + float(system)
 
 
 def read_csv_starts(path: Path) -> dict[str, float]:
@@ -102,9 +103,10 @@ def compare(policy: str, swf: Path, nodes: int, repeat: int, tmp: Path) -> dict:
     ref_cmd = [sys.executable, str(REFERENCE), str(swf), "--policy", policy, "--nodes", str(nodes), "--json"]
     io_runs, ref_runs = [], []
     for _ in range(repeat):  # alternate, so that a slow moment of the machine hits both
-        io_runs.append(timed(io_cmd, tmp / "io.out")[:2])
-        wall, peak, out = timed(ref_cmd, tmp / "ref.out")
-        ref_runs.append((wall, peak))
+        wall, peak, _, cpu = timed(io_cmd, tmp / "io.out")
+        io_runs.append((wall, peak, cpu))
+        wall, peak, out, cpu = timed(ref_cmd, tmp / "ref.out")
+        ref_runs.append((wall, peak, cpu))
     summ = json.loads(out)
     # the starts, untimed
     trace_path = tmp / f"{policy}.h5"
@@ -125,10 +127,12 @@ def compare(policy: str, swf: Path, nodes: int, repeat: int, tmp: Path) -> dict:
     n = len(ref_starts)
     return {
         "policy": policy, "jobs": n,
-        "iolab_wall_s": statistics.median(w for w, _ in io_runs),
-        "iolab_peak_mb": max(m for _, m in io_runs),
-        "ref_wall_s": statistics.median(w for w, _ in ref_runs),
-        "ref_peak_mb": max(m for _, m in ref_runs),
+        "iolab_wall_s": statistics.median(r[0] for r in io_runs),
+        "iolab_cpu_s": statistics.median(r[2] for r in io_runs),
+        "iolab_peak_mb": max(r[1] for r in io_runs),
+        "ref_wall_s": statistics.median(r[0] for r in ref_runs),
+        "ref_cpu_s": statistics.median(r[2] for r in ref_runs),
+        "ref_peak_mb": max(r[1] for r in ref_runs),
         "runtime0_jobs": summ["runtime0_jobs"],
         "starts_differ": len(differ),
         "differ_not_runtime0": unexplained if differ else 0,
@@ -222,8 +226,8 @@ def main() -> int:
                         break
     if not a.json:
         print(f"{a.swf.name} on {nodes} nodes, whole processes, median of {a.repeat} run(s)\n")
-        print("| policy | jobs | iolab wall s | iolab peak MB | reference wall s | reference peak MB | ratio "
-              "| runtime-0 jobs | starts differing | not from runtime-0 | mean wait iolab / ref s |")
+        print("| policy | jobs | iolab wall / CPU s | iolab peak MB | reference wall / CPU s | reference peak MB "
+              "| ratio (wall, CPU) | runtime-0 jobs | starts differing | not from runtime-0 | mean wait iolab / ref s |")
         print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="refcmp-") as d:
@@ -231,8 +235,9 @@ def main() -> int:
             r = compare(policy.strip(), a.swf, nodes, a.repeat, Path(d))
             rows.append(r)
             if not a.json:  # one row as soon as it is measured
-                print(f"| {r['policy']} | {r['jobs']} | {r['iolab_wall_s']:.2f} | {r['iolab_peak_mb']:.0f} "
-                      f"| {r['ref_wall_s']:.2f} | {r['ref_peak_mb']:.0f} | {r['iolab_wall_s'] / r['ref_wall_s']:.1f}x "
+                print(f"| {r['policy']} | {r['jobs']} | {r['iolab_wall_s']:.2f} / {r['iolab_cpu_s']:.2f} "
+                      f"| {r['iolab_peak_mb']:.0f} | {r['ref_wall_s']:.2f} / {r['ref_cpu_s']:.2f} | {r['ref_peak_mb']:.0f} "
+                      f"| {r['iolab_wall_s'] / r['ref_wall_s']:.1f}x, {r['iolab_cpu_s'] / r['ref_cpu_s']:.1f}x "
                       f"| {r['runtime0_jobs']} | {r['starts_differ']} | {r['differ_not_runtime0']} "
                       f"| {r['mean_wait_iolab']:.1f} / {r['mean_wait_ref']:.1f} |", flush=True)
     if a.json:
