@@ -136,7 +136,9 @@ def build(doc: dict, path: str) -> tuple[list[App], float, int]:
     return apps, b, io_nodes
 
 
-def read_plan(path: str, apps: list[App], io_nodes: int) -> list[list[list[int]]]:
+def read_plan(path: str, apps: list[App], io_nodes: int) -> tuple[bool, list[list[list[int]]]]:
+    """(packed, for each I/O node its packs as lists of ranks); ``"packed": false`` runs every app of an
+    I/O node from its release, as mapping none does."""
     try:
         with open(path) as fh:
             doc = json.load(fh)
@@ -151,6 +153,8 @@ def read_plan(path: str, apps: list[App], io_nodes: int) -> list[list[list[int]]
     for n, packs in enumerate(nodes):
         out.append([])
         for k, pack in enumerate(packs):
+            if not pack:
+                raise InputError(f"{path}: nodes[{n}][{k}]: an empty pack")
             ranks = []
             for x in pack:
                 r = x if isinstance(x, int) else by_id.get(x)
@@ -161,7 +165,7 @@ def read_plan(path: str, apps: list[App], io_nodes: int) -> list[list[list[int]]
             out[-1].append(ranks)
     if len(seen) != len(apps):
         raise InputError(f"{path}: the plan leaves out {len(apps) - len(seen)} app(s)")
-    return out
+    return bool(doc.get("packed", True)), out
 
 
 # ------------------------------------------------------------------------------------------------ one I/O node
@@ -254,15 +258,15 @@ def run_node(packs: list[list[App]], packed: bool, b: float, policy: str) -> Non
             busy_until = t + busy.amounts[busy.phase] / b
 
 
-def simulate(apps: list[App], b: float, io_nodes: int, policy: str, plan=None) -> None:
+def simulate(apps: list[App], b: float, io_nodes: int, policy: str, plan=None, packed: bool = True) -> None:
+    """Every app's start and end; ``plan`` = for each I/O node its packs (lists of ranks), or None for
+    mapping none (every app on its ``io_node``)."""
     if policy not in POLICIES:
         raise InputError(f"policy {policy!r} is not in the reference (it has {', '.join(POLICIES)})")
     if plan is None:
-        for n in range(io_nodes):
-            run_node([[a for a in apps if a.io_node == n]], False, b, policy)
-    else:
-        for packs in plan:
-            run_node([[apps[r] for r in pack] for pack in packs], True, b, policy)
+        plan, packed = [[[a.rank for a in apps if a.io_node == n]] for n in range(io_nodes)], False
+    for packs in plan:
+        run_node([[apps[r] for r in pack] for pack in packs], packed, b, policy)
 
 
 def main(argv=None) -> int:
@@ -278,11 +282,11 @@ def main(argv=None) -> int:
         apps, b, io_nodes = build(doc, a.spec)
         mapping = doc.get("mapping", "none")
         mapping = mapping.get("kind", "none") if isinstance(mapping, dict) else mapping
-        plan = read_plan(a.plan, apps, io_nodes) if a.plan else None
+        packed, plan = read_plan(a.plan, apps, io_nodes) if a.plan else (False, None)
         if plan is None and mapping != "none":
             raise InputError(f"{a.spec}: mapping {mapping!r} needs --plan (the reference does not build packs)")
         policy = (a.policy or doc.get("policy", "fifo")).strip().lower().replace("_", "-")
-        simulate(apps, b, io_nodes, policy, plan)
+        simulate(apps, b, io_nodes, policy, plan, packed)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

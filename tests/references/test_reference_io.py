@@ -78,7 +78,8 @@ def reference_ends(ref, doc: dict, policy: str, plan: dict | None, tmp_path) -> 
     if plan is not None:
         p = tmp_path / "plan.json"
         p.write_text(json.dumps(plan))
-        packs = ref.read_plan(str(p), apps, io_nodes)
+        packed, packs = ref.read_plan(str(p), apps, io_nodes)
+        assert packed
     ref.simulate(apps, b, io_nodes, policy, packs)
     return {a.id: a.end for a in apps}
 
@@ -147,3 +148,19 @@ def test_bad_spec_is_named_and_exits_2(tmp_path):
                  "apps: [{id: A, nodes: 1, phases: [{compute: 1}]}]\n")
     r = subprocess.run([sys.executable, str(SCRIPT), str(p)], capture_output=True, text=True)
     assert r.returncode == 2 and "needs --plan" in r.stderr
+
+
+def test_unpacked_plan_file_is_mapping_none(reference_carretero, tmp_path):
+    # a plan with "packed": false places apps on I/O nodes without pack barriers: iolab's mapping none
+    ref = reference_carretero
+    doc = random_spec(3, "none")
+    spec = parse_spec(doc)
+    nodes = [[[a["id"] for a in doc["apps"] if a["io_node"] == n]] for n in range(doc["platform"]["io_nodes"])]
+    nodes = [[pack] if pack else [] for [pack] in nodes]
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps({"packed": False, "nodes": nodes}))
+    apps, b, io_nodes = ref.build(doc, "random")
+    packed, plan = ref.read_plan(str(p), apps, io_nodes)
+    assert packed is False
+    ref.simulate(apps, b, io_nodes, "stretch", plan, packed)
+    assert_same_ends({a.id: a.end for a in apps}, iolab_ends(spec, "stretch"))
