@@ -368,8 +368,12 @@ def main(argv=None) -> int:
     if a.csv:
         out = sys.stdout if a.csv == "-" else open(a.csv, "w", newline="")
         wr = csv.writer(out)
-        wr.writerow(["job", "submit", "start", "end"])
-        wr.writerows(zip(w.ids, map(repr, w.submit), map(repr, start), map(repr, end)))
+        try:
+            wr.writerow(["job", "submit", "start", "end"])
+            wr.writerows(zip(w.ids, map(repr, w.submit), map(repr, start), map(repr, end)))
+        except BrokenPipeError:  # e.g. piped into head
+            sys.stdout = None
+            return 0
         if out is not sys.stdout:
             out.close()
     s = summary(w, start, end)
