@@ -48,7 +48,7 @@ from pathlib import Path
 import yaml
 
 from iolab.middleware.policies.mapping import PackJob, make_pack
-from iolab.plan import Plan
+from iolab.middleware.policies.plan import Plan
 from iolab.sim.run import run_engine
 from iolab.sim.scenario import Scenario
 from iolab.sim.workloads.carretero import generate

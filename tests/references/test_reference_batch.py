@@ -25,8 +25,6 @@ from shared_data import REPO
 BENCHMARKS = REPO / "benchmarks"
 
 POLICIES = ["fcfs", "easy", "conservative"]
-RUNTIME0_BUG = ("issue 8 item 7a: iolab takes no decision when a runtime-0 job ends; "
-                "fixed on branch batch-kernel")
 
 
 def swf_line(job, submit, run, procs_alloc, procs_req, req_time, user=1) -> str:
@@ -162,7 +160,6 @@ def test_same_start_for_every_job(reference_easy, tmp_path, policy, seed):
     assert (overtakes == 0) == (policy == "fcfs")
 
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME0_BUG, raises=(AssertionError, RuntimeError))
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("seed", range(2))
 def test_same_start_for_every_job_with_runtime0_jobs(reference_easy, tmp_path, policy, seed):
@@ -173,11 +170,10 @@ def test_same_start_for_every_job_with_runtime0_jobs(reference_easy, tmp_path, p
     assert disagreements(mine, theirs) == []
 
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME0_BUG, raises=(AssertionError, RuntimeError))
 @pytest.mark.parametrize("policy", POLICIES)
 def test_minimal_runtime0_case(tmp_path, policy):
-    # a (runtime 0, 2 nodes) and b (runtime 5, 2 nodes) at 0 on 2 nodes, c at 10 so that iolab finishes:
-    # b starts at 0 (the reference); iolab starts it at 10
+    # a (runtime 0, 2 nodes) and b (runtime 5, 2 nodes) at 0 on 2 nodes, c at 10: b starts at 0
+    # (the reference); before the fix of issue 8 item 7a, iolab started it at 10
     p = tmp_path / "two.swf"
     p.write_text("; MaxNodes: 2\n; MaxProcs: 2\n" + "\n".join([
         swf_line(1, 0, 0, 2, 2, 10), swf_line(2, 0, 5, 2, 2, 10), swf_line(3, 10, 5, 1, 1, 10)]) + "\n")

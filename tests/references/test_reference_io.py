@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from iolab.plan import Plan, make_plan
+from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.sim.event import EventEngine
 from iolab.sim.run import simulate
 from iolab.sim.scenario import Scenario
