@@ -28,7 +28,7 @@ test: $(VENV)/.installed
 # what a non-editable install lands in site-packages is complete.
 WHEEL_VENV ?= .venv-wheel
 test-wheel:
-	rm -rf dist $(WHEEL_VENV)
+	rm -rf build dist $(WHEEL_VENV)  # a stale build/ would put deleted modules into the wheel
 	$(PYTHON) -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/python -m pip install -q --upgrade pip
 	$(WHEEL_VENV)/bin/python -m pip wheel -q --no-deps -w dist .
