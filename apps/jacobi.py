@@ -38,7 +38,7 @@ import numpy as np
 
 from iolab.apps.coordination import load_coordinator
 from iolab.apps.jacobi_args import PROG, Config, UsageError, build_parser, resolve
-from iolab.apps.phase_driver import App
+from iolab.apps.phase_driver import PhaseDriver
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def _check_restart(cfg: Config, solver, comm) -> dict:
 
 
 def _calibrate(cfg: Config, comm, watch, solver) -> int:
-    app = App(cfg, comm, watch, solver, coord=None, manifest=None)
+    app = PhaseDriver(cfg, comm, watch, solver, coord=None, manifest=None)
     app.sweep_for(min(0.5, cfg.calibrate_seconds / 4))  # warm up caches and the sweep-time estimate
     watch.barrier()
     t0 = time.perf_counter()
@@ -129,7 +129,7 @@ def run(comm, cfg: Config) -> int:
                 raise RuntimeError(f"checkpoint file of rank {rank} holds another block")
             solver.load(block, manifest["sweeps"])
             first = manifest["phase"] + 1
-        app = App(cfg, comm, watch, solver, coord, manifest if rank == 0 else None)
+        app = PhaseDriver(cfg, comm, watch, solver, coord, manifest if rank == 0 else None)
         app.run(first)
         residual = solver.residual()
         if cfg.dump_solution:
@@ -189,7 +189,7 @@ def _close(coord) -> None:
         pass
 
 
-def _summary(cfg: Config, comm, solver, app: App, t0: float, manifest: dict | None, ok: bool,
+def _summary(cfg: Config, comm, solver, app: PhaseDriver, t0: float, manifest: dict | None, ok: bool,
              residual: float | None = None, error: str | None = None) -> dict:
     out = {
         "app_id": cfg.app_id, "ok": ok, "ranks": comm.Get_size(), "dims": list(solver.block.dims),

@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 class Config:
     app_id: str
     grid: int
-    plan: list[phase_plans.Phase]
+    plan: list[phase_plans.PlannedPhase]
     compute_mode: str
     sweeps_per_second: float | None
     calibrate: bool

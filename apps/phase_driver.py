@@ -1,10 +1,10 @@
 """One rank of :mod:`iolab.apps.jacobi` running its phase plan: the phase driver.
 
-:class:`App` runs compute phases (``sweep_for``: Jacobi sweeps for a phase's
+:class:`PhaseDriver` runs compute phases (``sweep_for``: Jacobi sweeps for a phase's
 seconds, or a fixed number of sweeps in ``work`` mode) and coordinated I/O
 phases (checkpoint writes and reads, see :mod:`iolab.apps.checkpoint`), records each
 phase, and injects the failure that ``--fail-at`` asks for (tests).
-:mod:`iolab.apps.checkpoint` (h5py) is imported only when an ``App`` runs, after the
+:mod:`iolab.apps.checkpoint` (h5py) is imported only when a ``PhaseDriver`` runs, after the
 arguments were checked and MPI started.
 """
 
@@ -25,7 +25,7 @@ class InjectedFailure(RuntimeError):
 
 
 # -- the application -----------------------------------------------------------------------
-class App:
+class PhaseDriver:
     """One rank of the running application."""
 
     def __init__(self, cfg: Config, comm, watch, solver, coord, manifest: dict | None):

@@ -1,6 +1,6 @@
 """The phase plan of a synthetic application: what it does, in order.
 
-A plan is a list of :class:`Phase`: ``compute`` phases last a number of
+A plan is a list of :class:`PlannedPhase`: ``compute`` phases last a number of
 seconds (or a number of sweeps in ``work`` mode), ``write`` and ``read``
 phases move a number of bytes for the whole application.  It is built either
 periodically (carretero2020 Table 1: *iterations* x (compute W s, I/O V bytes))
@@ -20,7 +20,7 @@ KINDS = ("compute", "write", "read")
 
 
 @dataclass(frozen=True)
-class Phase:
+class PlannedPhase:
     """One phase. ``amount`` is seconds for compute, bytes for write/read.
 
     ``iteration`` counts the application's iterations from 1: in a periodic
@@ -38,7 +38,7 @@ class Phase:
         return self.kind != "compute"
 
 
-def periodic(iterations: int, compute: float, io_volume: int, io_kind: str = "write") -> list[Phase]:
+def periodic(iterations: int, compute: float, io_volume: int, io_kind: str = "write") -> list[PlannedPhase]:
     """``iterations`` x (compute ``compute`` s, then ``io_kind`` of ``io_volume`` bytes).
 
     An I/O volume of 0 leaves the I/O phases out; a compute time of 0 leaves
@@ -50,16 +50,16 @@ def periodic(iterations: int, compute: float, io_volume: int, io_kind: str = "wr
     _check_bytes("--io-volume", io_volume)
     if io_kind not in ("write", "read"):
         raise ValueError(f"--io-kind must be 'write' or 'read', got {io_kind!r}")
-    plan: list[Phase] = []
+    plan: list[PlannedPhase] = []
     for it in range(1, iterations + 1):
         if compute > 0:
-            plan.append(Phase(len(plan), "compute", float(compute), it))
+            plan.append(PlannedPhase(len(plan), "compute", float(compute), it))
         if io_volume > 0:
-            plan.append(Phase(len(plan), io_kind, int(io_volume), it))
+            plan.append(PlannedPhase(len(plan), io_kind, int(io_volume), it))
     return plan
 
 
-def explicit(text: str) -> list[Phase]:
+def explicit(text: str) -> list[PlannedPhase]:
     """Parse ``[["compute", seconds], ["write", bytes], ["read", bytes], ...]``."""
     try:
         raw = json.loads(text)
@@ -67,7 +67,7 @@ def explicit(text: str) -> list[Phase]:
         raise ValueError(f"--phases-json is not valid JSON: {exc}") from None
     if not isinstance(raw, list):
         raise ValueError("--phases-json must be a JSON list of [kind, amount] pairs")
-    plan: list[Phase] = []
+    plan: list[PlannedPhase] = []
     iteration = 0
     for i, entry in enumerate(raw):
         where = f"--phases-json[{i}]"
@@ -79,12 +79,12 @@ def explicit(text: str) -> list[Phase]:
         if kind == "compute":
             _check_seconds(where, amount)
             iteration += 1
-            plan.append(Phase(i, kind, float(amount), iteration))
+            plan.append(PlannedPhase(i, kind, float(amount), iteration))
         else:
             if isinstance(amount, float) and amount.is_integer():
                 amount = int(amount)
             _check_bytes(where, amount)
-            plan.append(Phase(i, kind, int(amount), max(iteration, 1)))
+            plan.append(PlannedPhase(i, kind, int(amount), max(iteration, 1)))
     return plan
 
 

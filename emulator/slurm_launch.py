@@ -51,7 +51,7 @@ from .launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_c
 from .ray_session import RaySession
 from .slurm_ray import SlurmRay, enable_driver_auth
 
-__all__ = ["LAUNCHERS", "choose_launcher", "Allocation", "app_nodes", "MpiexecApps", "SrunApps",
+__all__ = ["LAUNCHERS", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps", "SrunApps",
            "make_launcher"]
 
 LAUNCHERS = ("srun", "mpiexec")
@@ -73,14 +73,14 @@ def choose_launcher(requested: str | None = None, environ: Mapping[str, str] | N
 
 
 @dataclass(frozen=True)
-class Allocation:
+class SlurmAllocation:
     """The Slurm allocation this process runs in."""
 
     job_id: str
     nodes: tuple[str, ...]
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Allocation":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "SlurmAllocation":
         env = os.environ if environ is None else environ
         job = env.get("SLURM_JOB_ID")
         hostlist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
@@ -160,7 +160,7 @@ class MpiexecApps:
 class SrunApps:
     """Inside an allocation: Ray over the allocation's nodes, one ``srun`` step per app."""
 
-    allocation: Allocation
+    allocation: SlurmAllocation
     nodes_of: dict[str, list[str]]          # app id -> its nodes (app_nodes)
     hosts_dir: Path
     log_dir: Path
@@ -238,7 +238,7 @@ def make_launcher(name: str | None, spec: IOExperiment, plan: Plan, work: Path, 
     hosts_dir = Path(work) / "hosts"
     if which == "mpiexec":
         return MpiexecApps(mpiexec, hosts_dir)
-    alloc = Allocation.from_env(environ)
+    alloc = SlurmAllocation.from_env(environ)
     nodes_of = app_nodes(spec, plan, alloc.nodes)
     if shutil.which("srun") is None:
         raise RunError("--launcher srun: srun is not on PATH")

@@ -1,4 +1,4 @@
-"""Phase plans (iolab.apps.phases): pure code, no MPI."""
+"""PlannedPhase plans (iolab.apps.phases): pure code, no MPI."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iolab.apps.phases import Phase, explicit, periodic
+from iolab.apps.phases import PlannedPhase, explicit, periodic
 
 
 def test_periodic_plan_alternates_compute_and_io_per_iteration():
@@ -27,8 +27,8 @@ def test_periodic_plan_drops_empty_phases():
 
 def test_explicit_plan_counts_an_iteration_per_compute_phase():
     plan = explicit('[["write", 5], ["compute", 1], ["write", 2.0], ["read", 2], ["compute", 0.5]]')
-    assert plan == [Phase(0, "write", 5, 1), Phase(1, "compute", 1.0, 1), Phase(2, "write", 2, 1),
-                    Phase(3, "read", 2, 1), Phase(4, "compute", 0.5, 2)]
+    assert plan == [PlannedPhase(0, "write", 5, 1), PlannedPhase(1, "compute", 1.0, 1), PlannedPhase(2, "write", 2, 1),
+                    PlannedPhase(3, "read", 2, 1), PlannedPhase(4, "compute", 0.5, 2)]
 
 
 @pytest.mark.parametrize("text, message", [

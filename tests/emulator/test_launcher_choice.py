@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from iolab.emulator import slurm_hosts
 from iolab.emulator.launchers import scancel_signal_command
 from iolab.emulator.slurm_control import command
-from iolab.emulator.slurm_launch import Allocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
+from iolab.emulator.slurm_launch import SlurmAllocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
 from iolab.errors import RunError
 from iolab.middleware.policies.plan import make_plan
 from iolab.specs.load import parse_spec
@@ -49,7 +49,7 @@ def test_make_launcher_follows_the_environment(tmp_path, monkeypatch):
     assert isinstance(make_launcher(None, s, make_plan(s), tmp_path, "mpiexec", {}), MpiexecApps)
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
     srun = make_launcher(None, s, make_plan(s), tmp_path, "mpiexec", ALLOC)
-    assert isinstance(srun, SrunApps) and srun.allocation == Allocation("42", ("n1", "n2", "n3", "n4"))
+    assert isinstance(srun, SrunApps) and srun.allocation == SlurmAllocation("42", ("n1", "n2", "n3", "n4"))
     assert srun.nodes_of == {"A": ["n1", "n2"], "B": ["n3"]}
 
 
@@ -99,7 +99,7 @@ def test_cli_refuses_srun_for_a_batch_experiment(tmp_path, monkeypatch):
 
 
 def test_command_lines():
-    srun = SrunApps(Allocation("42", ("n1", "n2", "n3", "n4")), {"A": ["n1", "n2"]}, Path("/w/hosts"), Path("/w/logs"))
+    srun = SrunApps(SlurmAllocation("42", ("n1", "n2", "n3", "n4")), {"A": ["n1", "n2"]}, Path("/w/hosts"), Path("/w/logs"))
     assert srun.app_command("A", 2, ["python", "-m", "iolab.apps.jacobi"], nice=10) == [
         "srun", "--nodes=2", "--ntasks=2", "--nodelist=n1,n2", "--mpi=pmi2", "--overcommit", "--job-name=iolab-A",
         "--overlap", "--kill-on-bad-exit=1", "nice", "-n", "10", "python", "-m", "iolab.apps.jacobi"]
