@@ -11,8 +11,13 @@ from __future__ import annotations
 import os
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
+from iolab.cli import cli
+from iolab.errors import SpecError
 from iolab.middleware.storage import QuotaExceeded, StorageState, copy_paced, disk_usage
+from iolab.specs.load import parse_spec
 
 
 def state(tmp_path, capacity=10_000):
@@ -102,3 +107,23 @@ def test_staging_copies_are_private_files(tmp_path):
     assert n == 3000
     assert os.stat(files[0]).st_mode & 0o777 == 0o600
     assert os.stat(tmp_path / "hps" / "jobs" / "j" / "input").st_mode & 0o777 == 0o700
+
+
+def test_a_storage_request_below_the_input_or_output_is_refused_by_name(tmp_path):
+    def doc(**job):
+        return {"kind": "batch", "platform": {"nodes": 2, "lps": {"rate": "1 GB/s"},
+                                              "hps": {"rate": "2 GB/s", "capacity": "100GB"}, "stage_rate": "1 GB/s"},
+                "scheduler": "sas",
+                "workload": [{"id": "a", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 50, **job}]}
+
+    with pytest.raises(SpecError, match=r"workload\.jobs\[0\]\.storage: 4e\+09 B cannot hold the job's output of 5e\+09 B"):
+        parse_spec(doc(input="1GB", output="5GB", storage="4GB"))
+    with pytest.raises(SpecError, match=r"estimate\.storage: 1e\+09 B cannot hold the job's input of 3e\+09 B"):
+        parse_spec(doc(input="1GB", storage="2GB", estimate={"input": "3GB", "storage": "1GB"}))
+    assert parse_spec(doc(input="1GB", output="5GB", storage=0)).workload.jobs[0].storage == 0  # no HPS asked
+    assert parse_spec(doc(input="1GB", output="5GB", storage="5GB")).workload.jobs[0].storage == 5e9
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc(input="1GB", output="5GB", storage="4GB")))
+    res = CliRunner().invoke(cli, ["validate", str(path)])
+    assert res.exit_code == 2 and "storage" in res.output and "Traceback" not in res.output
