@@ -49,14 +49,15 @@ def _alive(pid: int) -> bool:
 def remove_stale_temporaries(path: str | Path) -> list[Path]:
     """Remove the temporary files an interrupted write of ``path`` left beside it; return them.
 
-    Two names are known: ``.NAME.<pid>-<random>.tmp`` (:func:`atomic_path`) and
-    ``.NAME.tmp<pid>`` (the checkpoint writer, :mod:`iolab.apps.checkpoint`).  A
-    file whose writer process still runs (this one included: another thread may be
+    Three names are known: ``.NAME.<pid>-<random>.tmp`` (:func:`atomic_path`),
+    ``.NAME.tmp<pid>`` (the checkpoint writer, :mod:`iolab.apps.checkpoint`) and
+    ``.NAME.<8 random>.tmp`` (:func:`atomic_path` before it named its pid: always
+    stale).  A file whose writer process still runs (this one included: another thread may be
     writing it) is kept.
     """
     path = Path(path)
     name = re.escape(path.name)
-    pattern = re.compile(rf"\.{name}\.(?:(\d+)-[^/]*\.tmp|tmp(\d+))\Z")
+    pattern = re.compile(rf"\.{name}\.(?:(\d+)-[^/]*\.tmp|tmp(\d+)|[a-z0-9_]{{8}}\.tmp)\Z")
     removed = []
     try:
         entries = list(os.scandir(path.parent))
@@ -67,7 +68,7 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
         m = pattern.match(e.name)
         if m is None or not e.is_file(follow_symlinks=False):
             continue
-        pid = int(m.group(1) or m.group(2))
+        pid = int(m.group(1) or m.group(2) or 0)  # 0: the older name without a pid, always stale
         if pid == me or _alive(pid):
             continue
         try:

@@ -51,6 +51,8 @@ def test_a_sigkilled_writer_leaves_a_temporary_the_next_write_removes(tmp_path):
     p.wait()
     left = temporaries(target)
     assert len(left) == 1 and left[0].stat().st_size == 1_000_000 and not target.exists()
+    older = tmp_path / ".trace.h5.k2x_9qzp.tmp"  # the name iolab gave before it named the writer's pid
+    older.write_bytes(b"y")
     atomic_write_text(target, "complete")
     assert temporaries(target) == [] and target.read_text() == "complete"
 
