@@ -223,8 +223,9 @@ class App:
             return
         freed = checkpoint.drop(self.manifest)
         if freed:
-            print(f"[rank 0] dropped {freed} B of the latest checkpoint (phase {self.manifest.get('phase')}) "
-                  f"to make room for {nbytes} B", file=sys.stderr, flush=True)
+            what = "staged input" if self.manifest.get("phase") == 0 else f"checkpoint of phase {self.manifest['phase']}"
+            print(f"[rank 0] dropped {freed} B ({what}, superseded) to make room for {nbytes} B",
+                  file=sys.stderr, flush=True)
 
     # -- driver ----------------------------------------------------------------------------------
     def run(self, first: int) -> None:
