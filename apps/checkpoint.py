@@ -18,6 +18,18 @@ writes the manifest the same way (temp + fsync + ``os.replace``); only then are
 the files of the previous checkpoint and leftovers of interrupted ones deleted.
 A crash at any point leaves the manifest naming a whole checkpoint.
 
+Modes: checkpoint folders are created 0700 and rank files 0600 (they are the
+job's data on a shared tier); the manifest and the summary are records in
+the output folder and follow the umask.
+
+Quota: ``write_rank_file(..., quota=Q)`` asks ``Q.reserve(path, nbytes,
+paths)`` for the file's bytes before writing a byte (the storage manager's
+quota on the job's HPS directory, :mod:`iolab.middleware.storage_client`;
+refused with an exception, the file is not written) and ``Q.settle(path)``
+once it is in place or abandoned.  :func:`drop` deletes a checkpoint's files
+to make room for the next one when both would not fit (the app does it only
+when its coordinator says so, see :mod:`iolab.apps.phase_driver`).
+
 Files are opened without HDF5 file locking: each file has one writer and is
 only read after it was renamed into place, and locking fails on some parallel
 file systems.
@@ -31,10 +43,12 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import h5py
 import numpy as np
+
+from iolab.atomic import remove_stale_temporaries
 
 MANIFEST_VERSION = 1
 DEFAULT_CHUNK = 2 * 1024 * 1024
@@ -68,6 +82,21 @@ def share(total: int, size: int, rank: int) -> int:
 
 def _temporary(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp{os.getpid()}")
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` and its missing parents mode 0700 (the umask cannot widen it)."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)
 
 
 def _fsync_file(path: Path) -> None:
@@ -122,20 +151,28 @@ def write_rank_file(
     throttle: Throttle,
     fill: np.ndarray,
     fsync: bool = True,
+    quota: Any = None,
 ) -> int:
     """Write one rank's file of ``nbytes`` bytes (at least its block) atomically; return its size.
 
     ``throttle(n)`` is called before every write of ``n`` bytes; ``fill`` is
-    one chunk of filler bytes (its size is the chunk size).
+    one chunk of filler bytes (its size is the chunk size).  ``quota``: see
+    the module's doc (reserve the file's bytes first, settle them after).
+    The file is 0600, its new folders 0700.
     """
     block = np.ascontiguousarray(block)
     overhead = metadata_overhead(block.shape, attrs)
     filler = max(0, nbytes - overhead - block.nbytes)
     chunk = fill.size
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _private_dir(path.parent)
     tmp = _temporary(path)
+    if quota is not None:  # before any byte: a refusal leaves nothing on disk
+        quota.reserve(str(path), overhead + block.nbytes + filler, [str(path), str(tmp)])
     try:
         throttle(overhead + block.nbytes)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        os.close(fd)
         with h5py.File(tmp, "w", libver="latest", locking=False) as f:
             data = _layout(f, block, attrs, filler)
             for offset in range(0, filler, chunk):
@@ -148,7 +185,26 @@ def write_rank_file(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        if quota is not None:
+            quota.settle(str(path))
     return path.stat().st_size
+
+
+def drop(manifest: dict | None) -> int:
+    """Delete the files ``manifest`` names (a checkpoint the next one supersedes, or the
+    staged input once read) to make room; returns the bytes freed.  Until the next
+    checkpoint is complete there is then none to restart from."""
+    freed = 0
+    for entry in (manifest or {}).get("files", []):
+        p = Path(entry["path"])
+        try:
+            size = p.stat().st_size
+            p.unlink()
+            freed += size
+        except FileNotFoundError:
+            continue
+    return freed
 
 
 def read_rank_file(path: Path, nbytes: int, throttle: Throttle, chunk: int = DEFAULT_CHUNK) -> tuple[np.ndarray, int]:
@@ -195,8 +251,11 @@ def load_block(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
 # -- manifest ----------------------------------------------------------------------------
 def write_manifest(path: Path, manifest: dict, fsync: bool = True) -> None:
-    """Replace the manifest (or any JSON record) atomically (temporary file, fsync, rename)."""
+    """Replace the manifest (or any JSON record) atomically (temporary file, fsync, rename).
+
+    Temporary files of an earlier writer of ``path`` that died mid-write go first."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     tmp = _temporary(path)
     with open(tmp, "w") as fh:
         json.dump(manifest, fh, indent=1)

@@ -4,6 +4,16 @@
 seconds, or a fixed number of sweeps in ``work`` mode) and coordinated I/O
 phases (checkpoint writes and reads, see :mod:`iolab.apps.checkpoint`), records each
 phase, and injects the failure that ``--fail-at`` asks for (tests).
+
+Quota: when the coordinator keeps one (the batch runs' storage manager,
+:mod:`iolab.middleware.storage_client`: ``reserve``/``settle``/``room``), every
+rank file is reserved in the job's HPS allocation before it is written, and
+before a write phase rank 0 asks for the ``room`` left: if the phase would not
+fit beside the latest checkpoint (or the staged input, once read), rank 0
+deletes those superseded files first, as SCR does when its cache is full
+(lackner2019's storage request holds the larger of input and output plus one
+checkpoint).  A write that still does not fit is refused: the job fails and
+the manager logs why.
 :mod:`iolab.apps.checkpoint` (h5py) is imported only when a ``PhaseDriver`` runs, after the
 arguments were checked and MPI started.
 """
@@ -153,6 +163,8 @@ class PhaseDriver:
                     raise RuntimeError(
                         f"phase {phase.index} reads the latest checkpoint, but there is none "
                         f"({checkpoint.manifest_path(cfg.out_dir, cfg.app_id)}): a write phase or --restart must come first")
+            if phase.kind == "write":
+                self._make_room(int(phase.amount))
             grant = self.coord.begin_io(phase.index, phase.kind, int(phase.amount))
             info = {"directory": grant.directory,
                     "files": self.manifest["files"] if phase.kind == "read" else None}
@@ -172,7 +184,8 @@ class PhaseDriver:
             }
             checkpoint.write_rank_file(
                 checkpoint.rank_file(ckpt_dir, self.rank), self.solver.interior, attrs,
-                checkpoint.share(nbytes, self.size, self.rank), throttle, self.fill, cfg.fsync)
+                checkpoint.share(nbytes, self.size, self.rank), throttle, self.fill, cfg.fsync,
+                quota=self.coord if hasattr(self.coord, "reserve") else None)
             self.watch.barrier()  # every rank file is in place
             if self.rank == 0:
                 manifest = checkpoint.make_manifest(
@@ -199,6 +212,20 @@ class PhaseDriver:
             self.coord.end_io(phase.index, nbytes)
             self.coord.report(phase.index, phase.kind, start, end, nbytes)
         return {"requested": requested, "start": start, "end": end, "nbytes": nbytes}
+
+    def _make_room(self, nbytes: int) -> None:
+        """Rank 0, before a write phase: drop the latest checkpoint's files if the new one
+        would not fit beside them in the job's quota (only with a coordinator that keeps one)."""
+        from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
+
+        room = getattr(self.coord, "room", None)
+        if room is None or self.manifest is None or room() >= nbytes:
+            return
+        freed = checkpoint.drop(self.manifest)
+        if freed:
+            what = "staged input" if self.manifest.get("phase") == 0 else f"checkpoint of phase {self.manifest['phase']}"
+            print(f"[rank 0] dropped {freed} B ({what}, superseded) to make room for {nbytes} B",
+                  file=sys.stderr, flush=True)
 
     # -- driver ----------------------------------------------------------------------------------
     def run(self, first: int) -> None:

@@ -285,8 +285,10 @@ class BatchEmulation:
         j.rc = rc
         if rc != 0:
             kill_tree(j.proc, grace=1.0)  # ranks left behind by a killed mpiexec
-            self.progress.note(f"{j.queued.id} failed: exit {rc} (log: {self.procs.log(j)})")
-            self._end(j, FAILED, f"processes exited with code {rc}")
+            quota = self.mgr.quota_refusal(j.queued.id) if j.tier == "hps" else ""  # the manager refused a write
+            self.progress.note(f"{j.queued.id} failed: exit {rc}{': ' + quota if quota else ''} "
+                               f"(log: {self.procs.log(j)})")
+            self._end(j, FAILED, f"processes exited with code {rc}" + (f"; {quota}" if quota else ""))
             return
         files = self.procs.output_files(j)
         if j.tier == "hps" and j.job.output > 0 and files:

@@ -82,6 +82,8 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         tb.add_allocation(job=job, disk=disk, bytes=nbytes, alloc=alloc, free=free, status=st)
     for job, sus, res in rec["actions"]:
         tb.add_action(job=job, suspend=secs(sus), resume=secs(res))
+    for job, at, allocated, apparent, blocks in rec.get("usage", []):  # bytes measured on HPS
+        tb.extend("usage", [(job, secs(at), allocated / bs, apparent / bs, blocks / bs)])
     staging = [st for j in jobs for st in j.staged]
     stage_secs = [(st["bytes"], st["end"] - st["start"]) for st in staging if st["end"] > st["start"]]
     return tb.build(
@@ -103,4 +105,6 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         staging_rate_target=s.wall_rate(p.stage_rate),
         hps_capacity_bytes=status.get("capacity", -1), hps_free_end=status.get("free", -1),
         hps_peak_bytes=status.get("peak", -1),
+        quota_refusals=[{"job": r[0], "time": spec_time(r[1], t0, s.time_scale) if t0 else r[1], "bytes": r[2],
+                         "in_use": r[3], "allocation": r[4], "reason": r[5]} for r in rec.get("quota", [])],
     )

@@ -7,7 +7,9 @@ start. Arguments are validated here, on the caller's side, with errors that name
 the bad value — a typo fails before anything is submitted.
 
 * :func:`mpiexec_command` — local runs with MPICH's Hydra ``mpiexec`` (the one the
-  PyPI ``mpich`` wheel puts next to the Python interpreter).
+  PyPI ``mpich`` wheel puts next to the Python interpreter), the ranks' MPI
+  traffic kept on the loopback interface unless the network is opened
+  (:func:`network_mode`, docs/emulator.md "Network exposure").
 * :func:`srun_command` — one app as one job step inside a Slurm allocation, ranks
   wired by PMI2 (``--mpi=pmi2``; see docs/slurm.md for why not pmix).
 * :func:`ray_start_commands` — a Ray head on the first node of an allocation and a
@@ -33,6 +35,8 @@ __all__ = [
     "MpiexecNotFound",
     "find_mpiexec",
     "mpiexec_command",
+    "network_mode",
+    "LOOPBACK_ENV",
     "srun_command",
     "ray_start_commands",
     "scontrol_command",
@@ -47,6 +51,25 @@ _JOB_ID = re.compile(r"[1-9][0-9]*(_[0-9]+)?\Z")
 _STEP_ID = re.compile(r"[1-9][0-9]*(_[0-9]+)?\.([0-9]+|batch|extern)\Z")
 _SIGNAL = re.compile(r"(SIG)?[A-Z][A-Z0-9]*\Z|[1-9][0-9]?\Z")
 _NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+
+
+NETWORK_MODES = ("loopback", "open")
+# What keeps an MPICH rank's own listening sockets on 127.0.0.1: the mpich wheel's
+# ch4 device uses UCX (UCX_NET_DEVICES) or libfabric (FI_*_IFACE); both are named.
+LOOPBACK_ENV = {"FI_SOCKETS_IFACE": "lo", "FI_TCP_IFACE": "lo", "UCX_NET_DEVICES": "lo"}
+
+
+def network_mode() -> str:
+    """``loopback`` (the default) or ``open``: the ``IOLAB_NETWORK`` environment variable,
+    else ``open`` inside a Slurm allocation of several nodes (``SLURM_NNODES`` > 1: Hydra
+    then spreads the ranks over them), else ``loopback``."""
+    mode = os.environ.get("IOLAB_NETWORK", "").strip().lower()
+    if mode:
+        if mode not in NETWORK_MODES:
+            raise ValueError(f"IOLAB_NETWORK must be one of {', '.join(NETWORK_MODES)}, got {mode!r}")
+        return mode
+    nnodes = os.environ.get("SLURM_NNODES", "1")
+    return "open" if nnodes.isdigit() and int(nnodes) > 1 else "loopback"
 
 
 class MpiexecNotFound(FileNotFoundError):
@@ -115,16 +138,27 @@ def mpiexec_command(
     mpiexec: str | None = None,
     env: Mapping[str, str] | None = None,
     hosts: str | Sequence[str] | None = None,
+    network: str | None = None,
 ) -> list[str]:
     """``mpiexec [-hosts H1,H2] [-genv K V]... -n NPROCS ARGV...`` (MPICH Hydra).
 
     ``env`` is passed to every rank with ``-genv`` (sorted by name, for a stable
     line). ``hosts`` (names or a hostlist string) spreads the ranks round-robin over
     those hosts; without it all ranks run here. Hydra wants its global options
-    (``-hosts``, ``-genv``) before the per-executable ``-n``.
+    (``-hosts``, ``-genv``) before the per-executable ``-n``.  ``network``:
+    ``loopback`` adds :data:`LOOPBACK_ENV` (the ranks listen on 127.0.0.1 only),
+    ``open`` does not; default: ``open`` with ``hosts``, else :func:`network_mode`.
     """
     n = _positive_int("nprocs", nprocs)
     args = _argv(argv)
+    if network is None:
+        network = "open" if hosts is not None else network_mode()
+    if network not in NETWORK_MODES:
+        raise ValueError(f"network must be one of {', '.join(NETWORK_MODES)}, got {network!r}")
+    if network == "loopback":
+        if hosts is not None:
+            raise ValueError("network='loopback' keeps the ranks on this host: it cannot go with hosts")
+        env = {**LOOPBACK_ENV, **(env or {})}
     cmd = [mpiexec if mpiexec is not None else find_mpiexec()]
     if hosts is not None:
         names = _node_names("hosts", hosts)

@@ -1,9 +1,10 @@
 """Start a local Ray for one run, or join one, and always leave it as found.
 
-A local Ray is started with ``num_cpus`` (default 2), no dashboard and this
-machine's name resolution kept to localhost (``_node_ip_address=127.0.0.1``).
-Note: Ray still listens on every interface (see docs/emulator.md); run it on a
-private network only.  The apps join it with the GCS address this session
+A local Ray is started with ``num_cpus`` (default 2), no dashboard and
+``_node_ip_address=127.0.0.1``.  Note: Ray replaces that address by the host's
+routable one (``services.resolve_ip_for_localhost``) and its gRPC servers bind
+every interface; Ray 2.60 has no setting to keep them on loopback (see
+docs/emulator.md, "Network exposure"); run it on a private network only.  The apps join it with the GCS address this session
 reports, so they must run as the same user with the same ``HOME`` and
 ``RAY_AUTH_MODE`` (Ray's auth token lives under ``~/.ray``).
 

@@ -26,6 +26,20 @@ directories (``lps_root``, ``hps_root``); this class owns them:
   (chunk by chunk, in booking order: a fair share).
 - **Hooks.**  ``suspend(job)``/``resume(job)`` only record, for the coming
   storage load controller (dheenadayalan2017).
+- **Quota on disk.**  A job's HPS directory cannot grow past its allocation:
+  every writer (the app's checkpoint files, the stage-in copies) *reserves*
+  the bytes of a file before writing it (``reserve``; ``settle`` once the file
+  is in place or abandoned).  A reservation is granted only if the bytes
+  really in the directory (apparent size of its regular files, those being
+  written under a reservation left out) plus the open reservations plus the
+  new bytes stay within the allocation; otherwise :class:`QuotaExceeded`
+  names the job, the bytes and the allocation, and the refusal is logged
+  (``quota``).  ``room(job)`` says how many bytes are still free.
+- **Measured bytes.**  ``sample(now)`` walks every HPS job directory and the
+  whole HPS root and records the bytes really there, apparent size and
+  ``st_blocks * 512`` (``usage`` rows: job, time, allocated, apparent,
+  blocks; job ``""`` is the whole tier against its capacity); ``free``
+  samples the job's directory once more before removing it.
 
 Pure: no Ray, no clock (pass ``now``); the only side effects are on the
 directories it owns.  :func:`copy_paced` does the staging copies.
@@ -53,12 +67,44 @@ LINKS = (LPS, HPS, STAGE)
 POOL = "hps"  # disk id of the single-pool HPS
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z")
 
-__all__ = ["HPS", "LINKS", "LPS", "STAGE", "TIERS", "Allocation", "NameRefused", "StorageState",
-           "check_job_name", "copy_paced"]
+__all__ = ["HPS", "LINKS", "LPS", "STAGE", "TIERS", "Allocation", "NameRefused", "QuotaExceeded", "StorageState",
+           "check_job_name", "copy_paced", "disk_usage"]
 
 
 class NameRefused(ValueError):
     """A job name that could leave its tier directory (or is not a plain name)."""
+
+
+class QuotaExceeded(RuntimeError):
+    """A write that would make a job's HPS directory pass its allocation."""
+
+
+def disk_usage(path: str | os.PathLike, exclude: Iterable[str] = ()) -> tuple[int, int]:
+    """``(apparent, blocks)``: bytes of the regular files under ``path`` (``st_size``) and the
+    bytes they really occupy (``st_blocks * 512``); symlinks are not followed, files or
+    folders in ``exclude`` (absolute paths) are left out, a missing ``path`` is ``(0, 0)``."""
+    skip = {os.path.abspath(e) for e in exclude}
+    apparent = blocks = 0
+    stack = [os.fspath(path)]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with entries:
+            for e in entries:
+                if e.path in skip:
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:  # removed while we walk
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(e.path)
+                elif stat.S_ISREG(st.st_mode):
+                    apparent += st.st_size
+                    blocks += st.st_blocks * 512
+    return apparent, blocks
 
 
 def check_job_name(job: object) -> str:
@@ -114,6 +160,9 @@ class StorageState:
         self.suspended: set[str] = set()
         self.staged: list[dict] = []
         self.peak = 0
+        self.reservations: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}  # job -> key -> (bytes, paths)
+        self.quota_log: list[list] = []  # job, time, requested, in use, allocation, reason
+        self.usage: list[list] = []  # job ("" = the whole HPS), time, allocated, apparent, blocks
 
     # -- directories -----------------------------------------------------------------------
     def job_dir(self, tier: str, job: str) -> Path:
@@ -225,7 +274,10 @@ class StorageState:
         self.cancel(job)
         held = self.dirs.pop(job, None)
         if held is not None:
+            if held[0] == HPS and job in self.live:  # the job's last measure, at its end
+                self.usage.append([job, now, self.live[job].nbytes, *disk_usage(held[1])])
             shutil.rmtree(held[1], ignore_errors=True)
+        self.reservations.pop(job, None)
         a = self.live.pop(job, None)
         if a is None:
             return 0, []
@@ -247,6 +299,56 @@ class StorageState:
             del self.waiting[job]
             granted.append(a)
         return granted
+
+    # -- quota on disk ----------------------------------------------------------------------------
+    def in_use(self, job: str) -> int:
+        """Bytes ``job`` holds in its HPS directory: on disk (files under reservation left
+        out) plus its open reservations."""
+        held = self.dirs.get(job)
+        if job not in self.live or held is None or held[0] != HPS:
+            raise RuntimeError(f"job {job!r} has no HPS directory with an allocation")
+        open_ = self.reservations.get(job, {})
+        skip = [p for _, paths in open_.values() for p in paths]
+        return disk_usage(held[1], skip)[0] + sum(b for b, _ in open_.values())
+
+    def room(self, job: str) -> int:
+        """Bytes ``job`` may still write into its HPS directory."""
+        return self.live[check_job_name(job)].nbytes - self.in_use(job) if job in self.live else 0
+
+    def reserve(self, job: str, key: str, nbytes: int, paths: Sequence[str], now: float) -> int:
+        """Book ``nbytes`` that ``job`` is about to write at ``paths`` (the file and its temporary
+        name, or a folder) inside its HPS directory; returns the bytes left.  Raises
+        :class:`QuotaExceeded` (and logs it) if they would pass the job's allocation."""
+        check_job_name(job)
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        held = self.dirs.get(job)
+        paths = tuple(str(self.inside(HPS, p)) for p in paths)
+        if held is not None and any(not (p + os.sep).startswith(str(held[1]) + os.sep) for p in paths):
+            raise NameRefused(f"job {job!r} reserves outside its directory {held[1]}: {', '.join(paths)}")
+        self.reservations.setdefault(job, {}).pop(key, None)
+        used = self.in_use(job)
+        quota = self.live[job].nbytes
+        if used + nbytes > quota:
+            reason = (f"quota exceeded: job {job!r} would write {nbytes} B into its HPS directory holding "
+                      f"{used} B, past its allocation of {quota} B ({key})")
+            self.quota_log.append([job, now, nbytes, used, quota, reason])
+            raise QuotaExceeded(reason)
+        self.reservations[job][key] = (nbytes, paths)
+        return quota - used - nbytes
+
+    def settle(self, job: str, key: str) -> None:
+        """The write booked under ``key`` is in place (now counted on disk) or abandoned."""
+        self.reservations.get(job, {}).pop(key, None)
+
+    def sample(self, now: float) -> list[list]:
+        """Measure every HPS job directory and the whole HPS root; rows appended to ``usage``."""
+        rows = [[job, now, self.live[job].nbytes, *disk_usage(d)]
+                for job, (tier, d) in sorted(self.dirs.items()) if tier == HPS and job in self.live]
+        rows.append(["", now, self.capacity, *disk_usage(self.roots[HPS])])
+        self.usage.extend(rows)
+        return rows
 
     # -- pacing --------------------------------------------------------------------------------
     def acquire(self, link: str, nbytes: int, now: float) -> float:
@@ -281,7 +383,8 @@ class StorageState:
 
     def records(self) -> dict:
         return {"allocations": [list(r) for r in self.log], "actions": [list(r) for r in self.actions],
-                "staged": [dict(s) for s in self.staged]}
+                "staged": [dict(s) for s in self.staged], "quota": [list(r) for r in self.quota_log],
+                "usage": [list(r) for r in self.usage]}
 
 
 def _root(path: str | os.PathLike) -> Path:
@@ -298,7 +401,7 @@ def copy_paced(sources: Iterable[str | os.PathLike], dest_dir: str | os.PathLike
     Before each chunk ``pace(n)`` books it and answers how long to wait (the
     link's token bucket).  Returns the bytes copied (the sum of the copies'
     sizes on disk) and the new paths.  A file is written under a hidden name
-    and renamed when complete.
+    (mode 0600: tier data is the job's only) and renamed when complete.
     """
     if chunk <= 0:
         raise ValueError("chunk must be > 0")
@@ -309,7 +412,9 @@ def copy_paced(sources: Iterable[str | os.PathLike], dest_dir: str | os.PathLike
         src = Path(src)
         target = dest / src.name
         tmp = dest / f".{src.name}.part"
-        with open(src, "rb") as fi, open(tmp, "wb") as fo:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # an older temporary file keeps its mode: set it
+        with open(src, "rb") as fi, open(fd, "wb") as fo:
             while True:
                 block = fi.read(chunk)
                 if not block:

@@ -7,7 +7,10 @@ allocation that waits for space awaits a future resolved by a later
 ``free``; a staging copy runs in a worker thread (``asyncio.to_thread``)
 paced by the ``stage`` token bucket, so many copies share the link while the
 actor keeps answering.  Jobs reach it through :mod:`iolab.middleware.storage_client`
-(pacing of their reads and writes, phase reports).
+(pacing of their reads and writes, quota reservations, phase reports).  A
+thread measures the HPS directories every ``sample_every`` seconds
+(:meth:`~iolab.middleware.storage.StorageState.sample`); a stage-in reserves its
+bytes in the job's quota before it copies.
 
     mgr = StorageManager.create(lps_root, hps_root, capacity, rates={...}, name=..., namespace=...)
     a = mgr.allocate("j1", 10**6)             # blocks while it waits (allocate_async: an ObjectRef)
@@ -19,12 +22,15 @@ actor keeps answering.  Jobs reach it through :mod:`iolab.middleware.storage_cli
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from typing import Any
 
 from .actor_handle import ActorHandle, call
 from .storage import HPS, LPS, STAGE, TIERS, StorageState, check_job_name, copy_paced
+
+SAMPLE_EVERY = 0.5  # seconds between two measures of the HPS directories
 
 __all__ = ["StorageManager"]
 DIRECTIONS = ("stage-in", "stage-out")
@@ -33,14 +39,23 @@ DIRECTIONS = ("stage-in", "stage-out")
 class _StorageActor:
     def __init__(self, kwargs: dict[str, Any]):
         self.chunk = int(kwargs.pop("chunk", 256 * 1024))
+        self.sample_every = float(kwargs.pop("sample_every", SAMPLE_EVERY))
         self.state = StorageState(**kwargs)
         self.lock = threading.Lock()  # the state is touched by the loop and by copy threads
+        self._sampling = threading.Event()
+        if self.sample_every > 0:
+            threading.Thread(target=self._sample_loop, name="hps-usage", daemon=True).start()
         self.waiters: dict[str, asyncio.Future] = {}
         self.phases: list[list] = []  # job, phase, kind, start, end, bytes (wall clock)
         self.finished: dict[str, tuple[bool, str, float]] = {}
 
     async def ping(self) -> float:
         return time.time()
+
+    def _sample_loop(self) -> None:
+        while not self._sampling.wait(self.sample_every):
+            with self.lock:
+                self.state.sample(time.time())
 
     # -- allocations ---------------------------------------------------------------------------
     async def allocate(self, job: str, nbytes: int, parts: list | None = None) -> dict:
@@ -83,13 +98,20 @@ class _StorageActor:
             target = self.state.inside(tier, dest)
             for s in sources:
                 self.state.inside(LPS if tier == HPS else HPS, s)
+            key = f"{direction} into {target}"
+            if tier == HPS:  # the copies count against the job's quota before they are written
+                self.state.reserve(job, key, sum(os.path.getsize(s) for s in sources), [str(target)], time.time())
 
         def pace(n: int) -> float:
             with self.lock:
                 return self.state.acquire(STAGE, n, time.time())
 
         start = time.time()
-        nbytes, files = await asyncio.to_thread(copy_paced, sources, target, pace, self.chunk)
+        try:
+            nbytes, files = await asyncio.to_thread(copy_paced, sources, target, pace, self.chunk)
+        finally:
+            with self.lock:
+                self.state.settle(job, key)
         end = time.time()
         rec = {"job": job, "direction": direction, "start": start, "end": end, "bytes": nbytes, "files": files}
         with self.lock:
@@ -100,6 +122,22 @@ class _StorageActor:
     async def acquire(self, link: str, nbytes: int) -> float:
         with self.lock:
             return self.state.acquire(link, nbytes, time.time())
+
+    async def reserve(self, job: str, key: str, nbytes: int, paths: list[str]) -> int:
+        with self.lock:
+            return self.state.reserve(job, key, nbytes, paths, time.time())
+
+    async def settle(self, job: str, key: str) -> None:
+        with self.lock:
+            self.state.settle(job, key)
+
+    async def room(self, job: str) -> int:
+        with self.lock:
+            return self.state.room(job)
+
+    async def sample(self) -> list:
+        with self.lock:
+            return self.state.sample(time.time())
 
     async def report(self, job: str, phase: int, kind: str, start: float, end: float, nbytes: int) -> None:
         self.phases.append([job, int(phase), kind, float(start), float(end), int(nbytes)])
@@ -134,12 +172,14 @@ class StorageManager(ActorHandle):
     def create(cls, lps_root: str, hps_root: str, hps_capacity: int, *, disks: list | None = None,
                strategy: str = "best-bandwidth", split_threshold: int | None = None, rng: int = 0,
                on_full: str = "wait", rates: dict[str, float | None] | None = None, chunk: int = 256 * 1024,
-               name: str = "iolab-storage", namespace: str = "iolab") -> "StorageManager":
+               name: str = "iolab-storage", namespace: str = "iolab",
+               sample_every: float = SAMPLE_EVERY) -> "StorageManager":
         kwargs = dict(lps_root=str(lps_root), hps_root=str(hps_root), hps_capacity=int(hps_capacity),
                       disks=[dict(d) for d in disks] if disks else None, strategy=strategy,
                       split_threshold=split_threshold, rng=rng, on_full=on_full, rates=rates)
         StorageState(**kwargs)  # validate on the caller's side (creates the roots)
-        return cls._spawn(_StorageActor, {**kwargs, "chunk": int(chunk)}, name, namespace)
+        return cls._spawn(_StorageActor, {**kwargs, "chunk": int(chunk), "sample_every": float(sample_every)},
+                          name, namespace)
 
     # -- calls ----------------------------------------------------------------------------------------
     def allocate_async(self, job: str, nbytes: int, parts: list | None = None):
@@ -170,6 +210,18 @@ class StorageManager(ActorHandle):
 
     def acquire(self, link: str, nbytes: int) -> float:
         return call(self._h.acquire.remote(link, int(nbytes)))
+
+    def room(self, job: str) -> int:
+        return call(self._h.room.remote(check_job_name(job)), timeout=60)
+
+    def sample(self) -> list:
+        """Measure the HPS directories now (rows: job, time, allocated, apparent, blocks)."""
+        return call(self._h.sample.remote(), timeout=60)
+
+    def quota_refusal(self, job: str) -> str:
+        """Why the last write of ``job`` was refused for its quota (``""``: never)."""
+        rows = [r for r in self.records().get("quota", []) if r[0] == job]
+        return rows[-1][5] if rows else ""
 
     def suspend(self, job: str) -> None:
         call(self._h.suspend.remote(check_job_name(job)))

@@ -9,7 +9,14 @@ HPS).  What the storage manager still does:
   (``lps`` or ``hps``) and sleeps until they are paid for, so every job on a
   tier shares the tier's rate (R_lps, R_hps);
 - rank 0: ``report`` records phases (fire-and-forget), ``finish`` says how
-  the job ended.
+  the job ended;
+- on HPS, the quota: every rank ``reserve``-s a file's bytes in the job's
+  allocation before writing it (refused with ``QuotaExceeded``: the job fails,
+  the manager logs why) and ``settle``-s them once the file is in place;
+  rank 0 asks ``room`` before a write phase (the app then drops data the new
+  checkpoint supersedes if it would not fit beside it).  On LPS (unlimited)
+  there is no quota: ``reserve`` and ``settle`` do nothing, ``room`` is
+  unbounded.
 
 Config keys: ``address`` (GCS ``host:port``), ``namespace``, ``actor``,
 ``job``, ``directory``, ``link`` (``lps`` or ``hps``), ``capped`` (bool).
@@ -45,6 +52,18 @@ class StorageCoordinator(ActorProxy):
 
     def end_io(self, phase: int, nbytes: int) -> None:
         pass
+
+    # -- the quota (HPS only) -------------------------------------------------------------
+    def reserve(self, path: str, nbytes: int, paths: list[str]) -> None:
+        if self.link == "hps":
+            self._call(self.actor.reserve.remote(self.job, str(path), int(nbytes), [str(p) for p in paths]))
+
+    def settle(self, path: str) -> None:
+        if self.link == "hps":
+            self._call(self.actor.settle.remote(self.job, str(path)))
+
+    def room(self) -> float:
+        return self._call(self.actor.room.remote(self.job)) if self.link == "hps" else float("inf")
 
     def throttle(self, nbytes: int) -> None:
         if not self.capped:

@@ -201,6 +201,23 @@ class Job(StrictModel):
     def _str_id(cls, v: object) -> object:
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
+    @model_validator(mode="after")
+    def _storage_holds_io(self) -> "Job":
+        """An HPS request (``storage`` > 0) must hold the job's input and its output: a job
+        on HPS stages its input in and writes its output there, and cannot write past its
+        allocation (docs/storage.md, quota on disk).  ``storage: 0`` asks for no HPS."""
+        problems = []
+        for where, io in (("", self), ("estimate.", self.estimate)):
+            if io is None or io.storage <= 0:
+                continue
+            need = max(io.input, io.output)
+            if io.storage < need:
+                what = "input" if io.input >= io.output else "output"
+                problems.append((f"{where}storage", f"{io.storage:g} B cannot hold the job's {what} of {need:g} B "
+                                                    "(an HPS allocation must hold the larger of input and output)"))
+        raise_if(problems)
+        return self
+
     @property
     def stated(self) -> IOEstimate:
         """The I/O the scheduler is told: the estimate if any, else the truth."""

@@ -15,6 +15,11 @@ start of the run; volumes are the spec's data units (the emulator records
 - ``allocations``: one row per storage request: job, disk, bytes, alloc, free,
   status (allocated, refused, failed, split, requeued).
 - ``actions``: load-controller actions: job, suspend, resume.
+- ``usage``: bytes really on the HPS, measured by the storage manager of a
+  real batch run (periodically, and for a job at its end): job (``""``: the
+  whole tier), time, allocated (the job's allocation, or the tier's
+  capacity), apparent (``st_size`` of the regular files), blocks
+  (``st_blocks * 512``).  Empty in the simulator.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("free", "float"), ("status", "str"),
     ),
     "actions": (("job", "str"), ("suspend", "float"), ("resume", "float")),
+    "usage": (
+        ("job", "str"), ("time", "float"), ("allocated", "float"), ("apparent", "float"),
+        ("blocks", "float"),
+    ),
 }
 
 PHASE_KINDS = ("compute", "write", "read", "stage-in", "stage-out")

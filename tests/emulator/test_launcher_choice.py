@@ -98,15 +98,18 @@ def test_cli_refuses_srun_for_a_batch_experiment(tmp_path, monkeypatch):
     assert not (tmp_path / "r.h5").exists()
 
 
-def test_command_lines():
+def test_command_lines(monkeypatch):
+    monkeypatch.delenv("IOLAB_NETWORK", raising=False)
+    monkeypatch.delenv("SLURM_NNODES", raising=False)
     srun = SrunApps(SlurmAllocation("42", ("n1", "n2", "n3", "n4")), {"A": ["n1", "n2"]}, Path("/w/hosts"), Path("/w/logs"))
     assert srun.app_command("A", 2, ["python", "-m", "iolab.apps.jacobi"], nice=10) == [
         "srun", "--nodes=2", "--ntasks=2", "--nodelist=n1,n2", "--mpi=pmi2", "--overcommit", "--job-name=iolab-A",
         "--overlap", "--kill-on-bad-exit=1", "nice", "-n", "10", "python", "-m", "iolab.apps.jacobi"]
     local = MpiexecApps("/venv/bin/mpiexec", Path("/w/hosts"))
-    assert local.app_command("A", 2, ["python"], nice=10) == ["nice", "-n", "10", "/venv/bin/mpiexec", "-n", "2",
-                                                              "python"]
-    assert local.app_command("A", 1, ["python"]) == ["/venv/bin/mpiexec", "-n", "1", "python"]
+    lo = ["-genv", "FI_SOCKETS_IFACE", "lo", "-genv", "FI_TCP_IFACE", "lo", "-genv", "UCX_NET_DEVICES", "lo"]
+    assert local.app_command("A", 2, ["python"], nice=10) == ["nice", "-n", "10", "/venv/bin/mpiexec", *lo, "-n", "2",
+                                                              "python"]  # a local run: loopback (docs/emulator.md)
+    assert local.app_command("A", 1, ["python"]) == ["/venv/bin/mpiexec", *lo, "-n", "1", "python"]
     assert local.coordinator("iolab.middleware.client:coordinator", {"app": "A"}) == (
         "iolab.emulator.slurm_hosts:coordinator",
         {"app": "A", "inner": "iolab.middleware.client:coordinator", "hosts_dir": "/w/hosts"})

@@ -34,7 +34,24 @@ PY = ["python", "app.py"]
 # ---------------------------------------------------------------- mpiexec
 
 def test_mpiexec_minimal_line():
-    assert mpiexec_command(4, PY, mpiexec="mpiexec") == ["mpiexec", "-n", "4", "python", "app.py"]
+    assert mpiexec_command(4, PY, mpiexec="mpiexec", network="open") == ["mpiexec", "-n", "4", "python", "app.py"]
+
+
+def test_mpiexec_keeps_the_ranks_on_loopback_unless_the_network_is_opened(monkeypatch):
+    monkeypatch.delenv("IOLAB_NETWORK", raising=False)
+    monkeypatch.delenv("SLURM_NNODES", raising=False)
+    lo = ["-genv", "FI_SOCKETS_IFACE", "lo", "-genv", "FI_TCP_IFACE", "lo", "-genv", "UCX_NET_DEVICES", "lo"]
+    assert mpiexec_command(2, PY, mpiexec="m") == ["m", *lo, "-n", "2", "python", "app.py"]
+    monkeypatch.setenv("IOLAB_NETWORK", "open")
+    assert mpiexec_command(2, PY, mpiexec="m") == ["m", "-n", "2", "python", "app.py"]
+    monkeypatch.setenv("IOLAB_NETWORK", "")
+    monkeypatch.setenv("SLURM_NNODES", "3")  # Hydra spreads the ranks over an allocation's nodes
+    assert mpiexec_command(2, PY, mpiexec="m") == ["m", "-n", "2", "python", "app.py"]
+    monkeypatch.setenv("IOLAB_NETWORK", "wide")
+    with pytest.raises(ValueError, match="IOLAB_NETWORK must be one of loopback, open"):
+        mpiexec_command(2, PY, mpiexec="m")
+    with pytest.raises(ValueError, match="cannot go with hosts"):
+        mpiexec_command(2, PY, mpiexec="m", hosts=["a"], network="loopback")
 
 
 def test_mpiexec_global_options_come_before_n():

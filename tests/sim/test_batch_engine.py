@@ -80,7 +80,8 @@ def test_capacities_are_never_exceeded_and_every_job_runs(raw, scheduler):
         runtime = max(io, r["walltime"] * r["slack"])
         jobs.append({"id": f"j{i}", "submit": r["submit"], "nodes": r["nodes"], "walltime": max(runtime, r["walltime"]),
                      "runtime": runtime, "input": r["input"] * GB, "output": r["output"] * GB,
-                     "data": r["data"] * GB, "storage": r["storage"] * GB})
+                     "data": r["data"] * GB,  # an HPS request holds input and output (spec rule)
+                     "storage": (max(r["storage"], r["input"], r["output"]) if r["storage"] else 0) * GB})
     t = simulate_batch(spec(jobs, scheduler))
     j = {r["id"]: r for r in t.jobs.rows()}
     events = []

@@ -1,0 +1,91 @@
+"""The TCP sockets a process tree listens on (from /proc: /proc/net/tcp{,6} inodes matched
+with /proc/PID/fd), for the network-exposure tests (docs/emulator.md)."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+WILDCARDS = ("0.0.0.0", "::")
+
+
+def _address(hexaddr: str, v6: bool) -> tuple[str, int]:
+    ip, port = hexaddr.split(":")
+    raw = bytes.fromhex(ip)
+    if v6:
+        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+        return socket.inet_ntop(socket.AF_INET6, raw), int(port, 16)
+    return socket.inet_ntop(socket.AF_INET, raw[::-1]), int(port, 16)
+
+
+def listening_inodes() -> dict[int, tuple[str, int]]:
+    """inode -> (address, port) of every TCP socket in state LISTEN on this host."""
+    out = {}
+    for name, v6 in (("tcp", False), ("tcp6", True)):
+        try:
+            with open(f"/proc/net/{name}") as f:
+                next(f)
+                for line in f:
+                    p = line.split()
+                    if p[3] == "0A":  # TCP_LISTEN
+                        out[int(p[9])] = _address(p[1], v6)
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def process_tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def socket_inodes(pid: int) -> set[int]:
+    out = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            out.add(int(target[8:-1]))
+    return out
+
+
+def listening(root: int) -> list[tuple[int, str, str, int]]:
+    """``(pid, command, address, port)`` of every listening socket held by ``root``'s tree."""
+    table = listening_inodes()
+    rows = []
+    for pid in process_tree(root):
+        for inode in socket_inodes(pid):
+            if inode in table:
+                rows.append((pid, command(pid) or "?", *table[inode]))
+    return rows
+
+
+def is_loopback(address: str) -> bool:
+    return address.startswith("127.") or address == "::1"
