@@ -49,6 +49,16 @@ class DataError(SpecError):
         IolabError.__init__(self, "\n".join(lines))
 
 
+class InputWarning(UserWarning):
+    """A lenient reader skipped records (SWF ``strict: false``, a campaign journal): it says how many."""
+
+
+class Interrupted(IolabError):
+    """The user interrupted a run (Ctrl-C, SIGTERM): exit 130."""
+
+    exit_code = 130
+
+
 class TraceError(IolabError):
     """A trace file is missing, unreadable or not in iolab's schema."""
 

@@ -28,8 +28,8 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
 
     Every finished run is appended to OUT/journal.jsonl at once; results.h5 is
     rewritten from it periodically and at the end.  A rerun skips finished runs.
-    Exit status: 0 if every run succeeded, 3 if some runs failed (recorded with
-    their error), 130 if interrupted.
+    Exit status: 0 if every run succeeded, 1 if some runs failed (recorded with
+    their error), 2 for a bad campaign, 130 if interrupted.
     """
     if dry_run:
         campaign, runs = load_runs(campaign_path, mode=mode)
@@ -52,4 +52,4 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
     click.echo(f"results: {s.out / 'results.h5'} (journal {s.out / 'journal.jsonl'})")
     if s.failed:
         click.echo(f"{s.failed} run(s) failed; `iolab report {s.out}` lists them", err=True)
-        sys.exit(3)
+        sys.exit(1)
