@@ -135,16 +135,25 @@ def read_h5(path: str | Path) -> Results:
         f = h5py.File(path, "r")
     except OSError as exc:
         raise ResultsError(f"{path}: not an HDF5 file ({exc})") from None
-    with f:
-        if "iolab_campaign_results" not in f.attrs or "runs" not in f:
-            raise ResultsError(f"{path}: not a campaign results file")
-        attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
-        g = f["runs"]
-        cols = {}
-        for c, kind in COLUMNS:
-            if c not in g:
-                raise ResultsError(f"{path}: results lack column {c}")
-            cols[c] = np.array(g[c].asstr()[()], dtype=object) if kind == "str" else g[c][()]
+    try:
+        with f:
+            return _read_results(f, path)
+    except ResultsError:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: damaged results file ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _read_results(f, path: Path) -> Results:
+    if "iolab_campaign_results" not in f.attrs or "runs" not in f:
+        raise ResultsError(f"{path}: not a campaign results file")
+    attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+    g = f["runs"]
+    cols = {}
+    for c, kind in COLUMNS:
+        if c not in g:
+            raise ResultsError(f"{path}: results lack column {c}")
+        cols[c] = np.array(g[c].asstr()[()], dtype=object) if kind == "str" else g[c][()]
     return Results(cols, attrs)
 
 
@@ -159,7 +168,7 @@ def is_results(path: str | Path) -> bool:
 
             with h5py.File(p, "r") as f:
                 return "iolab_campaign_results" in f.attrs
-        except OSError:
+        except (OSError, RuntimeError, KeyError, ValueError):  # not HDF5, or damaged: not results
             return False
     return False
 
