@@ -25,7 +25,7 @@ def example_path() -> Path:
 
 
 @click.command()
-@click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
 @click.option("--time-scale", type=float, help="wall seconds per spec second (overrides emulator.time_scale)")
 @click.option("--out", type=click.Path(dir_okay=False), default="run.h5", show_default=True,
