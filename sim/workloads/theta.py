@@ -133,7 +133,8 @@ def theta_trace(path: str | Path) -> ThetaTrace:
             )))
         except ValidationError as err:  # names the Job field
             problems += [(f"jobs[{i}].{_FIELD.get(f, f)}", r) for f, r in problems_of(err)]
-    if problems:
+    if problems:  # in file order
+        problems.sort(key=lambda pr: int(pr[0][5:].split("]")[0]) if pr[0].startswith("jobs[") else -1)
         raise ThetaError(str(p), problems)
     return ThetaTrace(origin=origin, jobs=jobs, raw=raw)
 
