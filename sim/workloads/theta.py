@@ -58,14 +58,15 @@ class ThetaTrace:
     raw: list[dict[str, Any]]
 
 
-def _utc(value: Any) -> float:
+def _utc(value: Any, where: str | None = None) -> float:
+    """Unix time of a UTC ``YYYY-mm-dd HH:MM:SS``; ``where`` prefixes the error (iolab.studies.monniot)."""
     if isinstance(value, datetime):
         dt = value
     else:
         try:
             dt = datetime.strptime(str(value), "%Y-%m-%d %H:%M:%S")
         except ValueError:
-            raise ValueError(f"not a 'YYYY-mm-dd HH:MM:SS' time: {value!r}") from None
+            raise ValueError((f"{where}: " if where else "") + f"not a 'YYYY-mm-dd HH:MM:SS' time: {value!r}") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
