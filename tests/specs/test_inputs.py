@@ -428,3 +428,12 @@ def test_schema_help_lists_its_kinds_and_workload_help_says_what_exists():
     help_text = run("workload", "--help").output.split("Options:")[0].lower()
     for verb in ("generate", "import"):
         assert (verb in help_text) == (verb in wl.commands), f"workload --help and its commands differ on {verb!r}"
+
+
+def test_missing_campaign_files_are_named(tmp_path):
+    doc = {"kind": "campaign", "name": "c", "base": "nope/base.yaml", "axes": {"workloads": ["gone.yaml"]}}
+    out = refused("sweep", "--dry-run", write(tmp_path / "c.yaml", doc))
+    assert "base:" in out and str(tmp_path / "nope" / "base.yaml") in out
+    out = refused("sweep", "--dry-run", write(tmp_path / "c.yaml", {**doc, "base": {"platform": IO["platform"]}}))
+    assert "axes.workloads[0].spec" in out and str(tmp_path / "gone.yaml") in out
+    assert "no such file" in refused("sweep", "--dry-run", tmp_path / "absent.yaml")
