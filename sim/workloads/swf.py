@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Iterator
 
 from iolab.errors import DataError, InputWarning
+from iolab.specs.base import MAX_TIME
 from iolab.specs.batch import Job
 
 FIELDS = (
@@ -154,6 +155,8 @@ def _parse_line(text: str, lineno: int) -> SWFRecord | str:
             return f"field {FIELDS.index(name) + 1} ({name}) is not a number: {tok!r}"
         if not math.isfinite(v):
             return f"field {FIELDS.index(name) + 1} ({name}) is not finite: {tok!r}"
+        if abs(v) > MAX_TIME:  # a run's times would overflow (docs/specs.md, 'Limits')
+            return f"field {FIELDS.index(name) + 1} ({name}) is above {MAX_TIME:g}: {tok!r}"
         if v == -1:
             values[name] = None
         elif name in _INT_FIELDS:

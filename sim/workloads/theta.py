@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from iolab.errors import DataError, SpecError
-from iolab.specs.base import problems_of
+from iolab.specs.base import MAX_TIME, problems_of
 from iolab.specs.batch import Job
 from iolab.specs.load import parse_text, read_text
 
@@ -78,6 +78,8 @@ def _number(j: dict[str, Any], key: str, kind: type) -> Any:
         raise ValueError(f"not a finite number: {v!r}")
     if kind is int and v != int(v):
         raise ValueError(f"not an integer: {v!r}")
+    if abs(v) > MAX_TIME and key.endswith("Seconds"):  # the run's times would overflow
+        raise ValueError(f"above {MAX_TIME:g} s: {v!r}")
     return kind(v)
 
 

@@ -124,6 +124,18 @@ def test_duplicate_swf_job_number(tmp_path):
     assert [j.id for j in jobs] == ["1", "2"]
 
 
+def test_overflowing_swf_and_theta_times(tmp_path):
+    f = tmp_path / "t.swf"
+    f.write_text(SWF_LINE.format(job=1, submit=0).replace(" 100 ", " 1e300 ", 1))
+    with pytest.raises(SWFError, match=r"field 4 \(run_time\) is above 1e\+15"):
+        swf_jobs(f)
+    job = {"id": 1, "nodesUsed": 2, "submissionTime": "2019-01-01 00:00:00", "walltimeSeconds": 100,
+           "runtimeSeconds": 1e300, "readBytes": 10, "writtenBytes": 20}
+    with pytest.raises(SpecError) as err:
+        theta_jobs(write(tmp_path / "theta.yaml", {"jobs": [job]}))
+    assert err.value.problems[0][0] == "jobs[0].runtimeSeconds"
+
+
 def test_truncated_gzip_swf(tmp_path):
     f = tmp_path / "t.swf.gz"
     f.write_bytes(gzip.compress((SWF_LINE.format(job=1, submit=0) * 200).encode())[:60])
