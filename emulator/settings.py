@@ -12,6 +12,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from iolab.errors import SpecError
+from iolab.names import inside, path_component
 from iolab.middleware.policies import get_policy
 from iolab.specs.base import StrictModel, problems_of
 
@@ -41,9 +42,19 @@ def settle_settings(spec: Spec, policy: str | None = None, **overrides) -> Spec:
 
 
 def default_work_dir(spec, out: str | Path | None) -> Path:
-    """``OUT.work`` beside the trace ``out``, else a new directory under ``$TMPDIR``."""
+    """``OUT.work`` beside the trace ``out``, else a new directory under ``$TMPDIR``.
+
+    The spec's name (and the trace's stem) go through :func:`iolab.names.path_component`,
+    so the directory is always a child of ``out``'s folder or of ``$TMPDIR``
+    (``name: x/../../etc`` cannot lead anywhere else)."""
     if out is not None:
         out = Path(out)
-        return out.parent / f"{out.stem}.work"
-    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"{WORK_PREFIX[spec.kind]}-{spec.name}-{stamp}"
+        root = out.parent
+        work = root / f"{path_component(out.stem)}.work"
+    else:
+        root = Path(os.environ.get("TMPDIR", "/tmp"))
+        stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        work = root / f"{WORK_PREFIX[spec.kind]}-{path_component(spec.name)}-{stamp}"
+    if not inside(root, work):  # cannot happen with a single safe component; kept as the guard
+        raise SpecError("name", [("name", f"{spec.name!r} would place the work directory outside {root}")])
+    return work

@@ -25,10 +25,12 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from ..errors import SpecError
+from ..names import path_component
 from ..sim.workloads.carretero import CarreteroParams, generate
 from ..specs.base import problems_of
 from ..specs.io import IOExperiment, Mapping
-from ..specs.load import parse_spec, read_document
+from ..specs.load import STDIN, parse_spec, read_document, spec_dir
+from ..specs.size import MAX_RUNS
 from .spec import Campaign, FileWorkload, GeneratedWorkload
 
 ID_VERSION = 1  # bump if the meaning of a run's parameters changes
@@ -55,12 +57,28 @@ class Run:
 
 
 def load_campaign(path: str | Path) -> Campaign:
-    """Read and validate a campaign file (shape only; :func:`expand` does the rest)."""
+    """Read and validate a campaign file (shape only; :func:`expand` does the rest); ``-`` reads
+    standard input."""
+    source = "<stdin>" if str(path) == STDIN else str(path)
     data = read_document(path)
     data.setdefault("kind", "campaign")
     if data["kind"] != "campaign":
-        raise SpecError(str(path), [("kind", f"expected a campaign, got kind {data['kind']!r}")])
-    return parse_spec(data, str(path), "campaign", kinds={"campaign": Campaign})
+        raise SpecError(source, [("kind", f"expected a campaign, got kind {data['kind']!r}")])
+    return parse_spec(data, source, "campaign", kinds={"campaign": Campaign}, base_dir=spec_dir(path))
+
+
+def _check_base(base: dict[str, Any], fail) -> None:
+    """Validate the base as a whole I/O spec, strictly, field by field: a wrong value is an
+    error even where an axis overrides it (``base.seed: -5`` with ``axes.seeds``).  Fields the
+    base may leave to the axes (missing ones) and checks across fields (which depend on what the
+    axes bring) are left to the validation of every run."""
+    try:
+        IOExperiment.model_validate(base, strict=True)
+    except ValidationError as err:
+        for e, (path, reason) in zip(err.errors(), problems_of(err)):
+            if e["type"] == "missing" or not e["loc"]:
+                continue
+            fail(f"base.{path}", reason)
 
 
 def run_id(experiment: dict[str, Any], params: dict[str, Any], runtime: str) -> str:
@@ -134,7 +152,17 @@ class _Expander:
         if base.get("kind", "io") != "io":
             self.fail("base.kind", f"the base must be an I/O experiment (kind io), not {base['kind']!r}")
         base.pop("kind", None)
+        _check_base(base, self.fail)
         return base
+
+    def count(self) -> int:
+        """The number of runs the axes expand to (before duplicates are dropped), without expanding."""
+        ax = self.c.axes
+        sizes = len(ax.platform.io_nodes or [1]) * len(ax.platform.nodes_per_io_node or [1]) * \
+            len(ax.platform.bandwidth or [1])
+        entries = ax.workloads or []
+        workloads = sum(len(w.alpha) * w.count if isinstance(w, GeneratedWorkload) else 1 for w in entries) or 1
+        return len(ax.seeds or [1]) * sizes * workloads * len(ax.mappings or [1]) * len(ax.policies or [1])
 
     # ---- workload instances: (label, contribution, params)
 
@@ -150,7 +178,7 @@ class _Expander:
                 doc = self._files.setdefault(i, self._read(f"axes.workloads[{i}].spec", w.spec))
                 if doc is None:
                     continue
-                label = w.label or Path(w.spec).stem
+                label = w.label or path_component(Path(w.spec).stem)
                 contribution = {k: doc[k] for k in ("apps", "platform") if k in doc}
                 if "apps" not in doc:
                     self.fail(f"axes.workloads[{i}].spec", f"{w.spec}: has no apps")
@@ -229,7 +257,7 @@ class _Expander:
 
     def _validate(self, exp: dict[str, Any], entry: int | None, label: str) -> IOExperiment | None:
         try:
-            return IOExperiment.model_validate(exp)
+            return IOExperiment.model_validate(exp, strict=True)
         except ValidationError as err:
             where = f"axes.workloads[{entry}]" if entry is not None else "base"
             for p, r in problems_of(err):
@@ -245,11 +273,18 @@ class _Expander:
 
 
 def expand(campaign: Campaign, source: str | Path = "<campaign>", *, root: str | Path | None = None,
-           mode: str | None = None) -> list[Run]:
+           mode: str | None = None, max_runs: int | None = None) -> list[Run]:
     """All runs of ``campaign`` in axis order; relative paths are resolved from ``root``
-    (default: the folder of ``source``).  ``mode`` overrides the simulator engine."""
-    root = Path(root) if root is not None else Path(source).resolve().parent
+    (default: the folder of ``source``).  ``mode`` overrides the simulator engine.  A campaign
+    whose axes expand to more than ``max_runs`` runs (default :data:`iolab.specs.size.MAX_RUNS`)
+    is refused before it is expanded."""
+    root = Path(root) if root is not None else spec_dir(source)
+    limit = MAX_RUNS if max_runs is None else max_runs
     ex = _Expander(campaign, str(source), root, mode)
+    n = ex.count()
+    if n > limit:
+        ex.fail("axes", f"the axes expand to {n} runs, above the limit of {limit}; pass --max-runs N to "
+                        "allow it (docs/specs.md, 'Limits')")
     runs = ex.runs() if not ex.problems else []
     if not ex.problems and not runs:
         ex.fail("axes", "the campaign expands to no runs")
@@ -261,9 +296,10 @@ def expand(campaign: Campaign, source: str | Path = "<campaign>", *, root: str |
     return runs
 
 
-def load_runs(path: str | Path, mode: str | None = None) -> tuple[Campaign, list[Run]]:
+def load_runs(path: str | Path, mode: str | None = None, max_runs: int | None = None) -> tuple[Campaign, list[Run]]:
     """Load a campaign file and expand it; raises SpecError before anything runs."""
     campaign = load_campaign(path)
-    return campaign, expand(campaign, path, mode=mode)
+    source = "<stdin>" if str(path) == STDIN else path
+    return campaign, expand(campaign, source, root=spec_dir(path), mode=mode, max_runs=max_runs)
 
 

@@ -5,14 +5,40 @@ loses at most the line being written.  Such a torn last line (no newline, or
 not valid JSON) is never trusted: :meth:`Journal.load` ignores it and
 :meth:`Journal.open` cuts it off before appending.  If a run appears twice
 (``--retry-failed``), the last line wins.
+
+A line that is not a record of the expected shape (an edit by hand, a
+foreign file) is not trusted either: it is skipped, counted in
+:attr:`Journal.ignored`, and its line number and reason kept in
+:attr:`Journal.problems` (the callers report them); the run it names runs again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import math
 from pathlib import Path
 from typing import Any
+
+_SCALAR = (str, int, float, bool, type(None))
+
+
+def record_problem(rec: Any) -> str | None:
+    """Why ``rec`` is not a journal record, or None if it is one."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    if not isinstance(rec.get("run_id"), str) or not rec["run_id"]:
+        return "no run_id"
+    if rec.get("status") not in ("ok", "failed"):
+        return f"status {rec.get('status')!r} is neither ok nor failed"
+    for part in ("params", "metrics"):
+        v = rec.get(part, {})
+        if not isinstance(v, dict) or not all(isinstance(x, _SCALAR) for x in v.values()):
+            return f"{part} is not a mapping of plain values"
+    for k, v in rec.get("metrics", {}).items():
+        if v is not None and (isinstance(v, (str, bool)) or not math.isfinite(float(v))):
+            return f"metric {k} is not a finite number: {v!r}"
+    return None
 
 
 class Journal:
@@ -20,29 +46,33 @@ class Journal:
         self.path = Path(path)
         self._f = None
         self.ignored = 0  # unreadable lines met by the last load()
+        self.problems: list[tuple[int, str]] = []  # (line number, reason) of those lines
 
     def load(self) -> dict[str, dict[str, Any]]:
         """run id -> last complete record."""
         out: dict[str, dict[str, Any]] = {}
         self.ignored = 0
+        self.problems = []
         if not self.path.exists():
             return out
         data = self.path.read_bytes()
         lines = data.split(b"\n")
         complete, tail = lines[:-1], lines[-1]  # tail: empty, or a torn line
-        self.ignored += bool(tail.strip())
-        for line in complete:
+        if tail.strip():
+            self.problems.append((len(lines), "incomplete last line (a run stopped while being recorded)"))
+        for n, line in enumerate(complete, start=1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-            except ValueError:
-                self.ignored += 1
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("run_id"), str) and rec.get("status") in ("ok", "failed"):
+                why = record_problem(rec)
+            except (ValueError, TypeError, RecursionError) as exc:  # not JSON, not UTF-8, a huge integer
+                why = f"not a JSON record ({str(exc)[:80]})"
+            if why is None:
                 out[rec["run_id"]] = rec
             else:
-                self.ignored += 1
+                self.problems.append((n, why))
+        self.ignored = len(self.problems)
         return out
 
     def open(self) -> "Journal":

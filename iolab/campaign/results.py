@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,7 +27,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..atomic import atomic_path
-from ..errors import IolabError
+from ..errors import InputWarning, IolabError
 from .journal import Journal
 from .task import METRICS
 
@@ -134,16 +135,25 @@ def read_h5(path: str | Path) -> Results:
         f = h5py.File(path, "r")
     except OSError as exc:
         raise ResultsError(f"{path}: not an HDF5 file ({exc})") from None
-    with f:
-        if "iolab_campaign_results" not in f.attrs or "runs" not in f:
-            raise ResultsError(f"{path}: not a campaign results file")
-        attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
-        g = f["runs"]
-        cols = {}
-        for c, kind in COLUMNS:
-            if c not in g:
-                raise ResultsError(f"{path}: results lack column {c}")
-            cols[c] = np.array(g[c].asstr()[()], dtype=object) if kind == "str" else g[c][()]
+    try:
+        with f:
+            return _read_results(f, path)
+    except ResultsError:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: damaged results file ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _read_results(f, path: Path) -> Results:
+    if "iolab_campaign_results" not in f.attrs or "runs" not in f:
+        raise ResultsError(f"{path}: not a campaign results file")
+    attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+    g = f["runs"]
+    cols = {}
+    for c, kind in COLUMNS:
+        if c not in g:
+            raise ResultsError(f"{path}: results lack column {c}")
+        cols[c] = np.array(g[c].asstr()[()], dtype=object) if kind == "str" else g[c][()]
     return Results(cols, attrs)
 
 
@@ -158,18 +168,49 @@ def is_results(path: str | Path) -> bool:
 
             with h5py.File(p, "r") as f:
                 return "iolab_campaign_results" in f.attrs
-        except OSError:
+        except (OSError, RuntimeError, KeyError, ValueError):  # not HDF5, or damaged: not results
             return False
     return False
 
 
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """``campaign.json``, checked: a :class:`ResultsError` naming the file and what is wrong."""
+    path = Path(path)
+    try:
+        manifest = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:  # unreadable, not JSON / UTF-8
+        raise ResultsError(f"{path}: not a readable campaign manifest ({str(exc)[:200]})") from None
+    if not isinstance(manifest, dict):
+        raise ResultsError(f"{path}: not a campaign manifest (a JSON object)")
+    if not isinstance(manifest.get("name"), str):
+        raise ResultsError(f"{path}: no campaign name")
+    runs = manifest.get("runs")
+    if not isinstance(runs, list):
+        raise ResultsError(f"{path}: no list of runs")
+    for i, r in enumerate(runs):
+        if not (isinstance(r, dict) and isinstance(r.get("run_id"), str) and isinstance(r.get("index"), int)
+                and not isinstance(r.get("index"), bool)):
+            raise ResultsError(f"{path}: runs[{i}] is not a run (run_id and index)")
+    return manifest
+
+
 def load(path: str | Path) -> Results:
-    """Results from a campaign folder (manifest + journal, the freshest) or a results.h5."""
+    """Results from a campaign folder (manifest + journal, the freshest) or a results.h5.
+    Journal lines that are not records are skipped with an :class:`iolab.errors.InputWarning`."""
     p = Path(path)
     if p.is_dir():
         if (p / MANIFEST).is_file():
-            manifest = json.loads((p / MANIFEST).read_text())
-            return build(manifest, Journal(p / JOURNAL).load())
+            manifest = read_manifest(p / MANIFEST)
+            journal = Journal(p / JOURNAL)
+            records = journal.load()
+            if journal.problems:
+                first = "; ".join(f"line {n}: {r}" for n, r in journal.problems[:3])
+                warnings.warn(f"{journal.path}: skipped {len(journal.problems)} line(s) that are not run records "
+                              f"(first: {first})", InputWarning, stacklevel=2)
+            try:
+                return build(manifest, records)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ResultsError(f"{p}: the journal's records do not fit the results table ({exc})") from None
         if (p / RESULTS).is_file():
             return read_h5(p / RESULTS)
         raise ResultsError(f"{p}: no {MANIFEST} or {RESULTS} here (not a campaign output folder)")

@@ -91,7 +91,8 @@ class _Ray:
 def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, workers: int | None = None,
                  address: str | None = None, mode: str | None = None, traces: str | Path | None = None,
                  retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
-                 stream: TextIO | None = None, stop_on_sigterm: bool = False) -> SweepSummary:
+                 stream: TextIO | None = None, stop_on_sigterm: bool = False,
+                 max_runs: int | None = None) -> SweepSummary:
     """Run every unfinished run of the campaign file; return what happened.
 
     The campaign is expanded and checked before Ray starts (a bad file raises
@@ -101,7 +102,7 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     closed, results.h5 written, pending tasks cancelled, Ray shut down.
     """
     stream = stream or sys.stderr
-    campaign, runs = load_runs(campaign_path, mode=mode)
+    campaign, runs = load_runs(campaign_path, mode=mode, max_runs=max_runs)
     try:
         resolve(campaign.runtime)
     except RunError as exc:
@@ -112,8 +113,8 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     journal = Journal(out / R.JOURNAL)
     records = journal.load()
     if journal.ignored:
-        print(f"journal: ignored {journal.ignored} incomplete line(s) (a run stopped while being recorded)",
-              file=stream)
+        print(f"journal: ignored {journal.ignored} unreadable line(s) of {journal.path} (a run stopped while "
+              "being recorded, or an edit); those runs will run again", file=stream)
     todo = [r for r in runs if r.run_id not in records
             or (retry_failed and records[r.run_id]["status"] != "ok")]
     skipped = len(runs) - len(todo)

@@ -50,6 +50,9 @@ def execute(payload: dict[str, Any], traces_dir: str | None = None) -> dict[str,
         workdir = Path(traces_dir) if traces_dir else None
         trace = fn(spec, mode=spec.sim.mode, run_id=payload["run_id"], workdir=workdir)
         rec["metrics"] = metrics_of(trace)
+        bad = [k for k in ("makespan", "max_stretch", "mean_stretch") if rec["metrics"].get(k) is None]
+        if bad:  # a run whose metrics are not finite is not a result (never recorded as ok)
+            raise ValueError(f"non-finite metric(s) {', '.join(bad)}: the run's times overflowed")
         if traces_dir:
             path = write_trace(trace, Path(traces_dir) / f"{payload['run_id']}.h5")  # atomic
             rec["trace"] = str(path)

@@ -1,4 +1,11 @@
-"""The ``iolab`` command line: the group only; one module per command."""
+"""The ``iolab`` command line: the group only; one module per command.
+
+Exit codes, the same for every command (docs/cli.md): 0 ok; 1 the run failed
+(a run-time error, :class:`iolab.errors.RunError`, a strict
+:class:`iolab.invariants.InvariantViolation`, some campaign runs failed);
+2 bad usage or input (every other :class:`iolab.errors.IolabError`, click's
+usage errors); 130 interrupted (Ctrl-C, SIGTERM where a command traps it).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,8 @@ import click
 
 from .. import __version__
 from ..invariants import InvariantViolation
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class LazyGroup(click.Group):
@@ -25,6 +34,18 @@ class LazyGroup(click.Group):
             module, attr = self.lazy[name].rsplit(":", 1)
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
+
+    def invoke(self, ctx):
+        """Run the command; Ctrl-C exits 130 and a strict invariant violation 1, for every command
+        (click alone would print "Aborted!" and exit 1 on Ctrl-C)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except InvariantViolation as exc:
+            click.echo(f"error: the run broke a strict invariant: {exc}", err=True)
+            ctx.exit(EXIT_FAILED)
 
 
 COMMANDS = {

@@ -13,6 +13,7 @@ from ..emulator.run import run_emulation
 from ..metrics import io_metrics
 from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec
+from ..errors import Interrupted
 from .format import dumps
 from .options import strict_option
 from .simulate import metrics_json, print_metrics
@@ -26,7 +27,7 @@ def example_path() -> Path:
 
 @click.command()
 @strict_option
-@click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
 @click.option("--time-scale", type=float, help="wall seconds per spec second (overrides emulator.time_scale)")
 @click.option("--out", type=click.Path(dir_okay=False), default="run.h5", show_default=True,
@@ -63,7 +64,7 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
         trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
                               progress=not quiet, source=path, launcher=launcher)
     except KeyboardInterrupt:
-        raise click.ClickException(f"interrupted; partial trace in {out}") from None
+        raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = io_metrics(trace)
     if as_json:
         click.echo(dumps({**metrics_json(m), "failures": trace.attrs.get("failures", {})}))

@@ -8,6 +8,7 @@ import click
 
 from ..emulator.batch_run import run_batch_emulation
 from ..metrics.from_trace import trace_batch_metrics
+from ..errors import Interrupted
 from .format import dumps, table
 
 
@@ -19,7 +20,7 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
         trace = run_batch_emulation(spec, out=out, address=address, work_dir=work_dir, time_scale=time_scale,
                                     progress=not quiet, source=path)
     except KeyboardInterrupt:
-        raise click.ClickException(f"interrupted; partial trace in {out}") from None
+        raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = trace_batch_metrics(trace)
     a = trace.attrs
     if as_json:

@@ -7,6 +7,7 @@ After ``pip install iolab`` (no source tree) they are package data:
 
 from __future__ import annotations
 
+import json
 import shutil
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -48,12 +49,13 @@ def copy_shipped(package: str, dest: Path) -> list[Path]:
 @click.command()
 @click.option("--copy", "dest", type=click.Path(file_okay=False), help="copy them into this directory")
 @click.option("--templates", is_flag=True, help="the sbatch templates (slurm/templates) instead of the specs")
-def examples(dest: str | None, templates: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the list as a JSON array")
+def examples(dest: str | None, templates: bool, as_json: bool) -> None:
     """List (or copy) the sample specs shipped with iolab, or its sbatch templates."""
     package = "iolab.templates" if templates else "iolab.examples"
-    if dest is None:
-        for name in shipped(package):
-            click.echo(name)
+    names = shipped(package) if dest is None else [str(t) for t in copy_shipped(package, Path(dest))]
+    if as_json:
+        click.echo(json.dumps(names, indent=2))
         return
-    for target in copy_shipped(package, Path(dest)):
-        click.echo(str(target))
+    for name in names:
+        click.echo(name)

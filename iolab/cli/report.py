@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..campaign.results import is_results, load
+from ..errors import TraceError
 from ..campaign.summary import summarise
 from ..metrics import io_metrics
 from ..metrics.batch_trace import batch_report, is_batch_trace
@@ -23,14 +24,20 @@ from .simulate import metrics_json, print_metrics
 @click.option("--figures", "figures", type=click.Path(file_okay=False),
               help="also draw figures into this folder (trace: Gantt chart and node utilisation over time; "
                    "campaign: per-strategy box plots of makespan and max stretch)")
-@click.option("--format", "fig_format", type=click.Choice(["png", "svg"]), default="png", show_default=True)
+@click.option("--format", "fig_format", type=click.Choice(["png", "svg"]), default="png", show_default=True,
+              help="file format of the figures")
 def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     """Report on PATH: a trace (written by simulate or emulate), or a campaign's
     results (the folder `iolab sweep --out` wrote, or its results.h5)."""
-    if is_results(path):
-        _campaign(path, as_json, figures, fig_format)
-    else:
-        _trace(path, as_json, figures, fig_format)
+    try:
+        if is_results(path):
+            _campaign(path, as_json, figures, fig_format)
+        else:
+            _trace(path, as_json, figures, fig_format)
+    except TraceError as exc:  # every refusal names the file it refuses
+        if path not in exc.message:
+            raise TraceError(f"{path}: {exc.message}") from None
+        raise
 
 
 def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:

@@ -14,9 +14,8 @@ ALL_KINDS = {**KINDS, "campaign": Campaign}
 
 
 @click.command()
-@click.argument("kind", default="io")
+@click.argument("kind", default="io", type=click.Choice(sorted(ALL_KINDS)))
 def schema(kind: str) -> None:
-    """Print the JSON schema of spec KIND (default: io)."""
-    if kind not in ALL_KINDS:
-        raise click.BadParameter(f"unknown kind {kind!r}; known: {', '.join(sorted(ALL_KINDS))}", param_hint="KIND")
+    """Print the JSON schema of spec KIND (default: io): one of io (an I/O experiment,
+    carretero2020), batch (a batch experiment, lackner2019/monniot2023) or campaign (a sweep)."""
     click.echo(json.dumps(ALL_KINDS[kind].model_json_schema(), indent=2))

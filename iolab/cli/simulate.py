@@ -13,6 +13,7 @@ from ..sim.batch.run import simulate_batch
 from ..sim.run import simulate as run_sim
 from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec, read_document
+from ..specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
 from ..trace import write_trace
 from .format import dumps, table
 from .options import strict_option
@@ -45,15 +46,23 @@ def print_metrics(m, title: str) -> None:
 
 @click.command()
 @strict_option
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
 @click.option("--mode", type=click.Choice(["event", "step"]), help="engine: exact next-event, or fixed time step")
 @click.option("--dt", type=float, help="time step of --mode step, seconds")
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="write the trace (HDF5) here")
 @click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
+@click.option("--max-events", type=click.IntRange(1), default=MAX_EVENTS, show_default=True,
+              help="refuse an I/O experiment estimated to need more events (or time steps)")
+@click.option("--max-jobs", type=click.IntRange(1), default=MAX_JOBS, show_default=True,
+              help="refuse a batch experiment with more jobs")
 def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
-             out: str | None, as_json: bool) -> None:
-    """Simulate the experiment in SPEC (YAML or JSON) and print its metrics."""
+             out: str | None, as_json: bool, max_events: int, max_jobs: int) -> None:
+    """Simulate the experiment in SPEC (YAML or JSON; - reads standard input) and print its metrics.
+
+    Relative paths inside SPEC start at SPEC's folder.  Exit status: 0 ok, 1 the
+    run failed, 2 bad usage or input, 130 interrupted (docs/cli.md).
+    """
     if dt is not None and dt <= 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
 
@@ -61,8 +70,12 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if kind == "batch":
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
-        return _simulate_batch(spec_path, out, as_json)
+        return _simulate_batch(spec_path, out, as_json, max_jobs)
     spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt})
+    size = io_size(spec, max_events)
+    size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
+    if size.estimate > 1e6 and not as_json:
+        click.echo(f"{spec.name}: about {size.estimate:.3g} {size.what} to simulate (Ctrl-C stops)", err=True)
     trace = run_sim(spec)
     m = io_metrics(trace)
     if out:
@@ -76,8 +89,13 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
             click.echo(f"trace written to {out}")
 
 
-def _simulate_batch(spec_path: str, out: str | None, as_json: bool) -> None:
+def _source(spec_path: str) -> str:
+    return "<stdin>" if spec_path == "-" else spec_path
+
+
+def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS) -> None:
     spec = load_spec(spec_path)
+    batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
     trace = simulate_batch(spec)
     m = trace_batch_metrics(trace)
     if out:

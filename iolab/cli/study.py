@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from ..errors import IolabError
+
 from ..studies import carretero as carretero_study
 from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
@@ -21,12 +23,14 @@ def study() -> None:
 @study.command("carretero")
 @click.option("--quick", is_flag=True, help="small size for CI: 4 alphas x 2 workloads, 25-100 iterations")
 @click.option("--workloads", type=click.IntRange(1, 1000), help="workloads per alpha (default 10)")
-@click.option("--seed", type=int, default=2020, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=2020, show_default=True,
+              help="seed of the generated workloads")
 @click.option("--jobs", type=click.IntRange(1, 256), default=lambda: os.cpu_count() or 1,
               show_default="number of CPUs", help="worker processes")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/carretero",
-              show_default=True)
-@click.option("--no-figures", is_flag=True)
+              show_default=True,
+              help="output folder: CSV tables, summary.json, figures")
+@click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 def carretero(quick: bool, workloads: int | None, seed: int, jobs: int, out_dir: str, no_figures: bool) -> None:
     """Make-Pack vs First-Fit over the I/O load (carretero2020 §6.2.3-6.2.4, Figs. 10-12, 14, 15)."""
     size = carretero_study.QUICK if quick else carretero_study.StudySize()
@@ -52,8 +56,9 @@ def carretero(quick: bool, workloads: int | None, seed: int, jobs: int, out_dir:
 @click.option("--jobs-per-workload", "njobs", type=click.IntRange(1, 10_000_000), help="default 500 (Table I)")
 @click.option("--jobs", type=click.IntRange(1, 256), default=lambda: os.cpu_count() or 1,
               show_default="number of CPUs", help="worker processes")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/lackner", show_default=True)
-@click.option("--no-figures", is_flag=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/lackner", show_default=True,
+              help="output folder: CSV tables, summary.json, figures")
+@click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> None:
     """SAS vs random tier assignment (lackner2019 Figs. 3 and 4)."""
     size = lackner_study.QUICK if quick else lackner_study.LacknerSize()
@@ -79,8 +84,9 @@ def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> 
               help="platform scaling(s); default sum-cap and peak (quick: sum-cap)")
 @click.option("--requeue", is_flag=True, help="also run round-robin and best-bandwidth with requeue (12 x 5 min)")
 @click.option("--jobs", type=click.IntRange(1, 256), default=1, show_default=True, help="worker processes")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/monniot", show_default=True)
-@click.option("--no-figures", is_flag=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/monniot", show_default=True,
+              help="output folder: CSV tables, summary.json, figures")
+@click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 def monniot(quick, theta, scaling, requeue, jobs, out_dir, no_figures) -> None:
     """StorAlloc platform sizing on a Theta week (monniot2023 §5, Figs. 4, 6, 7)."""
     size = monniot_study.QUICK if quick else monniot_study.MonniotSize()
@@ -90,8 +96,8 @@ def monniot(quick, theta, scaling, requeue, jobs, out_dir, no_figures) -> None:
         size = replace(size, requeue=(False, True))
     try:
         s = monniot_study.run_study(Path(out_dir), size, theta=theta, jobs=jobs, figures=not no_figures)
-    except FileNotFoundError as err:
-        raise click.ClickException(str(err)) from None
+    except FileNotFoundError as err:  # a missing input file is bad input: exit 2
+        raise IolabError(str(err)) from None
     i = s["input"]
     click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.2f} s; {i['requests']} requests, sum_cap "
                f"{i['sum_cap'] / 1e12:.3f} TB, peak concurrent demand {i['peak_demand'] / 1e9:.0f} GB "

@@ -9,11 +9,13 @@ import click
 from .options import strict_option
 
 from ..campaign import load_runs, run_campaign
+from ..specs.size import MAX_RUNS
+from .format import dumps
 
 
 @click.command()
 @strict_option
-@click.argument("campaign_path", metavar="CAMPAIGN", type=click.Path(dir_okay=False))
+@click.argument("campaign_path", metavar="CAMPAIGN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--address", help="join this Ray cluster (host:port or 'auto'); default: start a local Ray")
 @click.option("--workers", type=click.IntRange(1, 100_000),
               help="runs in flight at once (local Ray: its num_cpus) [default: CPUs of this machine / the cluster]")
@@ -25,17 +27,25 @@ from ..campaign import load_runs, run_campaign
 @click.option("--dry-run", is_flag=True, help="check the campaign and list its runs; run nothing")
 @click.option("--flush-every", type=click.FloatRange(0.1), default=10.0, show_default=True,
               help="seconds between rewrites of results.h5 (the journal is written at once)")
+@click.option("--max-runs", type=click.IntRange(1), default=MAX_RUNS, show_default=True,
+              help="refuse a campaign whose axes expand to more runs")
+@click.option("--json", "as_json", is_flag=True, help="print the summary (or, with --dry-run, the runs) as JSON")
 def sweep(campaign_path: str, address: str | None, workers: int | None, out: str | None, mode: str | None,
-          traces: str | None, retry_failed: bool, dry_run: bool, flush_every: float) -> None:
+          traces: str | None, retry_failed: bool, dry_run: bool, flush_every: float, max_runs: int,
+          as_json: bool) -> None:
     """Run the campaign in CAMPAIGN (YAML/JSON) on Ray; rerun to resume.
 
     Every finished run is appended to OUT/journal.jsonl at once; results.h5 is
     rewritten from it periodically and at the end.  A rerun skips finished runs.
-    Exit status: 0 if every run succeeded, 3 if some runs failed (recorded with
-    their error), 130 if interrupted.
+    Exit status: 0 if every run succeeded, 1 if some runs failed (recorded with
+    their error), 2 for a bad campaign, 130 if interrupted.
     """
     if dry_run:
-        campaign, runs = load_runs(campaign_path, mode=mode)
+        campaign, runs = load_runs(campaign_path, mode=mode, max_runs=max_runs)
+        if as_json:
+            click.echo(dumps({"campaign": campaign.name, "runtime": campaign.runtime,
+                              "runs": [{"run_id": r.run_id, **r.params} for r in runs]}))
+            return
         click.echo(f"{campaign.name}: {len(runs)} runs (runtime {campaign.runtime})")
         for r in runs:
             p = r.params
@@ -44,15 +54,21 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
         return
     try:
         s = run_campaign(campaign_path, out, workers=workers, address=address, mode=mode, traces=traces,
-                         retry_failed=retry_failed, flush_every=flush_every, stop_on_sigterm=True)
+                         retry_failed=retry_failed, flush_every=flush_every, stop_on_sigterm=True,
+                         max_runs=max_runs)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: finished runs are in the journal; rerun the same command to resume", err=True)
         sys.exit(130)
-    if s.executed:
+    if as_json:
+        click.echo(dumps({"campaign": s.name, "executed": s.executed, "skipped": s.skipped, "failed": s.failed,
+                          "workers": s.workers, "run_seconds": s.run_seconds, "wall_seconds": s.wall_seconds,
+                          "results": str(s.out / "results.h5"), "journal": str(s.out / "journal.jsonl")}))
+    elif s.executed:
         click.echo(f"{s.name}: {s.executed} runs in {s.run_seconds:.1f} s ({s.runs_per_second:.3g} runs/s, "
                    f"{s.workers} in flight; {s.wall_seconds:.1f} s with Ray start and stop), "
                    f"{s.skipped} skipped as done, {s.failed} failed")
-    click.echo(f"results: {s.out / 'results.h5'} (journal {s.out / 'journal.jsonl'})")
+    if not as_json:
+        click.echo(f"results: {s.out / 'results.h5'} (journal {s.out / 'journal.jsonl'})")
     if s.failed:
         click.echo(f"{s.failed} run(s) failed; `iolab report {s.out}` lists them", err=True)
-        sys.exit(3)
+        sys.exit(1)

@@ -76,7 +76,7 @@ def parse_jitter(text: str):
 
 @click.command()
 @strict_option
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policies", default="all", show_default=True, help="'all' (the 8 list policies) or p1,p2,...")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
 @click.option("--figure", "figure_path", type=click.Path(dir_okay=False), help="PNG: simulated vs real stretch")

@@ -10,6 +10,8 @@ pydantic error into those ``(path, reason)`` pairs.
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -77,3 +79,47 @@ def problems_of(err: ValidationError) -> list[tuple[str, str]]:
             msg = f"{msg}; got {e.get('input')!r}"
         out.append((prefix, msg))
     return out
+
+
+# ---------------------------------------------------------------- shared checks
+
+MAX_TIME = 1e15  # seconds (~31.7 million years): every time a run can reach stays below this
+
+
+def nested_options(info: Any) -> dict[str, Any]:
+    """``strict`` and ``context`` for a model validated by hand inside a validator (a workload
+    dispatched on its ``source``), so it is read as strictly as the spec around it."""
+    ctx = getattr(info, "context", None) or {}
+    out: dict[str, Any] = {"context": ctx} if ctx else {}
+    if ctx.get("strict"):
+        out["strict"] = True
+    return out
+
+
+def resolve_input(value: str, info: Any, what: str) -> str:
+    """A spec's input file: relative to the spec's folder (the validation context's
+    ``base_dir``, else the working directory), and existing; the absolute path."""
+    ctx = getattr(info, "context", None) or {}
+    base = Path(ctx.get("base_dir") or Path.cwd())
+    try:
+        p = Path(value).expanduser()
+        p = p if p.is_absolute() else base / p
+        ok = p.is_file()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long
+        raise ValueError(f"{what} {value!r}: not a usable path ({exc})") from None
+    if not ok:
+        raise ValueError(f"{what} {str(p)!r} does not exist"
+                         + ("" if Path(value).is_absolute() else f" (relative paths start at {base})"))
+    return str(p)
+
+
+def finite_sum(terms: list[tuple[str, float]], reason: str, limit: float = MAX_TIME) -> list[tuple[str, str]]:
+    """Refuse values whose results overflow: ``terms`` are ``(field, seconds)``; their running sum
+    must stay finite and below ``limit``.  Names the field where it stops being so."""
+    total = 0.0
+    for field, value in terms:
+        total += value
+        if not math.isfinite(total) or total > limit:
+            return [(field, f"{reason}: with this value the times reach {total:.3g} s, above the limit "
+                            f"{limit:g} s (docs/specs.md, 'Limits')")]
+    return []

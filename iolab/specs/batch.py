@@ -28,10 +28,13 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pathlib import Path
 
+from pydantic import BeforeValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from ..names import NAME_PATTERN
 from ..units import GB, parse_duration, parse_rate, parse_size
-from .base import FieldProblems, StrictModel, problems_of, raise_if
+from .base import FieldProblems, StrictModel, finite_sum, nested_options, problems_of, raise_if, resolve_input
 from .batch_emulation import BatchEmulatorSettings
 
 # ---------------------------------------------------------------- units
@@ -48,7 +51,7 @@ PosBytes = Annotated[float, _quantity(parse_size), Field(gt=0, allow_inf_nan=Fal
 Rate = Annotated[float, _quantity(parse_rate), Field(gt=0, allow_inf_nan=False)]
 Seconds = Annotated[float, _quantity(parse_duration), Field(ge=0, allow_inf_nan=False)]
 PosSeconds = Annotated[float, _quantity(parse_duration), Field(gt=0, allow_inf_nan=False)]
-Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
+Name = Annotated[str, Field(min_length=1, max_length=64, pattern=NAME_PATTERN)]
 
 
 def _norm(value: object) -> object:
@@ -187,7 +190,7 @@ class Job(StrictModel):
     id: Name
     user: str = Field("0", max_length=64)
     submit: Seconds
-    nodes: int = Field(..., ge=1)
+    nodes: int = Field(..., ge=1, le=10_000_000)
     walltime: PosSeconds
     runtime: Seconds
     input: Bytes = 0.0
@@ -248,7 +251,7 @@ class FeitelsonWorkload(StrictModel):
     checkpoint_fraction: float = Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")
     checkpoint_min_runtime: Seconds = Field(3600.0, description="no checkpoints for shorter jobs")
     theta: float = Field(0.0, ge=0, le=10, description="relative sd of the user's I/O estimates (§V-B)")
-    users: int = Field(32, ge=1)
+    users: int = Field(32, ge=1, le=10_000_000)
 
     @model_validator(mode="after")
     def _bounds(self) -> "FeitelsonWorkload":
@@ -258,14 +261,25 @@ class FeitelsonWorkload(StrictModel):
 
 class SWFWorkload(StrictModel):
     source: Literal["swf"] = "swf"
-    path: str = Field(..., min_length=1)
-    limit: int | None = Field(None, ge=1, description="read only the first jobs")
-    strict: bool = Field(True, description="raise on a malformed line instead of skipping it")
+    path: str = Field(..., min_length=1, description="SWF file (.gz allowed), relative to the spec's folder")
+    limit: int | None = Field(None, ge=1, le=100_000_000, description="read only the first jobs")
+    strict: bool = Field(True, description="raise on a malformed line instead of skipping it (skipped "
+                                           "lines are counted and reported)")
+
+    @field_validator("path")
+    @classmethod
+    def _exists(cls, v: str, info: ValidationInfo) -> str:
+        return resolve_input(v, info, "SWF file")
 
 
 class ThetaWorkload(StrictModel):
     source: Literal["theta"] = "theta"
-    path: str = Field(..., min_length=1)
+    path: str = Field(..., min_length=1, description="Theta job list (YAML), relative to the spec's folder")
+
+    @field_validator("path")
+    @classmethod
+    def _exists(cls, v: str, info: ValidationInfo) -> str:
+        return resolve_input(v, info, "Theta job file")
 
 
 Workload = Union[InlineWorkload, FeitelsonWorkload, SWFWorkload, ThetaWorkload]
@@ -274,7 +288,7 @@ WORKLOAD_SOURCES: dict[str, type[StrictModel]] = {
 }
 
 
-def _validate_workload(v: object) -> object:
+def _validate_workload(v: object, info: ValidationInfo | None = None) -> object:
     """Dispatch on ``source`` by hand so that error paths read ``workload.jobs[3].nodes``.
 
     (A pydantic discriminated union would insert the tag: ``workload.inline.jobs[3]``.)
@@ -286,12 +300,12 @@ def _validate_workload(v: object) -> object:
     if not isinstance(v, dict):
         raise ValueError("a workload is a list of jobs or a mapping with a source (inline, feitelson, swf, theta)")
     source = _norm(v.get("source", "inline"))
-    model = WORKLOAD_SOURCES.get(source)  # type: ignore[arg-type]
+    model = WORKLOAD_SOURCES.get(source) if isinstance(source, str) else None  # type: ignore[arg-type]
     if model is None:
         raise FieldProblems([("source", f"unknown workload source {v.get('source')!r}; "
                                         f"known: {', '.join(WORKLOAD_SOURCES)}")])
     try:
-        return model.model_validate({**v, "source": source})
+        return model.model_validate({**v, "source": source}, **nested_options(info))
     except ValidationError as err:
         raise FieldProblems(problems_of(err)) from None
 
@@ -372,7 +386,7 @@ class PlacementSpec(StrictModel):
 
 class BatchExperiment(StrictModel):
     kind: Literal["batch"] = "batch"
-    name: str = "batch"
+    name: Name = Field("batch", description="the experiment's name (becomes part of file names)")
     platform: BatchPlatform
     scheduler: SchedulerSpec
     placement: PlacementSpec = PlacementSpec()
@@ -393,8 +407,8 @@ class BatchExperiment(StrictModel):
 
     @field_validator("workload", mode="before")
     @classmethod
-    def _wl(cls, v: object) -> object:
-        return _validate_workload(v)
+    def _wl(cls, v: object, info: ValidationInfo) -> object:
+        return _validate_workload(v, info)
 
     @model_validator(mode="after")
     def _cross(self) -> "BatchExperiment":
@@ -409,8 +423,24 @@ class BatchExperiment(StrictModel):
                 if job.nodes > p.nodes:
                     problems.append((f"workload.jobs[{i}].nodes",
                                      f"job {job.id!r} needs {job.nodes} nodes; platform.nodes is {p.nodes}"))
+            problems += self._overflow(self.workload.jobs)
         raise_if(problems)
         return self
+
+
+    def _overflow(self, jobs: list[Job]) -> list[tuple[str, str]]:
+        """Values whose results overflow: the run's times must stay finite even if every job ran one
+        after the other, with all its I/O on the slowest tier (lackner2019 §IV-B times)."""
+        p = self.platform
+        slowest = min(p.lps.rate, p.hps.rate, p.stage_rate)
+        terms: list[tuple[str, float]] = []
+        for i, job in enumerate(jobs):
+            at = f"workload.jobs[{i}]"
+            terms += [(f"{at}.submit", job.submit), (f"{at}.runtime", job.runtime),
+                      (f"{at}.walltime", job.walltime)]
+            for field in ("input", "output", "data", "storage"):
+                terms.append((f"{at}.{field}", getattr(job, field) / slowest * 3))
+        return finite_sum(terms, "the run's times would overflow (not finite)")
 
 
 __all__ = [

@@ -20,7 +20,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import StrictModel, raise_if
+from ..names import MAX_NAME, NAME_PATTERN
+from .base import StrictModel, finite_sum, raise_if
 from .emulation import EmulatorSettings
 
 # Names of the I/O arbitration policies (carretero2020 §5.1) plus ``shared``.
@@ -43,6 +44,8 @@ AppId = Annotated[
     str,
     Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"),
 ]
+SpecName = Annotated[str, Field(min_length=1, max_length=MAX_NAME, pattern=NAME_PATTERN,
+                                description="the experiment's name (becomes part of file names)")]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -59,7 +62,7 @@ class Platform(StrictModel):
 
     io_nodes: int = Field(1, ge=1, le=100_000, description="R: number of I/O nodes")
     nodes_per_io_node: int = Field(
-        ..., ge=1, description="P: compute nodes in the partition behind each I/O node"
+        ..., ge=1, le=10_000_000, description="P: compute nodes in the partition behind each I/O node"
     )
     bandwidth: PosFloat = Field(
         ..., description="b: data units per second one I/O node transfers"
@@ -107,7 +110,7 @@ class App(StrictModel):
     """
 
     id: AppId
-    nodes: int = Field(..., ge=1, description="Q: compute nodes")
+    nodes: int = Field(..., ge=1, le=10_000_000, description="Q: compute nodes")
     release: NonNegFloat = Field(0.0, description="r: earliest start, seconds")
     phases: list[Phase] | None = Field(None, min_length=1)
     iterations: int | None = Field(None, ge=1, le=10_000_000)
@@ -209,7 +212,7 @@ class IOExperiment(StrictModel):
     """An I/O experiment: the platform, the apps and the policies to apply."""
 
     kind: Literal["io"] = "io"
-    name: str = "experiment"
+    name: SpecName = "experiment"
     platform: Platform
     policy: IOPolicyName = "fifo"
     mapping: Mapping = Mapping()
@@ -262,7 +265,15 @@ class IOExperiment(StrictModel):
                         f"with mapping 'none' the apps on I/O node {node} need {n} nodes at once "
                         f"but its partition has {p.nodes_per_io_node}; use mapping first-fit or make-pack",
                     ))
-        if self.sim.mode == "step":
+        # values whose results overflow: even one after the other the apps must end in finite time
+        terms: list[tuple[str, float]] = [(f"apps[{i}].release", a.release) for i, a in enumerate(self.apps)]
+        for i, a in enumerate(self.apps):
+            io = a.io_total() / p.bandwidth
+            own = f"apps[{i}].compute" if a.phases is None else f"apps[{i}].phases"
+            vol = f"apps[{i}].io_volume" if a.phases is None else f"apps[{i}].phases"
+            terms += [(own, a.compute_time()), ("platform.bandwidth" if a.io_total() <= 1e15 else vol, io)]
+        problems += finite_sum(terms, "the run's times would overflow")
+        if self.sim.mode == "step" and not problems:
             total = sum(a.min_time(p.bandwidth) for a in self.apps)
             if total / self.sim.dt > 5e8:
                 problems.append(("sim.dt", f"step {self.sim.dt} s is too small for a workload of {total:.3g} s"))

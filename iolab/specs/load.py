@@ -9,11 +9,25 @@ Spec kinds.  The loader knows the kinds of its own layer, ``io`` and ``batch``
 ``parse_spec(data, kinds={**KINDS, "campaign": Campaign})``.  So the loader never
 imports the front and never depends on who imported what first (no
 registration on import); ``iolab schema`` shows every kind the command line knows.
+
+What a person writes is read strictly (docs/specs.md, "Reading rules"):
+
+- the file must be UTF-8; ``-`` reads the spec from standard input;
+- a key given twice in one mapping is an error naming both lines (YAML's
+  "last one wins" would silently drop the first);
+- types are strict: ``iterations: true`` or ``iterations: "3"`` is not an
+  integer (pydantic strict mode; only quantities with units, ``200GB``, are
+  strings that become numbers);
+- relative paths inside a spec (a workload's ``path``, a campaign's files)
+  are resolved against the folder of the spec file (the working directory
+  for ``-``), and a file that does not exist is refused at validation,
+  naming the field and the path.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -27,45 +41,139 @@ from .io import IOExperiment
 
 KINDS: Mapping[str, type[BaseModel]] = {"io": IOExperiment, "batch": BatchExperiment}
 
+STDIN = "-"
+MAX_SPEC_BYTES = 64 * 1024 * 1024  # a spec larger than this is not something a person wrote
+_stdin_text: str | None = None  # standard input can be read once; every reader of "-" shares it
 
-def read_document(path: str | Path) -> dict[str, Any]:
-    """Read YAML or JSON into a dict, with the file name in every error."""
-    p = Path(path)
-    if not p.is_file():
-        raise SpecError(str(p), [("(file)", "no such file")])
-    text = p.read_text()
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping, naming both lines."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, "found an unhashable key (a list or mapping)",
+                key_node.start_mark) from None
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} given twice (lines {seen[key]} and {line})", key_node.start_mark)
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"key {k!r} given twice in one object")
+        out[k] = v
+    return out
+
+
+def parse_text(text: str, source: str, json_only: bool = False) -> Any:
+    """YAML (or JSON) text into Python data; every problem a :class:`SpecError` naming ``source``
+    and the line (duplicate keys, bad syntax, integers too long to convert)."""
     try:
-        if p.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            data = yaml.safe_load(text)
+        if json_only:
+            return json.loads(text, object_pairs_hook=_json_pairs)
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else (
             f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "(file)"
         )
-        raise SpecError(str(p), [(where, f"not valid YAML/JSON: {exc}")]) from None
+        problem = getattr(exc, "problem", None) if isinstance(exc, yaml.YAMLError) else None
+        reason = problem if problem and "given twice" in problem else f"not valid YAML/JSON: {exc}"
+        raise SpecError(source, [(where, reason)]) from None
+    except (ValueError, RecursionError) as exc:  # a 5000-digit integer, a duplicate JSON key, deep nesting
+        raise SpecError(source, [("(file)", f"not readable: {exc}")]) from None
+
+
+def read_text(path: str | Path) -> str:
+    """The text of a spec file (``-``: standard input), checked to be UTF-8."""
+    global _stdin_text
+    if str(path) == STDIN:
+        if _stdin_text is None:
+            raw = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1) if hasattr(sys.stdin, "buffer") else \
+                sys.stdin.read().encode()
+            _stdin_text = _decode(raw, "<stdin>")
+        return _stdin_text
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(str(p), [("(file)", "no such file")])
+    try:
+        size = p.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError(str(p), [("(file)", f"{size} bytes; a spec is at most {MAX_SPEC_BYTES} bytes")])
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise SpecError(str(p), [("(file)", f"cannot read: {exc.strerror or exc}")]) from None
+    return _decode(raw, str(p))
+
+
+def _decode(raw: bytes, source: str) -> str:
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(source, [("(file)", f"more than {MAX_SPEC_BYTES} bytes; not a spec")])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(source, [(f"line {line}", f"not UTF-8 text (byte {raw[exc.start]:#04x} at offset "
+                                                  f"{exc.start}); save the file as UTF-8")]) from None
+
+
+def spec_dir(path: str | Path) -> Path:
+    """The folder relative paths of the spec at ``path`` resolve against (cwd for ``-``)."""
+    if str(path) == STDIN:
+        return Path.cwd()
+    return Path(path).resolve().parent
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """Read YAML or JSON into a dict, with the file name in every error."""
+    source = "<stdin>" if str(path) == STDIN else str(path)
+    text = read_text(path)
+    data = parse_text(text, source, json_only=str(path) != STDIN and Path(path).suffix.lower() == ".json")
     if not isinstance(data, dict):
-        raise SpecError(str(p), [("(top level)", "a spec is a mapping of fields")])
+        raise SpecError(source, [("(top level)", "a spec is a mapping of fields")])
     return data
 
 
 def parse_spec(data: dict[str, Any], source: str = "<spec>", kind: str | None = None,
-               kinds: Mapping[str, type[BaseModel]] = KINDS) -> Any:
-    """Validate a dict as a spec of its ``kind`` (default ``io``), one of ``kinds``."""
+               kinds: Mapping[str, type[BaseModel]] = KINDS, base_dir: str | Path | None = None,
+               strict: bool = True) -> Any:
+    """Validate a dict as a spec of its ``kind`` (default ``io``), one of ``kinds``.
+
+    ``strict`` (the default: a person wrote ``data``) refuses ``true`` for 1 and
+    ``"3"`` for 3.  Relative paths in the spec resolve against ``base_dir``
+    (default: the working directory)."""
+    if not isinstance(data, dict):
+        raise SpecError(source, [("(top level)", "a spec is a mapping of fields")])
     k = kind or data.get("kind", "io")
-    if k not in kinds:
+    if not isinstance(k, str) or k not in kinds:
         raise SpecError(source, [("kind", f"unknown kind {k!r}; known: {', '.join(sorted(kinds))}")])
+    context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd(), "strict": strict}
     try:
-        return kinds[k].model_validate(data)
+        return kinds[k].model_validate(data, strict=strict, context=context)
     except ValidationError as err:
         raise SpecError(source, problems_of(err)) from None
+    except RecursionError:
+        raise SpecError(source, [("(top level)", "nested too deeply")]) from None
 
 
-def load_spec(path: str | Path, kind: str | None = None, overrides: dict[str, Any] | None = None,
-              kinds: Mapping[str, type[BaseModel]] = KINDS) -> Any:
-    """Load a spec file; ``overrides`` (dotted keys) are applied before validation."""
-    data = read_document(path)
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any] | None, source: str) -> dict[str, Any]:
+    """``data`` with ``overrides`` (dotted keys; None = keep) applied."""
     for key, value in (overrides or {}).items():
         if value is None:
             continue
@@ -74,6 +182,15 @@ def load_spec(path: str | Path, kind: str | None = None, overrides: dict[str, An
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise SpecError(str(path), [(key, "cannot override inside a non-mapping")])
+                raise SpecError(source, [(key, "cannot override inside a non-mapping")])
         node[parts[-1]] = value
-    return parse_spec(data, str(path), kind, kinds)
+    return data
+
+
+def load_spec(path: str | Path, kind: str | None = None, overrides: dict[str, Any] | None = None,
+              kinds: Mapping[str, type[BaseModel]] = KINDS) -> Any:
+    """Load a spec file (``-``: standard input); ``overrides`` (dotted keys) are applied before
+    validation; relative paths inside resolve against the file's folder."""
+    source = "<stdin>" if str(path) == STDIN else str(path)
+    data = apply_overrides(read_document(path), overrides, source)
+    return parse_spec(data, source, kind, kinds, base_dir=spec_dir(path))

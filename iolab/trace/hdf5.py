@@ -90,26 +90,43 @@ def read_trace(path: str | Path) -> Trace:
         f = h5py.File(path, "r")
     except OSError as exc:
         raise TraceError(f"{path}: not an HDF5 file ({exc})") from None
-    with f:
-        if "iolab_trace_schema" not in f.attrs:
-            raise TraceError(f"{path}: not an iolab trace (no iolab_trace_schema attribute)")
-        version = int(f.attrs["iolab_trace_schema"])
-        if version > SCHEMA_VERSION:
-            raise TraceError(f"{path}: trace schema {version} is newer than this iolab ({SCHEMA_VERSION})")
-        attrs = {k: _attr_load(v) for k, v in f.attrs.items()}
-        tables = {}
-        for name, cols in TABLES.items():
-            if name not in f:
-                tables[name] = Table.empty(name)
-                continue
-            g = f[name]
-            columns = {}
-            for c, kind in cols:
-                if c not in g:
-                    raise TraceError(f"{path}: table {name} lacks column {c}")
-                if kind == "str":
-                    columns[c] = np.array(g[c].asstr()[()], dtype=object)
-                else:
-                    columns[c] = g[c][()]
-            tables[name] = Table(name, columns)
+    try:
+        with f:
+            return _read_open(f, path)
+    except TraceError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError, UnicodeDecodeError,
+            OverflowError, RecursionError, AttributeError, SystemError) as exc:
+        # a damaged file: h5py/HDF5 report a bad checksum, a broken B-tree, a bad filter or a bad
+        # attribute in many ways; all mean the same to the user
+        raise TraceError(f"{path}: damaged trace file ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _read_open(f, path: Path) -> Trace:
+    if "iolab_trace_schema" not in f.attrs:
+        raise TraceError(f"{path}: not an iolab trace (no iolab_trace_schema attribute)")
+    version = int(f.attrs["iolab_trace_schema"])
+    if version > SCHEMA_VERSION:
+        raise TraceError(f"{path}: trace schema {version} is newer than this iolab ({SCHEMA_VERSION})")
+    attrs = {k: _attr_load(v) for k, v in f.attrs.items()}
+    tables = {}
+    for name, cols in TABLES.items():
+        if name not in f:
+            tables[name] = Table.empty(name)
+            continue
+        g = f[name]
+        columns = {}
+        for c, kind in cols:
+            if c not in g:
+                raise TraceError(f"{path}: table {name} lacks column {c}")
+            if kind == "str":
+                columns[c] = np.array(g[c].asstr()[()], dtype=object)
+            else:
+                columns[c] = g[c][()]
+                if columns[c].dtype.kind not in "iufb" or columns[c].ndim != 1:
+                    raise TraceError(f"{path}: table {name}: column {c} is not a numeric column")
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise TraceError(f"{path}: table {name}: columns differ in length")
+        tables[name] = Table(name, columns)
     return Trace(tables, attrs)

@@ -6,10 +6,13 @@ An SWF file is header comments (``; Key: value``) then one job per line with
 ratio is the processors per node used to turn processors into nodes).
 
 Malformed lines (not 18 fields, a non-number, a missing or non-positive job
-number, a negative submit time) are **raised** as :class:`SWFError` naming
-the file and the line number (``strict=True``, the default), or
-**collected** in :attr:`SWFTrace.problems` as ``(line, reason)`` and skipped
-(``strict=False``).
+number, a negative submit time, a job number already used by an earlier
+line) are **raised** as :class:`SWFError` naming the file and the line
+number (``strict=True``, the default; an :class:`iolab.errors.IolabError`, so
+the command line prints it and exits 2), or **collected** in
+:attr:`SWFTrace.problems` as ``(line, reason)`` and skipped
+(``strict=False``); :func:`swf_jobs` then warns (:class:`iolab.errors.InputWarning`)
+with the count of skipped lines and the first few.
 
 Turning a record into a :class:`iolab.specs.batch.Job` (:meth:`SWFTrace.jobs`):
 
@@ -26,10 +29,14 @@ from __future__ import annotations
 
 import gzip
 import math
+import warnings
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from iolab.errors import DataError, InputWarning
+from iolab.specs.base import MAX_TIME
 from iolab.specs.batch import Job
 
 FIELDS = (
@@ -38,12 +45,15 @@ FIELDS = (
 )
 
 
-class SWFError(ValueError):
+class SWFError(DataError, ValueError):
     """A malformed SWF line: ``path``, ``line`` (1-based) and ``reason``."""
 
     def __init__(self, path: str, line: int, reason: str):
         self.path, self.line, self.reason = path, line, reason
-        super().__init__(f"{path}:{line}: {reason}")
+        super().__init__(path, [(f"line {line}" if line else "(file)", reason)], "bad SWF file")
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +155,8 @@ def _parse_line(text: str, lineno: int) -> SWFRecord | str:
             return f"field {FIELDS.index(name) + 1} ({name}) is not a number: {tok!r}"
         if not math.isfinite(v):
             return f"field {FIELDS.index(name) + 1} ({name}) is not finite: {tok!r}"
+        if abs(v) > MAX_TIME:  # a run's times would overflow (docs/specs.md, 'Limits')
+            return f"field {FIELDS.index(name) + 1} ({name}) is above {MAX_TIME:g}: {tok!r}"
         if v == -1:
             values[name] = None
         elif name in _INT_FIELDS:
@@ -164,9 +176,14 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
     """Read an SWF file (``.gz`` detected by content).  See the module doc for errors."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"no such SWF file: {p}")
+        raise SWFError(str(p), 0, "no such SWF file")
     trace = SWFTrace(path=str(p))
-    for lineno, raw in enumerate(_open_text(p), start=1):
+    seen: dict[int, int] = {}
+    try:
+        lines = list(enumerate(_open_text(p), start=1))
+    except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz, an unreadable file
+        raise SWFError(str(p), 0, f"cannot read: {exc}") from None
+    for lineno, raw in lines:
         text = raw.strip()
         if not text:
             continue
@@ -179,6 +196,11 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
                     trace.header.setdefault(key, value.strip())
             continue
         rec = _parse_line(text, lineno)
+        if not isinstance(rec, str):
+            if rec.job in seen:
+                rec = f"job number {rec.job} already used on line {seen[rec.job]}"
+            else:
+                seen[rec.job] = lineno
         if isinstance(rec, str):
             if strict:
                 raise SWFError(str(p), lineno, rec)
@@ -192,5 +214,14 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
 
 def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
              procs_per_node: int | None = None) -> list[Job]:
-    """Jobs of an SWF file, in file order."""
-    return read_swf(path, strict=strict, limit=limit).jobs(procs_per_node)
+    """Jobs of an SWF file, in file order.  Skipped lines and unusable records are counted in an
+    :class:`iolab.errors.InputWarning`."""
+    trace = read_swf(path, strict=strict, limit=limit)
+    jobs = trace.jobs(procs_per_node)
+    dropped = trace.problems + trace.unusable
+    if dropped:
+        first = "; ".join(f"line {n}: {r}" for n, r in sorted(dropped)[:3])
+        warnings.warn(f"{trace.path}: skipped {len(dropped)} line(s) ({len(trace.problems)} malformed, "
+                      f"{len(trace.unusable)} without a processor count), first: {first}",
+                      InputWarning, stacklevel=2)
+    return jobs

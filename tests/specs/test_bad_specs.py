@@ -147,4 +147,4 @@ def test_schema_knows_every_kind_of_the_command_line(kind, field):
     assert res.exit_code == 0, res.output
     assert field in json.loads(res.output)["properties"]
     res = CliRunner().invoke(cli, ["schema", "nope"])
-    assert res.exit_code == 2 and "known: batch, campaign, io" in res.output
+    assert res.exit_code == 2 and "'nope' is not one of 'batch', 'campaign', 'io'" in res.output

@@ -1,0 +1,80 @@
+"""How big a run is before it runs: an estimate, and the limits above which it is refused.
+
+A spec can ask for a run that would take hours with no output (an app of ten
+million iterations, a time step far smaller than the workload, ten million
+batch jobs).  Before anything runs, the command line estimates the size and
+refuses it above a documented limit, naming the estimate and the option that
+raises the limit (docs/specs.md, "Limits"):
+
+=========================  =====================  ===========================  ==============
+what                       estimate               default limit                option
+=========================  =====================  ===========================  ==============
+I/O experiment, event      phases of all apps     :data:`MAX_EVENTS`           ``--max-events``
+I/O experiment, step       time steps (at most)   :data:`MAX_EVENTS`           ``--max-events``
+batch experiment           jobs                   :data:`MAX_JOBS`             ``--max-jobs``
+campaign                   runs                   :data:`MAX_RUNS`             ``--max-runs``
+=========================  =====================  ===========================  ==============
+
+The defaults keep a run on this kind of machine within a few minutes
+(measured: ~1e5 simulator events per second, a few hundred batch jobs per
+second with I/O).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SpecError
+
+MAX_EVENTS = 10_000_000
+MAX_JOBS = 50_000
+MAX_RUNS = 50_000
+
+
+@dataclass(frozen=True)
+class Size:
+    what: str        # "events", "steps", "jobs", "runs"
+    estimate: float
+    limit: float
+    option: str
+
+    @property
+    def too_big(self) -> bool:
+        return self.estimate > self.limit
+
+    def check(self, source: str, field: str) -> None:
+        """Raise :class:`SpecError` (exit 2) if the estimate is above the limit."""
+        if self.too_big:
+            raise SpecError(source, [(field, f"this run has an estimated {self.estimate:.3g} {self.what}, above "
+                                             f"the limit of {self.limit:.3g}; pass {self.option} N to allow it "
+                                             f"(docs/specs.md, 'Limits')")])
+
+
+def io_size(spec, max_events: float | None = None) -> Size:
+    """Events (event mode: one per phase) or time steps (step mode: the horizon if every app ran
+    one after the other, over ``dt``) of an I/O experiment."""
+    limit = MAX_EVENTS if max_events is None else max_events
+    if spec.sim.mode == "step":
+        b = spec.platform.bandwidth
+        horizon = max(a.release for a in spec.apps) + sum(a.min_time(b) for a in spec.apps)
+        return Size("time steps (at most)", horizon / spec.sim.dt, limit, "--max-events")
+    phases = sum(len(a.phases) if a.phases is not None else 2 * (a.iterations or 0) for a in spec.apps)
+    return Size("events", float(phases + len(spec.apps)), limit, "--max-events")
+
+
+def batch_size(spec, max_jobs: float | None = None) -> Size:
+    """Jobs of a batch experiment (an SWF file: its ``limit``, else its job lines, counted)."""
+    limit = MAX_JOBS if max_jobs is None else max_jobs
+    w = spec.workload
+    if w.source == "inline":
+        n = len(w.jobs)
+    elif w.source == "feitelson":
+        n = w.jobs
+    elif w.source == "swf" and w.limit is not None:
+        n = w.limit
+    else:
+        n = 0  # a file's jobs are counted when it is read; the reader has no size guard to pass
+    return Size("jobs", float(n), limit, "--max-jobs")
+
+
+__all__ = ["MAX_EVENTS", "MAX_JOBS", "MAX_RUNS", "Size", "batch_size", "io_size"]
