@@ -21,7 +21,7 @@ from ..specs.load import parse_spec
 
 @click.group()
 def workload() -> None:
-    """Generate workloads as spec files (generate carretero)."""
+    """Generate synthetic workloads (generate carretero) or import real ones (import darshan|slurm) as spec files."""
 
 
 @workload.command("generate")

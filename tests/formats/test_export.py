@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+
+from iolab.trace.schema import TABLES
 from click.testing import CliRunner
 from shared_data import REPO, shared_file
 
@@ -125,8 +127,9 @@ def test_csv_per_table(small_trace, small_trace_file, tmp_path):
     out = tmp_path / "csv"
     res = CliRunner().invoke(cli, ["export", str(small_trace_file), "--format", "csv", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == ["actions.csv", "allocations.csv", "attrs.json", "grants.csv",
-                                                    "jobs.csv", "phases.csv"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(["attrs.json"] + [f"{t}.csv" for t in TABLES])
+    assert {"jobs.csv", "phases.csv", "grants.csv", "allocations.csv", "actions.csv", "usage.csv"} <= set(
+        p.name for p in out.iterdir())
     with (out / "jobs.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert [r["id"] for r in rows] == list(small_trace.jobs["id"])
