@@ -27,6 +27,7 @@ import numpy as np
 
 from ..atomic import atomic_path
 from ..errors import IolabError
+from . import table as T
 from .journal import Journal
 from .task import METRICS
 
@@ -62,6 +63,9 @@ class Results:
 
     columns: dict[str, np.ndarray]
     attrs: dict[str, Any] = field(default_factory=dict)
+    # a study's results (see .table): further tables name -> columns, and every table's [(column, kind)]
+    tables: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    schema: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.columns["run_id"])
@@ -78,6 +82,10 @@ class Results:
         import pandas as pd  # lazy: pandas only for the table view of the results
 
         return pd.DataFrame(self.columns)
+
+    def table(self, name: str = "runs") -> dict[str, np.ndarray]:
+        """The columns of ``runs`` (this table) or of a study's further table ``name``."""
+        return self.columns if name == "runs" else self.tables[name]
 
 
 def _cell(value: Any, kind: str) -> Any:
@@ -109,10 +117,23 @@ def build(manifest: dict[str, Any], records: dict[str, dict[str, Any]]) -> Resul
     return Results(columns, attrs)
 
 
+def build_study(manifest: dict[str, Any], records: dict[str, dict[str, Any]]) -> Results:
+    """The table of a study campaign (:mod:`.table`): its rows, in campaign order."""
+    data, attrs, schema, tables = T.build(manifest, records)
+    return Results(data, attrs, tables, schema)
+
+
 def write_h5(results: Results, path: str | Path) -> Path:
     import h5py  # lazy: h5py only when a results file is read or written
 
     path = Path(path)
+    if results.schema:  # a study's table: columns listed in the file
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            for k, v in results.attrs.items():
+                f.attrs[k] = v
+            for name, cols in results.schema.items():
+                T.write_group(f, name, cols, results.table(name))
+        return path
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         for k, v in results.attrs.items():
             f.attrs[k] = v
@@ -138,6 +159,11 @@ def read_h5(path: str | Path) -> Results:
         if "iolab_campaign_results" not in f.attrs or "runs" not in f:
             raise ResultsError(f"{path}: not a campaign results file")
         attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+        if T.is_generic(f):
+            schema, tables = {}, {}
+            for name in f:
+                schema[name], tables[name] = T.read_group(f[name])
+            return Results(tables.pop("runs"), attrs, tables, schema)
         g = f["runs"]
         cols = {}
         for c, kind in COLUMNS:
@@ -169,6 +195,8 @@ def load(path: str | Path) -> Results:
     if p.is_dir():
         if (p / MANIFEST).is_file():
             manifest = json.loads((p / MANIFEST).read_text())
+            if "study" in manifest:
+                return build_study(manifest, Journal(p / JOURNAL).load())
             return build(manifest, Journal(p / JOURNAL).load())
         if (p / RESULTS).is_file():
             return read_h5(p / RESULTS)
