@@ -7,6 +7,8 @@ import sys
 import click
 
 from ..campaign import load_runs, run_campaign
+from ..campaign.study import is_study_document, load_study, module_of
+from ..specs.load import read_document
 
 
 @click.command()
@@ -31,6 +33,14 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
     Exit status: 0 if every run succeeded, 3 if some runs failed (recorded with
     their error), 130 if interrupted.
     """
+    study = is_study_document(read_document(campaign_path))
+    if dry_run and study:
+        campaign, runs = load_study(campaign_path)
+        click.echo(f"{campaign.name}: {len(runs)} runs (study {campaign.study})")
+        for r in runs:
+            click.echo(f"{r.index:5d} {r.run_id}  " + " ".join(f"{k}={v}" for k, v in r.params.items()
+                                                             if not isinstance(v, (dict, list))))
+        return
     if dry_run:
         campaign, runs = load_runs(campaign_path, mode=mode)
         click.echo(f"{campaign.name}: {len(runs)} runs (runtime {campaign.runtime})")
@@ -50,6 +60,12 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
                    f"{s.workers} in flight; {s.wall_seconds:.1f} s with Ray start and stop), "
                    f"{s.skipped} skipped as done, {s.failed} failed")
     click.echo(f"results: {s.out / 'results.h5'} (journal {s.out / 'journal.jsonl'})")
+    if study and not s.failed and not s.interrupted:
+        campaign, _ = load_study(campaign_path)
+        finish = getattr(module_of(campaign.study), "campaign_summary", None)
+        if finish is not None:
+            finish(campaign.params, s.out)
+            click.echo(f"study {campaign.study}: summary and figures in {s.out}")
     if s.failed:
         click.echo(f"{s.failed} run(s) failed; `iolab report {s.out}` lists them", err=True)
         sys.exit(3)

@@ -250,3 +250,11 @@ def run_workloads(out_dir: Path, size: StudySize, seed: int, engine: Engine) -> 
     """Every workload's rows, run (or resumed) as a campaign in ``out_dir``."""
     res, _ = run_as_campaign("carretero", campaign_params(size, seed), out_dir, engine)
     return rows_of(res)
+
+
+def campaign_summary(params: dict, out_dir: Path, figures: bool = True) -> dict:
+    """The summary and figures of a finished study campaign in ``out_dir`` (what ``iolab sweep`` calls at its end)."""
+    gen = CarreteroParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.get("params", {}).items()})
+    size = StudySize(alphas=tuple(params.get("alphas", ALPHAS)), workloads=int(params.get("workloads", 10)), params=gen)
+    return run_study(Path(out_dir), size, seed=int(params.get("seed", 2020)), figures=figures,
+                     engine=Engine(use_ray=False, progress=False))

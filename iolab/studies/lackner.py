@@ -250,3 +250,8 @@ def draw(agg: dict, out_dir: Path, size: LacknerSize) -> None:
     fig.tight_layout()
     fig.savefig(out_dir / "fig4.png", dpi=110)
     plt.close(fig)
+
+
+def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True) -> dict:
+    """The summary and figures of a finished study campaign in ``out_dir`` (what ``iolab sweep`` calls at its end)."""
+    return run_study(Path(out_dir), size_of(params), figures=figures, engine=Engine(use_ray=False, progress=False))

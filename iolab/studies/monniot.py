@@ -407,5 +407,12 @@ def draw(rows: list[dict], disk_rows: list[dict], size: MonniotSize, out_dir: Pa
     return written
 
 
-__all__ = ["MonniotSize", "PAPER", "QUICK", "SCALINGS", "STRATEGIES", "default_theta_path", "headline", "run_study",
+def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True) -> dict:
+    """The summary and figures of a finished study campaign in ``out_dir`` (what ``iolab sweep`` calls at its end)."""
+    return run_study(Path(out_dir), size_of(params), theta=params.get("theta"),
+                     request_time=params.get("request_time", "start"), figures=figures,
+                     engine=Engine(use_ray=False, progress=False))
+
+
+__all__ = ["MonniotSize", "campaign_runs", "campaign_summary", "campaign_task", "PAPER", "QUICK", "SCALINGS", "STRATEGIES", "default_theta_path", "headline", "run_study",
            "scale_factor", "theta_requests", "workload_stats"]
