@@ -28,6 +28,7 @@ import numpy as np
 
 from ..atomic import atomic_path
 from ..errors import InputWarning, IolabError
+from . import table as T
 from .journal import Journal
 from .task import METRICS
 
@@ -63,6 +64,9 @@ class Results:
 
     columns: dict[str, np.ndarray]
     attrs: dict[str, Any] = field(default_factory=dict)
+    # a study's results (see .table): further tables name -> columns, and every table's [(column, kind)]
+    tables: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    schema: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.columns["run_id"])
@@ -79,6 +83,10 @@ class Results:
         import pandas as pd  # lazy: pandas only for the table view of the results
 
         return pd.DataFrame(self.columns)
+
+    def table(self, name: str = "runs") -> dict[str, np.ndarray]:
+        """The columns of ``runs`` (this table) or of a study's further table ``name``."""
+        return self.columns if name == "runs" else self.tables[name]
 
 
 def _cell(value: Any, kind: str) -> Any:
@@ -110,10 +118,23 @@ def build(manifest: dict[str, Any], records: dict[str, dict[str, Any]]) -> Resul
     return Results(columns, attrs)
 
 
+def build_study(manifest: dict[str, Any], records: dict[str, dict[str, Any]]) -> Results:
+    """The table of a study campaign (:mod:`.table`): its rows, in campaign order."""
+    data, attrs, schema, tables = T.build(manifest, records)
+    return Results(data, attrs, tables, schema)
+
+
 def write_h5(results: Results, path: str | Path) -> Path:
     import h5py  # lazy: h5py only when a results file is read or written
 
     path = Path(path)
+    if results.schema:  # a study's table: columns listed in the file
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            for k, v in results.attrs.items():
+                f.attrs[k] = v
+            for name, cols in results.schema.items():
+                T.write_group(f, name, cols, results.table(name))
+        return path
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         for k, v in results.attrs.items():
             f.attrs[k] = v
@@ -148,6 +169,11 @@ def _read_results(f, path: Path) -> Results:
     if "iolab_campaign_results" not in f.attrs or "runs" not in f:
         raise ResultsError(f"{path}: not a campaign results file")
     attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+    if T.is_generic(f):
+        schema, tables = {}, {}
+        for name in f:
+            schema[name], tables[name] = T.read_group(f[name])
+        return Results(tables.pop("runs"), attrs, tables, schema)
     g = f["runs"]
     cols = {}
     for c, kind in COLUMNS:
@@ -208,6 +234,8 @@ def load(path: str | Path) -> Results:
                 warnings.warn(f"{journal.path}: skipped {len(journal.problems)} line(s) that are not run records "
                               f"(first: {first})", InputWarning, stacklevel=2)
             try:
+                if "study" in manifest:
+                    return build_study(manifest, records)
                 return build(manifest, records)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise ResultsError(f"{p}: the journal's records do not fit the results table ({exc})") from None

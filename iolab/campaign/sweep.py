@@ -23,16 +23,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from ..atomic import atomic_write_text
 from ..errors import RunError, SpecError
 from ..signals import raise_interrupt
-from ..studies.common import Progress
+from ..specs.load import read_document
 from . import results as R
 from .expand import Run, load_runs
 from .journal import Journal
+from .progress import Progress
 from .runtimes import resolve
+from .study import StudyCampaign, StudyRun, execute_study, is_study_document, load_study
 from .task import execute, failed_record
 
 
@@ -92,7 +94,7 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
                  address: str | None = None, mode: str | None = None, traces: str | Path | None = None,
                  retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
                  stream: TextIO | None = None, stop_on_sigterm: bool = False,
-                 max_runs: int | None = None) -> SweepSummary:
+                 max_runs: int | None = None, use_ray: bool = True) -> SweepSummary:
     """Run every unfinished run of the campaign file; return what happened.
 
     The campaign is expanded and checked before Ray starts (a bad file raises
@@ -100,8 +102,16 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     ``stop_on_sigterm`` (main thread only) turns SIGTERM (kill, scancel) into
     KeyboardInterrupt once Ray is up, so both stop the same clean way: journal
     closed, results.h5 written, pending tasks cancelled, Ray shut down.
+    A study campaign (a ``study:`` key, :mod:`.study`) runs the study's runs.
+    ``use_ray=False`` runs them one after the other in this process (same
+    journal, same results; for tests and measurements).
     """
     stream = stream or sys.stderr
+    if is_study_document(read_document(campaign_path)):
+        campaign, runs = load_study(campaign_path)
+        return run_study_runs(campaign, runs, str(campaign_path), out, workers=workers, address=address,
+                              retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
+                              stop_on_sigterm=stop_on_sigterm, use_ray=use_ray)
     campaign, runs = load_runs(campaign_path, mode=mode, max_runs=max_runs)
     try:
         resolve(campaign.runtime)
@@ -110,6 +120,39 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     out = Path(out) if out else Path("results") / campaign.name
     out.mkdir(parents=True, exist_ok=True)
     manifest = write_manifest(out, campaign, str(campaign_path), runs)
+    traces_dir = str(Path(traces).resolve()) if traces else None
+    if traces_dir:
+        Path(traces_dir).mkdir(parents=True, exist_ok=True)
+    return drive(campaign.name, out, manifest, runs, execute, lambda recs: R.build(manifest, recs),
+                 cpus_per_run=campaign.cpus_per_run, workers=workers, address=address, traces_dir=traces_dir,
+                 retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
+                 stop_on_sigterm=stop_on_sigterm, use_ray=use_ray)
+
+
+def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, out: str | Path | None = None, *,
+                   workers: int | None = None, address: str | None = None, retry_failed: bool = False,
+                   flush_every: float = 10.0, progress: bool = True, stream: TextIO | None = None,
+                   stop_on_sigterm: bool = False, use_ray: bool = True) -> SweepSummary:
+    """Run a study campaign's unfinished runs (expanded by :func:`.study.expand_study`) like a sweep."""
+    out = Path(out) if out else Path("results") / campaign.name
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = write_manifest(out, campaign, source, runs)
+    manifest["study"] = campaign.study
+    atomic_write_text(out / R.MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
+    return drive(campaign.name, out, manifest, runs, execute_study, lambda recs: R.build_study(manifest, recs),
+                 cpus_per_run=campaign.cpus_per_run, workers=workers, address=address, retry_failed=retry_failed,
+                 flush_every=flush_every, progress=progress, stream=stream, stop_on_sigterm=stop_on_sigterm,
+                 use_ray=use_ray)
+
+
+def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Callable[..., dict[str, Any]],
+          build: Callable[[dict[str, dict[str, Any]]], R.Results], *, cpus_per_run: float = 1.0,
+          workers: int | None = None, address: str | None = None, traces_dir: str | None = None,
+          retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
+          stream: TextIO | None = None, stop_on_sigterm: bool = False, use_ray: bool = True) -> SweepSummary:
+    """The loop every campaign goes through: skip journaled runs, run the rest as Ray tasks
+    (``task(run.payload(), traces_dir) -> record``), journal each record, keep results.h5 fresh."""
+    stream = stream or sys.stderr
     journal = Journal(out / R.JOURNAL)
     records = journal.load()
     if journal.ignored:
@@ -118,64 +161,73 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     todo = [r for r in runs if r.run_id not in records
             or (retry_failed and records[r.run_id]["status"] != "ok")]
     skipped = len(runs) - len(todo)
-    traces_dir = str(Path(traces).resolve()) if traces else None
-    if traces_dir:
-        Path(traces_dir).mkdir(parents=True, exist_ok=True)
 
     def flush() -> None:
-        R.write_h5(R.build(manifest, records), out / R.RESULTS)
+        R.write_h5(build(records), out / R.RESULTS)
 
-    summary = SweepSummary(campaign.name, out, len(runs), skipped, 0, 0, 0, 0.0, workers or 0)
+    summary = SweepSummary(name, out, len(runs), skipped, 0, 0, 0, 0.0, workers or 0)
     if not todo:
         flush()
-        print(f"{campaign.name}: all {len(runs)} runs already done; results in {out / R.RESULTS}", file=stream)
+        print(f"{name}: all {len(runs)} runs already done; results in {out / R.RESULTS}", file=stream)
         return summary
 
     t0 = time.perf_counter()
-    ray_ = _Ray(address, workers)  # after ray.init: Ray installs its own SIGTERM handler
+    ray_ = _Ray(address, workers) if use_ray else None  # after ray.init: Ray installs its own SIGTERM handler
     previous = signal.signal(signal.SIGTERM, raise_interrupt) if stop_on_sigterm else None
     summary.startup_seconds = time.perf_counter() - t0
-    in_flight = workers or ray_.cpus()
+    in_flight = (workers or ray_.cpus()) if ray_ else 1
     summary.workers = in_flight
-    print(f"{campaign.name}: {len(runs)} runs, {skipped} done earlier, {len(todo)} to run "
-          f"on Ray ({ray_.where}, {in_flight} in flight)", file=stream, flush=True)
+    where = f"on Ray ({ray_.where}, {in_flight} in flight)" if ray_ else "in this process, one at a time"
+    print(f"{name}: {len(runs)} runs, {skipped} done earlier, {len(todo)} to run {where}",
+          file=stream, flush=True)
     prog = Progress(len(todo), "runs", stream=stream) if progress else None
-    remote = ray_.ray.remote(execute).options(num_cpus=campaign.cpus_per_run, max_retries=1)
-    pending: dict[Any, Run] = {}
+    pending: dict[Any, Any] = {}
     queue = iter(todo)
     last_flush = time.monotonic()
     journal.open()
     t_run = time.perf_counter()
+
+    def record(run, rec: dict[str, Any]) -> None:
+        journal.append(rec)
+        records[run.run_id] = rec
+        summary.executed += 1
+        if rec["status"] == "ok":
+            summary.ok += 1
+        else:
+            summary.failed += 1
+        if prog:
+            prog.step(f"({summary.failed} failed)" if summary.failed else "")
+
     try:
-        exhausted = False
-        while pending or not exhausted:
-            while not exhausted and len(pending) < in_flight:
-                run = next(queue, None)
-                if run is None:
-                    exhausted = True
+        if ray_ is None:
+            for run in queue:
+                record(run, task(run.payload(), traces_dir))
+                if time.monotonic() - last_flush >= flush_every:
+                    flush()
+                    last_flush = time.monotonic()
+        else:
+            remote = ray_.ray.remote(task).options(num_cpus=cpus_per_run, max_retries=1)
+            exhausted = False
+            while pending or not exhausted:
+                while not exhausted and len(pending) < in_flight:
+                    run = next(queue, None)
+                    if run is None:
+                        exhausted = True
+                        break
+                    pending[remote.remote(run.payload(), traces_dir)] = run
+                if not pending:
                     break
-                pending[remote.remote(run.payload(), traces_dir)] = run
-            if not pending:
-                break
-            ready, _ = ray_.ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                run = pending.pop(ref)
-                try:
-                    rec = ray_.ray.get(ref)
-                except Exception as exc:  # the task itself died (worker crash, lost node)
-                    rec = failed_record(run.payload(), f"{type(exc).__name__}: {exc}")
-                journal.append(rec)
-                records[run.run_id] = rec
-                summary.executed += 1
-                if rec["status"] == "ok":
-                    summary.ok += 1
-                else:
-                    summary.failed += 1
-                if prog:
-                    prog.step(f"({summary.failed} failed)" if summary.failed else "")
-            if time.monotonic() - last_flush >= flush_every:
-                flush()
-                last_flush = time.monotonic()
+                ready, _ = ray_.ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    run = pending.pop(ref)
+                    try:
+                        rec = ray_.ray.get(ref)
+                    except Exception as exc:  # the task itself died (worker crash, lost node)
+                        rec = failed_record(run.payload(), f"{type(exc).__name__}: {exc}")
+                    record(run, rec)
+                if time.monotonic() - last_flush >= flush_every:
+                    flush()
+                    last_flush = time.monotonic()
     except KeyboardInterrupt:
         summary.interrupted = True
         for ref in pending:
@@ -189,7 +241,8 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
         journal.close()
         records.update(journal.load())  # the journal is the truth (a signal may fall between append and here)
         flush()
-        ray_.close()
+        if ray_ is not None:
+            ray_.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         summary.wall_seconds = time.perf_counter() - t0

@@ -91,6 +91,12 @@ def _batch(path: str, trace, as_json: bool, figures: str | None, fig_format: str
 
 def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     res = load(path)
+    if res.attrs.get("study"):  # a study's campaign: its own summary is summary.json beside the results
+        a = res.attrs
+        click.echo(f"study {a['study']} (campaign {a['campaign']}): {a['finished']} of {a['total_runs']} runs finished, "
+                   f"{a['failed']} failed, {a['pending']} pending; {len(res)} result rows; the study's tables and "
+                   f"figures: `iolab study {a['study']} --out DIR` or summary.json in the output folder")
+        return
     s = summarise(res)
     if as_json:
         click.echo(dumps(s))

@@ -1,8 +1,9 @@
-"""``iolab study``: the papers' studies, with progress, CSV, JSON and figures."""
+"""``iolab study``: the papers' studies, run as campaigns (Ray, resumable), with summary and figures."""
 
 from __future__ import annotations
 
-import os
+import functools
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,29 @@ from ..errors import IolabError
 from ..studies import carretero as carretero_study
 from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
+from ..studies.engine import Engine, write_campaign
+
+
+def engine_options(fn):
+    """--workers/--jobs, --address, --no-ray, --retry-failed, --campaign: where and how the study's runs go."""
+    @click.option("--workers", "--jobs", "workers", type=click.IntRange(1, 100_000),
+                  help="runs in flight at once (local Ray: its num_cpus) [default: CPUs of this machine / the cluster]")
+    @click.option("--address", help="join this Ray cluster (host:port or 'auto'); default: start a local Ray")
+    @click.option("--no-ray", is_flag=True, help="run the runs one after the other in this process (same journal "
+                                                  "and results; no Ray start)")
+    @click.option("--retry-failed", is_flag=True, help="rerun the runs recorded as failed")
+    @click.option("--campaign", "campaign_file", type=click.Path(dir_okay=False),
+                  help="write the study's campaign file here and run nothing (`iolab sweep FILE` runs it)")
+    @functools.wraps(fn)
+    def wrapper(*args, workers, address, no_ray, retry_failed, campaign_file, **kwargs):
+        engine = Engine(workers=workers, address=address, use_ray=not no_ray, stop_on_sigterm=True,
+                        retry_failed=retry_failed)
+        try:
+            return fn(*args, engine=engine, campaign_file=campaign_file, **kwargs)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted: finished runs are in the journal; rerun the same command to resume", err=True)
+            sys.exit(130)
+    return wrapper
 
 
 @click.group()
@@ -25,19 +49,23 @@ def study() -> None:
 @click.option("--workloads", type=click.IntRange(1, 1000), help="workloads per alpha (default 10)")
 @click.option("--seed", type=click.IntRange(0), default=2020, show_default=True,
               help="seed of the generated workloads")
-@click.option("--jobs", type=click.IntRange(1, 256), default=lambda: os.cpu_count() or 1,
-              show_default="number of CPUs", help="worker processes")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/carretero",
               show_default=True,
-              help="output folder: CSV tables, summary.json, figures")
+              help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
-def carretero(quick: bool, workloads: int | None, seed: int, jobs: int, out_dir: str, no_figures: bool) -> None:
+@engine_options
+def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_figures: bool, engine: Engine,
+              campaign_file: str | None) -> None:
     """Make-Pack vs First-Fit over the I/O load (carretero2020 §6.2.3-6.2.4, Figs. 10-12, 14, 15)."""
     size = carretero_study.QUICK if quick else carretero_study.StudySize()
     if workloads:
         size = replace(size, workloads=workloads)
+    if campaign_file:
+        write_campaign(campaign_file, "carretero", carretero_study.campaign_params(size, seed))
+        return
     out = Path(out_dir)
-    s = carretero_study.run_study(out, size, seed=seed, jobs=jobs, figures=not no_figures)
+    jobs = engine.workers or "all CPUs"
+    s = carretero_study.run_study(out, size, seed=seed, jobs=engine.workers, figures=not no_figures, engine=engine)
     click.echo(f"\n{s['workloads']} workloads, {s['events']} events in {s['wall_seconds']:.1f} s "
                f"({s['events_per_second']:.3g} events/s per process, {jobs} processes)")
     click.echo("geometric means relative to First-Fit (makespan; stretch = mean over packs of the pack's max slowdown):")
@@ -46,7 +74,8 @@ def carretero(quick: bool, workloads: int | None, seed: int, jobs: int, out_dir:
         click.echo(f"{carretero_study.LABELS[name]:34s} {e['makespan_R1']:6.3f} {e['makespan_R3']:6.3f} "
                    f"{e['makespan_R5']:6.3f} {e['stretch']:8.3f} {e['packs']:6.3f}")
     click.echo(f"{'paper (Sensibility=1, Fig. 15)':34s} {1.09:6.2f} {0.71:6.2f} {0.53:6.2f}")
-    click.echo(f"\nwrote {out / 'runs.csv'}, {out / 'summary.json'}" + ("" if no_figures else f" and figures in {out}"))
+    click.echo(f"\nwrote {out / 'results.h5'}, {out / 'runs.csv'}, {out / 'summary.json'}"
+               + ("" if no_figures else f" and figures in {out}"))
 
 
 @study.command("lackner")
@@ -54,18 +83,20 @@ def carretero(quick: bool, workloads: int | None, seed: int, jobs: int, out_dir:
 @click.option("--workloads", type=click.IntRange(1, 1000), help="workloads (seeds), default 10")
 @click.option("--repetitions", type=click.IntRange(1, 1000), help="random assignments per p and workload (paper: 10; default 1)")
 @click.option("--jobs-per-workload", "njobs", type=click.IntRange(1, 10_000_000), help="default 500 (Table I)")
-@click.option("--jobs", type=click.IntRange(1, 256), default=lambda: os.cpu_count() or 1,
-              show_default="number of CPUs", help="worker processes")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/lackner", show_default=True,
-              help="output folder: CSV tables, summary.json, figures")
+              help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
-def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> None:
+@engine_options
+def lackner(quick, workloads, repetitions, njobs, out_dir, no_figures, engine, campaign_file) -> None:
     """SAS vs random tier assignment (lackner2019 Figs. 3 and 4)."""
     size = lackner_study.QUICK if quick else lackner_study.LacknerSize()
     for name, v in (("workloads", workloads), ("repetitions", repetitions), ("jobs", njobs)):
         if v:
             size = replace(size, **{name: v})
-    s = lackner_study.run_study(Path(out_dir), size, jobs=jobs, figures=not no_figures)
+    if campaign_file:
+        write_campaign(campaign_file, "lackner", lackner_study.params_of(size))
+        return
+    s = lackner_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine)
     click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s")
     click.echo(f"{'case':14s} {'SAS makespan h':>15s} {'best random h (p)':>20s} {'SAS turnaround h':>17s} "
                f"{'best random h (p)':>20s} {'SAS node/HPS util':>18s}")
@@ -74,7 +105,7 @@ def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> 
                    f" {h['sas_turnaround']/3600:17.1f} {h['best_random_turnaround']/3600:14.1f} ({h['best_p_turnaround']:.2f})"
                    f" {h['sas_node_utilisation']:8.2f}/{h['sas_hps_utilisation']:.2f}")
     click.echo(f"paper: {s['paper']}")
-    click.echo(f"wrote {out_dir}/runs.csv, summary.json" + ("" if no_figures else ", fig3.png, fig4.png"))
+    click.echo(f"wrote {out_dir}/results.h5, runs.csv, summary.json" + ("" if no_figures else ", fig3.png, fig4.png"))
 
 
 @study.command("monniot")
@@ -83,19 +114,25 @@ def lackner(quick, workloads, repetitions, njobs, jobs, out_dir, no_figures) -> 
 @click.option("--scaling", type=click.Choice(["sum-cap", "peak", "none"]), multiple=True,
               help="platform scaling(s); default sum-cap and peak (quick: sum-cap)")
 @click.option("--requeue", is_flag=True, help="also run round-robin and best-bandwidth with requeue (12 x 5 min)")
-@click.option("--jobs", type=click.IntRange(1, 256), default=1, show_default=True, help="worker processes")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/monniot", show_default=True,
-              help="output folder: CSV tables, summary.json, figures")
+              help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
-def monniot(quick, theta, scaling, requeue, jobs, out_dir, no_figures) -> None:
+@engine_options
+def monniot(quick, theta, scaling, requeue, out_dir, no_figures, engine, campaign_file) -> None:
     """StorAlloc platform sizing on a Theta week (monniot2023 §5, Figs. 4, 6, 7)."""
     size = monniot_study.QUICK if quick else monniot_study.MonniotSize()
     if scaling:
         size = replace(size, scalings=tuple(scaling))
     if requeue:
         size = replace(size, requeue=(False, True))
+    if campaign_file:
+        path = Path(theta) if theta else monniot_study.default_theta_path()
+        if not path.is_file():
+            raise IolabError(f"Theta job file not found: {path} (pass --theta or set IOLAB_SHARED_DATA)")
+        write_campaign(campaign_file, "monniot", monniot_study.params_of(size, path))
+        return
     try:
-        s = monniot_study.run_study(Path(out_dir), size, theta=theta, jobs=jobs, figures=not no_figures)
+        s = monniot_study.run_study(Path(out_dir), size, theta=theta, figures=not no_figures, engine=engine)
     except FileNotFoundError as err:  # a missing input file is bad input: exit 2
         raise IolabError(str(err)) from None
     i = s["input"]
@@ -112,4 +149,4 @@ def monniot(quick, theta, scaling, requeue, jobs, out_dir, no_figures) -> None:
         for c, per in h["fig7_max_failed_refused"].items():
             click.echo(f"  Fig. 7 {c}: " + ", ".join(f"{k} {v['failed']}f/{v['refused']}r" for k, v in per.items()))
     click.echo("\npaper: " + s["paper"]["fig4_split"] + "; " + s["paper"]["fig7"])
-    click.echo(f"wrote {out_dir}/runs.csv, disks.csv, summary.json" + ("" if no_figures else ", " + ", ".join(s.get("figures", []))))
+    click.echo(f"wrote {out_dir}/results.h5, runs.csv, disks.csv, summary.json" + ("" if no_figures else ", " + ", ".join(s.get("figures", []))))

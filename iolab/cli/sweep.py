@@ -9,6 +9,8 @@ import click
 from .options import strict_option
 
 from ..campaign import load_runs, run_campaign
+from ..campaign.study import is_study_document, load_study, module_of
+from ..specs.load import read_document
 from ..specs.size import MAX_RUNS
 from .format import dumps
 
@@ -40,6 +42,14 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
     Exit status: 0 if every run succeeded, 1 if some runs failed (recorded with
     their error), 2 for a bad campaign, 130 if interrupted.
     """
+    study = is_study_document(read_document(campaign_path))
+    if dry_run and study:
+        campaign, runs = load_study(campaign_path)
+        click.echo(f"{campaign.name}: {len(runs)} runs (study {campaign.study})")
+        for r in runs:
+            click.echo(f"{r.index:5d} {r.run_id}  " + " ".join(f"{k}={v}" for k, v in r.params.items()
+                                                             if not isinstance(v, (dict, list))))
+        return
     if dry_run:
         campaign, runs = load_runs(campaign_path, mode=mode, max_runs=max_runs)
         if as_json:
@@ -69,6 +79,12 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
                    f"{s.skipped} skipped as done, {s.failed} failed")
     if not as_json:
         click.echo(f"results: {s.out / 'results.h5'} (journal {s.out / 'journal.jsonl'})")
+    if study and not s.failed and not s.interrupted:
+        campaign, _ = load_study(campaign_path)
+        finish = getattr(module_of(campaign.study), "campaign_summary", None)
+        if finish is not None:
+            finish(campaign.params, s.out)
+            click.echo(f"study {campaign.study}: summary and figures in {s.out}", err=as_json)
     if s.failed:
         click.echo(f"{s.failed} run(s) failed; `iolab report {s.out}` lists them", err=True)
         sys.exit(1)

@@ -35,7 +35,8 @@ from iolab.sim.workloads.carretero import CarreteroParams, generate
 
 from ..metrics import geometric_mean
 from ..middleware.policies.plan import make_packs, packed_plan
-from .common import Progress, atomic_write_text, run_parallel, write_csv
+from .common import atomic_write_text, write_csv
+from .engine import Engine, rows_of, run_as_campaign
 
 ALPHAS = (0.5, 0.75, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 IO_NODE_COUNTS = (1, 3, 5)
@@ -130,15 +131,11 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
-def run_study(out_dir: Path, size: StudySize = StudySize(), seed: int = 2020, jobs: int = 2,
-              figures: bool = True, progress: bool = True) -> dict:
-    tasks = [(a, k, workload_seed(seed, i, k), size.params)
-             for i, a in enumerate(size.alphas) for k in range(size.workloads)]
-    prog = Progress(len(tasks), "workloads") if progress else None
+def run_study(out_dir: Path, size: StudySize = StudySize(), seed: int = 2020, jobs: int | None = None,
+              figures: bool = True, progress: bool = True, engine: Engine | None = None) -> dict:
     t0 = time.perf_counter()
-    results = run_parallel(run_workload, tasks, jobs, prog)
+    rows = run_workloads(out_dir, size, seed, engine or Engine(workers=jobs, progress=progress))
     wall = time.perf_counter() - t0
-    rows = [r for rs in results for r in rs]
     summary = summarise(rows)
     summary.update({"wall_seconds": wall, "events": int(sum(r["events"] for r in rows)),
                     "seed": seed, "jobs": jobs, "alphas": list(size.alphas), "workloads_per_alpha": size.workloads})
@@ -217,3 +214,44 @@ def draw_figures(rows: list[dict], out_dir: Path) -> list[Path]:
     ax.legend(fontsize=8)
     made.append(_save(fig, out_dir / "fig14.png"))
     return made
+
+
+# ---------------------------------------------------------------- the study as a campaign (iolab.studies.engine)
+
+RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
+
+
+def campaign_params(size: StudySize, seed: int) -> dict:
+    return {"alphas": list(size.alphas), "workloads": size.workloads, "seed": seed,
+            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(size.params).items()}}
+
+
+def campaign_runs(params: dict) -> list[dict]:
+    """One run per generated workload (all four strategies on it)."""
+    unknown = set(params) - {"alphas", "workloads", "seed", "params"}
+    if unknown:
+        raise ValueError(f"unknown field(s) {sorted(unknown)}; known: alphas, workloads, seed, params")
+    seed = int(params.get("seed", 2020))
+    gen = params.get("params", campaign_params(StudySize(), seed)["params"])
+    CarreteroParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in gen.items()})  # checks the fields
+    return [{"alpha_gen": a, "k": k, "seed": workload_seed(seed, i, k), "params": gen}
+            for i, a in enumerate(params.get("alphas", list(ALPHAS))) for k in range(int(params.get("workloads", 10)))]
+
+
+def campaign_task(args: dict) -> list[dict]:
+    gen = CarreteroParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in args["params"].items()})
+    return run_workload(args["alpha_gen"], args["k"], args["seed"], gen)
+
+
+def run_workloads(out_dir: Path, size: StudySize, seed: int, engine: Engine) -> list[dict]:
+    """Every workload's rows, run (or resumed) as a campaign in ``out_dir``."""
+    res, _ = run_as_campaign("carretero", campaign_params(size, seed), out_dir, engine)
+    return rows_of(res)
+
+
+def campaign_summary(params: dict, out_dir: Path, figures: bool = True) -> dict:
+    """The summary and figures of a finished study campaign in ``out_dir`` (what ``iolab sweep`` calls at its end)."""
+    gen = CarreteroParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.get("params", {}).items()})
+    size = StudySize(alphas=tuple(params.get("alphas", ALPHAS)), workloads=int(params.get("workloads", 10)), params=gen)
+    return run_study(Path(out_dir), size, seed=int(params.get("seed", 2020)), figures=figures,
+                     engine=Engine(use_ray=False, progress=False))

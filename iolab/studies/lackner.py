@@ -12,15 +12,17 @@ model of §IV-B, ten seeds.
 - Fig. 4: the same with R_stage = k R_lps, k in {1, 2, 5, 10} (HPS 4096 GB).
 
 Each run is an independent simulation (``iolab.sim.batch``) with the same policy
-objects a real batch loop uses; runs go to a process pool.
+objects a real batch loop uses; the runs are a campaign (:mod:`.engine`: Ray,
+resumable, ``results.h5``), and the tables and figures are computed from its results.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +33,10 @@ from iolab.middleware.policies.batch.kernel import make_policy
 from iolab.sim.batch.run import run_batch
 from iolab.specs import parse_spec
 
-from .common import Progress, run_parallel, write_csv
+from .common import write_csv
+from .engine import Engine, rows_of, run_as_campaign
+
+RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
 
 GB = 1e9
 
@@ -148,12 +153,39 @@ def headline(agg: dict) -> dict:
     return out
 
 
-def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int = 2, figures: bool = True,
-              progress: bool = True) -> dict:
-    ts = tasks(size)
-    prog = Progress(len(ts), "runs") if progress else None
+ARGS = ("figure", "capacity_gb", "k", "scheduler", "p", "workload", "repetition", "jobs")
+
+
+def params_of(size: LacknerSize) -> dict[str, Any]:
+    """The study's size as campaign parameters (JSON data)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(size).items()}
+
+
+def size_of(params: dict[str, Any]) -> LacknerSize:
+    unknown = set(params) - set(LacknerSize.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown size field(s) {sorted(unknown)}; known: {sorted(LacknerSize.__dataclass_fields__)}")
+    return LacknerSize(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()})
+
+
+def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The campaign's runs: one per task of :func:`tasks`, by argument name."""
+    return [dict(zip(ARGS, t)) for t in tasks(size_of(params))]
+
+
+def campaign_task(args: dict[str, Any]) -> dict:
+    return run_one(**args)
+
+
+def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int | None = None, figures: bool = True,
+              progress: bool = True, engine: Engine | None = None) -> dict:
+    """Run (or resume) the study as a campaign in ``out_dir``, then its tables and figures.
+
+    ``jobs`` (runs in flight) is kept for old callers; ``engine`` says where the runs go."""
+    engine = engine or Engine(workers=jobs, progress=progress)
     t0 = time.perf_counter()
-    rows = run_parallel(run_one, ts, jobs, prog)
+    res, _ = run_as_campaign("lackner", params_of(size), out_dir, engine)
+    rows = rows_of(res)
     agg = aggregate(rows)
     summary = {"headline": headline(agg), "wall_seconds": time.perf_counter() - t0, "runs": len(rows),
                "size": {"jobs": size.jobs, "workloads": size.workloads, "repetitions": size.repetitions},
@@ -218,3 +250,8 @@ def draw(agg: dict, out_dir: Path, size: LacknerSize) -> None:
     fig.tight_layout()
     fig.savefig(out_dir / "fig4.png", dpi=110)
     plt.close(fig)
+
+
+def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True) -> dict:
+    """The summary and figures of a finished study campaign in ``out_dir`` (what ``iolab sweep`` calls at its end)."""
+    return run_study(Path(out_dir), size_of(params), figures=figures, engine=Engine(use_ray=False, progress=False))

@@ -26,12 +26,14 @@ The summary says, for each scaling, how the week differs from the year
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -42,7 +44,10 @@ from iolab.sim.storage_replay import (
 )
 from iolab.sim.workloads.theta import _utc, theta_trace
 
-from .common import Progress, run_parallel, write_csv
+from .common import write_csv
+from .engine import Engine, rows_of, run_as_campaign
+
+RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
 
 STRATEGIES = ("random", "round-robin", "worst-fit", "best-bandwidth")
 SCALINGS = ("sum-cap", "peak")
@@ -198,27 +203,82 @@ def headline(rows: list[dict], size: MonniotSize) -> dict:
     return out
 
 
-def run_study(out_dir: Path, size: MonniotSize = MonniotSize(), *, theta: str | Path | None = None, jobs: int = 1,
-              figures: bool = True, progress: bool = True, request_time: str = "start") -> dict:
+ARGS = ("scaling", "factor", "layout", "capacity_tb", "strategy", "split", "requeue", "seed", "split_bytes",
+        "retries", "period")
+
+
+def params_of(size: MonniotSize, theta: str | Path | None = None, request_time: str = "start") -> dict[str, Any]:
+    """The study's size and input as campaign parameters (JSON data)."""
+    path = Path(theta) if theta else default_theta_path()
+    return {**{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(size).items()},
+            "theta": str(path.resolve()), "request_time": request_time}
+
+
+def size_of(params: dict[str, Any]) -> MonniotSize:
+    fields = set(MonniotSize.__dataclass_fields__)
+    unknown = set(params) - fields - {"theta", "request_time"}
+    if unknown:
+        raise ValueError(f"unknown size field(s) {sorted(unknown)}; known: {sorted(fields | {'theta', 'request_time'})}")
+    return MonniotSize(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if k in fields})
+
+
+def file_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@lru_cache(maxsize=4)
+def _requests(path: str, request_time: str, sha256: str) -> tuple[StorageRequest, ...]:
+    if file_sha256(path) != sha256:
+        raise ValueError(f"{path} changed since the campaign was expanded (its SHA-256 differs)")
+    return tuple(theta_requests(path, request_time))
+
+
+def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """One run per grid point; each names the Theta file and its content hash (part of the run id)."""
+    size = size_of(params)
+    path = params.get("theta") or str(default_theta_path())
+    if not Path(path).is_file():
+        raise ValueError(f"Theta job file not found: {path} (pass --theta or set IOLAB_SHARED_DATA)")
+    request_time = params.get("request_time", "start")
+    sha = file_sha256(path)
+    reqs = _requests(str(path), request_time, sha)
+    stats = workload_stats(reqs)
+    factors = {sc: scale_factor(sc, stats) for sc in size.scalings}
+    return [{**dict(zip(ARGS, t[:-1])), "theta": str(path), "request_time": request_time, "theta_sha256": sha}
+            for t in tasks(size, factors, list(reqs))]
+
+
+def campaign_task(args: dict[str, Any]) -> dict:
+    reqs = _requests(args["theta"], args["request_time"], args["theta_sha256"])
+    res = run_one(*(args[a] for a in ARGS), reqs)
+    return {"rows": [res["row"]], "tables": {"disks": res["disks"]}}
+
+
+def run_study(out_dir: Path, size: MonniotSize = MonniotSize(), *, theta: str | Path | None = None,
+              jobs: int | None = None, figures: bool = True, progress: bool = True, request_time: str = "start",
+              engine: Engine | None = None) -> dict:
+    """Run (or resume) the study as a campaign in ``out_dir``, then its tables and figures."""
     path = Path(theta) if theta else default_theta_path()
     if not path.is_file():
         raise FileNotFoundError(f"Theta job file not found: {path} (pass --theta or set IOLAB_SHARED_DATA)")
     reqs = theta_requests(path, request_time)
     stats = workload_stats(reqs)
     factors = {s: scale_factor(s, stats) for s in size.scalings}
-    ts = tasks(size, factors, reqs)
-    prog = Progress(len(ts), "runs") if progress else None
+    engine = engine or Engine(workers=jobs, progress=progress)
     t0 = time.perf_counter()
-    results = run_parallel(run_one, ts, jobs, prog)
+    res, _ = run_as_campaign("monniot", params_of(size, path, request_time), out_dir, engine)
     wall = time.perf_counter() - t0
     rows = []
     disk_rows = []
-    for k, res in enumerate(results):
-        res["row"]["run"] = k
-        rows.append(res["row"])
-        for d in res["disks"]:
-            disk_rows.append({"run": k, **{c: res["row"][c] for c in ("scaling", "layout", "capacity_tb", "strategy",
-                                                                       "split", "requeue")}, **d})
+    for row in rows_of(res):
+        row["run"] = len(rows)
+        rows.append(row)
+    by_index = {int(i): k for k, i in enumerate(i for i, s in zip(res.columns["index"], res.columns["status"])
+                                                 if s == "ok")}
+    for d in rows_of(res, "disks"):
+        k = by_index[d.pop("index")]
+        disk_rows.append({"run": k, **{c: rows[k][c] for c in ("scaling", "layout", "capacity_tb", "strategy",
+                                                                "split", "requeue")}, **d})
     scalings = {}
     for s, f in factors.items():
         caps = {f"{c:g}TB": c * TB * f for c in size.capacities_tb}
@@ -347,5 +407,12 @@ def draw(rows: list[dict], disk_rows: list[dict], size: MonniotSize, out_dir: Pa
     return written
 
 
-__all__ = ["MonniotSize", "PAPER", "QUICK", "SCALINGS", "STRATEGIES", "default_theta_path", "headline", "run_study",
+def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True) -> dict:
+    """The summary and figures of a finished study campaign in ``out_dir`` (what ``iolab sweep`` calls at its end)."""
+    return run_study(Path(out_dir), size_of(params), theta=params.get("theta"),
+                     request_time=params.get("request_time", "start"), figures=figures,
+                     engine=Engine(use_ray=False, progress=False))
+
+
+__all__ = ["MonniotSize", "campaign_runs", "campaign_summary", "campaign_task", "PAPER", "QUICK", "SCALINGS", "STRATEGIES", "default_theta_path", "headline", "run_study",
            "scale_factor", "theta_requests", "workload_stats"]

@@ -54,7 +54,7 @@ def test_workload_generate_command_writes_a_loadable_spec(tmp_path):
 
 
 def test_quick_study_writes_results_and_figures(tmp_path):
-    res = CliRunner().invoke(cli, ["study", "carretero", "--quick", "--jobs", "1", "--out", str(tmp_path)])
+    res = CliRunner().invoke(cli, ["study", "carretero", "--quick", "--no-ray", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "summary.json").read_text())
     with open(tmp_path / "runs.csv") as f:
@@ -71,7 +71,7 @@ def test_quick_study_writes_results_and_figures(tmp_path):
 
 
 def test_lackner_quick_study(tmp_path):
-    res = CliRunner().invoke(cli, ["study", "lackner", "--quick", "--jobs", "1", "--out", str(tmp_path)])
+    res = CliRunner().invoke(cli, ["study", "lackner", "--quick", "--no-ray", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "summary.json").read_text())
     groups = summary["groups"]

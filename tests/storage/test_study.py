@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from iolab.studies.engine import Engine
 from iolab.studies.monniot import QUICK, MonniotSize, run_study, theta_requests, workload_stats
 from shared_data import shared_file
 
@@ -21,7 +22,7 @@ def quick(tmp_path_factory):
     from iolab.cli.study import study
 
     res = CliRunner().invoke(study,
-                             ["monniot", "--quick", "--theta", str(path), "--out", str(out)])
+                             ["monniot", "--quick", "--no-ray", "--theta", str(path), "--out", str(out)])
     assert res.exit_code == 0, res.output
     return out, res.output
 
@@ -67,7 +68,7 @@ def test_more_capacity_never_allocates_less_round_robin_split():
 
     size = MonniotSize(strategies=("round-robin", "best-bandwidth"), splits=(True,))
     with tempfile.TemporaryDirectory() as d:
-        s = run_study(Path(d), size, theta=path, figures=False, progress=False)
+        s = run_study(Path(d), size, theta=path, figures=False, engine=Engine(use_ray=False, progress=False))
         rows = list(csv.DictReader(open(Path(d) / "runs.csv")))
     for scaling in size.scalings:
         for layout in size.layouts:
