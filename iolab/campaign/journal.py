@@ -23,8 +23,9 @@ from typing import Any
 _SCALAR = (str, int, float, bool, type(None))
 
 
-def record_problem(rec: Any) -> str | None:
-    """Why ``rec`` is not a journal record, or None if it is one."""
+def record_problem(rec: Any, nested_params: bool = False) -> str | None:
+    """Why ``rec`` is not a journal record, or None if it is one.  A sweep run's params are plain
+    values (they become results columns); a study run's (``nested_params``) nest, its workload's."""
     if not isinstance(rec, dict):
         return "not a JSON object"
     if not isinstance(rec.get("run_id"), str) or not rec["run_id"]:
@@ -33,8 +34,13 @@ def record_problem(rec: Any) -> str | None:
         return f"status {rec.get('status')!r} is neither ok nor failed"
     for part in ("params", "metrics"):
         v = rec.get(part, {})
-        if not isinstance(v, dict) or not all(isinstance(x, _SCALAR) for x in v.values()):
+        if not isinstance(v, dict):
+            return f"{part} is not a mapping"
+        if not (part == "params" and nested_params) and not all(isinstance(x, _SCALAR) for x in v.values()):
             return f"{part} is not a mapping of plain values"
+    rows = rec.get("rows", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return "rows is not a list of mappings"
     for k, v in rec.get("metrics", {}).items():
         if v is not None and (isinstance(v, (str, bool)) or not math.isfinite(float(v))):
             return f"metric {k} is not a finite number: {v!r}"
@@ -42,8 +48,9 @@ def record_problem(rec: Any) -> str | None:
 
 
 class Journal:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, nested_params: bool = False):
         self.path = Path(path)
+        self.nested_params = nested_params  # a study's journal (see record_problem)
         self._f = None
         self.ignored = 0  # unreadable lines met by the last load()
         self.problems: list[tuple[int, str]] = []  # (line number, reason) of those lines
@@ -65,7 +72,7 @@ class Journal:
                 continue
             try:
                 rec = json.loads(line)
-                why = record_problem(rec)
+                why = record_problem(rec, self.nested_params)
             except (ValueError, TypeError, RecursionError) as exc:  # not JSON, not UTF-8, a huge integer
                 why = f"not a JSON record ({str(exc)[:80]})"
             if why is None:

@@ -227,7 +227,7 @@ def load(path: str | Path) -> Results:
     if p.is_dir():
         if (p / MANIFEST).is_file():
             manifest = read_manifest(p / MANIFEST)
-            journal = Journal(p / JOURNAL)
+            journal = Journal(p / JOURNAL, nested_params="study" in manifest)
             records = journal.load()
             if journal.problems:
                 first = "; ".join(f"line {n}: {r}" for n, r in journal.problems[:3])

@@ -153,7 +153,7 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
     """The loop every campaign goes through: skip journaled runs, run the rest as Ray tasks
     (``task(run.payload(), traces_dir) -> record``), journal each record, keep results.h5 fresh."""
     stream = stream or sys.stderr
-    journal = Journal(out / R.JOURNAL)
+    journal = Journal(out / R.JOURNAL, nested_params="study" in manifest)
     records = journal.load()
     if journal.ignored:
         print(f"journal: ignored {journal.ignored} unreadable line(s) of {journal.path} (a run stopped while "

@@ -127,3 +127,21 @@ def _cmd(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_journal_takes_a_study_records_nested_params_and_refuses_malformed_ones():
+    """A study run's params nest (its workload parameters) and it carries result rows; the journal's
+    shape check accepts that and still refuses what no writer makes."""
+    import functools
+
+    from iolab.campaign.journal import record_problem
+
+    study = {"run_id": "a", "status": "ok", "params": {"k": 0, "params": {"apps": [25, 100]}},
+             "rows": [{"makespan": 1.0}], "metrics": {}}
+    assert record_problem(study, nested_params=True) is None
+    assert "params" in record_problem(study)  # a sweep run's params become columns: plain values only
+    record_problem = functools.partial(record_problem, nested_params=True)
+    assert "params" in record_problem({**study, "params": [1, 2]})
+    assert "rows" in record_problem({**study, "rows": {"makespan": 1.0}})
+    assert "rows" in record_problem({**study, "rows": [1.0]})
+    assert "metrics" in record_problem({**study, "metrics": {"x": [1]}})
