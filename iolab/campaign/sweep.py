@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from ..atomic import atomic_write_text
 from ..errors import RunError, SpecError
@@ -88,9 +88,20 @@ class _Ray:
             self.ray.shutdown()
 
 
+def sweep_snapshot(name: str, summary: "SweepSummary", total: int, pending: dict, since: dict,
+                   t_run: float) -> dict:
+    """What a live view of a sweep shows now (plain data): runs done / failed / running of
+    this invocation, elapsed seconds, and per worker slot the run it executes."""
+    now = time.perf_counter()
+    running = sorted(({"slot": since[ref][0], "run": run.run_id, "seconds": now - since[ref][1]}
+                      for ref, run in pending.items() if ref in since), key=lambda r: r["slot"])
+    return {"kind": "sweep", "name": name, "total": total, "done": summary.executed, "ok": summary.ok,
+            "failed": summary.failed, "skipped": summary.skipped, "elapsed": now - t_run, "running": running}
+
+
 def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, workers: int | None = None,
                  address: str | None = None, mode: str | None = None, traces: str | Path | None = None,
-                 retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
+                 retry_failed: bool = False, flush_every: float = 10.0, progress: bool | Callable = True,
                  stream: TextIO | None = None, stop_on_sigterm: bool = False) -> SweepSummary:
     """Run every unfinished run of the campaign file; return what happened.
 
@@ -138,7 +149,12 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     summary.workers = in_flight
     print(f"{campaign.name}: {len(runs)} runs, {skipped} done earlier, {len(todo)} to run "
           f"on Ray ({ray_.where}, {in_flight} in flight)", file=stream, flush=True)
-    prog = Progress(len(todo), "runs", stream=stream) if progress else None
+    if callable(progress):  # a sink factory (total, stream), e.g. iolab.cli.live.SweepView
+        prog = progress(len(todo), stream)
+    else:
+        prog = Progress(len(todo), "runs", stream=stream) if progress else None
+    live = getattr(prog, "live", False)  # the sink draws snapshots: sweep_snapshot() at each change
+    since: dict[Any, tuple[int, float]] = {}  # in-flight ref -> (worker slot, wall start)
     remote = ray_.ray.remote(execute).options(num_cpus=campaign.cpus_per_run, max_retries=1)
     pending: dict[Any, Run] = {}
     queue = iter(todo)
@@ -153,12 +169,19 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
                 if run is None:
                     exhausted = True
                     break
-                pending[remote.remote(run.payload(), traces_dir)] = run
+                ref = remote.remote(run.payload(), traces_dir)
+                pending[ref] = run
+                if live:
+                    used = {slot for slot, _ in since.values()}
+                    since[ref] = (min(set(range(len(used) + 1)) - used), time.perf_counter())
             if not pending:
                 break
-            ready, _ = ray_.ray.wait(list(pending), num_returns=1)
+            if live:
+                prog.show(sweep_snapshot(campaign.name, summary, len(todo), pending, since, t_run))
+            ready, _ = ray_.ray.wait(list(pending), num_returns=1, timeout=1.0 if live else None)
             for ref in ready:
                 run = pending.pop(ref)
+                since.pop(ref, None)
                 try:
                     rec = ray_.ray.get(ref)
                 except Exception as exc:  # the task itself died (worker crash, lost node)
@@ -185,6 +208,9 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
         raise
     finally:
         summary.run_seconds = time.perf_counter() - t_run
+        if live:
+            prog.show(sweep_snapshot(campaign.name, summary, len(todo), pending, since, t_run))
+            prog.close()
         journal.close()
         records.update(journal.load())  # the journal is the truth (a signal may fall between append and here)
         flush()

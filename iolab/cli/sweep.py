@@ -9,6 +9,7 @@ import click
 from .options import strict_option
 
 from ..campaign import load_runs, run_campaign
+from .live import SweepView
 
 
 @click.command()
@@ -25,8 +26,10 @@ from ..campaign import load_runs, run_campaign
 @click.option("--dry-run", is_flag=True, help="check the campaign and list its runs; run nothing")
 @click.option("--flush-every", type=click.FloatRange(0.1), default=10.0, show_default=True,
               help="seconds between rewrites of results.h5 (the journal is written at once)")
+@click.option("--live", is_flag=True, help="live view on a terminal: runs done/running/failed, throughput, ETA, "
+              "what each worker runs (plain progress lines when stderr is not a terminal)")
 def sweep(campaign_path: str, address: str | None, workers: int | None, out: str | None, mode: str | None,
-          traces: str | None, retry_failed: bool, dry_run: bool, flush_every: float) -> None:
+          traces: str | None, retry_failed: bool, dry_run: bool, flush_every: float, live: bool) -> None:
     """Run the campaign in CAMPAIGN (YAML/JSON) on Ray; rerun to resume.
 
     Every finished run is appended to OUT/journal.jsonl at once; results.h5 is
@@ -44,7 +47,8 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
         return
     try:
         s = run_campaign(campaign_path, out, workers=workers, address=address, mode=mode, traces=traces,
-                         retry_failed=retry_failed, flush_every=flush_every, stop_on_sigterm=True)
+                         retry_failed=retry_failed, flush_every=flush_every, stop_on_sigterm=True,
+                         progress=(lambda total, stream: SweepView(total, "runs", stream=stream)) if live else True)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: finished runs are in the journal; rerun the same command to resume", err=True)
         sys.exit(130)
