@@ -348,8 +348,9 @@ class BatchEmulation:
         tiers = []
         st = self.mgr.status() if self.mgr is not None else None
         if st is not None:
-            tiers.append({"tier": "hps", "capacity": st["capacity"], "used": st["used"], "free": st["free"],
-                          "waiting": list(st["waiting"])})
+            b = self.s.bytes_scale  # the manager holds scaled bytes; the view shows the spec's
+            tiers.append({"tier": "hps", "capacity": st["capacity"] / b, "used": st["used"] / b,
+                          "free": st["free"] / b, "waiting": list(st["waiting"])})
         tiers.append({"tier": "nodes", "capacity": k.total_nodes, "used": k.total_nodes - k.free_nodes,
                       "free": k.free_nodes, "waiting": list(k.queue)})
         return {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.spec.scheduler.kind,

@@ -28,6 +28,8 @@ from ..emulator.progress import StatusLine, _hms
 from ..studies.common import Progress
 
 SUSPENDED_NONE = "-"
+QUIET_STATES = ("future", "done", "failed", "killed")  # counted in the head line, no row each
+MAX_ROWS = 40  # job rows drawn at most (a terminal's height)
 
 
 def _size(nbytes: float) -> str:
@@ -86,12 +88,18 @@ def render_batch(snap: dict) -> Group:
     jobs = Table(title="jobs", expand=False)
     for c in ("job", "state", "tier", "nodes", "step", "elapsed / walltime"):
         jobs.add_column(c)
+    counts: dict[str, int] = {}
     for j in snap.get("jobs", []):
+        counts[j["state"]] = counts.get(j["state"], 0) + 1
+    head.append("  jobs " + ", ".join(f"{n} {st}" for st, n in counts.items()))
+    shown = [j for j in snap.get("jobs", []) if j["state"] not in QUIET_STATES]
+    for j in shown[:MAX_ROWS]:
         el = j.get("elapsed", math.nan)
         jobs.add_row(j["id"], j["state"], j.get("tier") or "-", str(j["nodes"]),
                      f"{j['step'] + 1}/{j['steps']}" if j.get("steps") and j.get("step", -1) >= 0 else "-",
                      f"{el:.0f}/{j['walltime']:.0f} s" if el == el else "-")
-    return Group(head, tiers, jobs, _suspended(snap))
+    more = [Text(f"... {len(shown) - MAX_ROWS} more jobs")] if len(shown) > MAX_ROWS else []
+    return Group(head, tiers, jobs, *more, _suspended(snap))
 
 
 def render_sweep(snap: dict) -> Group:

@@ -70,7 +70,12 @@ def test_batch_view_shows_tiers_used_free_and_jobs():
     t = text_of(BATCH_SNAP)
     assert row(t, "hps", "6.0 MB", "9.0 MB", "15.0 MB", "b") and row(t, "nodes", "2", "2", "4")
     assert row(t, "a", "running", "hps", "2", "2/3", "40/900 s")
-    assert "suspended by the controller: -" in t
+    assert "suspended by the controller: -" in t and "jobs 1 running" in t
+    many = {**BATCH_SNAP, "jobs": [{**BATCH_SNAP["jobs"][0], "id": f"j{i}", "state": st}
+                                   for i, st in enumerate(["done"] * 5 + ["queued"] * 45)]}
+    t = text_of(many)
+    assert "jobs 5 done, 45 queued" in t and "... 5 more jobs" in t
+    assert not row(t, "j0", "done") and row(t, "j5", "queued") and not row(t, "j49", "queued")
 
 
 def test_sweep_snapshot_and_view_count_runs_and_name_each_slot():
@@ -134,11 +139,26 @@ def read_for(fd: int, seconds: float, until=None) -> bytes:
     return buf
 
 
+TINY_BATCH = {
+    "kind": "batch", "name": "live-batch",
+    "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
+                 "hps": {"rate": "15 GB/s", "capacity": "150 GB"}, "stage_rate": "5 GB/s"},
+    "scheduler": "sas",
+    "workload": [{"id": j, "submit": 0, "nodes": 2, "walltime": 9000, "runtime": 8000, "input": "10GB",
+                  "output": "10GB", "storage": "30GB"} for j in "ab"],
+    "emulator": {"time_scale": 0.01, "bytes_scale": 1e-4},
+}
+# what the screen shows once the run is under way: the header of its first table and a row per app/job
+DRAWN = {"io": ("I/O nodes", (r"\bA\s.*running", r"\bB\s.*running")),
+         "batch": ("tiers", (r"\bhps\s.*GB", r"\ba\s.*(stage-in|running)", r"\bb\s.*(stage-in|running)"))}
+
+
 @pytest.mark.mpi
 @pytest.mark.ray
-def test_emulate_live_draws_in_a_pty_and_ctrl_c_leaves_the_terminal_usable(tmp_path):
+@pytest.mark.parametrize("kind", ["io", "batch"])
+def test_emulate_live_draws_in_a_pty_and_ctrl_c_leaves_the_terminal_usable(tmp_path, kind):
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(TINY))
+    spec.write_text(yaml.safe_dump(TINY if kind == "io" else TINY_BATCH))
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 140, 0, 0))
     attrs_before = termios.tcgetattr(slave)
@@ -155,13 +175,17 @@ def test_emulate_live_draws_in_a_pty_and_ctrl_c_leaves_the_terminal_usable(tmp_p
     try:
         def drawn(b: bytes) -> bool:
             t = ANSI.sub("", b.decode(errors="replace"))
-            return "I/O nodes" in t and re.search(r"\bA\s.*running", t) and re.search(r"\bB\s.*running", t)
+            title, rows = DRAWN[kind]
+            return title in t and all(re.search(r, t) for r in rows)
 
         screen = read_for(master, 150, drawn)
         text = ANSI.sub("", screen.decode(errors="replace"))
         assert drawn(screen), text[-3000:]
         assert proc.poll() is None, "the run ended before Ctrl-C: the check below would prove nothing"
-        assert "grant" in text and "waiting (policy order)" in text and "policy fifo" in text
+        if kind == "io":
+            assert "grant" in text and "waiting (policy order)" in text and "policy fifo" in text
+        else:
+            assert "used" in text and "free" in text and "scheduler sas" in text
         assert b"\x1b[?25l" in screen  # rich hid the cursor while drawing
         os.write(master, b"\x03")  # Ctrl-C typed at the terminal
         rest = read_for(master, 90)
