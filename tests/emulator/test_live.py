@@ -8,16 +8,10 @@ process group, as a real terminal does).
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
 import re
-import select
-import signal
-import struct
-import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
@@ -27,8 +21,7 @@ from rich.console import Console
 
 from iolab.campaign.sweep import SweepSummary, sweep_snapshot
 from iolab.cli.live import LiveView, SweepView, render
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+from pty_terminal import HIDE_CURSOR, Terminal, plain
 
 IO_SNAP = {"kind": "io", "time": 12.5, "elapsed": 30.0, "policy": "fifo",
            "progress": {"phases_done": 3, "phases_total": 8},
@@ -121,24 +114,6 @@ TINY = {
 }
 
 
-def read_for(fd: int, seconds: float, until=None) -> bytes:
-    buf = b""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # EIO: every slave side closed
-                break
-            if not chunk:
-                break
-            buf += chunk
-            if until is not None and until(buf):
-                break
-    return buf
-
-
 TINY_BATCH = {
     "kind": "batch", "name": "live-batch",
     "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
@@ -159,48 +134,28 @@ DRAWN = {"io": ("I/O nodes", (r"\bA\s.*running", r"\bB\s.*running")),
 def test_emulate_live_draws_in_a_pty_and_ctrl_c_leaves_the_terminal_usable(tmp_path, kind):
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(TINY if kind == "io" else TINY_BATCH))
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 140, 0, 0))
-    attrs_before = termios.tcgetattr(slave)
-    env = {**os.environ, "TERM": "xterm-256color", "PYTHONUNBUFFERED": "1", "COLUMNS": "140", "LINES": "50"}
-
-    def controlling_tty():  # after setsid (start_new_session): the pty becomes our terminal
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-    proc = subprocess.Popen([sys.executable, "-m", "iolab", "emulate", str(spec), "--live", "--out",
-                             str(tmp_path / "run.h5")], stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path,
-                            env=env, start_new_session=True, preexec_fn=controlling_tty)
-    os.close(slave)
+    term = Terminal([sys.executable, "-m", "iolab", "emulate", str(spec), "--live", "--out",
+                     str(tmp_path / "run.h5")], env=dict(os.environ), cwd=tmp_path)
     try:
         def drawn(b: bytes) -> bool:
-            t = ANSI.sub("", b.decode(errors="replace"))
+            t = plain(b)
             title, rows = DRAWN[kind]
             return title in t and all(re.search(r, t) for r in rows)
 
-        screen = read_for(master, 150, drawn)
-        text = ANSI.sub("", screen.decode(errors="replace"))
-        assert drawn(screen), text[-3000:]
-        assert proc.poll() is None, "the run ended before Ctrl-C: the check below would prove nothing"
+        term.read(150, drawn)
+        text = plain(term.screen)
+        assert drawn(term.screen), text[-3000:]
+        assert term.proc.poll() is None, "the run ended before Ctrl-C: the check below would prove nothing"
         if kind == "io":
             assert "grant" in text and "waiting (policy order)" in text and "policy fifo" in text
         else:
             assert "used" in text and "free" in text and "scheduler sas" in text
-        assert b"\x1b[?25l" in screen  # rich hid the cursor while drawing
-        os.write(master, b"\x03")  # Ctrl-C typed at the terminal
-        rest = read_for(master, 90)
-        rc = proc.wait(timeout=60)
+        assert HIDE_CURSOR in term.screen  # rich hid the cursor while drawing
+        term.ctrl_c()
+        tail = plain(term.read(90))
+        rc = term.proc.wait(timeout=60)
+        assert rc in (1, 130), tail[-2000:]  # 1 until issue 13 item 6 makes every command exit 130
+        assert "interrupted" in tail, tail[-2000:]
+        assert term.usable() == []
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    allb = screen + rest
-    tail = ANSI.sub("", rest.decode(errors="replace"))
-    assert rc in (1, 130), tail[-2000:]  # 1 until issue 13 item 6 makes every command exit 130
-    assert "interrupted" in tail, tail[-2000:]
-    # the cursor is shown again after it was last hidden, and no alternate screen is left on
-    assert allb.rfind(b"\x1b[?25h") > allb.rfind(b"\x1b[?25l"), allb[-500:]
-    assert allb.count(b"\x1b[?1049h") == allb.count(b"\x1b[?1049l")
-    assert termios.tcgetattr(master)[3] & termios.ECHO == attrs_before[3] & termios.ECHO  # still echoes
-    assert termios.tcgetattr(master)[3] & termios.ICANON == attrs_before[3] & termios.ICANON
-    os.close(master)
+        term.close()
