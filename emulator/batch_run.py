@@ -357,7 +357,7 @@ class BatchEmulation:
                 "jobs": jobs, "tiers": tiers, "suspended": sorted(st.get("suspended", [])) if st else []}
 
     def _progress_line(self, force: bool = False) -> None:
-        if not self.progress.enabled:
+        if not self.progress.enabled or self.progress.live:  # a live view shows all this and more
             return
         k = self.kernel
         counts: dict[str, int] = {}
