@@ -96,6 +96,9 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
 
 # ---------------------------------------------------------------- the run
 
+LIVE_EVERY = 0.5  # wall seconds between snapshots for a live view
+
+
 class BatchEmulation:
     """The batch kernel advanced on wall time, with the effectors of a real run."""
 
@@ -173,7 +176,7 @@ class BatchEmulation:
     def _loop(self) -> None:
         k = self.kernel
         future = list(self.jobs)
-        last = -math.inf
+        last = last_shown = -math.inf
         while True:
             now = self.now()
             while future and future[0].queued.submit <= now:
@@ -194,6 +197,9 @@ class BatchEmulation:
             if time.time() - last >= self.s.progress_every:
                 self._progress_line()
                 last = time.time()
+            if self.progress.live and time.time() - last_shown >= LIVE_EVERY:
+                self.progress.show(self.snapshot())
+                last_shown = time.time()
             time.sleep(self.poll)
 
     # -- effectors ---------------------------------------------------------------------------------
@@ -329,8 +335,31 @@ class BatchEmulation:
         if self.on_launch is not None:
             self.on_launch(j.queued.id, j.proc)
 
+    def snapshot(self) -> dict:
+        """What a live view shows now (plain data): per job its state, tier and step; nodes
+        free; per tier the capacity used and free (from the storage manager); the jobs the
+        load controller has suspended (``suspended``)."""
+        k = self.kernel
+        now = self.now()
+        jobs = []
+        for j in self.jobs:
+            jobs.append({"id": j.queued.id, "state": j.state, "tier": j.tier, "nodes": j.queued.nodes,
+                         "step": j.step, "steps": len(j.steps),
+                         "elapsed": now - j.start if j.state in HOLDING and j.start == j.start else math.nan,
+                         "walltime": j.queued.walltime})
+        tiers = []
+        st = self.mgr.status() if self.mgr is not None else None
+        if st is not None:
+            b = self.s.bytes_scale  # the manager holds scaled bytes; the view shows the spec's
+            tiers.append({"tier": "hps", "capacity": st["capacity"] / b, "used": st["used"] / b,
+                          "free": st["free"] / b, "waiting": list(st["waiting"])})
+        tiers.append({"tier": "nodes", "capacity": k.total_nodes, "used": k.total_nodes - k.free_nodes,
+                      "free": k.free_nodes, "waiting": list(k.queue)})
+        return {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.spec.scheduler.kind,
+                "jobs": jobs, "tiers": tiers, "suspended": sorted(st.get("suspended", [])) if st else []}
+
     def _progress_line(self, force: bool = False) -> None:
-        if not self.progress.enabled:
+        if not self.progress.enabled or self.progress.live:  # a live view shows all this and more
             return
         k = self.kernel
         counts: dict[str, int] = {}

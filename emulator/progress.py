@@ -3,6 +3,11 @@
 On a terminal the line is rewritten in place; otherwise a line is printed
 every ``every`` seconds (logs stay short).  ETA extrapolates the share of
 contention-free work done so far (``work_done / work_total``).
+
+The sink interface the emulators call: ``note(message)``, ``update(progress, elapsed)``,
+``done()``, and ``show(snapshot)`` when ``live`` is true (a live view, e.g.
+:class:`iolab.cli.live.LiveView`): the runtime then asks its actors for a plain
+snapshot dict (``ArbiterState.snapshot``, ``BatchEmulation.snapshot``) at each poll.
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ class StatusLine:
     """The status line of a running emulation on stderr: notes, and the progress of its phases.
 
     (Not :class:`iolab.studies.common.Progress`, which counts the finished tasks of a study.)"""
+
+    live = False  # True: the runtime passes snapshots to show() at each poll
+
+    def show(self, snapshot: dict) -> None:
+        """A live view draws ``snapshot``; the status line has nothing to add."""
 
     def __init__(self, enabled: bool = True, stream: TextIO | None = None, every: float = 10.0,
                  prefix: str = "emulate"):

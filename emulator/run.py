@@ -231,6 +231,9 @@ class Emulation:
             self._reap(status)
             p = self.arbiter.progress()
             self.progress.update(p, time.time() - self.t0)
+            if self.progress.live:
+                self.progress.show({"kind": "io", "elapsed": time.time() - self.t0, "progress": p,
+                                    **self.arbiter.snapshot()})
             if all(st["status"] in ENDED for st in status.values()):
                 # every app has ended: give finished processes a moment to exit, then stop them
                 now = time.time()

@@ -186,6 +186,10 @@ class _ArbiterActor:
         self._check()
         return {**self.state.progress(), "now": time.time()}
 
+    async def snapshot(self) -> dict:
+        self._check()
+        return self.state.snapshot(time.time())
+
     async def records(self) -> dict:
         return self.state.records()
 
@@ -254,6 +258,10 @@ class Arbiter(ActorHandle):
 
     def progress(self) -> dict:
         return call(self._h.progress.remote(), timeout=60)
+
+    def snapshot(self) -> dict:
+        """What a live view shows (:meth:`ArbiterState.snapshot`)."""
+        return call(self._h.snapshot.remote(), timeout=60)
 
     def records(self) -> dict:
         return call(self._h.records.remote(), timeout=60)

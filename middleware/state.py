@@ -389,6 +389,36 @@ class ArbiterState:
                 "ended": sum(a.status in ENDED for a in self.apps.values()),
                 "apps": len(self.apps), "t0": self.t0}
 
+    def snapshot(self, now: float) -> dict:
+        """What a live view shows now (plain data, crosses Ray cheaply): per I/O node the apps
+        holding a grant and the waiting apps in the policy's grant order; per app its status,
+        phase and progress; the apps the load controller has suspended (``suspended``)."""
+        t = self.spec_time(now) if self.t0 is not None else 0.0
+        nodes = []
+        for n, node in enumerate(self.nodes):
+            waiting = node.waiting
+            if self.policy.exclusive:
+                waiting = self.policy.order(waiting, t)
+            else:
+                waiting = sorted(waiting, key=lambda r: (r.requested_at, r.rank))
+            held = sorted(a.info.id for a in self.apps.values()
+                          if a.info.io_node == n and a.held is not None)
+            nodes.append({"node": n, "grant": sorted(node.active), "waiting": [r.app for r in waiting],
+                          "held": held})
+        apps = []
+        for i, a in self.apps.items():
+            kinds = a.info.kinds
+            current = a.phase if not math.isnan(a.requested) else len(a.phases)
+            apps.append({"id": i, "status": a.status, "io_node": a.info.io_node,
+                         "phases_done": len(kinds) if a.status == "ok" else len(a.phases),
+                         "phases_total": len(kinds),
+                         "phase": kinds[current] if 0 <= current < len(kinds) and a.status == "running" else "",
+                         "waiting": not math.isnan(a.requested) and math.isnan(a.granted),
+                         "transferring": not math.isnan(a.granted),
+                         "suspended": not math.isnan(a.suspended)})
+        return {"time": t, "policy": self.policy.name, "io_nodes": nodes, "apps": apps,
+                "suspended": sorted(i for i, a in self.apps.items() if not math.isnan(a.suspended))}
+
     def records(self) -> dict:
         """Everything the trace needs, in spec seconds (plain lists: crosses Ray cheaply)."""
         if self.t0 is None:

@@ -90,9 +90,20 @@ class _Ray:
             self.ray.shutdown()
 
 
+def sweep_snapshot(name: str, summary: "SweepSummary", total: int, pending: dict, since: dict,
+                   t_run: float) -> dict:
+    """What a live view of a sweep shows now (plain data): runs done / failed / running of
+    this invocation, elapsed seconds, and per worker slot the run it executes."""
+    now = time.perf_counter()
+    running = sorted(({"slot": since[ref][0], "run": run.run_id, "seconds": now - since[ref][1]}
+                      for ref, run in pending.items() if ref in since), key=lambda r: r["slot"])
+    return {"kind": "sweep", "name": name, "total": total, "done": summary.executed, "ok": summary.ok,
+            "failed": summary.failed, "skipped": summary.skipped, "elapsed": now - t_run, "running": running}
+
+
 def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, workers: int | None = None,
                  address: str | None = None, mode: str | None = None, traces: str | Path | None = None,
-                 retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
+                 retry_failed: bool = False, flush_every: float = 10.0, progress: bool | Callable = True,
                  stream: TextIO | None = None, stop_on_sigterm: bool = False,
                  max_runs: int | None = None, use_ray: bool = True) -> SweepSummary:
     """Run every unfinished run of the campaign file; return what happened.
@@ -131,7 +142,7 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
 
 def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, out: str | Path | None = None, *,
                    workers: int | None = None, address: str | None = None, retry_failed: bool = False,
-                   flush_every: float = 10.0, progress: bool = True, stream: TextIO | None = None,
+                   flush_every: float = 10.0, progress: bool | Callable = True, stream: TextIO | None = None,
                    stop_on_sigterm: bool = False, use_ray: bool = True) -> SweepSummary:
     """Run a study campaign's unfinished runs (expanded by :func:`.study.expand_study`) like a sweep."""
     out = Path(out) if out else Path("results") / campaign.name
@@ -148,7 +159,7 @@ def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, o
 def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Callable[..., dict[str, Any]],
           build: Callable[[dict[str, dict[str, Any]]], R.Results], *, cpus_per_run: float = 1.0,
           workers: int | None = None, address: str | None = None, traces_dir: str | None = None,
-          retry_failed: bool = False, flush_every: float = 10.0, progress: bool = True,
+          retry_failed: bool = False, flush_every: float = 10.0, progress: bool | Callable = True,
           stream: TextIO | None = None, stop_on_sigterm: bool = False, use_ray: bool = True) -> SweepSummary:
     """The loop every campaign goes through: skip journaled runs, run the rest as Ray tasks
     (``task(run.payload(), traces_dir) -> record``), journal each record, keep results.h5 fresh."""
@@ -180,8 +191,17 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
     where = f"on Ray ({ray_.where}, {in_flight} in flight)" if ray_ else "in this process, one at a time"
     print(f"{name}: {len(runs)} runs, {skipped} done earlier, {len(todo)} to run {where}",
           file=stream, flush=True)
-    prog = Progress(len(todo), "runs", stream=stream) if progress else None
+    if callable(progress):  # a sink factory (total, stream), e.g. iolab.cli.live.SweepView
+        prog = progress(len(todo), stream)
+    else:
+        prog = Progress(len(todo), "runs", stream=stream) if progress else None
+    live = getattr(prog, "live", False)  # the sink draws snapshots: sweep_snapshot() at each change
+    since: dict[Any, tuple[int, float]] = {}  # in-flight ref (or the run in this process) -> (worker slot, start)
     pending: dict[Any, Any] = {}
+
+    def show() -> None:
+        if live:
+            prog.show(sweep_snapshot(name, summary, len(todo), pending, since, t_run))
     queue = iter(todo)
     last_flush = time.monotonic()
     journal.open()
@@ -201,7 +221,13 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
     try:
         if ray_ is None:
             for run in queue:
-                record(run, task(run.payload(), traces_dir))
+                if live:
+                    pending[run.run_id], since[run.run_id] = run, (0, time.perf_counter())
+                    show()
+                rec = task(run.payload(), traces_dir)
+                pending.pop(run.run_id, None)
+                since.pop(run.run_id, None)
+                record(run, rec)
                 if time.monotonic() - last_flush >= flush_every:
                     flush()
                     last_flush = time.monotonic()
@@ -214,12 +240,18 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
                     if run is None:
                         exhausted = True
                         break
-                    pending[remote.remote(run.payload(), traces_dir)] = run
+                    ref = remote.remote(run.payload(), traces_dir)
+                    pending[ref] = run
+                    if live:
+                        used = {slot for slot, _ in since.values()}
+                        since[ref] = (min(set(range(len(used) + 1)) - used), time.perf_counter())
                 if not pending:
                     break
-                ready, _ = ray_.ray.wait(list(pending), num_returns=1)
+                show()
+                ready, _ = ray_.ray.wait(list(pending), num_returns=1, timeout=1.0 if live else None)
                 for ref in ready:
                     run = pending.pop(ref)
+                    since.pop(ref, None)
                     try:
                         rec = ray_.ray.get(ref)
                     except Exception as exc:  # the task itself died (worker crash, lost node)
@@ -230,7 +262,7 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
                     last_flush = time.monotonic()
     except KeyboardInterrupt:
         summary.interrupted = True
-        for ref in pending:
+        for ref in pending if ray_ is not None else ():
             try:
                 ray_.ray.cancel(ref, force=True)
             except Exception:
@@ -238,6 +270,9 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
         raise
     finally:
         summary.run_seconds = time.perf_counter() - t_run
+        if live:
+            show()
+            prog.close()
         journal.close()
         records.update(journal.load())  # the journal is the truth (a signal may fall between append and here)
         flush()

@@ -15,6 +15,7 @@ from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec
 from ..errors import Interrupted
 from .format import dumps
+from .live import LiveView
 from .options import strict_option
 from .simulate import metrics_json, print_metrics
 
@@ -36,9 +37,11 @@ def example_path() -> Path:
 @click.option("--work-dir", type=click.Path(file_okay=False), help="checkpoints and logs (default: OUT's stem + .work)")
 @click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
 @click.option("--quiet", is_flag=True, help="no progress line")
+@click.option("--live", is_flag=True, help="live view on a terminal: per I/O node its grant and queue, per tier "
+              "used/free capacity, per app/job its phase and progress (plain lines when stderr is not a terminal)")
 @click.option("--launcher", type=click.Choice(["srun", "mpiexec"], case_sensitive=False),
               help="how apps start (default: srun inside a Slurm allocation, i.e. SLURM_JOB_ID set; else mpiexec)")
-def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quiet, launcher) -> None:
+def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quiet, launcher, live) -> None:
     """Emulate SPEC (default: the built-in carretero2020 Table 1 example) for real.
 
     Every app runs under mpiexec; its I/O phases are granted by the Ray arbiter
@@ -59,10 +62,11 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
                        "on this node", err=True)
 
         return emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
-                             work_dir=work_dir, as_json=as_json, quiet=quiet)
+                             work_dir=work_dir, as_json=as_json, quiet=quiet, live=live)
     try:
         trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
-                              progress=not quiet, source=path, launcher=launcher)
+                              progress=LiveView(not quiet) if live else not quiet, source=path,
+                              launcher=launcher)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = io_metrics(trace)

@@ -10,15 +10,23 @@ from ..emulator.batch_run import run_batch_emulation
 from ..metrics.from_trace import trace_batch_metrics
 from ..errors import Interrupted
 from .format import dumps, table
+from .live import LiveView
+
+
+def batch_sink(spec, quiet: bool, live: bool):
+    """``--live``: the live view (plain lines every ``progress_every`` s off a terminal)."""
+    if not live:
+        return not quiet
+    return LiveView(not quiet, prefix="batch", every=spec.emulator.progress_every)
 
 
 def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir, as_json: bool,
-                  quiet: bool) -> None:
+                  quiet: bool, live: bool = False) -> None:
     if policy:
         raise click.UsageError("--policy applies to I/O experiments; a batch spec names its scheduler")
     try:
         trace = run_batch_emulation(spec, out=out, address=address, work_dir=work_dir, time_scale=time_scale,
-                                    progress=not quiet, source=path)
+                                    progress=batch_sink(spec, quiet, live), source=path)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = trace_batch_metrics(trace)

@@ -13,6 +13,7 @@ from ..campaign.study import is_study_document, load_study, module_of
 from ..specs.load import read_document
 from ..specs.size import MAX_RUNS
 from .format import dumps
+from .live import SweepView
 
 
 @click.command()
@@ -32,9 +33,11 @@ from .format import dumps
 @click.option("--max-runs", type=click.IntRange(1), default=MAX_RUNS, show_default=True,
               help="refuse a campaign whose axes expand to more runs")
 @click.option("--json", "as_json", is_flag=True, help="print the summary (or, with --dry-run, the runs) as JSON")
+@click.option("--live", is_flag=True, help="live view on a terminal: runs done/running/failed, throughput, ETA, "
+              "what each worker runs (plain progress lines when stderr is not a terminal)")
 def sweep(campaign_path: str, address: str | None, workers: int | None, out: str | None, mode: str | None,
           traces: str | None, retry_failed: bool, dry_run: bool, flush_every: float, max_runs: int,
-          as_json: bool) -> None:
+          as_json: bool, live: bool) -> None:
     """Run the campaign in CAMPAIGN (YAML/JSON) on Ray; rerun to resume.
 
     Every finished run is appended to OUT/journal.jsonl at once; results.h5 is
@@ -65,7 +68,8 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
     try:
         s = run_campaign(campaign_path, out, workers=workers, address=address, mode=mode, traces=traces,
                          retry_failed=retry_failed, flush_every=flush_every, stop_on_sigterm=True,
-                         max_runs=max_runs)
+                         max_runs=max_runs,
+                         progress=(lambda total, stream: SweepView(total, "runs", stream=stream)) if live else True)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: finished runs are in the journal; rerun the same command to resume", err=True)
         sys.exit(130)
