@@ -33,6 +33,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 from ..units import GB, parse_duration, parse_rate, parse_size
 from .base import FieldProblems, StrictModel, problems_of, raise_if
 from .batch_emulation import BatchEmulatorSettings
+from .controller import ControllerSpec
 
 # ---------------------------------------------------------------- units
 
@@ -363,6 +364,8 @@ class BatchExperiment(StrictModel):
     workload: Workload
     emulator: BatchEmulatorSettings = Field(default_factory=BatchEmulatorSettings,
                                             description="real runs only (iolab emulate); the simulator ignores it")
+    controller: ControllerSpec | None = Field(None, description="dheenadayalan2017's storage load controller "
+                                                                "(iolab.specs.controller); off when absent")
 
     @field_validator("scheduler", mode="before")
     @classmethod
@@ -373,6 +376,12 @@ class BatchExperiment(StrictModel):
     @classmethod
     def _place_short(cls, v: object) -> object:
         return {"strategy": v} if isinstance(v, str) else v
+
+    @field_validator("controller", mode="before")
+    @classmethod
+    def _controller_short(cls, v: object) -> object:
+        # ``controller: true`` turns it on with the paper's parameters; ``false`` (or absent) off
+        return {"enabled": v} if isinstance(v, bool) else v
 
     @field_validator("workload", mode="before")
     @classmethod
