@@ -39,6 +39,16 @@ Bytes = Annotated[float, _size, Field(ge=0, allow_inf_nan=False)]
 VOLUMES = ("lps", "hps")
 
 
+class VolumeModelSpec(StrictModel):
+    """The simulator's volume under contention (``iolab.sim.batch.controller.VolumeModel``):
+    total rate ``rate / (1 + gamma * max(0, k - knee))`` with ``k`` streams; the benchmark
+    unit's response ``r0 + p * (k + 1) / rate_eff(k + 1)``.  Real runs measure instead."""
+
+    gamma: float = Field(0.0, ge=0, le=100, allow_inf_nan=False, description="throughput lost per stream past knee")
+    knee: int = Field(1, ge=1, le=100_000, description="streams served at the full rate")
+    r0: float = Field(0.0, ge=0, allow_inf_nan=False, description="fixed seconds of a benchmark write")
+
+
 class ControllerSpec(StrictModel):
     """dheenadayalan2017 §5's parameters (spec seconds and bytes)."""
 
@@ -58,6 +68,8 @@ class ControllerSpec(StrictModel):
     ar_order: int = Field(3, ge=1, le=64, description="q of the AR(q) forecast")
     correlation_threshold: float = Field(0.3, ge=0, le=1,
                                          description="|Pearson r| with the response a feature needs (§4.2)")
+
+    model: VolumeModelSpec | None = Field(None, description="simulator only: the volumes' contention model")
 
     @model_validator(mode="after")
     def _check(self) -> "ControllerSpec":
@@ -88,4 +100,4 @@ class ControllerSpec(StrictModel):
                 "beta": self.window}
 
 
-__all__ = ["VOLUMES", "ControllerSpec"]
+__all__ = ["VOLUMES", "ControllerSpec", "VolumeModelSpec"]
