@@ -31,7 +31,7 @@ import signal
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Suspender", "group_members", "process_state", "process_tree"]
+__all__ = ["Suspender", "group_members", "process_state", "process_tree", "signal_tree"]
 
 PROC = Path("/proc")
 
@@ -89,6 +89,18 @@ def _signal_all(pids: list[int], sig: int) -> int:
         except ProcessLookupError:
             pass
     return sent
+
+
+def signal_tree(pid: int, sig: int) -> bool:
+    """Send ``sig`` to ``pid``'s process group and to every process of its tree (MPICH's ranks
+    are in sessions of their own); False if nothing was there to signal."""
+    tree = process_tree(pid)
+    try:
+        os.killpg(pid, sig)
+        sent = 1
+    except (ProcessLookupError, PermissionError):
+        sent = 0
+    return bool(_signal_all(tree, sig) + sent)
 
 
 class Suspender:

@@ -10,6 +10,7 @@ import pytest
 
 from iolab.emulator.launchers import find_mpiexec, mpiexec_command
 from iolab.emulator.shell import kill_tree, spawn
+from iolab.emulator.slurm_launch import MpiexecApps
 from iolab.emulator.suspension import Suspender, group_members, process_state, process_tree
 
 # every rank bumps its own counter file as fast as it can
@@ -98,3 +99,25 @@ def test_a_gone_group_is_reported_not_raised():
     assert s.suspend("ghost", 2 ** 22 + 12345) is False  # no such process
     assert s.stopped == {}
     assert process_state(2 ** 22 + 12345) == ""
+
+
+@pytest.mark.mpi
+def test_mpiexec_apps_suspend_stops_the_real_ranks(tmp_path):
+    script = tmp_path / "counter.py"
+    script.write_text(COUNTER)
+    proc = spawn(mpiexec_command(2, [sys.executable, str(script), str(tmp_path)], mpiexec=find_mpiexec()),
+                 log_path=tmp_path / "log")
+    apps = MpiexecApps(find_mpiexec(), tmp_path / "hosts")
+    try:
+        assert wait_for(lambda: all((tmp_path / f"count-{r}").exists() for r in range(2)))
+        apps.suspend("A", proc)
+        tree = process_tree(proc.pid)
+        assert wait_for(lambda: all(process_state(p) in ("T", "t") for p in tree))
+        time.sleep(0.2)
+        frozen = counts(tmp_path, 2)
+        time.sleep(0.5)
+        assert counts(tmp_path, 2) == frozen
+        apps.resume("A", proc)
+        assert wait_for(lambda: all(c > f for c, f in zip(counts(tmp_path, 2), frozen)))
+    finally:
+        kill_tree(proc, grace=1.0)
