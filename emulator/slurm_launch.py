@@ -46,7 +46,7 @@ from iolab.errors import RunError
 from iolab.plan import Plan
 from iolab.specs.io import IOExperiment
 
-from . import shell, slurm_control, slurm_hosts
+from . import slurm_control, slurm_hosts
 from .launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_command
 from .ray_session import RaySession
 from .slurm_ray import SlurmRay, enable_driver_auth
