@@ -46,6 +46,7 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
                    io_volume=float(j.input + j.output + j.data))
     tb.extend("phases", rec.phases)
     tb.extend("allocations", rec.allocations)
+    tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
     return tb.build(
         runtime="sim-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind, seed=spec.seed,
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),

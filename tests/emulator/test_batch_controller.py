@@ -89,36 +89,39 @@ def test_killing_the_controller_actor_resumes_every_suspended_job(tmp_path):
 
     from iolab.emulator.batch_run import run_batch_emulation
 
-    killed = {}
+    from iolab.emulator.suspension import process_state, process_tree
+
+    killed, procs = {}, {}
+
+    def stopped_jobs():
+        out = []
+        for job, p in list(procs.items()):
+            tree = process_tree(p.pid)
+            if tree and all(process_state(q) in ("T", "t") for q in tree):
+                out.append(job)
+        return out
 
     def kill_controller():
-        deadline = time.time() + 120
-        while time.time() < deadline and not killed:
-            if not ray.is_initialized():  # the run starts Ray; calling Ray first would start another
-                time.sleep(0.2)
-                continue
-            try:
-                names = ray.util.list_named_actors(all_namespaces=True)
-            except Exception:
-                names = []
-            for a in names:
-                if a["name"].startswith("controller-"):
-                    h = ray.get_actor(a["name"], namespace=a["namespace"])
-                    time.sleep(4.0)  # after the first suspensions (loaded after 2 samples of 1 s)
-                    ray.kill(h, no_restart=True)
-                    killed["at"] = time.time()
-                    return
-            time.sleep(0.2)
+        deadline = time.time() + 200
+        while time.time() < deadline:
+            stopped = stopped_jobs()
+            if stopped and ray.is_initialized():  # a job is really stopped: kill the controller now
+                for a in ray.util.list_named_actors(all_namespaces=True):
+                    if a["name"].startswith("controller-"):
+                        ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=True)
+                        killed.update(at=time.time(), stopped=stopped)
+                        return
+            time.sleep(0.1)
 
     threading.Thread(target=kill_controller, daemon=True).start()
     t0 = time.time()
-    trace = run_batch_emulation(spec(), work_dir=tmp_path / "w")
-    assert killed, "the controller actor was never found"
+    trace = run_batch_emulation(spec(), work_dir=tmp_path / "w", on_launch=lambda j, p: procs.__setitem__(j, p))
+    assert killed, "no job was stopped, or the controller actor was never found"
     jobs = {r["id"]: r for r in trace.jobs.rows()}
     assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok", "c": "ok"}
     sus = intervals(trace)
-    assert sus, "no suspension before the kill"
-    kill_spec = (killed["at"] - t0) / 0.02
+    assert set(killed["stopped"]) <= {j for j, _, _ in sus}
+    kill_spec = (killed["at"] - t0) / 0.02  # an upper bound on the run's spec clock at the kill
     # every suspension ended, none after the kill, and all ended soon after it (one loop turn + Ray's notice)
     assert all(not math.isnan(b) for _, _, b in sus)
     assert all(a < kill_spec for _, a, _ in sus)

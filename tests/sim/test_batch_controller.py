@@ -123,3 +123,13 @@ def test_the_controller_time_shares_the_io_jobs_of_ds1(scheduler):
 def test_no_state_is_left_suspended():
     on = run_batch(ds1(True), strict=True)
     assert not [s for s in on.jobs if s.state == SUSPENDED]
+
+
+def test_the_simulated_trace_holds_the_suspensions():
+    from iolab.sim.batch.run import simulate_batch
+
+    tr = simulate_batch(ds1(True), strict=True)
+    rows = [(r["job"], r["suspend"], r["resume"]) for r in tr.actions.rows()]
+    rec = run_batch(ds1(True))
+    assert rows == [(s.id, a, b) for s in rec.jobs for a, b in s.suspensions] and rows
+    assert not list(simulate_batch(ds1(False)).actions.rows())
