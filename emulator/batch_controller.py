@@ -22,8 +22,8 @@ launched the jobs:
 
 from __future__ import annotations
 
+import math
 import os
-import time
 import uuid
 
 from iolab.middleware.controller_actor import LoadControllerActor
@@ -125,12 +125,29 @@ class ControllerDriver:
         if not self.dead:
             self.actor.forget(j.queued.id)
 
+    def sample_rows(self, bytes_scale: float) -> list[tuple]:
+        """The actor's samples as the trace's ``samples`` rows (spec seconds and spec bytes)."""
+        if not self.records and not self.dead:
+            try:
+                self.records = self.actor.records()
+            except Exception:  # noqa: BLE001 - the actor died: its samples are lost with it
+                self.records = {}
+        rows, prev = [], {}
+        for wall, v, r, writers, sectors, in_flight, score in self.records.get("samples", []):
+            rate = math.nan
+            if sectors >= 0 and v in prev and wall > prev[v][0]:
+                rate = (sectors - prev[v][1]) * 512 / (wall - prev[v][0]) / bytes_scale * self.ts
+            if sectors >= 0:
+                prev[v] = (wall, sectors)
+            rows.append(((wall - self.t0) / self.ts, v, float(r), int(writers), rate,
+                         float(in_flight) if in_flight >= 0 else math.nan, float(score)))
+        return rows
+
     def stop(self, run) -> None:
         self.release(run, "run ends")
-        if not self.dead:
+        if not self.dead and not self.records:
             try:
                 self.records = self.actor.records()
             except Exception:  # noqa: BLE001 - records are a bonus; the jobs are resumed already
                 self.records = {}
         self.actor.kill()
-        time.sleep(0)

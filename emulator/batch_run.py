@@ -360,5 +360,6 @@ class BatchEmulation:
     # -- the trace ---------------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
         requests = [r for r in self.kernel.allocation_rows() if r[5] != "allocated"] if self.kernel.allocator else []
+        samples = self.controller.sample_rows(self.s.bytes_scale) if self.controller is not None else []
         return batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
-                           work=self.work, complete=complete, requests=requests)
+                           work=self.work, complete=complete, requests=requests, samples=samples)

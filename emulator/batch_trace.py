@@ -29,7 +29,7 @@ def spec_time(wall: float, t0: float, time_scale: float) -> float:
 
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
-                work: Path, complete: bool, requests: list[tuple] = ()) -> Trace:
+                work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = ()) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
@@ -82,6 +82,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         tb.add_allocation(job=job, disk=disk, bytes=nbytes, alloc=alloc, free=free, status=st)
     for job, sus, res in rec["actions"]:
         tb.add_action(job=job, suspend=secs(sus), resume=secs(res))
+    tb.extend("samples", list(samples))  # the load controller's, already in spec units
     staging = [st for j in jobs for st in j.staged]
     stage_secs = [(st["bytes"], st["end"] - st["start"]) for st in staging if st["end"] > st["start"]]
     return tb.build(

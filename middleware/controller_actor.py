@@ -37,9 +37,10 @@ class _ControllerActor:
         self.d_wall = self.params.d * self.time_scale
         self.lc = LoadController(self.params)
         self.lock = threading.Lock()
-        self.samples: list[list] = []  # wall, volume, response (spec s), device, sectors written, in flight
+        self.samples: list[list] = []  # wall, volume, response (spec s), writers, sectors written, in flight, score
         self.devices = {v: device_of(d) for v, d in self.volumes.items()}
         self.last: dict[str, float] = {}
+        self.writers: dict[str, int] = {}  # jobs with files on the volume at the last cycle
         self.bytes_written = 0
         self.seconds = 0.0
         self.stop = threading.Event()
@@ -64,13 +65,14 @@ class _ControllerActor:
                     self.last[v] = r
                     self.bytes_written += self.unit
                     self.seconds += r * self.time_scale
-                    self.samples.append([t0, v, r, dev or "", st["sectors_written"] if st else -1,
+                    self.samples.append([t0, v, r, self.writers.get(v, 0), st["sectors_written"] if st else -1,
                                          st["in_flight"] if st else -1, self.lc.window(v).score()])
             self.stop.wait(max(0.0, self.d_wall - (time.time() - t0)))
 
     def cycle(self, now: float, usages: list) -> dict:
         jobs = {u[0]: JobUsage(u[0], u[1], tuple(OpenFile(*f) for f in u[2])) for u in usages}
         with self.lock:
+            self.writers = {v: sum(1 for u in jobs.values() if u.on(v)) for v in self.volumes}
             cy = self.lc.cycle(now, jobs, dict(self.last))
         return {"actions": [[a.kind, a.job, a.volume, a.reason] for a in cy.actions], "sleep": cy.sleep,
                 "loaded": cy.loaded}

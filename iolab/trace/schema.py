@@ -15,6 +15,12 @@ start of the run; volumes are the spec's data units (the emulator records
 - ``allocations``: one row per storage request: job, disk, bytes, alloc, free,
   status (allocated, refused, failed, split, requeued).
 - ``actions``: load-controller actions: job, suspend, resume.
+- ``samples``: the load controller's volume samples (dheenadayalan2017 §4.1):
+  time, volume, response (seconds to write the benchmark unit, spec seconds),
+  writers (jobs with files on the volume; streams in the simulator),
+  bytes_rate (spec bytes/s the volume's device wrote; NaN without a device),
+  in_flight (device I/O in flight; NaN without a device), score (the window's
+  sum over beta, Eq. 8).
 """
 
 from __future__ import annotations
@@ -42,6 +48,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("free", "float"), ("status", "str"),
     ),
     "actions": (("job", "str"), ("suspend", "float"), ("resume", "float")),
+    "samples": (
+        ("time", "float"), ("volume", "str"), ("response", "float"), ("writers", "int"),
+        ("bytes_rate", "float"), ("in_flight", "float"), ("score", "float"),
+    ),
 }
 
 PHASE_KINDS = ("compute", "write", "read", "stage-in", "stage-out")

@@ -85,7 +85,7 @@ class SimController:
         self.params = params
         self.models = models
         self.lc = LoadController(params)
-        self.samples: list[tuple] = []  # (time, volume, streams, response, window score)
+        self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score)
         self.actions: list[tuple] = []  # (time, job, suspend|resume, volume, reason)
         self.last: dict[str, float] = {}
 
@@ -121,7 +121,7 @@ class SimController:
                 r = m.response(k, self.params.p)
                 self.lc.observe(v, r)
                 self.last[v] = r
-                self.samples.append((t, v, k, r, self.lc.window(v).score()))
+                self.samples.append((t, v, r, k, m.effective(k) if k else 0.0, float(k), self.lc.window(v).score()))
             if live:
                 engine.push_control(t + self.params.d, _SAMPLE)
             return

@@ -47,6 +47,8 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     tb.extend("phases", rec.phases)
     tb.extend("allocations", rec.allocations)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
+    if rec.controller is not None:
+        tb.extend("samples", rec.controller.samples)
     return tb.build(
         runtime="sim-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind, seed=spec.seed,
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),

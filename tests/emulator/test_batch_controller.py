@@ -78,6 +78,11 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     for job, a, b in sus:
         inside = [p for p in trace.phases.rows() if p["job"] == job and a + 1 < p["end"] < b - 1]
         assert not inside, (job, a, b, inside)
+    # the controller's samples reach the trace: a timed benchmark write per volume and d
+    samples = list(trace.samples.rows())
+    assert len(samples) >= 5 and {r["volume"] for r in samples} == {"lps"}
+    assert all(r["response"] > 0 for r in samples)
+    assert max(r["writers"] for r in samples) >= 2
     # a suspended job comes back later: its run is longer than the oldest job's by about its suspension
     assert jobs["c"]["end"] - jobs["c"]["start"] > sum(b - a for j, a, b in sus if j == "c")
 

@@ -116,7 +116,7 @@ def test_the_controller_time_shares_the_io_jobs_of_ds1(scheduler):
     # the window only saw loaded samples above r_threshold when it suspended
     for t, job, kind, vol, _ in acts:
         if kind == "suspend":
-            recent = [r for (ts, v, _, r, _) in on.controller.samples if v == vol and t - 180 < ts <= t]
+            recent = [r for (ts, v, r, *_) in on.controller.samples if v == vol and t - 180 < ts <= t]
             assert sum(r >= 60 for r in recent) / 18 >= 0.75
 
 
@@ -133,3 +133,9 @@ def test_the_simulated_trace_holds_the_suspensions():
     rec = run_batch(ds1(True))
     assert rows == [(s.id, a, b) for s in rec.jobs for a, b in s.suspensions] and rows
     assert not list(simulate_batch(ds1(False)).actions.rows())
+    samples = list(tr.samples.rows())
+    assert samples and {s["volume"] for s in samples} == {"lps"}
+    # the response model: the benchmark unit is one more stream on the lossy link
+    for s in samples:
+        k = s["writers"]
+        assert s["response"] == pytest.approx(1e9 * (k + 1) / (1e8 / (1 + 0.5 * max(0, k))))
