@@ -36,6 +36,7 @@ COMMANDS = {
     "emulate": "iolab.cli.emulate:emulate",
     "validate": "iolab.cli.validate:validate",
     "examples": "iolab.cli.examples:examples",
+    "controller": "iolab.cli.controller:controller",
 }
 
 
