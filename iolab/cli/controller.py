@@ -8,6 +8,7 @@ import click
 import numpy as np
 
 from ..errors import IolabError
+from ..middleware.response_model import FEATURES, ResponseModel
 from ..trace import read_trace
 from .format import dumps
 
@@ -29,8 +30,6 @@ def controller() -> None:
 def train(traces, out, threshold, test_share, seed, as_json) -> None:
     """Fit a random forest on the `samples` tables of TRACES (written by runs with a
     `controller:` section), report its out-of-bag and held-out error, write it to OUT."""
-    from iolab.middleware.response_model import FEATURES, ResponseModel  # lazy: scikit-learn only here
-
     if not 0 <= test_share < 1:
         raise IolabError(f"--test-share must be in [0, 1), got {test_share}")
     train_cols = {f: [] for f in FEATURES}
