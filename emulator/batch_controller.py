@@ -10,7 +10,7 @@ launched the jobs:
   lists, per running or suspended job, the files under each volume that the
   job's process tree holds open (``/proc/PID/fd``) or that lie in the job's
   own directory there (a Jacobi checkpoint is open only while written), with
-  their size and mtime in spec seconds;
+  their size in spec bytes (real / bytes_scale, as omega) and mtime in spec seconds;
 - a suspension stops the job's whole process tree
   (:class:`~iolab.emulator.suspension.Suspender`), moves the kernel's job to
   ``suspended`` and calls the storage manager's hook (its ``actions`` rows
@@ -43,6 +43,7 @@ class ControllerDriver:
         self.params = ControllerParams.from_spec(c)
         self.volumes = {v: str(run.work / v) for v in c.volumes}
         self.ts = s.time_scale
+        self.bs = s.bytes_scale  # file sizes go to the policy in spec bytes, like omega
         self.t0 = run.t0
         self.actor = LoadControllerActor.create(
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
@@ -65,7 +66,7 @@ class ControllerDriver:
             files = {}
             for v, root in self.volumes.items():
                 for path, size, mtime in open_files(pids, root):
-                    files[path] = (path, v, float(size), (mtime - self.t0) / self.ts)
+                    files[path] = (path, v, size / self.bs, (mtime - self.t0) / self.ts)
                 if j.directory and j.tier == v:
                     for dirpath, _, names in os.walk(j.directory):
                         for n in names:
@@ -74,7 +75,7 @@ class ControllerDriver:
                                 st = os.stat(p)
                             except OSError:
                                 continue
-                            files.setdefault(p, (p, v, float(st.st_size), (st.st_mtime - self.t0) / self.ts))
+                            files.setdefault(p, (p, v, st.st_size / self.bs, (st.st_mtime - self.t0) / self.ts))
             out.append([j.queued.id, j.start, sorted(files.values())])
         return out
 

@@ -1,7 +1,8 @@
 """The load controller in a real batch run: real SIGSTOP/SIGCONT of MPI jobs, the actor's death.
 
 Three one-rank Jacobi jobs checkpoint to LPS.  The controller's threshold is
-set so low that every benchmark write counts as high: the volume is loaded
+set so low that every benchmark write counts as high (omega, 500 MB of spec
+bytes, is passed once a job's first 1 GB checkpoint is on disk: 100 kB real): the volume is loaded
 after two samples, so the handler suspends the newest jobs one per cycle,
 keeps the oldest running, and resumes the others when the volume has no
 running job (§4.3).  A second run kills the controller actor after its first
@@ -30,7 +31,7 @@ def spec(**controller) -> BatchExperiment:
                      for i, j in enumerate("abc")],
         "emulator": {"time_scale": 0.02, "bytes_scale": 1e-4, "max_wall": 600},
         "controller": {"d": 50, "ws": 150, "alpha": 0.6, "r_threshold": 1e-6, "t": 50, "short_sleep": 50,
-                       "omega": 0, "recent": 1e6, "p": "10MB", "volumes": ["lps"], **controller},
+                       "omega": "500MB", "recent": 1e6, "p": "10MB", "volumes": ["lps"], **controller},
     })
 
 
