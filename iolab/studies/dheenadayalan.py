@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_write_text
+from ..sim.batch.run import run_batch
 from ..specs import parse_spec
 from .common import write_csv
 
@@ -108,8 +109,6 @@ def hms(seconds: float) -> str:
 
 
 def run_study(out: Path, size: DheenadayalanSize = DheenadayalanSize(), *, figures: bool = True) -> dict:
-    from ..sim.batch.run import run_batch  # lazy: keeps the simulator off `iolab study --help`'s path
-
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     rows, gantt_rec = [], None
