@@ -62,6 +62,7 @@ from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
 
 from .batch_checks import check_batch_runnable
+from .batch_controller import ControllerDriver
 from .batch_jobs import JobProcesses, JobRun
 from .batch_trace import batch_trace
 from .progress import StatusLine
@@ -124,6 +125,7 @@ class BatchEmulation:
         self.lps = work / "lps"
         self.hps = work / "hps"
         self.procs = JobProcesses(spec, work, mpiexec)
+        self.controller: ControllerDriver | None = None  # dheenadayalan2017's load controller, if the spec has one
 
     # -- clock ----------------------------------------------------------------------------------
     def now(self) -> float:
@@ -150,11 +152,15 @@ class BatchEmulation:
                        "stage": s.wall_rate(p.stage_rate) if cap else None},
                 name=f"storage-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
             self.t0 = time.time()
+            if self.spec.controller is not None and self.spec.controller.enabled:
+                self.controller = ControllerDriver(self, session)
             self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.kind}, "
                                f"{p.nodes} nodes, time scale {s.time_scale:g}, bytes scale {s.bytes_scale:g}, "
                                f"work dir {self.work}")
             return run_clock(self._loop, self._interrupted, self._trace, out)
         finally:
+            if self.controller is not None:
+                self.controller.stop(self)  # no job is left stopped, whatever happened
             self.progress.done()
             self._kill_all()
             if self.mgr is not None:
@@ -163,6 +169,8 @@ class BatchEmulation:
 
     def _interrupted(self, out) -> None:
         self.progress.note("interrupted: killing every job")
+        if self.controller is not None:
+            self.controller.release(self, "interrupted")
         self._kill_all()
         for j in self.jobs:
             if j.state in HOLDING:
@@ -188,6 +196,8 @@ class BatchEmulation:
                         self._begin(j)
                 else:
                     self._advance(j)
+            if self.controller is not None:
+                self.controller.step(self)
             while k.changed:
                 for j in k.decide(self.now()):
                     self._begin(j)
@@ -310,6 +320,8 @@ class BatchEmulation:
         self._end(j, DONE)
 
     def _end(self, j: JobRun, state: str, message: str = "") -> None:
+        if self.controller is not None:
+            self.controller.ended(self, j)
         if j.proc is not None and j.proc.poll() is None:
             j.rc = kill_tree(j.proc, grace=1.0)
         if j.ref is not None:
@@ -379,5 +391,6 @@ class BatchEmulation:
     # -- the trace ---------------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
         requests = [r for r in self.kernel.allocation_rows() if r[5] != "allocated"] if self.kernel.allocator else []
+        samples = self.controller.sample_rows(self.s.bytes_scale) if self.controller is not None else []
         return batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
-                           work=self.work, complete=complete, requests=requests)
+                           work=self.work, complete=complete, requests=requests, samples=samples)

@@ -29,7 +29,7 @@ def spec_time(wall: float, t0: float, time_scale: float) -> float:
 
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
-                work: Path, complete: bool, requests: list[tuple] = ()) -> Trace:
+                work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = ()) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
@@ -84,6 +84,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         tb.add_action(job=job, suspend=secs(sus), resume=secs(res))
     for job, at, allocated, apparent, blocks in rec.get("usage", []):  # bytes measured on HPS
         tb.extend("usage", [(job, secs(at), allocated / bs, apparent / bs, blocks / bs)])
+    tb.extend("samples", list(samples))  # the load controller's, already in spec units
     staging = [st for j in jobs for st in j.staged]
     stage_secs = [(st["bytes"], st["end"] - st["start"]) for st in staging if st["end"] > st["start"]]
     return tb.build(

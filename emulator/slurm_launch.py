@@ -46,10 +46,11 @@ from iolab.errors import RunError
 from iolab.middleware.policies.plan import Plan
 from iolab.specs.io import IOExperiment
 
-from . import shell, slurm_control, slurm_hosts
+from . import slurm_control, slurm_hosts
 from .launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_command
 from .ray_session import RaySession
 from .slurm_ray import SlurmRay, enable_driver_auth
+from .suspension import signal_tree
 
 __all__ = ["LAUNCHERS", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps", "SrunApps",
            "make_launcher"]
@@ -147,12 +148,13 @@ class MpiexecApps:
         return slurm_hosts.launch_seconds(self.hosts_dir, launched)
 
     def suspend(self, app_id: str, proc) -> None:
-        """SIGSTOP the app's process group (``mpiexec`` and every rank)."""
-        if proc.poll() is not None or not shell.signal_group(proc, signal.SIGSTOP):
+        """SIGSTOP the app's processes: ``mpiexec``'s group and its whole tree (MPICH's proxy and
+        ranks ``setsid``, so the group alone would stop ``mpiexec`` only)."""
+        if proc.poll() is not None or not signal_tree(proc.pid, signal.SIGSTOP):
             raise RunError(f"cannot suspend app {app_id!r}: its processes are gone")
 
     def resume(self, app_id: str, proc) -> None:
-        if proc.poll() is not None or not shell.signal_group(proc, signal.SIGCONT):
+        if proc.poll() is not None or not signal_tree(proc.pid, signal.SIGCONT):
             raise RunError(f"cannot resume app {app_id!r}: its processes are gone")
 
 

@@ -59,6 +59,7 @@ COMMANDS = {
     "validate": "iolab.cli.validate:validate",
     "examples": "iolab.cli.examples:examples",
     "export": "iolab.cli.export:export",
+    "controller": "iolab.cli.controller:controller",
 }
 
 

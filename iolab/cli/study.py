@@ -12,6 +12,7 @@ import click
 from ..errors import IolabError
 
 from ..studies import carretero as carretero_study
+from ..studies import dheenadayalan as dheenadayalan_study
 from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
 from ..studies.engine import Engine, write_campaign
@@ -150,3 +151,27 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, engine, campaig
             click.echo(f"  Fig. 7 {c}: " + ", ".join(f"{k} {v['failed']}f/{v['refused']}r" for k, v in per.items()))
     click.echo("\npaper: " + s["paper"]["fig4_split"] + "; " + s["paper"]["fig7"])
     click.echo(f"wrote {out_dir}/results.h5, runs.csv, disks.csv, summary.json" + ("" if no_figures else ", " + ", ".join(s.get("figures", []))))
+
+
+@study.command("dheenadayalan")
+@click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/dheenadayalan",
+              show_default=True, help="output folder: table1.csv, summary.json, figures")
+@click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
+def dheenadayalan(quick: bool, out_dir: str, no_figures: bool) -> None:
+    """The storage load controller against FCFS and EASY (dheenadayalan2017 Table 1, Fig. 1), simulated."""
+    size = dheenadayalan_study.QUICK if quick else dheenadayalan_study.DheenadayalanSize()
+    s = dheenadayalan_study.run_study(Path(out_dir), size, figures=not no_figures)
+    click.echo(f"{'data set':8s} {'sched':5s} {'completion':>12s} {'+controller':>12s} {'flow':>12s} "
+               f"{'+controller':>12s} {'suspensions':>11s}   paper (completion, flow)")
+    by = {(r["dataset"], r["scheduler"], r["controller"]): r for r in s["rows"]}
+    for (ds, sched, on), r in by.items():
+        if on:
+            continue
+        c = by[(ds, sched, True)]
+        p = dheenadayalan_study.PAPER.get(ds, {}).get(sched)
+        paper = f"{p[0]} -> {p[1]}, {p[2]} -> {p[3]}" if p else "-"
+        click.echo(f"{ds:8s} {sched:5s} {r['completion_hms']:>12s} {c['completion_hms']:>12s} {r['flow_hms']:>12s} "
+                   f"{c['flow_hms']:>12s} {c['suspensions']:11d}   {paper}")
+    click.echo(f"{s['wall_seconds']:.1f} s; wrote {out_dir}/table1.csv, summary.json"
+               + ("" if no_figures else ", fig1-gantt.png"))

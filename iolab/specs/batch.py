@@ -36,6 +36,7 @@ from ..names import NAME_PATTERN
 from ..units import GB, parse_duration, parse_rate, parse_size
 from .base import FieldProblems, StrictModel, finite_sum, nested_options, problems_of, raise_if, resolve_input
 from .batch_emulation import BatchEmulatorSettings
+from .controller import ControllerSpec
 
 # ---------------------------------------------------------------- units
 
@@ -394,6 +395,8 @@ class BatchExperiment(StrictModel):
     workload: Workload
     emulator: BatchEmulatorSettings = Field(default_factory=BatchEmulatorSettings,
                                             description="real runs only (iolab emulate); the simulator ignores it")
+    controller: ControllerSpec | None = Field(None, description="dheenadayalan2017's storage load controller "
+                                                                "(iolab.specs.controller); off when absent")
 
     @field_validator("scheduler", mode="before")
     @classmethod
@@ -404,6 +407,12 @@ class BatchExperiment(StrictModel):
     @classmethod
     def _place_short(cls, v: object) -> object:
         return {"strategy": v} if isinstance(v, str) else v
+
+    @field_validator("controller", mode="before")
+    @classmethod
+    def _controller_short(cls, v: object) -> object:
+        # ``controller: true`` turns it on with the paper's parameters; ``false`` (or absent) off
+        return {"enabled": v} if isinstance(v, bool) else v
 
     @field_validator("workload", mode="before")
     @classmethod

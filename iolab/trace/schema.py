@@ -20,6 +20,12 @@ start of the run; volumes are the spec's data units (the emulator records
   whole tier), time, allocated (the job's allocation, or the tier's
   capacity), apparent (``st_size`` of the regular files), blocks
   (``st_blocks * 512``).  Empty in the simulator.
+- ``samples``: the load controller's volume samples (dheenadayalan2017 §4.1):
+  time, volume, response (seconds to write the benchmark unit, spec seconds),
+  writers (jobs with files on the volume; streams in the simulator),
+  bytes_rate (spec bytes/s the volume's device wrote; NaN without a device),
+  in_flight (device I/O in flight; NaN without a device), score (the window's
+  sum over beta, Eq. 8).
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "usage": (
         ("job", "str"), ("time", "float"), ("allocated", "float"), ("apparent", "float"),
         ("blocks", "float"),
+    ),
+    "samples": (
+        ("time", "float"), ("volume", "str"), ("response", "float"), ("writers", "int"),
+        ("bytes_rate", "float"), ("in_flight", "float"), ("score", "float"),
     ),
 }
 

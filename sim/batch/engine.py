@@ -38,7 +38,7 @@ from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN
 from ..fairshare import FairShareLink
 from .steps import COMPUTE, job_steps
 
-_SUBMIT, _STEP_END, _LINK, _RETRY = 0, 1, 2, 3
+_SUBMIT, _STEP_END, _LINK, _RETRY, _CONTROL = 0, 1, 2, 3, 4  # _CONTROL: the load controller's own events
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
 
 
@@ -52,6 +52,7 @@ class BatchRecord:
     plans: list[tuple] = field(default_factory=list)  # (time, job, planned start, tier, reserved)
     decisions: int = 0
     events: int = 0
+    controller: object = None  # the load controller driver, if any (its samples and actions)
 
 
 class BatchEngine:
@@ -86,6 +87,9 @@ class BatchEngine:
         self._heap: list[tuple] = []
         self._seq = itertools.count()
         self._touched_links: set[str] = set()
+        self._step_end: dict[int, float] = {}  # job index -> end of its current compute step
+        self._paused: dict[int, float] = {}  # suspended job index -> seconds or bytes left of its step
+        self.controller = None  # a load controller driver (iolab.sim.batch.controller), if the spec has one
 
     # -- helpers ------------------------------------------------------------
     def _push(self, t: float, ev: int, arg) -> None:
@@ -110,6 +114,7 @@ class BatchEngine:
                 self.kernel.enter(s, want, t)
             if st.kind == COMPUTE:
                 if st.amount > 0:
+                    self._step_end[s.index] = t + st.amount
                     self._push(t + st.amount, _STEP_END, s.index)
                     return
                 self._phase(s, st, t)
@@ -127,10 +132,40 @@ class BatchEngine:
                                     "stage" if st.link == "stage" else s.tier))
 
     # -- main loop --------------------------------------------------------
+    # -- suspension (the load controller) ----------------------------------------------------
+    def suspend(self, s: JobState, t: float) -> None:
+        """Stop ``s``: its compute step's clock stops, its stream leaves its link (the others
+        share the link's rate); it keeps its nodes and HPS space (the kernel's suspend)."""
+        self.kernel.suspend(s, t)
+        st = s.steps[s.step]
+        if st.kind == COMPUTE:
+            self._paused[s.index] = self._step_end.pop(s.index) - t
+        else:
+            self._paused[s.index] = self.links[st.link].remove(s.index, t)
+            self._touched_links.add(st.link)
+
+    def resume(self, s: JobState, t: float) -> None:
+        """``s`` goes on with what was left of its step."""
+        self.kernel.resume(s, t)
+        left = self._paused.pop(s.index)
+        st = s.steps[s.step]
+        if st.kind == COMPUTE:
+            self._step_end[s.index] = t + left
+            self._push(t + left, _STEP_END, s.index)
+        else:
+            self.links[st.link].add(s.index, max(left, 0.0), t)
+            self._touched_links.add(st.link)
+
+    def push_control(self, t: float, arg) -> None:
+        """A load-controller event at ``t`` (the controller's ``event`` gets ``arg`` back)."""
+        self._push(t, _CONTROL, arg)
+
     def run(self) -> BatchRecord:
         k = self.kernel
         for s in self.state:
             self._push(s.queued.submit, _SUBMIT, s.index)
+        if self.controller is not None:
+            self.controller.start(self)
         heap = self._heap
         events = 0
         while heap:
@@ -141,6 +176,9 @@ class BatchEngine:
                 if ev == _SUBMIT:
                     k.submit(self.state[arg], t)
                 elif ev == _STEP_END:
+                    if self._step_end.get(arg) != t:
+                        continue  # the step was suspended (its end moved)
+                    del self._step_end[arg]
                     s = self.state[arg]
                     self._phase(s, s.steps[s.step], t)
                     self._begin_step(s, t)
@@ -157,6 +195,8 @@ class BatchEngine:
                         self._phase(s, st, t)
                         self._begin_step(s, t)
                     self._touched_links.add(name)
+                elif ev == _CONTROL:
+                    self.controller.event(self, arg, t)
                 else:  # _RETRY: ask the disks again for a requeued HPS placement
                     s = self.state[arg]
                     k.retry(s, t)
@@ -171,6 +211,7 @@ class BatchEngine:
                     self._push(max(nxt, t), _LINK, (name, link.version))
             self._touched_links.clear()
         self.rec.events = events
+        self.rec.controller = self.controller
         self.rec.decisions = k.decisions
         self.rec.plans = k.plans
         self.rec.allocations = k.allocation_rows() if self.rows else []

@@ -11,6 +11,7 @@ from iolab.middleware.policies.batch import LPS
 from iolab.middleware.policies.batch.kernel import BatchKernel
 
 from ..workloads import load_workload
+from .controller import SimController
 from .engine import BatchEngine, BatchRecord
 from .steps import job_steps
 
@@ -24,7 +25,11 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     (default: ``IOLAB_STRICT``)."""
     jobs = load_workload(spec) if jobs is None else jobs
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, strict=strict, record_plans=record_plans)
-    return BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows).run()
+    engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows)
+    c = getattr(spec, "controller", None)
+    if c is not None:  # its volume model holds with the controller off too (the same platform)
+        SimController.from_spec(spec).install(engine, control=c.enabled)
+    return engine.run()
 
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None) -> Trace:
@@ -41,6 +46,9 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
                    io_volume=float(j.input + j.output + j.data))
     tb.extend("phases", rec.phases)
     tb.extend("allocations", rec.allocations)
+    tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
+    if rec.controller is not None:
+        tb.extend("samples", rec.controller.samples)
     return tb.build(
         runtime="sim-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind, seed=spec.seed,
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),

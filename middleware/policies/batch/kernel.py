@@ -40,7 +40,7 @@ decision and state change and raises :class:`iolab.invariants.InvariantViolation
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -88,6 +88,8 @@ class JobState:
     status: str = "pending"  # ok | failed | killed once ended
     message: str = ""
     resume_state: str = ""  # the state a suspended job returns to
+    suspended_at: float = math.nan  # when the current suspension began (the load controller)
+    suspensions: list = field(default_factory=list)  # (from, to) of every ended suspension
     steps: tuple = ()
     step: int = -1
     step_start: float = 0.0
@@ -263,15 +265,32 @@ class BatchKernel:
             self.checker.staged(s, direction, nbytes, t, tol)
 
     def suspend(self, s: JobState, t: float) -> None:
-        """Stop ``s``'s progress; it keeps its nodes and its HPS space."""
+        """Stop ``s``'s progress (the load controller, dheenadayalan2017 §4.3); it keeps its
+        nodes and its HPS space, as a suspended LSF job keeps its slot."""
         if s.state not in (STAGE_IN, RUNNING, STAGE_OUT):
             raise InvariantViolation("job-state", t, s.queued.id, f"suspend of a {s.state} job")
         s.resume_state, s.state = s.state, SUSPENDED
+        s.suspended_at = t
+        if self.checker is not None:
+            self.checker.accounts(t, s.queued.id)
 
     def resume(self, s: JobState, t: float) -> None:
+        """``s`` goes on where it stopped; its expected end moves by the time it was stopped
+        (the policies' reservations see the later end)."""
         if s.state != SUSPENDED:
             raise InvariantViolation("job-state", t, s.queued.id, f"resume of a {s.state} job")
+        if t < s.suspended_at:
+            raise InvariantViolation("job-state", t, s.queued.id, f"resumed before its suspension at {s.suspended_at}")
         s.state, s.resume_state = s.resume_state, ""
+        s.suspensions.append((s.suspended_at, t))
+        s.expected_end += t - s.suspended_at
+        s.suspended_at = math.nan
+        self.changed = True  # a reservation behind it moved
+
+    def suspended_time(self, s: JobState, t: float) -> float:
+        """Seconds ``s`` spent suspended up to ``t``."""
+        done = sum(b - a for a, b in s.suspensions)
+        return done + (t - s.suspended_at if s.state == SUSPENDED else 0.0)
 
     def finish(self, s: JobState, t: float, state: str = DONE, message: str = "") -> None:
         """``s`` ended (``done``, ``failed`` or ``killed``): its nodes and HPS bytes return."""
@@ -288,6 +307,8 @@ class BatchKernel:
                 self.allocator.cancel(s.queued.id)
             elif s.parts:
                 self.allocations.append((s.queued.id, POOL, s.storage, s.start, t, "allocated"))
+        if s.state == SUSPENDED:  # ended while stopped (killed): its suspension ends with it
+            s.suspensions.append((s.suspended_at, t))
         s.state, s.status = state, STATUS[state]
         if message:
             s.message = message

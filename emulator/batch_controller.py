@@ -1,0 +1,154 @@
+"""The storage load controller in a real batch run (dheenadayalan2017), the batch loop's side.
+
+The controller actor (:mod:`iolab.middleware.controller_actor`) samples the
+volumes and decides; :class:`ControllerDriver`, held by
+:class:`~iolab.emulator.batch_run.BatchEmulation`, gives it the jobs' files
+and carries out its decisions, because the signals belong to the process that
+launched the jobs:
+
+- every cycle (at the sleep Psi the last cycle returned, spec seconds) it
+  lists, per running or suspended job, the files under each volume that the
+  job's process tree holds open (``/proc/PID/fd``) or that lie in the job's
+  own directory there (a Jacobi checkpoint is open only while written), with
+  their size in spec bytes (real / bytes_scale, as omega) and mtime in spec seconds;
+- a suspension stops the job's whole process tree
+  (:class:`~iolab.emulator.suspension.Suspender`), moves the kernel's job to
+  ``suspended`` and calls the storage manager's hook (its ``actions`` rows
+  become the trace's ``actions`` table); a resumption undoes the three;
+- if the actor dies or does not answer, every suspended job is resumed and the
+  run goes on without a controller; the same happens when the run ends, fails
+  or is interrupted (Ctrl-C): no job is ever left stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+
+from iolab.middleware.controller_actor import LoadControllerActor
+from iolab.middleware.policies.batch.kernel import RUNNING, SUSPENDED
+from iolab.middleware.policies.controller import SUSPEND, ControllerParams
+from iolab.middleware.volume_probe import open_files
+
+from .suspension import Suspender, process_tree
+
+__all__ = ["ControllerDriver"]
+
+
+class ControllerDriver:
+    def __init__(self, run, session):
+        c = run.spec.controller
+        s = run.spec.emulator
+        self.params = ControllerParams.from_spec(c)
+        self.volumes = {v: str(run.work / v) for v in c.volumes}
+        self.ts = s.time_scale
+        self.bs = s.bytes_scale  # file sizes go to the policy in spec bytes, like omega
+        self.t0 = run.t0
+        self.actor = LoadControllerActor.create(
+            self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
+            name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
+        self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume)
+        self.next = 0.0
+        self.dead = ""
+        self.rows: list[tuple] = []  # (spec time, job, suspend|resume, volume, reason)
+        self.records: dict = {}
+        self.progress = run.progress
+
+    # -- the jobs' files ----------------------------------------------------------------------------
+    def usages(self, run) -> list:
+        out = []
+        for j in run.kernel.running.values():
+            if j.state not in (RUNNING, SUSPENDED) or j.proc is None:
+                continue
+            pids = self.suspender.stopped[j.queued.id][1] if j.queued.id in self.suspender.stopped \
+                else process_tree(j.proc.pid)
+            files = {}
+            for v, root in self.volumes.items():
+                for path, size, mtime in open_files(pids, root):
+                    files[path] = (path, v, size / self.bs, (mtime - self.t0) / self.ts)
+                if j.directory and j.tier == v:
+                    for dirpath, _, names in os.walk(j.directory):
+                        for n in names:
+                            p = os.path.join(dirpath, n)
+                            try:
+                                st = os.stat(p)
+                            except OSError:
+                                continue
+                            files.setdefault(p, (p, v, st.st_size / self.bs, (st.st_mtime - self.t0) / self.ts))
+            out.append([j.queued.id, j.start, sorted(files.values())])
+        return out
+
+    # -- one step of the batch loop ------------------------------------------------------------------
+    def step(self, run) -> None:
+        now = run.now()
+        if self.dead or now < self.next:
+            return
+        try:
+            cy = self.actor.cycle(now, self.usages(run))
+        except Exception as exc:  # noqa: BLE001 - any failure of the actor: resume everything, go on
+            self.fail(run, f"{type(exc).__name__}: {exc}")
+            return
+        for kind, job, volume, reason in cy["actions"]:
+            j = run.kernel.by_id[job]
+            if kind == SUSPEND:
+                if j.state != RUNNING or j.proc is None or j.proc.poll() is not None:
+                    continue
+                if self.suspender.suspend(job, j.proc.pid):
+                    run.kernel.suspend(j, run.now())
+                    self.rows.append((run.now(), job, kind, volume, reason))
+            elif job in self.suspender.stopped:
+                self._resume(run, job, reason)
+        self.next = now + cy["sleep"]
+
+    def _resume(self, run, job: str, reason: str) -> None:
+        self.suspender.resume(job)
+        j = run.kernel.by_id[job]
+        if j.state == SUSPENDED:
+            run.kernel.resume(j, run.now())
+        self.rows.append((run.now(), job, "resume", "", reason))
+
+    def release(self, run, reason: str) -> list[str]:
+        jobs = list(self.suspender.stopped)
+        for job in jobs:
+            self._resume(run, job, reason)
+        return jobs
+
+    def fail(self, run, why: str) -> None:
+        self.dead = why
+        jobs = self.release(run, "controller lost")
+        self.progress.note(f"load controller lost ({why}); resumed {len(jobs)} suspended job(s), going on without it")
+
+    def ended(self, run, j) -> None:
+        """``j`` ends (done, failed, killed): a stopped job is no longer ours to continue."""
+        if j.queued.id in self.suspender.stopped:
+            self._resume(run, j.queued.id, "job ends")
+        if not self.dead:
+            self.actor.forget(j.queued.id)
+
+    def sample_rows(self, bytes_scale: float) -> list[tuple]:
+        """The actor's samples as the trace's ``samples`` rows (spec seconds and spec bytes)."""
+        if not self.records and not self.dead:
+            try:
+                self.records = self.actor.records()
+            except Exception:  # noqa: BLE001 - the actor died: its samples are lost with it
+                self.records = {}
+        rows, prev = [], {}
+        for wall, v, r, writers, sectors, in_flight, score in self.records.get("samples", []):
+            rate = math.nan
+            if sectors >= 0 and v in prev and wall > prev[v][0]:
+                rate = (sectors - prev[v][1]) * 512 / (wall - prev[v][0]) / bytes_scale * self.ts
+            if sectors >= 0:
+                prev[v] = (wall, sectors)
+            rows.append(((wall - self.t0) / self.ts, v, float(r), int(writers), rate,
+                         float(in_flight) if in_flight >= 0 else math.nan, float(score)))
+        return rows
+
+    def stop(self, run) -> None:
+        self.release(run, "run ends")
+        if not self.dead and not self.records:
+            try:
+                self.records = self.actor.records()
+            except Exception:  # noqa: BLE001 - records are a bonus; the jobs are resumed already
+                self.records = {}
+        self.actor.kill()

@@ -1,0 +1,71 @@
+"""``iolab controller train``: fit dheenadayalan2017's response model on kept traces' samples."""
+
+from __future__ import annotations
+
+import math
+
+import click
+import numpy as np
+
+from ..errors import IolabError
+from ..middleware.response_model import FEATURES, ResponseModel
+from ..trace import read_trace
+from .format import dumps
+
+
+@click.group()
+def controller() -> None:
+    """The storage load controller (dheenadayalan2017; docs/controller.md)."""
+
+
+@controller.command()
+@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="the model file to write")
+@click.option("--threshold", type=float, default=0.3, show_default=True,
+              help="|Pearson r| with the response a sample column needs to be a feature (§4.2)")
+@click.option("--test-share", type=float, default=0.25, show_default=True,
+              help="share of the samples (the last ones of each trace) held out to measure the model")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def train(traces, out, threshold, test_share, seed, as_json) -> None:
+    """Fit a random forest on the `samples` tables of TRACES (written by runs with a
+    `controller:` section), report its out-of-bag and held-out error, write it to OUT."""
+    if not 0 <= test_share < 1:
+        raise IolabError(f"--test-share must be in [0, 1), got {test_share}")
+    train_cols = {f: [] for f in FEATURES}
+    test_cols = {f: [] for f in FEATURES}
+    y_train, y_test = [], []
+    for path in traces:
+        s = read_trace(path).samples
+        n = len(s)
+        if n == 0:
+            raise IolabError(f"{path}: no samples table rows (run a spec with a controller: section)")
+        cut = n - int(round(n * test_share))
+        for f in FEATURES:
+            col = np.asarray(s.columns[f], dtype=float)
+            train_cols[f].extend(col[:cut])
+            test_cols[f].extend(col[cut:])
+        y = np.asarray(s.columns["response"], dtype=float)
+        y_train.extend(y[:cut])
+        y_test.extend(y[cut:])
+    try:
+        model = ResponseModel.fit({f: np.asarray(v) for f, v in train_cols.items()}, np.asarray(y_train),
+                                  threshold=threshold, seed=seed)
+    except ValueError as exc:
+        raise IolabError(str(exc)) from None
+    out_stats = {"samples": len(y_train), "held_out": len(y_test), "features": model.features,
+                 "oob_mae": model.oob_mae, "oob_r2": model.oob_r2, "test_mae": math.nan, "test_r2": math.nan}
+    if y_test:
+        pred = model.predict({f: np.asarray(v) for f, v in test_cols.items()})
+        yt = np.asarray(y_test)
+        out_stats["test_mae"] = float(np.mean(np.abs(pred - yt)))
+        var = float(np.sum((yt - yt.mean()) ** 2))
+        out_stats["test_r2"] = 1 - float(np.sum((pred - yt) ** 2)) / var if var > 0 else math.nan
+    model.meta.update(out_stats)
+    model.save(out)
+    if as_json:
+        click.echo(dumps(out_stats))
+    else:
+        click.echo(f"{out}: random forest on {', '.join(model.features)}; {len(y_train)} samples, "
+                   f"OOB MAE {model.oob_mae:.3g} s, OOB R² {model.oob_r2:.3f}; held out {len(y_test)}: "
+                   f"MAE {out_stats['test_mae']:.3g} s, R² {out_stats['test_r2']:.3f}")

@@ -1,0 +1,103 @@
+"""The ``controller:`` section of a batch spec: dheenadayalan2017's storage load controller.
+
+Present (and ``enabled``, the default once the section is written) it turns the
+controller on; every parameter defaults to the paper's §5 values, in *spec*
+units like the rest of a batch spec (seconds, bytes)::
+
+    controller: {}                          # d = 10 s, r_threshold = 60 s, ws = 3 min (beta = 18),
+                                            # alpha = 0.75, t = 3 min, p = 1 GB, omega = 4000 MB
+    controller: {r_threshold: 90s, t: 5m, volumes: [hps]}
+
+Scaling in a real run (``iolab emulate``): like every time and size of a batch
+spec, the controller's times are multiplied by ``emulator.time_scale`` (wall
+seconds per spec second) and its sizes (``p``, ``omega``) by
+``emulator.bytes_scale`` (real bytes per spec byte).  With the defaults
+``time_scale: 0.01, bytes_scale: 1e-4`` a sample every 10 spec seconds is one
+every 0.1 wall second and the benchmark unit is 100 kB; pick a larger time
+scale (e.g. 0.05-0.1) for a controller run, so that a sample (a real fsync)
+fits in ``d``.  The simulator uses the spec values as they are.
+
+``beta`` (window entries) defaults to Eq. 5, ``ws * 60 / d`` with ``ws`` in
+minutes; given explicitly it must agree with ``ws`` and ``d`` or be the only
+one given.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from ..units import parse_duration, parse_size
+from .base import StrictModel, raise_if
+
+_dur = BeforeValidator(lambda v: parse_duration(v) if isinstance(v, str) else v)
+_size = BeforeValidator(lambda v: parse_size(v) if isinstance(v, str) else v)
+PosSeconds = Annotated[float, _dur, Field(gt=0, allow_inf_nan=False)]
+PosBytes = Annotated[float, _size, Field(gt=0, allow_inf_nan=False)]
+Bytes = Annotated[float, _size, Field(ge=0, allow_inf_nan=False)]
+VOLUMES = ("lps", "hps")
+
+
+class VolumeModelSpec(StrictModel):
+    """The simulator's volume under contention (``iolab.sim.batch.controller.VolumeModel``):
+    total rate ``rate / (1 + gamma * max(0, k - knee))`` with ``k`` streams; the benchmark
+    unit's response ``r0 + p * (k + 1) / rate_eff(k + 1)``.  Real runs measure instead."""
+
+    gamma: float = Field(0.0, ge=0, le=100, allow_inf_nan=False, description="throughput lost per stream past knee")
+    knee: int = Field(1, ge=1, le=100_000, description="streams served at the full rate")
+    r0: float = Field(0.0, ge=0, allow_inf_nan=False, description="fixed seconds of a benchmark write")
+
+
+class ControllerSpec(StrictModel):
+    """dheenadayalan2017 §5's parameters (spec seconds and bytes)."""
+
+    enabled: bool = True
+    d: PosSeconds = Field(10.0, description="seconds between two samples of a volume (the Data Extractor)")
+    r_threshold: PosSeconds = Field(60.0, description="benchmark-unit write time above which a volume is loaded")
+    ws: PosSeconds = Field(180.0, description="the window's span (the paper's ws = 3 min)")
+    beta: int | None = Field(None, ge=1, le=100_000, description="window entries; default ws / d (Eq. 5)")
+    alpha: float = Field(0.75, gt=0, le=1, description="share of high entries that makes a volume loaded (Eq. 8)")
+    t: PosSeconds = Field(180.0, description="forecast horizon and the long sleep of Eq. 9")
+    short_sleep: PosSeconds = Field(60.0, description="sleep when no forecast is high (Eq. 9's 1 min)")
+    p: PosBytes = Field(1e9, description="benchmark unit written (with fsync) to each volume every d")
+    omega: Bytes = Field(4000e6, description="jobs whose open files on the volume total less are left alone")
+    recent: PosSeconds = Field(60.0, description="jobs whose files did not change for this long are left alone")
+    volumes: list[str] = Field(default_factory=lambda: list(VOLUMES), min_length=1,
+                               description="the tiers watched (lps, hps)")
+    ar_order: int = Field(3, ge=1, le=64, description="q of the AR(q) forecast")
+    correlation_threshold: float = Field(0.3, ge=0, le=1,
+                                         description="|Pearson r| with the response a feature needs (§4.2)")
+
+    model: VolumeModelSpec | None = Field(None, description="simulator only: the volumes' contention model")
+
+    @model_validator(mode="after")
+    def _check(self) -> "ControllerSpec":
+        problems = []
+        for i, v in enumerate(self.volumes):
+            if v not in VOLUMES:
+                problems.append((f"volumes[{i}]", f"unknown volume {v!r}; one of {', '.join(VOLUMES)}"))
+        if len(set(self.volumes)) != len(self.volumes):
+            problems.append(("volumes", "a volume is listed twice"))
+        if "beta" in self.model_fields_set and "ws" in self.model_fields_set and \
+                self.beta != max(1, round(self.ws / self.d)):
+            problems.append(("beta", f"beta = {self.beta} disagrees with ws / d = {self.ws:g} / {self.d:g} "
+                                     "(Eq. 5); give one of them"))
+        if self.ws < self.d:
+            problems.append(("ws", f"the window ({self.ws:g} s) is shorter than one sample interval d ({self.d:g} s)"))
+        raise_if(problems)
+        return self
+
+    @property
+    def window(self) -> int:
+        return self.beta if self.beta is not None else max(1, round(self.ws / self.d))
+
+    def scaled(self, time_scale: float, bytes_scale: float) -> dict:
+        """The parameters of a real run: wall seconds and real bytes."""
+        return {"d": self.d * time_scale, "r_threshold": self.r_threshold * time_scale, "t": self.t * time_scale,
+                "short_sleep": self.short_sleep * time_scale, "recent": self.recent * time_scale,
+                "ws": self.ws * time_scale, "p": self.p * bytes_scale, "omega": self.omega * bytes_scale,
+                "beta": self.window}
+
+
+__all__ = ["VOLUMES", "ControllerSpec", "VolumeModelSpec"]

@@ -1,0 +1,111 @@
+"""The storage load controller as a Ray actor: the Data Extractor and the decision (dheenadayalan2017).
+
+The actor samples every volume every ``d`` wall seconds in its own thread: it
+writes the benchmark unit with fsync and times it
+(:func:`~iolab.middleware.volume_probe.benchmark_write`), reads the block
+device's counters when there is one, and feeds the response time, in spec
+seconds (wall / time_scale), to the pure
+:class:`~iolab.middleware.policies.controller.LoadController`.  The measured
+response stands for the random forest's prediction (the trained model is not
+wired in yet); the forecast is the last response (persistence).
+
+The batch loop calls :meth:`LoadControllerActor.cycle` with the jobs' open
+files and carries out the returned suspensions itself (the signals belong to
+the process that launched the jobs).  If the actor dies, the loop resumes
+every job it suspended.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from .actor_handle import ActorHandle, call
+from .policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
+from .volume_probe import benchmark_write, device_of, diskstats
+
+__all__ = ["LoadControllerActor"]
+
+
+class _ControllerActor:
+    def __init__(self, config: dict):
+        self.params = ControllerParams(**config["params"])  # spec seconds and spec bytes
+        self.volumes: dict[str, str] = dict(config["volumes"])  # name -> directory
+        self.time_scale = float(config["time_scale"])
+        self.unit = int(config["unit_bytes"])  # real bytes of the benchmark unit
+        self.d_wall = self.params.d * self.time_scale
+        self.lc = LoadController(self.params)
+        self.lock = threading.Lock()
+        self.samples: list[list] = []  # wall, volume, response (spec s), writers, sectors written, in flight, score
+        self.devices = {v: device_of(d) for v, d in self.volumes.items()}
+        self.last: dict[str, float] = {}
+        self.writers: dict[str, int] = {}  # jobs with files on the volume at the last cycle
+        self.bytes_written = 0
+        self.seconds = 0.0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample_loop, daemon=True)
+        self.thread.start()
+
+    def ping(self) -> float:
+        return time.time()
+
+    def _sample_loop(self) -> None:
+        while not self.stop.is_set():
+            t0 = time.time()
+            for v, d in self.volumes.items():
+                try:
+                    r = benchmark_write(d, self.unit) / self.time_scale
+                except OSError:
+                    continue
+                dev = self.devices[v]
+                st = diskstats(dev) if dev else None
+                with self.lock:
+                    self.lc.observe(v, r)
+                    self.last[v] = r
+                    self.bytes_written += self.unit
+                    self.seconds += r * self.time_scale
+                    self.samples.append([t0, v, r, self.writers.get(v, 0), st["sectors_written"] if st else -1,
+                                         st["in_flight"] if st else -1, self.lc.window(v).score()])
+            self.stop.wait(max(0.0, self.d_wall - (time.time() - t0)))
+
+    def cycle(self, now: float, usages: list) -> dict:
+        jobs = {u[0]: JobUsage(u[0], u[1], tuple(OpenFile(*f) for f in u[2])) for u in usages}
+        with self.lock:
+            self.writers = {v: sum(1 for u in jobs.values() if u.on(v)) for v in self.volumes}
+            cy = self.lc.cycle(now, jobs, dict(self.last))
+        return {"actions": [[a.kind, a.job, a.volume, a.reason] for a in cy.actions], "sleep": cy.sleep,
+                "loaded": cy.loaded}
+
+    def forget(self, job: str) -> None:
+        with self.lock:
+            self.lc.forget(job)
+
+    def records(self) -> dict:
+        self.stop.set()
+        with self.lock:
+            return {"samples": [list(s) for s in self.samples], "bytes_written": self.bytes_written,
+                    "seconds": self.seconds, "devices": dict(self.devices)}
+
+    def halt(self) -> None:
+        self.stop.set()
+
+
+class LoadControllerActor(ActorHandle):
+    """Handle on a running controller actor."""
+
+    @classmethod
+    def create(cls, params: ControllerParams, volumes: dict[str, str], *, time_scale: float, unit_bytes: int,
+               name: str, namespace: str) -> "LoadControllerActor":
+        config = {"params": {k: getattr(params, k) for k in params.__dataclass_fields__}, "volumes": volumes,
+                  "time_scale": time_scale, "unit_bytes": int(unit_bytes)}
+        return cls._spawn(_ControllerActor, config, name, namespace)
+
+    def cycle(self, now: float, usages: list, timeout: float = 30.0) -> dict[str, Any]:
+        return call(self._h.cycle.remote(now, usages), timeout=timeout)
+
+    def forget(self, job: str) -> None:
+        self._h.forget.remote(job)
+
+    def records(self) -> dict:
+        return call(self._h.records.remote(), timeout=60)

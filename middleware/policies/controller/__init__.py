@@ -1,0 +1,16 @@
+"""The storage load controller of dheenadayalan2017, as pure policy objects.
+
+- :mod:`.window`: the response window phi/psi/S(alpha, beta) (Eqs. 5-8) and Psi (Eq. 9);
+- :mod:`.handler`: the job state handler (§4.3: run stacks, suspend queues, candidates);
+- :mod:`.decision`: :class:`LoadController`, the two together with the §5 parameters.
+
+No clock, no model, no signals: the runtimes (``iolab.sim.batch`` and the
+emulator) feed predicted response times and carry out the actions.
+"""
+
+from .decision import ControllerParams, Cycle, LoadController
+from .handler import RESUME, SUSPEND, Action, JobStateHandler, JobUsage, OpenFile
+from .window import ResponseWindow, decay, penalty, sleep_interval, window_size
+
+__all__ = ["RESUME", "SUSPEND", "Action", "ControllerParams", "Cycle", "JobStateHandler", "JobUsage",
+           "LoadController", "OpenFile", "ResponseWindow", "decay", "penalty", "sleep_interval", "window_size"]

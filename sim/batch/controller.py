@@ -1,0 +1,162 @@
+"""dheenadayalan2017's storage load controller on simulated time.
+
+The same :class:`~iolab.middleware.policies.controller.LoadController` a real
+run drives; this module gives it what the simulator can measure:
+
+- **Volumes** are the batch links (``lps``, ``hps``).  A volume under ``k``
+  streams (the jobs reading or writing on it) delivers ``rate_eff(k) = rate /
+  (1 + gamma * max(0, k - knee))`` bytes per second in total, shared fairly
+  (:class:`ContentionLink`): with ``gamma = 0`` it is the plain fair-share
+  link; with ``gamma > 0`` a volume past its knee loses throughput as writers
+  are added, the overload a filer shows and the controller relieves.
+- **Response model** (the random forest's output in a real run): the time to
+  write the benchmark unit ``p`` with ``k`` streams on the volume is
+  ``r = r0 + p * (k + 1) / rate_eff(k + 1)`` (the unit is one more stream).
+  It grows with the number of writers and with their rate's share of the link.
+  The benchmark unit is not added as load in the simulator (its overhead is
+  measured in real runs instead).
+- **Forecast**: the last predicted response (persistence) stands for the
+  AR(q) forecast of the next ``t``.
+- **jobDetails**: a job's "files" on a volume are the bytes its steps moved
+  there so far; they were "modified" now if its current step streams on the
+  volume, at its current step's start if its previous step did, else long ago.
+
+Every ``d`` seconds a sample is taken and fed to the window; a rescheduling
+cycle runs at the first submission and then after each Psi (Eq. 9); the
+engine suspends and resumes the jobs (:meth:`BatchEngine.suspend`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, RUNNING, SUSPENDED
+from iolab.middleware.policies.controller import RESUME, ControllerParams, JobUsage, LoadController, OpenFile
+
+from ..fairshare import FairShareLink
+from .steps import COMPUTE
+
+__all__ = ["ContentionLink", "SimController", "VolumeModel"]
+
+_SAMPLE, _CYCLE = "sample", "cycle"
+
+
+@dataclass(frozen=True)
+class VolumeModel:
+    """A volume's throughput under ``k`` streams and its benchmark-unit response time."""
+
+    rate: float  # bytes/s of the volume alone
+    gamma: float = 0.0  # throughput lost per stream past the knee
+    knee: int = 1  # streams the volume serves at full rate
+    r0: float = 0.0  # seconds of fixed cost of a benchmark write (fsync, metadata)
+
+    def effective(self, k: int) -> float:
+        return self.rate / (1.0 + self.gamma * max(0, k - self.knee))
+
+    def response(self, k: int, p: float) -> float:
+        return self.r0 + p * (k + 1) / self.effective(k + 1)
+
+
+class ContentionLink(FairShareLink):
+    """A fair-share link whose total rate falls past its knee (:class:`VolumeModel`)."""
+
+    def __init__(self, model: VolumeModel):
+        super().__init__(model.rate)
+        self.model = model
+
+    def advance(self, now: float) -> None:
+        if self.remaining and now > self.last:
+            k = len(self.remaining)
+            done = (now - self.last) * self.model.effective(k) / k
+            for key in self.remaining:
+                self.remaining[key] -= done
+        self.last = now
+
+    def next_completion(self) -> float:
+        if not self.remaining:
+            return math.inf
+        k = len(self.remaining)
+        return self.last + max(min(self.remaining.values()), 0.0) * k / self.model.effective(k)
+
+
+class SimController:
+    def __init__(self, params: ControllerParams, models: dict[str, VolumeModel]):
+        self.params = params
+        self.models = models
+        self.lc = LoadController(params)
+        self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score)
+        self.actions: list[tuple] = []  # (time, job, suspend|resume, volume, reason)
+        self.last: dict[str, float] = {}
+
+    @classmethod
+    def from_spec(cls, spec) -> "SimController":
+        c = spec.controller
+        p = spec.platform
+        models = {}
+        for v in c.volumes:
+            rate = p.lps.rate if v == "lps" else p.hps.rate
+            models[v] = VolumeModel(rate, c.model.gamma, c.model.knee, c.model.r0) if c.model else VolumeModel(rate)
+        return cls(ControllerParams.from_spec(c), models)
+
+    def install(self, engine, control: bool = True) -> None:
+        """Replace the engine's volume links by contention links (a spec's ``controller.model``
+        is the platform's: also when the controller is off) and attach the controller."""
+        for v, m in self.models.items():
+            engine.links[v] = ContentionLink(m)
+        if control:
+            engine.controller = self
+
+    # -- engine callbacks ----------------------------------------------------------------------
+    def start(self, engine) -> None:
+        first = min((s.queued.submit for s in engine.state), default=0.0)
+        engine.push_control(first, _SAMPLE)
+        engine.push_control(first, _CYCLE)
+
+    def event(self, engine, kind: str, t: float) -> None:
+        live = any(s.state not in ENDED for s in engine.state)
+        if kind == _SAMPLE:
+            for v, m in self.models.items():
+                k = len(engine.links[v])
+                r = m.response(k, self.params.p)
+                self.lc.observe(v, r)
+                self.last[v] = r
+                self.samples.append((t, v, r, k, m.effective(k) if k else 0.0, float(k), self.lc.window(v).score()))
+            if live:
+                engine.push_control(t + self.params.d, _SAMPLE)
+            return
+        cy = self.lc.cycle(t, self.usages(engine, t), dict(self.last))
+        for a in cy.actions:
+            s = engine.kernel.by_id[a.job]
+            if a.kind == RESUME:
+                engine.resume(s, t)
+            else:
+                engine.suspend(s, t)
+            self.actions.append((t, a.job, a.kind, a.volume, a.reason))
+        if live:
+            engine.push_control(t + cy.sleep, _CYCLE)
+        else:
+            for a in self.lc.release_all():  # nothing should be left; never leave a job stopped
+                engine.resume(engine.kernel.by_id[a.job], t)
+
+    def usages(self, engine, t: float) -> dict[str, JobUsage]:
+        out = {}
+        for s in engine.kernel.running.values():
+            if s.state not in (STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED) or s.step < 0:
+                continue
+            files = []
+            for v in self.models:
+                moved = sum(st.amount for st in s.steps[:s.step] if st.link == v)
+                cur = s.steps[s.step] if s.step < len(s.steps) else None
+                mtime = -math.inf
+                if cur is not None and cur.kind != COMPUTE and cur.link == v:
+                    link = engine.links[v]
+                    left = link.remaining.get(s.index, engine._paused.get(s.index, cur.amount))
+                    moved += cur.amount - max(left, 0.0)
+                    mtime = t if s.state != SUSPENDED else s.suspended_at
+                elif s.step > 0 and s.steps[s.step - 1].link == v:
+                    mtime = s.step_start
+                if moved > 0:
+                    files.append(OpenFile(f"{v}/{s.queued.id}", v, moved, mtime))
+            out[s.queued.id] = JobUsage(s.queued.id, s.start, tuple(files))
+        return out

@@ -1,0 +1,133 @@
+"""The load controller in a real batch run: real SIGSTOP/SIGCONT of MPI jobs, the actor's death.
+
+Three one-rank Jacobi jobs checkpoint to LPS.  The controller's threshold is
+set so low that every benchmark write counts as high (omega, 500 MB of spec
+bytes, is passed once a job's first 1 GB checkpoint is on disk: 100 kB real): the volume is loaded
+after two samples, so the handler suspends the newest jobs one per cycle,
+keeps the oldest running, and resumes the others when the volume has no
+running job (§4.3).  A second run kills the controller actor after its first
+suspension: every suspended job must be resumed and finish.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+
+import pytest
+
+from iolab.specs.batch import BatchExperiment
+
+
+def spec(**controller) -> BatchExperiment:
+    return BatchExperiment.model_validate({
+        "name": "controller-small",
+        "platform": {"nodes": 3, "memory_per_node": "1GB", "lps": {"rate": "1 GB/s"},
+                     "hps": {"rate": "10 GB/s", "capacity": "10 GB"}, "stage_rate": "1 GB/s"},
+        "scheduler": "fcfs",
+        "workload": [{"id": j, "submit": i, "nodes": 1, "walltime": 2000, "runtime": 600, "data": "4GB"}
+                     for i, j in enumerate("abc")],
+        "emulator": {"time_scale": 0.02, "bytes_scale": 1e-4, "max_wall": 600},
+        "controller": {"d": 50, "ws": 150, "alpha": 0.6, "r_threshold": 1e-6, "t": 50, "short_sleep": 50,
+                       "omega": "500MB", "recent": 1e6, "p": "10MB", "volumes": ["lps"], **controller},
+    })
+
+
+def intervals(trace):
+    return [(r["job"], r["suspend"], r["resume"]) for r in trace.actions.rows()]
+
+
+def summaries(work):
+    return {j: json.loads((work / "apps" / j / f"{j}.summary.json").read_text())
+            if (work / "apps" / j / f"{j}.summary.json").exists() else None for j in "abc"}
+
+
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_path):
+    from iolab.emulator.batch_run import run_batch_emulation
+
+    stopped_seen: dict[str, set] = {}
+    procs = {}
+
+    def watch():  # the processes, on /proc: a suspended job's whole tree is in state T
+        from iolab.emulator.suspension import process_state, process_tree
+        while not done.is_set():
+            for job, p in list(procs.items()):
+                tree = process_tree(p.pid)
+                if tree and all(process_state(q) in ("T", "t") for q in tree):
+                    stopped_seen.setdefault(job, set()).update(tree)
+            time.sleep(0.1)
+
+    done = threading.Event()
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        trace = run_batch_emulation(spec(), work_dir=tmp_path / "w", on_launch=lambda j, p: procs.__setitem__(j, p),
+                                    strict=True)
+    finally:
+        done.set()
+    jobs = {r["id"]: r for r in trace.jobs.rows()}
+    assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok", "c": "ok"}
+    sus = intervals(trace)
+    assert sus and {j for j, _, _ in sus} <= {"b", "c"}  # never the oldest
+    assert all(not math.isnan(b) and b > a for _, a, b in sus)  # every suspension ended
+    assert set(stopped_seen) == {j for j, _, _ in sus}  # stopped for real: mpiexec, proxy and rank
+    assert all(len(pids) >= 3 for pids in stopped_seen.values())
+    # no progress while suspended: none of the job's phases ends inside a suspension
+    for job, a, b in sus:
+        inside = [p for p in trace.phases.rows() if p["job"] == job and a + 1 < p["end"] < b - 1]
+        assert not inside, (job, a, b, inside)
+    # the controller's samples reach the trace: a timed benchmark write per volume and d
+    samples = list(trace.samples.rows())
+    assert len(samples) >= 5 and {r["volume"] for r in samples} == {"lps"}
+    assert all(r["response"] > 0 for r in samples)
+    assert max(r["writers"] for r in samples) >= 2
+    # a suspended job comes back later: its run is longer than the oldest job's by about its suspension
+    assert jobs["c"]["end"] - jobs["c"]["start"] > sum(b - a for j, a, b in sus if j == "c")
+
+
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_killing_the_controller_actor_resumes_every_suspended_job(tmp_path):
+    import ray
+
+    from iolab.emulator.batch_run import run_batch_emulation
+
+    from iolab.emulator.suspension import process_state, process_tree
+
+    killed, procs = {}, {}
+
+    def stopped_jobs():
+        out = []
+        for job, p in list(procs.items()):
+            tree = process_tree(p.pid)
+            if tree and all(process_state(q) in ("T", "t") for q in tree):
+                out.append(job)
+        return out
+
+    def kill_controller():
+        deadline = time.time() + 200
+        while time.time() < deadline:
+            stopped = stopped_jobs()
+            if stopped and ray.is_initialized():  # a job is really stopped: kill the controller now
+                for a in ray.util.list_named_actors(all_namespaces=True):
+                    if a["name"].startswith("controller-"):
+                        ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=True)
+                        killed.update(at=time.time(), stopped=stopped)
+                        return
+            time.sleep(0.1)
+
+    threading.Thread(target=kill_controller, daemon=True).start()
+    t0 = time.time()
+    trace = run_batch_emulation(spec(), work_dir=tmp_path / "w", on_launch=lambda j, p: procs.__setitem__(j, p))
+    assert killed, "no job was stopped, or the controller actor was never found"
+    jobs = {r["id"]: r for r in trace.jobs.rows()}
+    assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok", "c": "ok"}
+    sus = intervals(trace)
+    assert set(killed["stopped"]) <= {j for j, _, _ in sus}
+    kill_spec = (killed["at"] - t0) / 0.02  # an upper bound on the run's spec clock at the kill
+    # every suspension ended, none after the kill, and all ended soon after it (one loop turn + Ray's notice)
+    assert all(not math.isnan(b) for _, _, b in sus)
+    assert all(a < kill_spec for _, a, _ in sus)

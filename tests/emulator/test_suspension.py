@@ -1,0 +1,123 @@
+"""Real SIGSTOP/SIGCONT of a job's whole process group (mpiexec and its ranks)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iolab.emulator.launchers import find_mpiexec, mpiexec_command
+from iolab.emulator.shell import kill_tree, spawn
+from iolab.emulator.slurm_launch import MpiexecApps
+from iolab.emulator.suspension import Suspender, group_members, process_state, process_tree
+
+# every rank bumps its own counter file as fast as it can
+COUNTER = ("import os, sys, time\n"
+           "from mpi4py import MPI\n"
+           "r = MPI.COMM_WORLD.Get_rank()\n"
+           "p = os.path.join(sys.argv[1], f'count-{r}')\n"
+           "n = 0\n"
+           "while True:\n"
+           "    n += 1\n"
+           "    with open(p + '.tmp', 'w') as f: f.write(str(n))\n"
+           "    os.replace(p + '.tmp', p)\n"
+           "    time.sleep(0.01)\n")
+
+
+def counts(d: Path, ranks: int) -> list[int]:
+    return [int((d / f"count-{r}").read_text()) for r in range(ranks)]
+
+
+def wait_for(pred, timeout=30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.mpi
+def test_sigstop_stops_every_rank_and_sigcont_continues(tmp_path):
+    script = tmp_path / "counter.py"
+    script.write_text(COUNTER)
+    proc = spawn(mpiexec_command(2, [sys.executable, str(script), str(tmp_path)], mpiexec=find_mpiexec()),
+                 log_path=tmp_path / "log")
+    calls = []
+    try:
+        assert wait_for(lambda: all((tmp_path / f"count-{r}").exists() for r in range(2))), \
+            (tmp_path / "log").read_text()
+        # MPICH's proxy and ranks leave mpiexec's process group (setsid): the tree is the job
+        assert group_members(proc.pid) == [proc.pid]
+        tree = process_tree(proc.pid)
+        assert tree[0] == proc.pid and len(tree) >= 4  # mpiexec, hydra proxy, 2 ranks
+        s = Suspender(on_suspend=lambda j: calls.append(("s", j)), on_resume=lambda j: calls.append(("r", j)))
+        assert s.suspend("job1", proc.pid)
+        assert wait_for(lambda: all(process_state(p) in ("T", "t") for p in tree))
+        before = counts(tmp_path, 2)
+        time.sleep(0.5)
+        assert counts(tmp_path, 2) == before  # no progress while stopped
+        s.resume("job1")
+        assert wait_for(lambda: all(c > b for c, b in zip(counts(tmp_path, 2), before)))
+        assert not [p for p in process_tree(proc.pid) if process_state(p) in ("T", "t")]
+        assert calls == [("s", "job1"), ("r", "job1")]
+    finally:
+        kill_tree(proc, grace=1.0)
+
+
+@pytest.mark.mpi
+def test_an_exception_leaves_no_job_stopped(tmp_path):
+    script = tmp_path / "counter.py"
+    script.write_text(COUNTER)
+    for i in range(2):
+        (tmp_path / str(i)).mkdir()
+    procs = [spawn(mpiexec_command(1, [sys.executable, str(script), str(tmp_path / str(i))],
+                                   mpiexec=find_mpiexec()), log_path=tmp_path / f"log{i}") for i in range(2)]
+    try:
+        assert wait_for(lambda: all((tmp_path / str(i) / "count-0").exists() for i in range(2)))
+        with pytest.raises(KeyboardInterrupt):
+            with Suspender() as s:
+                for i, p in enumerate(procs):
+                    s.suspend(f"j{i}", p.pid)
+                assert wait_for(lambda: all(process_state(q) in ("T", "t") for p in procs
+                                            for q in process_tree(p.pid)))
+                stopped_at = [counts(tmp_path / str(i), 1)[0] for i in range(2)]
+                time.sleep(0.3)
+                assert [counts(tmp_path / str(i), 1)[0] for i in range(2)] == stopped_at
+                raise KeyboardInterrupt  # Ctrl-C of the run
+        assert s.stopped == {}
+        assert wait_for(lambda: all(counts(tmp_path / str(i), 1)[0] > stopped_at[i] for i in range(2)))
+    finally:
+        for p in procs:
+            kill_tree(p, grace=1.0)
+
+
+def test_a_gone_group_is_reported_not_raised():
+    s = Suspender()
+    assert s.suspend("ghost", 2 ** 22 + 12345) is False  # no such process
+    assert s.stopped == {}
+    assert process_state(2 ** 22 + 12345) == ""
+
+
+@pytest.mark.mpi
+def test_mpiexec_apps_suspend_stops_the_real_ranks(tmp_path):
+    script = tmp_path / "counter.py"
+    script.write_text(COUNTER)
+    proc = spawn(mpiexec_command(2, [sys.executable, str(script), str(tmp_path)], mpiexec=find_mpiexec()),
+                 log_path=tmp_path / "log")
+    apps = MpiexecApps(find_mpiexec(), tmp_path / "hosts")
+    try:
+        assert wait_for(lambda: all((tmp_path / f"count-{r}").exists() for r in range(2)))
+        apps.suspend("A", proc)
+        tree = process_tree(proc.pid)
+        assert wait_for(lambda: all(process_state(p) in ("T", "t") for p in tree))
+        time.sleep(0.2)
+        frozen = counts(tmp_path, 2)
+        time.sleep(0.5)
+        assert counts(tmp_path, 2) == frozen
+        apps.resume("A", proc)
+        assert wait_for(lambda: all(c > f for c, f in zip(counts(tmp_path, 2), frozen)))
+    finally:
+        kill_tree(proc, grace=1.0)

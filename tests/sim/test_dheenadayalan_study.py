@@ -1,0 +1,43 @@
+"""``iolab study dheenadayalan``: the data sets of §5 and Table 1's shape, simulated."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from iolab.cli import cli
+from iolab.studies.dheenadayalan import QUICK, DheenadayalanSize, datasets
+
+
+def test_the_data_sets_follow_the_papers_description():
+    ds = datasets(DheenadayalanSize())
+    n_io = lambda jobs: sum(1 for j in jobs if "data" in j)
+    assert (len(ds["DS1"]), n_io(ds["DS1"])) == (6, 4)
+    assert (len(ds["DS2"]), n_io(ds["DS2"])) == (152, 48)  # 104 CPU / 48 I/O
+    assert len(ds["DS3"]) == 21
+    ids2 = {j["id"]: j for j in ds["DS2"]}
+    assert all(j["id"] in ids2 and j["runtime"] == ids2[j["id"]]["runtime"] for j in ds["DS3"])  # sampled from DS2
+    gaps = np.diff([j["submit"] for j in ds["DS2"]])
+    assert np.all(gaps >= 0) and 300 < gaps.mean() < 1200  # Poisson arrivals, mean 600 s
+    rt = np.array([j["runtime"] for j in ds["DS2"]])
+    assert rt.std() / rt.mean() > 1.0  # hyper-exponential: coefficient of variation above 1
+    assert datasets(DheenadayalanSize())["DS2"] == ds["DS2"]  # seeded
+
+
+def test_quick_study_writes_table1_and_the_gantt(tmp_path):
+    r = CliRunner().invoke(cli, ["study", "dheenadayalan", "--quick", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    s = json.loads((tmp_path / "summary.json").read_text())
+    rows = {(x["dataset"], x["scheduler"], x["controller"]): x for x in s["rows"]}
+    assert len(rows) == 12
+    for key, x in rows.items():
+        assert x["total_flow"] >= x["total_completion"] > 0
+        if not key[2]:
+            assert x["suspensions"] == 0
+    # DS1: the I/O jobs time-share and the totals shrink (the paper's DS1 row: 15:35:27 -> 12:51:16)
+    on, off = rows[("DS1", "fcfs", True)], rows[("DS1", "fcfs", False)]
+    assert on["suspensions"] > 0 and on["total_completion"] < off["total_completion"]
+    assert (tmp_path / "fig1-gantt.png").stat().st_size > 0
+    assert (tmp_path / "table1.csv").read_text().count("\n") == 13

@@ -1,0 +1,65 @@
+"""The ``controller:`` section of a batch spec (dheenadayalan2017 §5 defaults, scaling, errors)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from iolab.errors import SpecError
+from iolab.middleware.policies.controller import ControllerParams
+from iolab.specs import parse_spec
+
+BATCH = {
+    "kind": "batch",
+    "platform": {"nodes": 12, "lps": {"rate": "1GB/s"}, "hps": {"rate": "4GB/s", "capacity": "1TB"},
+                 "stage_rate": "1GB/s"},
+    "scheduler": "fcfs",
+    "workload": {"source": "inline", "jobs": [{"id": "j1", "submit": 0, "nodes": 1, "walltime": 100,
+                                               "runtime": 50}]},
+}
+
+
+def spec(controller):
+    return parse_spec({**BATCH, "controller": controller})
+
+
+def problems(controller):
+    with pytest.raises(SpecError) as err:
+        spec(controller)
+    return err.value.problems
+
+
+def test_absent_means_off_and_true_means_the_papers_parameters():
+    assert parse_spec(BATCH).controller is None
+    assert spec(False).controller.enabled is False
+    c = spec(True).controller
+    assert c.enabled
+    # §5: d = 10 s, r_threshold = 60 s, beta = 18, ws = 3 min, alpha = 0.75, t = 3 min, p = 1 GB, omega = 4000 MB
+    assert (c.d, c.r_threshold, c.window, c.ws, c.alpha, c.t, c.p, c.omega) == \
+        (10, 60, 18, 180, 0.75, 180, 1e9, 4000e6)
+    p = ControllerParams.from_spec(c)
+    assert p == dataclasses.replace(ControllerParams(), beta=18)  # the policy's defaults are the paper's too
+    assert p.window == 18
+
+
+def test_units_and_scaling():
+    c = spec({"d": "20s", "ws": "4m", "t": "5m", "p": "2GB", "omega": "500MB", "volumes": ["hps"]}).controller
+    assert (c.d, c.ws, c.window, c.t, c.p, c.omega) == (20, 240, 12, 300, 2e9, 500e6)
+    s = c.scaled(time_scale=0.1, bytes_scale=1e-4)
+    assert s["d"] == pytest.approx(2.0) and s["t"] == pytest.approx(30.0)
+    assert s["p"] == pytest.approx(2e5) and s["omega"] == pytest.approx(5e4)
+    assert s["beta"] == 12  # a count: not scaled
+
+
+@pytest.mark.parametrize("section,where,reason", [
+    ({"alpha": 1.5}, "controller.alpha", "less than or equal to 1"),
+    ({"d": 0}, "controller.d", "greater than 0"),
+    ({"volumes": ["scratch"]}, "controller.volumes[0]", "unknown volume 'scratch'"),
+    ({"beta": 10, "ws": "3m"}, "controller.beta", "Eq. 5"),
+    ({"ws": "5s"}, "controller.ws", "shorter than one sample interval"),
+    ({"dd": 3}, "controller.dd", "unknown field"),
+])
+def test_bad_sections_name_the_field(section, where, reason):
+    found = problems(section)
+    assert any(w == where and reason in r for w, r in found), found
