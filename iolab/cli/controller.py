@@ -25,8 +25,9 @@ def controller() -> None:
               help="|Pearson r| with the response a sample column needs to be a feature (§4.2)")
 @click.option("--test-share", type=float, default=0.25, show_default=True,
               help="share of the samples (the last ones of each trace) held out to measure the model")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="seed of the random forest")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
 def train(traces, out, threshold, test_share, seed, as_json) -> None:
     """Fit a random forest on the `samples` tables of TRACES (written by runs with a
     `controller:` section), report its out-of-bag and held-out error, write it to OUT."""
