@@ -56,6 +56,7 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.kernel import (
     ALLOCATING, DONE, ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel,
 )
+from iolab.middleware.policies.batch.nodes import ids as node_ids
 from iolab.middleware.storage_actor import StorageManager, result
 from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
@@ -113,7 +114,6 @@ class BatchEmulation:
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
-        self.free_hosts = list(range(p.nodes))
         self.hps_capacity = p.hps.total_capacity
         self.mgr = None
         self.t0: float | None = None
@@ -184,6 +184,8 @@ class BatchEmulation:
                         k.retry(j, now)
                         self._begin(j)
                 else:
+                    if now >= k.estimate_due(j):  # the predictor's estimate is revised at its predicted end
+                        k.extend_estimate(j, now)
                     self._advance(j)
             while k.changed:
                 for j in k.decide(self.now()):
@@ -201,8 +203,7 @@ class BatchEmulation:
         """A job the kernel started: take its hosts; on HPS ask the manager for the bytes the
         kernel placed, else launch it."""
         if not j.hosts:
-            n = j.queued.nodes
-            j.hosts, self.free_hosts = self.free_hosts[:n], self.free_hosts[n:]
+            j.hosts = node_ids(j.node_ids)  # the kernel's allocator chose them (lowest free ids)
         if j.state == ALLOCATING:
             return  # the kernel asks the disks again at j.retry_at
         if j.state == STAGE_IN:
@@ -317,7 +318,6 @@ class BatchEmulation:
         except Exception as exc:
             self.progress.note(f"{j.queued.id}: freeing its storage failed: {exc}")
         self.kernel.finish(j, self.now(), state, message)
-        self.free_hosts = sorted(self.free_hosts + j.hosts)
 
     # -- launching -----------------------------------------------------------------------------------------
     def _launch(self, j: JobRun) -> None:
@@ -349,4 +349,5 @@ class BatchEmulation:
     def _trace(self, complete: bool) -> Trace:
         requests = [r for r in self.kernel.allocation_rows() if r[5] != "allocated"] if self.kernel.allocator else []
         return batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
-                           work=self.work, complete=complete, requests=requests)
+                           work=self.work, complete=complete, requests=requests,
+                           predictions=self.kernel.prediction_rows())

@@ -72,6 +72,10 @@ class Trace:
     def actions(self) -> Table:
         return self.tables["actions"]
 
+    @property
+    def predictions(self) -> Table:
+        return self.tables["predictions"]
+
     def job_index(self) -> dict[str, int]:
         return {j: i for i, j in enumerate(self.jobs["id"])}
 

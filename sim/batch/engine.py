@@ -38,7 +38,7 @@ from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN
 from ..fairshare import FairShareLink
 from .steps import COMPUTE, job_steps
 
-_SUBMIT, _STEP_END, _LINK, _RETRY = 0, 1, 2, 3
+_SUBMIT, _STEP_END, _LINK, _RETRY, _ESTIMATE = 0, 1, 2, 3, 4
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
 
 
@@ -50,6 +50,7 @@ class BatchRecord:
     phases: list[tuple] = field(default_factory=list)
     allocations: list[tuple] = field(default_factory=list)
     plans: list[tuple] = field(default_factory=list)  # (time, job, planned start, tier, reserved)
+    predictions: list[tuple] = field(default_factory=list)  # (job, time, planned start, node mask): changes
     decisions: int = 0
     events: int = 0
 
@@ -99,6 +100,13 @@ class BatchEngine:
         s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory).steps
         s.step = -1
         self._begin_step(s, t)
+        self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
+
+    def _watch_estimate(self, s: JobState) -> None:
+        """The predictor's estimate of a running job is revised at its predicted end."""
+        due = self.kernel.estimate_due(s)
+        if due < math.inf:
+            self._push(due, _ESTIMATE, s.index)
 
     def _begin_step(self, s: JobState, t: float) -> None:
         s.step += 1
@@ -157,6 +165,10 @@ class BatchEngine:
                         self._phase(s, st, t)
                         self._begin_step(s, t)
                     self._touched_links.add(name)
+                elif ev == _ESTIMATE:  # still running at its predicted end: the prediction doubles
+                    s = self.state[arg]
+                    if k.extend_estimate(s, t):
+                        self._watch_estimate(s)
                 else:  # _RETRY: ask the disks again for a requeued HPS placement
                     s = self.state[arg]
                     k.retry(s, t)
@@ -173,6 +185,7 @@ class BatchEngine:
         self.rec.events = events
         self.rec.decisions = k.decisions
         self.rec.plans = k.plans
+        self.rec.predictions = k.prediction_rows()
         self.rec.allocations = k.allocation_rows() if self.rows else []
         if k.queue:
             raise RuntimeError(f"{len(k.queue)} job(s) never started (policy {self.policy.name}); "

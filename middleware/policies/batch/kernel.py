@@ -40,7 +40,7 @@ decision and state change and raises :class:`iolab.invariants.InvariantViolation
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -50,7 +50,10 @@ from iolab.invariants import InvariantViolation, strict_default
 from ..placement import ALLOCATED, RETRY, StorageAllocator
 from . import get_scheduler
 from .checks import BatchChecker
+from .nodes import lowest, plan_node_sets
+from .predictions import PlanTracker
 from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
+from .walltime import UserPredictor, refine
 
 # job states
 FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
@@ -91,6 +94,7 @@ class JobState:
     steps: tuple = ()
     step: int = -1
     step_start: float = 0.0
+    node_ids: int = 0  # mask of the node ids it holds (bit i = node i; see .nodes), 0 before its start
 
     @property
     def id(self) -> str:
@@ -114,7 +118,8 @@ class BatchKernel:
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float, rates: TierRates,
                  allocator: StorageAllocator | None = None, strict: bool | None = None,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
-                 make_job: Callable[..., JobState] = JobState):
+                 make_job: Callable[..., JobState] = JobState, estimate: tuple[str, float] = ("request", 1.0),
+                 track_predictions: bool = False):
         self.policy = policy
         self.total_nodes = total_nodes
         self.hps_capacity = hps_capacity
@@ -136,6 +141,7 @@ class BatchKernel:
         self.plans: list[tuple] = []  # (time, job, planned start, tier, reserved)
         self.allocations: list[tuple] = []  # pool rows (job, disk, bytes, alloc, free, status)
         self.checker = BatchChecker(self) if strict_default(strict) else None
+        self._setup_soysal(estimate, track_predictions)
 
     @classmethod
     def from_spec(cls, spec, jobs, *, scheduler: BatchPolicy | None = None, strict: bool | None = None,
@@ -147,6 +153,11 @@ class BatchKernel:
         if not record_plans:
             policy.project = False  # nobody reads the projected starts: skip computing them
         allocator = (StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed) if p.hps.servers else None)
+        est = getattr(spec, "estimate", None)
+        kw.setdefault("estimate", (est.kind, est.lam) if est is not None else ("request", 1.0))
+        track = kw.setdefault("track_predictions", bool(getattr(spec, "track_predictions", False)))
+        if track:
+            policy.project = True  # the tracker reads every waiting job's planned start
         return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
                    rates=TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate), allocator=allocator,
                    strict=strict, record_plans=record_plans, **kw)
@@ -156,6 +167,8 @@ class BatchKernel:
         if self.checker is not None:
             self.checker.submit(s, t)
         s.state = QUEUED
+        if self.predictor is not None:
+            self._predict(s)
         self.queue[s.queued.id] = s
         self.changed = True
 
@@ -174,7 +187,8 @@ class BatchKernel:
         self.changed = False
         if not self.queue:
             return []
-        if not self.record_plans and self.free_nodes < min(s.queued.nodes for s in self.queue.values()):
+        if (not self.record_plans and self.tracker is None
+                and self.free_nodes < min(s.queued.nodes for s in self.queue.values())):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         snap = self.snapshot(t)
         d = self.policy.decide(snap)
@@ -183,6 +197,8 @@ class BatchKernel:
             self.checker.decision(snap, d)
         if self.record_plans:
             self.plans.extend((t, e.job, e.start, e.tier, e.reserved) for e in d.plan)
+        if self.tracker is not None:
+            self._track(t, d)
         if self.on_decision is not None:
             self.on_decision(d)
         started = []
@@ -208,6 +224,7 @@ class BatchKernel:
         self.free_nodes -= q.nodes
         self.hps_free -= storage
         s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
+        self._take_nodes(s)
         if tier == HPS:
             s.state = ALLOCATING
             self._place(s, t)
@@ -280,6 +297,7 @@ class BatchKernel:
         s.end = t
         del self.running[s.queued.id]
         self.free_nodes += s.queued.nodes
+        self._give_nodes(s, t)
         if s.tier == HPS:
             self.hps_free += s.storage
             if self.allocator is not None and s.queued.id in self.allocator.state.live:
@@ -295,6 +313,77 @@ class BatchKernel:
         if self.checker is not None:
             self.checker.accounts(t, s.queued.id)
             self.checker.disks(t, s.queued.id)
+
+    # -- node ids, walltime estimates, plan tracking (soysal2019) ---------------------------------
+    def _setup_soysal(self, estimate: tuple[str, float], track_predictions: bool) -> None:
+        """Node-id bookkeeping, the spec's walltime estimate and the plan tracker."""
+        self.free_ids = (1 << self.total_nodes) - 1  # mask of the free node ids
+        kind, lam = estimate
+        self.estimate = kind
+        self.predictor = UserPredictor() if kind == "predictor" else None
+        if kind == "refined":
+            for s in self.jobs:
+                w = refine(float(s.job.walltime), float(s.job.runtime), lam)
+                if w != s.queued.walltime:
+                    s.queued = replace(s.queued, walltime=w)
+        elif kind not in ("request", "predictor"):
+            raise ValueError(f"unknown walltime estimate {kind!r}; known: request, refined, predictor")
+        self.tracker = PlanTracker() if track_predictions else None
+        self._planned: dict[str, int] = {}
+
+    def _take_nodes(self, s: JobState) -> None:
+        """``s`` starts: it takes its planned node set if the tracker planned one and it is free,
+        else (the same ids when the plan was made now) the lowest free ids."""
+        n = s.queued.nodes
+        m = self._planned.pop(s.queued.id, 0)
+        if not m or (m & self.free_ids) != m or m.bit_count() != n:
+            m = lowest(self.free_ids, n)
+        self.free_ids &= ~m
+        s.node_ids = m
+        if self.tracker is not None:
+            self.tracker.forget(s.queued.id)
+
+    def _give_nodes(self, s: JobState, t: float) -> None:
+        """``s`` ended: its node ids return; the predictor learns its sigma."""
+        self.free_ids |= s.node_ids
+        if self.predictor is not None and s.job is not None and s.start == s.start:
+            self.predictor.completed(s.job.user, t - s.start, float(s.job.walltime))
+
+    def _predict(self, s: JobState) -> None:
+        w = self.predictor.predict(s.job.user, float(s.job.walltime))
+        w = max(w, min(1.0, float(s.job.walltime)))  # sigma 0 (a job of runtime 0): at least 1 s
+        if w != s.queued.walltime:
+            s.queued = replace(s.queued, walltime=w)
+
+    def estimate_due(self, s: JobState) -> float:
+        """When the runtime must call :meth:`extend_estimate` for the running job ``s``
+        (its predicted end, while the prediction is below the request); ``inf`` if never."""
+        if self.predictor is None or s.state in ENDED or s.queued.walltime >= float(s.job.walltime):
+            return math.inf
+        return s.expected_end
+
+    def extend_estimate(self, s: JobState, t: float) -> bool:
+        """``s`` is still running at its predicted end: the prediction is doubled, capped at the
+        request (soysal2019 §3.4.2); the plan changes.  Returns whether it changed."""
+        if s.state in ENDED or s.state in (FUTURE, QUEUED) or t < s.expected_end:
+            return False
+        w = UserPredictor.extend(s.queued.walltime, float(s.job.walltime))
+        if w <= s.queued.walltime:
+            return False
+        s.expected_end += w - s.queued.walltime
+        s.queued = replace(s.queued, walltime=w)
+        self.changed = True
+        return True
+
+    def _track(self, t: float, d: Decision) -> None:
+        running = [(r.expected_end, r.node_ids) for r in self.running.values()]
+        sets = plan_node_sets(t, self.free_ids, running, d.plan)
+        self._planned = {e.job: sets[e.job] for e in d.starts if e.job in sets}
+        self.tracker.observe(t, d.plan, sets)
+
+    def prediction_rows(self) -> list[tuple[str, float, float, int]]:
+        """The predictions table (job, time, planned start, node mask), changes only."""
+        return list(self.tracker.rows) if self.tracker is not None else []
 
     # -- inspection ----------------------------------------------------------------------------
     def allocation_rows(self) -> list[tuple]:
