@@ -277,7 +277,7 @@ class BatchEmulation:
     def _watch(self, j: JobRun) -> None:
         rc = j.proc.poll()
         if rc is None:
-            limit = self.s.kill_factor * j.queued.walltime * self.s.time_scale + 60
+            limit = self.s.kill_factor * float(j.job.walltime) * self.s.time_scale + 60  # the request, not the estimate
             if time.time() - j.launched > limit:
                 j.rc = kill_tree(j.proc, grace=2.0)
                 self.progress.note(f"{j.queued.id} killed: ran {limit:.0f} s wall (kill_factor x walltime)")
