@@ -374,6 +374,21 @@ class EstimateSpec(StrictModel):
         return v
 
 
+class AdvanceStageInSpec(StrictModel):
+    """Advance stage-in (issue 9 §5): a waiting job that asks for HPS (storage and input > 0)
+    whose planned start and planned node set are unchanged for ``theta_stable`` and whose start
+    is within its stage-in time + ``margin`` starts its stage-in early."""
+
+    enabled: bool = False
+    theta_stable: Seconds = Field(600.0, description="plan stable this long (soysal2019's long-term class)")
+    margin: Seconds = Field(60.0, description="begin this much before the planned start minus the stage-in time")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, v: object) -> object:
+        return {"enabled": v} if isinstance(v, bool) else v
+
+
 class BatchExperiment(StrictModel):
     kind: Literal["batch"] = "batch"
     name: str = "batch"
@@ -388,6 +403,8 @@ class BatchExperiment(StrictModel):
                                    description="the walltime the scheduler plans with (soysal2019)")
     track_predictions: bool = Field(False, description="record the predictions table (planned start and "
                                                        "node set of every waiting job, changes only)")
+    advance_stage_in: AdvanceStageInSpec = Field(default_factory=AdvanceStageInSpec,
+                                                 description="stage in early on stable plans (issue 9 §5)")
 
     @field_validator("scheduler", mode="before")
     @classmethod
@@ -422,7 +439,7 @@ class BatchExperiment(StrictModel):
 
 
 __all__ = [
-    "BatchExperiment", "BatchPlatform", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
+    "AdvanceStageInSpec", "BatchExperiment", "BatchPlatform", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
     "InlineWorkload", "Job", "LPSTier", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
     "StorageServer", "ThetaWorkload",

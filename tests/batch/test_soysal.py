@@ -185,3 +185,67 @@ def test_node_ids_are_never_shared_and_match_the_counts(rows, scheduler):
         for b in range(a + 1, len(masks)):
             if J["start"][a] < J["end"][b] and J["start"][b] < J["end"][a]:
                 assert masks[a] & masks[b] == 0
+
+
+# -- advance stage-in (issue 9 §5) ------------------------------------------------------------------------
+def adv_spec(jobs, nodes, adv=True, capacity="100GB"):
+    return parse_spec({
+        "kind": "batch", "platform": {"nodes": nodes, "lps": {"rate": 1e9}, "hps": {"rate": 15e9, "capacity": capacity},
+                                      "stage_rate": 5e9},
+        "scheduler": {"kind": "random-tier", "p": 1.0}, "advance_stage_in": adv,
+        "workload": {"source": "inline", "jobs": jobs}})
+
+
+def test_stable_plan_stages_in_early_and_hides_the_stage_in():
+    """B waits 2 000 s for A's nodes on a plan that never changes: its 10 GB are copied before
+    its start (2 s at R_stage = 5 GB/s), so it ends 2 s earlier than without advance staging."""
+    from iolab.sim.batch.run import run_batch
+    jobs = [job("A", 0, 2, 2000), {**job("B", 1, 2, 1000), "input": "10GB", "storage": "10GB"}]
+    base = {s.queued.id: s for s in run_batch(adv_spec(jobs, 2, adv=False), strict=True).jobs}
+    rec = run_batch(adv_spec(jobs, 2), strict=True)
+    got = {s.queued.id: s for s in rec.jobs}
+    assert got["B"].tier == "hps" and got["B"].start == base["B"].start == 2000.0
+    assert base["B"].end - got["B"].end == 2.0
+    assert rec.advance["early_copies"] == 1 and rec.advance["hidden_seconds"] == 2.0
+    assert rec.advance["early_bytes"] == 10e9 and rec.advance["wasted_bytes"] == 0.0
+
+
+def test_a_plan_change_after_the_early_copy_wastes_its_bytes():
+    """C (node 0) ends early at 1 990: B's planned set moves from nodes 1-2 to 0-1 after its 10 GB
+    were copied for nodes 1-2 (from 1 938): wasted, and B stages in again at its start."""
+    from iolab.sim.batch.run import run_batch
+    jobs = [job("C", 0, 1, 5000, 1990), job("A", 0, 2, 2000),
+            {**job("B", 1, 2, 1000), "input": "10GB", "storage": "10GB"}]
+    rec = run_batch(adv_spec(jobs, 3), strict=True)
+    a = rec.advance
+    assert a["early_copies"] == 1 and a["wasted_copies"] == 1
+    assert a["wasted_bytes"] == 10e9 and a["wasted_link_seconds"] == 2.0 and a["hidden_seconds"] == 0.0
+    b = next(s for s in rec.jobs if s.queued.id == "B")
+    assert b.node_ids == 0b011
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 3), st.integers(100, 2000), st.integers(1, 40)),
+                min_size=2, max_size=20))
+def test_hps_capacity_is_never_exceeded_with_early_copies(rows):
+    """Running HPS jobs plus early copies never hold more than the HPS capacity (50 GB), checked
+    after every decision and every early-copy check."""
+    from iolab.middleware.policies.batch.kernel import BatchKernel
+    from iolab.sim.batch.engine import BatchEngine
+    jobs = [{**job(f"j{i}", sub, n, w, w), "input": f"{gb}GB", "storage": f"{gb}GB"}
+            for i, (sub, n, w, gb) in enumerate(rows)]
+    sp = adv_spec(jobs, 3, capacity="50GB")
+    seen = []
+
+    def check(_d=None):
+        k = kernel
+        held = k.hps_capacity - k.hps_free
+        assert held + k.early_bytes <= k.hps_capacity * (1 + 1e-12)
+        seen.append(k.early_bytes)
+
+    from iolab.sim.workloads import load_workload
+    kernel = BatchKernel.from_spec(sp, load_workload(sp), strict=True, on_decision=check)
+    orig = kernel.advance_check
+    kernel.advance_check = lambda t: (orig(t), check())
+    BatchEngine.around(kernel, memory_per_node=sp.platform.memory_per_node).run()
+    assert kernel.early_bytes == 0.0 and not kernel.early  # every copy used or wasted by the end

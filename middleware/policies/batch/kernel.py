@@ -119,7 +119,7 @@ class BatchKernel:
                  allocator: StorageAllocator | None = None, strict: bool | None = None,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
                  make_job: Callable[..., JobState] = JobState, estimate: tuple[str, float] = ("request", 1.0),
-                 track_predictions: bool = False):
+                 track_predictions: bool = False, advance: tuple[float, float] | None = None):
         self.policy = policy
         self.total_nodes = total_nodes
         self.hps_capacity = hps_capacity
@@ -141,7 +141,8 @@ class BatchKernel:
         self.plans: list[tuple] = []  # (time, job, planned start, tier, reserved)
         self.allocations: list[tuple] = []  # pool rows (job, disk, bytes, alloc, free, status)
         self.checker = BatchChecker(self) if strict_default(strict) else None
-        self._setup_soysal(estimate, track_predictions)
+        self._setup_soysal(estimate, track_predictions or advance is not None)
+        self._setup_advance(advance)
 
     @classmethod
     def from_spec(cls, spec, jobs, *, scheduler: BatchPolicy | None = None, strict: bool | None = None,
@@ -155,7 +156,11 @@ class BatchKernel:
         allocator = (StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed) if p.hps.servers else None)
         est = getattr(spec, "estimate", None)
         kw.setdefault("estimate", (est.kind, est.lam) if est is not None else ("request", 1.0))
-        track = kw.setdefault("track_predictions", bool(getattr(spec, "track_predictions", False)))
+        adv = getattr(spec, "advance_stage_in", None)
+        if adv is not None and adv.enabled:
+            kw.setdefault("advance", (adv.theta_stable, adv.margin))
+        track = kw.setdefault("track_predictions", bool(getattr(spec, "track_predictions", False))
+                              or kw.get("advance") is not None)
         if track:
             policy.project = True  # the tracker reads every waiting job's planned start
         return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
@@ -178,7 +183,8 @@ class BatchKernel:
             queue=tuple(s.queued for s in self.queue.values()),
             running=tuple(RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
                           for s in self.running.values()),
-            hps_capacity=self.hps_capacity, hps_free=min(max(self.hps_free, 0.0), self.hps_capacity),
+            hps_capacity=self.hps_capacity,
+            hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
             rates=self.rates)
 
     def decide(self, t: float) -> list[JobState]:
@@ -342,6 +348,8 @@ class BatchKernel:
         s.node_ids = m
         if self.tracker is not None:
             self.tracker.forget(s.queued.id)
+        if self.early:
+            self._advance_started(s)
 
     def _give_nodes(self, s: JobState, t: float) -> None:
         """``s`` ended: its node ids return; the predictor learns its sigma."""
@@ -380,10 +388,116 @@ class BatchKernel:
         sets = plan_node_sets(t, self.free_ids, running, d.plan)
         self._planned = {e.job: sets[e.job] for e in d.starts if e.job in sets}
         self.tracker.observe(t, d.plan, sets)
+        if self.advance is not None:
+            self._advance_pass(t, d)
 
     def prediction_rows(self) -> list[tuple[str, float, float, int]]:
         """The predictions table (job, time, planned start, node mask), changes only."""
         return list(self.tracker.rows) if self.tracker is not None else []
+
+    # -- advance stage-in (issue 9 §5, beyond soysal2019) ------------------------------------------
+    def _setup_advance(self, advance: tuple[float, float] | None) -> None:
+        self.advance = advance  # (theta_stable, margin) or None
+        self.early: dict[str, tuple[float, float, int]] = {}  # job -> (copy began, planned start, node mask)
+        self.early_bytes = 0.0  # HPS bytes held by early copies (outside hps_free: the policies see less)
+        self.advance_stats = {"early_copies": 0, "hidden_seconds": 0.0, "early_bytes": 0.0,
+                              "wasted_bytes": 0.0, "wasted_link_seconds": 0.0, "wasted_copies": 0}
+        self.early_staged: dict[str, float] = {}  # job -> bytes already on HPS at its start
+
+    def _copied(self, began: float, t: float, nbytes: float) -> tuple[float, float]:
+        """Bytes an early copy begun at ``began`` moved by ``t`` and the link seconds it took
+        (modelled at R_stage alone)."""
+        secs = min(max(t - began, 0.0), nbytes / self.rates.stage)
+        return min(nbytes, secs * self.rates.stage), secs
+
+    def _advance_pass(self, t: float, d: Decision) -> None:
+        """After a tracked pass: drop the early copies whose planned node set changed (wasted; a
+        start that moves keeps its copy, the space is simply held longer), begin those of the
+        waiting HPS-asking jobs (storage and input > 0) whose planned start and node set are
+        unchanged for theta_stable and whose start is within input / R_stage + margin."""
+        theta, margin = self.advance
+        plan = {e.job: e for e in d.plan}
+        for job, (began, start, mask) in list(self.early.items()):
+            e = plan.get(job)
+            if e is None or job not in self.queue:
+                continue  # started in this pass (_advance_started settled it)
+            last = self.tracker.stable_since(job)
+            if last is None or last[1] != mask:  # the data sits where the job will not run
+                self._waste(job, t)
+        for e in d.plan:
+            if e.job in self.early or e.start <= t:
+                continue
+            s = self.queue.get(e.job)
+            if s is None:
+                continue
+            q = s.queued
+            if q.storage <= 0 or q.input <= 0:
+                continue
+            last = self.tracker.stable_since(e.job)
+            if last is None or t - last[2] < theta or e.start - t > q.input / self.rates.stage + margin:
+                continue
+            if self.early_bytes + q.storage + (self.hps_capacity - self.hps_free) > self.hps_capacity * (1 + 1e-12):
+                continue  # the capacity check: running jobs and early copies together
+            self.early[e.job] = (t, last[0], last[1])
+            self.early_bytes += q.storage
+            self.advance_stats["early_copies"] += 1
+
+    def advance_due(self) -> float:
+        """The next time a waiting job becomes eligible for an early copy under the current plan
+        (``inf`` if none): the runtime calls :meth:`advance_check` then (no decision is needed,
+        nothing changed)."""
+        if self.advance is None:
+            return math.inf
+        theta, margin = self.advance
+        due = math.inf
+        for e in self.policy.plan():
+            s = self.queue.get(e.job)
+            if s is None or e.job in self.early or s.queued.storage <= 0 or s.queued.input <= 0:
+                continue
+            last = self.tracker.stable_since(e.job)
+            if last is None or math.isinf(e.start):
+                continue
+            due = min(due, max(last[2] + theta, e.start - s.queued.input / self.rates.stage - margin))
+        return due
+
+    def advance_check(self, t: float) -> None:
+        """Begin the early copies due at ``t`` under the last plan (see :meth:`advance_due`)."""
+        if self.advance is not None and self.queue:
+            self._advance_pass(t, Decision(now=t, plan=self.policy.plan()))
+
+    def _waste(self, job: str, t: float) -> None:
+        began, _, _ = self.early.pop(job)
+        q = self.by_id[job].queued
+        self.early_bytes -= q.storage
+        moved, secs = self._copied(began, t, q.input)
+        self.advance_stats["wasted_bytes"] += moved
+        self.advance_stats["wasted_link_seconds"] += secs
+        self.advance_stats["wasted_copies"] += 1
+        self.changed = True  # the space is back
+
+    def _advance_started(self, s: JobState) -> None:
+        """``s`` starts: its early copy is used if it starts on HPS on the planned nodes, else wasted."""
+        job = s.queued.id
+        if job not in self.early:
+            return
+        began, _, mask = self.early[job]
+        if s.tier != HPS or s.node_ids != mask:
+            self._waste(job, s.start)
+            return
+        del self.early[job]
+        self.early_bytes -= s.queued.storage
+        moved, secs = self._copied(began, s.start, s.job.input)
+        self.early_staged[job] = moved
+        self.advance_stats["hidden_seconds"] += secs
+        self.advance_stats["early_bytes"] += moved
+
+    def cancel_early(self, job: str, t: float) -> bool:
+        """A waiting job was cancelled or died before its start: its early copy is dropped (and
+        counted wasted), its space returns.  Returns whether it had one."""
+        if job not in self.early:
+            return False
+        self._waste(job, t)
+        return True
 
     # -- inspection ----------------------------------------------------------------------------
     def allocation_rows(self) -> list[tuple]:

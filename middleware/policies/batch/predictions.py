@@ -24,7 +24,7 @@ class PlanTracker:
     __slots__ = ("last", "rows")
 
     def __init__(self) -> None:
-        self.last: dict[str, tuple[float, int]] = {}  # job -> (planned start, node mask) of its last row
+        self.last: dict[str, tuple[float, int, float]] = {}  # job -> (planned start, node mask, since) of its last row
         self.rows: list[tuple[str, float, float, int]] = []
 
     def observe(self, t: float, plan, sets: dict[str, int]) -> None:
@@ -33,8 +33,12 @@ class PlanTracker:
             m = sets.get(e.job, 0)
             prev = last.get(e.job)
             if prev is None or prev[0] != e.start or prev[1] != m:
-                last[e.job] = (e.start, m)
+                last[e.job] = (e.start, m, t)
                 rows.append((e.job, t, e.start, m))
+
+    def stable_since(self, job: str) -> tuple[float, int, float] | None:
+        """(planned start, node mask, time since which both are unchanged) of a waiting job."""
+        return self.last.get(job)
 
     def forget(self, job: str) -> None:
         """``job`` started or left the queue: no more plans for it."""
