@@ -48,5 +48,5 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),
         host=_platform.node(), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
-        stage_rate=p.stage_rate, unit_bytes=1,
+        stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance,
     )

@@ -499,6 +499,19 @@ class BatchKernel:
         self._waste(job, t)
         return True
 
+    def withdraw(self, job: str, t: float) -> None:
+        """A waiting job is cancelled before its start: it leaves the queue (``killed``), its early
+        copy (if any) is dropped and counted wasted."""
+        s = self.by_id[job]
+        if s.state not in (FUTURE, QUEUED):
+            raise InvariantViolation("job-state", t, job, f"withdraw of a {s.state} job")
+        self.cancel_early(job, t)
+        self.queue.pop(job, None)
+        if self.tracker is not None:
+            self.tracker.forget(job)
+        s.state, s.status, s.message, s.end = KILLED, STATUS[KILLED], "cancelled before its start", t
+        self.changed = True
+
     # -- inspection ----------------------------------------------------------------------------
     def allocation_rows(self) -> list[tuple]:
         """The allocations table (job, disk, bytes, alloc, free, status): the allocator's log
