@@ -6,7 +6,7 @@ plan tracking (``track_predictions``); its record holds the T_NAP class shares a
 quantiles of the non-instant T_NAP values (Fig. 5's CDF).  With ``jobs > 1`` the runs are Ray
 tasks (one CPU each) on a local Ray of ``jobs`` CPUs; ``jobs = 1`` runs them in this process.
 
-Outputs in ``out``: ``runs.csv`` (one row per run), ``summary.json`` (Fig. 3a's ratio, every
+Outputs in ``out``: ``runs.jsonl`` (each record as it arrives), ``runs.csv`` (one row per run), ``summary.json`` (Fig. 3a's ratio, every
 run's shares and CDF quantiles, wall time), ``fig3a.png``, ``fig4.png``, ``fig5.png``.
 """
 
@@ -100,7 +100,7 @@ def run_study(out: Path, size: Size = Size(), *, trace: str = "kth", jobs: int =
     todo = [(str(path), nodes, s, e, size.limit) for s in size.schedulers for e in ests]
     t0 = time.perf_counter()
     prog = Progress(len(todo), f"soysal {trace}")
-    records = _run_all(todo, jobs, prog)
+    records = _run_all(todo, jobs, prog, out / "runs.jsonl")
     order = {(s, str(e)): i for i, (_, _, s, e, _) in enumerate(todo)}
     records.sort(key=lambda r: order[(r["scheduler"], "predictor" if r["estimate"] == "predictor" else str(r["lam"]))])
     ratio = requested_over_used(path, size.limit)
@@ -114,12 +114,20 @@ def run_study(out: Path, size: Size = Size(), *, trace: str = "kth", jobs: int =
     return summary
 
 
-def _run_all(todo, jobs: int, prog: Progress) -> list[dict[str, Any]]:
+def _run_all(todo, jobs: int, prog: Progress, partial: Path) -> list[dict[str, Any]]:
+    """Every run's record, each also appended to ``partial`` (JSON lines) as it arrives."""
+    partial.write_text("")
+
+    def keep(r: dict[str, Any]) -> None:
+        with open(partial, "a") as f:
+            f.write(json.dumps(r, default=float) + "\n")
+        prog.step(f"{r['scheduler']} {r['estimate']}")
+
     if jobs <= 1:
         out = []
         for t in todo:
             out.append(one_run(*t))
-            prog.step(f"{t[2]} {t[3]}")
+            keep(out[-1])
         return out
     import ray  # lazy: Ray only when the study runs in parallel
 
@@ -134,7 +142,7 @@ def _run_all(todo, jobs: int, prog: Progress) -> list[dict[str, Any]]:
             done, pending = ray.wait(pending, num_returns=1)
             r = ray.get(done[0])
             out.append(r)
-            prog.step(f"{r['scheduler']} {r['estimate']}")
+            keep(r)
         return out
     finally:
         if started:

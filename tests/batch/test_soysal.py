@@ -249,3 +249,21 @@ def test_hps_capacity_is_never_exceeded_with_early_copies(rows):
     kernel.advance_check = lambda t: (orig(t), check())
     BatchEngine.around(kernel, memory_per_node=sp.platform.memory_per_node).run()
     assert kernel.early_bytes == 0.0 and not kernel.early  # every copy used or wasted by the end
+
+
+def test_plan_tracking_only_observes(kth):
+    """The same schedule with and without plan tracking (the tracker and the node-set replay
+    decide nothing), for every compute scheduler, on the first 800 KTH-SP2 jobs."""
+    from iolab.sim.batch.run import run_batch
+    from iolab.sim.workloads import swf_jobs
+    jobs = swf_jobs(kth, limit=800)
+    for sched in ("fcfs", "easy", "conservative", "conservative-reinsert"):
+        runs = []
+        for track in (False, True):
+            sp = parse_spec({"kind": "batch", "platform": {"nodes": 100, "lps": {"rate": 1e9},
+                                                           "hps": {"rate": 15e9, "capacity": 1e12}, "stage_rate": 5e9},
+                             "scheduler": sched, "track_predictions": track,
+                             "workload": {"source": "swf", "path": str(kth), "limit": 800}})
+            rec = run_batch(sp, jobs, rows=False, strict=False)
+            runs.append({s.queued.id: (s.start, s.node_ids) for s in rec.jobs})
+        assert runs[0] == runs[1], sched

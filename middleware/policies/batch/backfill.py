@@ -72,6 +72,7 @@ class Conservative(BatchPolicy):
     """Mu'alem-Feitelson conservative backfilling: reservations kept between decisions."""
 
     name = "conservative"
+    stateful = True  # its reservations carry over: it must see every decision (no skipping when nothing fits)
 
     def __init__(self) -> None:
         super().__init__()

@@ -193,7 +193,7 @@ class BatchKernel:
         self.changed = False
         if not self.queue:
             return []
-        if (not self.record_plans and self.tracker is None
+        if (not self.record_plans and self.tracker is None and not getattr(self.policy, "stateful", False)
                 and self.free_nodes < min(s.queued.nodes for s in self.queue.values())):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         snap = self.snapshot(t)
