@@ -56,6 +56,7 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.kernel import (
     ALLOCATING, DONE, ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel,
 )
+from iolab.middleware.policies.batch.nodes import ids as node_ids
 from iolab.middleware.storage_actor import StorageManager, result
 from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
@@ -117,7 +118,6 @@ class BatchEmulation:
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
-        self.free_hosts = list(range(p.nodes))
         self.hps_capacity = p.hps.total_capacity
         self.mgr = None
         self.t0: float | None = None
@@ -126,6 +126,7 @@ class BatchEmulation:
         self.hps = work / "hps"
         self.procs = JobProcesses(spec, work, mpiexec)
         self.controller: ControllerDriver | None = None  # dheenadayalan2017's load controller, if the spec has one
+        self.early_runs: dict[str, dict] = {}  # advance stage-in: job -> {"ref", "pending": alloc | stage, "dir"}
 
     # -- clock ----------------------------------------------------------------------------------
     def now(self) -> float:
@@ -195,12 +196,16 @@ class BatchEmulation:
                         k.retry(j, now)
                         self._begin(j)
                 else:
+                    if now >= k.estimate_due(j):  # the predictor's estimate is revised at its predicted end
+                        k.extend_estimate(j, now)
                     self._advance(j)
             if self.controller is not None:
                 self.controller.step(self)
             while k.changed:
                 for j in k.decide(self.now()):
                     self._begin(j)
+            if k.advance is not None:
+                self._advance_early(self.now())
             if not future and not k.queue and not k.running:
                 self._progress_line(force=True)
                 return
@@ -217,8 +222,9 @@ class BatchEmulation:
         """A job the kernel started: take its hosts; on HPS ask the manager for the bytes the
         kernel placed, else launch it."""
         if not j.hosts:
-            n = j.queued.nodes
-            j.hosts, self.free_hosts = self.free_hosts[:n], self.free_hosts[n:]
+            j.hosts = node_ids(j.node_ids)  # the kernel's allocator chose them (lowest free ids)
+        if j.queued.id in self.early_runs and self._use_early(j):
+            return
         if j.state == ALLOCATING:
             return  # the kernel asks the disks again at j.retry_at
         if j.state == STAGE_IN:
@@ -292,7 +298,7 @@ class BatchEmulation:
     def _watch(self, j: JobRun) -> None:
         rc = j.proc.poll()
         if rc is None:
-            limit = self.s.kill_factor * j.queued.walltime * self.s.time_scale + 60
+            limit = self.s.kill_factor * float(j.job.walltime) * self.s.time_scale + 60  # the request, not the estimate
             if time.time() - j.launched > limit:
                 j.rc = kill_tree(j.proc, grace=2.0)
                 self.progress.note(f"{j.queued.id} killed: ran {limit:.0f} s wall (kill_factor x walltime)")
@@ -337,7 +343,71 @@ class BatchEmulation:
         except Exception as exc:
             self.progress.note(f"{j.queued.id}: freeing its storage failed: {exc}")
         self.kernel.finish(j, self.now(), state, message)
-        self.free_hosts = sorted(self.free_hosts + j.hosts)
+
+    # -- advance stage-in: the kernel decides, the storage manager copies early ---------------------------
+    def _advance_early(self, now: float) -> None:
+        """Begin the early copies the kernel decided (allocate the job's HPS bytes, then copy its
+        inputs into its HPS directory), move them on, and drop the ones the kernel wasted."""
+        import ray  # lazy: Ray only when a run starts
+
+        k = self.kernel
+        if now >= k.advance_due():
+            k.advance_check(now)
+        bs = self.s.bytes_scale
+        for job in k.early:
+            if job not in self.early_runs:
+                q = k.by_id[job].queued
+                self.early_runs[job] = {"ref": self.mgr.allocate_async(job, int(q.storage * bs)), "pending": "alloc"}
+        for job, e in list(self.early_runs.items()):
+            if job not in k.early and k.by_id[job].state in (FUTURE, QUEUED):
+                self._drop_early(job)  # the plan moved the job elsewhere: the copy is wasted
+                continue
+            if e["pending"] != "alloc" or not ray.wait([e["ref"]], timeout=0)[0]:
+                continue
+            a = result(e["ref"])
+            if a["status"] != "allocated":
+                k.cancel_early(job, now)
+                self._drop_early(job)
+                continue
+            e["dir"] = self.mgr.open_dir("hps", job)
+            e["ref"] = self.mgr.stage_async(job, "stage-in", self.procs.inputs(k.by_id[job]), e["dir"] + "/input")
+            e["pending"] = "stage"
+
+    def _use_early(self, j: JobRun) -> bool:
+        """``j`` starts with an early copy: go on from where the copy is (True), or drop a wasted
+        one and start normally (False)."""
+        job = j.queued.id
+        if job not in self.kernel.early_staged or j.state != STAGE_IN:
+            self._drop_early(job)
+            return False
+        e = self.early_runs.pop(job)
+        if e["pending"] == "alloc":
+            j.ref, j.pending = e["ref"], "alloc"  # the allocation goes on as a normal start's would
+        else:
+            j.directory = e["dir"]
+            j.ref, j.pending = e["ref"], "stage-in"  # already copied (or copying) into its HPS directory
+        return True
+
+    def _drop_early(self, job: str) -> None:
+        """Delete an early copy and give its space back (wasted, or the job was cancelled or died)."""
+        import ray  # lazy: Ray only when a run starts
+
+        e = self.early_runs.pop(job, None)
+        if e is None:
+            return
+        try:
+            ray.cancel(e["ref"])
+        except Exception:
+            pass
+        try:
+            self.mgr.free(job)  # removes the job's HPS directory and returns its bytes
+        except Exception as exc:
+            self.progress.note(f"{job}: freeing its early copy failed: {exc}")
+
+    def cancel(self, job: str) -> None:
+        """Withdraw a waiting job (cancelled before its start): its early copy is deleted."""
+        self.kernel.withdraw(job, self.now())
+        self._drop_early(job)
 
     # -- launching -----------------------------------------------------------------------------------------
     def _launch(self, j: JobRun) -> None:
@@ -392,5 +462,8 @@ class BatchEmulation:
     def _trace(self, complete: bool) -> Trace:
         requests = [r for r in self.kernel.allocation_rows() if r[5] != "allocated"] if self.kernel.allocator else []
         samples = self.controller.sample_rows(self.s.bytes_scale) if self.controller is not None else []
-        return batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
-                           work=self.work, complete=complete, requests=requests, samples=samples)
+        trace = batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
+                            work=self.work, complete=complete, requests=requests, samples=samples,
+                            predictions=self.kernel.prediction_rows())
+        trace.attrs["advance_stage_in"] = dict(self.kernel.advance_stats)
+        return trace

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from iolab import __version__
 from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
+from iolab.middleware.policies.batch.nodes import ranges
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 
@@ -29,7 +30,8 @@ def spec_time(wall: float, t0: float, time_scale: float) -> float:
 
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
-                work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = ()) -> Trace:
+                work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = (),
+                predictions: list[tuple] = ()) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
@@ -74,12 +76,13 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
                    io_node=-1, pack=-1, status=status_, tier=j.tier, min_time=float(job.runtime),
                    compute_time=max(0.0, float(job.runtime) - (job.input + job.output + job.data) / p.lps.rate),
                    io_volume=float(job.input + job.output + job.data),
-                   hosts=",".join(f"n{h}" for h in j.hosts))
+                   hosts=",".join(f"n{h}" for h in j.hosts), node_ids=ranges(j.node_ids))
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)
     for job, disk, nbytes, alloc, free, st in requests:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes, alloc=alloc, free=free, status=st)
+    tb.extend("predictions", [(job, t, start, ranges(m)) for job, t, start, m in predictions])
     for job, sus, res in rec["actions"]:
         tb.add_action(job=job, suspend=secs(sus), resume=secs(res))
     for job, at, allocated, apparent, blocks in rec.get("usage", []):  # bytes measured on HPS

@@ -15,6 +15,7 @@ from ..studies import carretero as carretero_study
 from ..studies import dheenadayalan as dheenadayalan_study
 from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
+from ..studies import soysal as soysal_study
 from ..studies.engine import Engine, write_campaign
 
 
@@ -175,3 +176,27 @@ def dheenadayalan(quick: bool, out_dir: str, no_figures: bool) -> None:
                    f"{c['flow_hms']:>12s} {c['suspensions']:11d}   {paper}")
     click.echo(f"{s['wall_seconds']:.1f} s; wrote {out_dir}/table1.csv, summary.json"
                + ("" if no_figures else ", fig1-gantt.png"))
+
+
+@study.command("soysal")
+@click.option("--quick", is_flag=True, help="small size for CI: first 600 KTH jobs, lambda in {1, 0.1, 0} and the predictor")
+@click.option("--trace", default="kth", show_default=True, help="kth, sdsc-blue or a path to an SWF file")
+@click.option("--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="parallel runs (> 1: Ray tasks on a local Ray of this many CPUs)")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/soysal", show_default=True,
+              help="output folder: runs.csv, summary.json, figures")
+@click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
+def soysal(quick: bool, trace: str, jobs: int, out_dir: str, no_figures: bool) -> None:
+    """soysal2019: T_NAP against walltime quality and scheduler (Figs. 3a, 4, 5)."""
+    size = soysal_study.QUICK if quick else soysal_study.Size()
+    try:
+        s = soysal_study.run_study(Path(out_dir), size, trace=trace, jobs=jobs, figures=not no_figures)
+    except (FileNotFoundError, ValueError) as exc:
+        raise IolabError(str(exc)) from None
+    click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s; requested/used time {s['requested_over_used']:.2f} "
+               f"(paper, KTH: ~1.5)")
+    click.echo(f"{'scheduler':22s} {'estimate':12s} {'instant':>8s} {'<=1s':>6s} {'<=600s':>7s} {'>600s':>6s}")
+    for r in s["records"]:
+        click.echo(f"{r['scheduler']:22s} {r['estimate']:12s} {r['share_instant']:8.3f} {r['share_<=1s']:6.3f} "
+                   f"{r['share_<=600s']:7.3f} {r['share_>600s']:6.3f}")
+    click.echo(f"wrote {out_dir}/runs.csv, summary.json" + ("" if no_figures else ", fig3a.png, fig4.png, fig5.png"))

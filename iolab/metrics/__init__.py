@@ -5,9 +5,11 @@ from .batch import (
     pooled_utilisation, storage_metrics, turnaround, used_hps_byte_seconds, used_node_seconds,
 )
 from .io import AppMetrics, IOMetrics, geometric_mean, io_metrics
+from .tnap import CLASSES as TNAP_CLASSES, TnapSummary, tnap, tnap_summary
 
 __all__ = [
     "AppMetrics", "BatchMetrics", "IOMetrics", "StorageMetrics", "batch_metrics", "geometric_mean",
     "hps_utilisation", "io_metrics", "makespan", "mean_turnaround", "node_utilisation", "pooled_utilisation",
     "storage_metrics", "turnaround", "used_hps_byte_seconds", "used_node_seconds",
+    "TNAP_CLASSES", "TnapSummary", "tnap", "tnap_summary",
 ]

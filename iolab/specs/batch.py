@@ -313,15 +313,16 @@ def _validate_workload(v: object, info: ValidationInfo | None = None) -> object:
 
 # ---------------------------------------------------------------- policies
 
-SCHEDULERS: tuple[str, ...] = ("fcfs", "easy", "conservative", "sas", "random-tier")
+SCHEDULERS: tuple[str, ...] = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier")
 PLACEMENTS: tuple[str, ...] = ("random", "round-robin", "worst-fit", "best-bandwidth")
 REFUSING_PLACEMENTS: tuple[str, ...] = ("round-robin", "best-bandwidth")
 
 
 class SchedulerSpec(StrictModel):
-    """``fcfs | easy | conservative | sas | random-tier`` (p = P[HPS] for random-tier)."""
+    """``fcfs | easy | conservative | conservative-reinsert | sas | random-tier`` (p = P[HPS] for
+    random-tier)."""
 
-    kind: Literal["fcfs", "easy", "conservative", "sas", "random-tier"]
+    kind: Literal["fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier"]
     p: float | None = Field(None, ge=0, le=1, description="random-tier: probability of HPS")
 
     @field_validator("kind", mode="before")
@@ -385,6 +386,41 @@ class PlacementSpec(StrictModel):
         return self
 
 
+class EstimateSpec(StrictModel):
+    """The walltime the scheduler plans with (soysal2019 §3.2, §3.4.2): ``request`` (the job's
+    ``walltime``), ``refined`` (Eq. 1 with ``lam``: runtime + lam x (request - runtime)) or
+    ``predictor`` (the per-user predictor, Eqs. 2-3).  Jobs always run their real runtime.
+
+    Short forms: ``estimate: request``, ``estimate: predictor``, ``estimate: {refined: 0.3}``."""
+
+    kind: Literal["request", "refined", "predictor"] = "request"
+    lam: float = Field(1.0, ge=0, le=1, description="refined: lambda of Eq. 1 (0 = perfect estimates)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, v: object) -> object:
+        if isinstance(v, str):
+            return {"kind": _norm(v)}
+        if isinstance(v, dict) and set(v) == {"refined"}:
+            return {"kind": "refined", "lam": v["refined"]}
+        return v
+
+
+class AdvanceStageInSpec(StrictModel):
+    """Advance stage-in (issue 9 §5): a waiting job that asks for HPS (storage and input > 0)
+    whose planned start and planned node set are unchanged for ``theta_stable`` and whose start
+    is within its stage-in time + ``margin`` starts its stage-in early."""
+
+    enabled: bool = False
+    theta_stable: Seconds = Field(600.0, description="plan stable this long (soysal2019's long-term class)")
+    margin: Seconds = Field(60.0, description="begin this much before the planned start minus the stage-in time")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, v: object) -> object:
+        return {"enabled": v} if isinstance(v, bool) else v
+
+
 class BatchExperiment(StrictModel):
     kind: Literal["batch"] = "batch"
     name: Name = Field("batch", description="the experiment's name (becomes part of file names)")
@@ -397,6 +433,12 @@ class BatchExperiment(StrictModel):
                                             description="real runs only (iolab emulate); the simulator ignores it")
     controller: ControllerSpec | None = Field(None, description="dheenadayalan2017's storage load controller "
                                                                 "(iolab.specs.controller); off when absent")
+    estimate: EstimateSpec = Field(default_factory=EstimateSpec,
+                                   description="the walltime the scheduler plans with (soysal2019)")
+    track_predictions: bool = Field(False, description="record the predictions table (planned start and "
+                                                       "node set of every waiting job, changes only)")
+    advance_stage_in: AdvanceStageInSpec = Field(default_factory=AdvanceStageInSpec,
+                                                 description="stage in early on stable plans (issue 9 §5)")
 
     @field_validator("scheduler", mode="before")
     @classmethod
@@ -453,7 +495,7 @@ class BatchExperiment(StrictModel):
 
 
 __all__ = [
-    "BatchExperiment", "BatchPlatform", "Disk", "FeitelsonWorkload", "HPSTier", "IOEstimate",
+    "AdvanceStageInSpec", "BatchExperiment", "BatchPlatform", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
     "InlineWorkload", "Job", "LPSTier", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
     "StorageServer", "ThetaWorkload",

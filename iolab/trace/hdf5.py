@@ -19,7 +19,7 @@ import numpy as np
 from ..atomic import atomic_path
 from ..errors import TraceError
 from .model import Table, Trace
-from .schema import SCHEMA_VERSION, TABLES
+from .schema import ADDED_COLUMNS, SCHEMA_VERSION, TABLES
 
 def _attr_value(v: Any) -> Any:
     if isinstance(v, (str, int, float, bool, np.integer, np.floating)):
@@ -79,6 +79,9 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
     return path
 
 
+_MISSING = {"int": -1, "float": np.nan}
+
+
 def read_trace(path: str | Path) -> Trace:
     """Read a trace written by :func:`write_trace` (either runtime)."""
     path = Path(path)
@@ -116,7 +119,11 @@ def _read_open(f, path: Path) -> Trace:
             continue
         g = f[name]
         columns = {}
+        n = next((len(g[c]) for c, _ in cols if c in g), 0)
         for c, kind in cols:
+            if c not in g and (name, c) in ADDED_COLUMNS:  # a trace written before the column existed
+                columns[c] = np.full(n, "", dtype=object) if kind == "str" else np.full(n, _MISSING[kind])
+                continue
             if c not in g:
                 raise TraceError(f"{path}: table {name} lacks column {c}")
             if kind == "str":

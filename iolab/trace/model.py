@@ -75,6 +75,8 @@ class Trace:
     @property
     def samples(self) -> Table:
         return self.tables["samples"]
+    def predictions(self) -> Table:
+        return self.tables["predictions"]
 
     def job_index(self) -> dict[str, int]:
         return {j: i for i, j in enumerate(self.jobs["id"])}

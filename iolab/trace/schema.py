@@ -8,7 +8,9 @@ start of the run; volumes are the spec's data units (the emulator records
   nodes, release (submit), start, end, io_node, pack, status (ok / failed /
   killed / pending), tier, min_time (contention-free T_i(b)), compute_time,
   io_volume (total units), hosts (comma-separated host names the job ran
-  on; empty in the simulator).
+  on; empty in the simulator), node_ids (the batch kernel's node ids the job
+  held, as ranges ``"0-3,8"``; empty outside batch runs; in a batch
+  emulation ``hosts`` is the same ids written ``n0,n1,...``).
 - ``phases``: one row per finished phase: job, index, kind (compute, write,
   read, stage-in, stage-out), start, end, volume, io_node, tier.
 - ``grants``: one row per I/O grant: job, phase, io_node, request, grant, release.
@@ -26,6 +28,10 @@ start of the run; volumes are the spec's data units (the emulator records
   bytes_rate (spec bytes/s the volume's device wrote; NaN without a device),
   in_flight (device I/O in flight; NaN without a device), score (the window's
   sum over beta, Eq. 8).
+- ``predictions``: batch plan tracking (soysal2019, ``track_predictions``):
+  one row each time a waiting job's planned start or planned node set
+  changed: job, time (of the scheduling pass), start (planned), nodes
+  (planned node ids as ranges ``"0-3,8"``).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("id", "str"), ("rank", "int"), ("nodes", "int"), ("release", "float"),
         ("start", "float"), ("end", "float"), ("io_node", "int"), ("pack", "int"),
         ("status", "str"), ("tier", "str"), ("min_time", "float"),
-        ("compute_time", "float"), ("io_volume", "float"), ("hosts", "str"),
+        ("compute_time", "float"), ("io_volume", "float"), ("hosts", "str"), ("node_ids", "str"),
     ),
     "phases": (
         ("job", "str"), ("index", "int"), ("kind", "str"), ("start", "float"),
@@ -61,7 +67,11 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("time", "float"), ("volume", "str"), ("response", "float"), ("writers", "int"),
         ("bytes_rate", "float"), ("in_flight", "float"), ("score", "float"),
     ),
+    "predictions": (("job", "str"), ("time", "float"), ("start", "float"), ("nodes", "str")),
 }
+
+# columns added after schema 1 was first written: a trace without them reads with their default
+ADDED_COLUMNS: frozenset[tuple[str, str]] = frozenset({("jobs", "node_ids")})
 
 PHASE_KINDS = ("compute", "write", "read", "stage-in", "stage-out")
 JOB_STATUSES = ("ok", "failed", "killed", "pending")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
@@ -38,7 +38,7 @@ from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN
 from ..fairshare import FairShareLink
 from .steps import COMPUTE, job_steps
 
-_SUBMIT, _STEP_END, _LINK, _RETRY, _CONTROL = 0, 1, 2, 3, 4  # _CONTROL: the load controller's own events
+_SUBMIT, _STEP_END, _LINK, _RETRY, _ESTIMATE, _ADVANCE, _CONTROL = 0, 1, 2, 3, 4, 5, 6  # _CONTROL: the load controller's own events
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
 
 
@@ -50,6 +50,8 @@ class BatchRecord:
     phases: list[tuple] = field(default_factory=list)
     allocations: list[tuple] = field(default_factory=list)
     plans: list[tuple] = field(default_factory=list)  # (time, job, planned start, tier, reserved)
+    predictions: list[tuple] = field(default_factory=list)  # (job, time, planned start, node mask): changes
+    advance: dict = field(default_factory=dict)  # advance stage-in counters (kernel.advance_stats)
     decisions: int = 0
     events: int = 0
     controller: object = None  # the load controller driver, if any (its samples and actions)
@@ -101,8 +103,19 @@ class BatchEngine:
             self._push(s.retry_at, _RETRY, s.index)
             return
         s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory).steps
+        early = self.kernel.early_staged.get(s.queued.id, 0.0)
+        if early > 0:  # advance stage-in: only the rest of the input crosses the link now
+            s.steps = tuple(replace(st, amount=st.amount - early) if st.kind == "stage-in" else st
+                            for st in s.steps)
         s.step = -1
         self._begin_step(s, t)
+        self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
+
+    def _watch_estimate(self, s: JobState) -> None:
+        """The predictor's estimate of a running job is revised at its predicted end."""
+        due = self.kernel.estimate_due(s)
+        if due < math.inf:
+            self._push(due, _ESTIMATE, s.index)
 
     def _begin_step(self, s: JobState, t: float) -> None:
         s.step += 1
@@ -191,19 +204,32 @@ class BatchEngine:
                         s = self.state[idx]
                         st = s.steps[s.step]
                         if k.checker is not None and st.link == "stage":
-                            k.staged(s, st.kind, st.amount, t)
+                            early = k.early_staged.get(s.queued.id, 0.0) if st.kind == "stage-in" else 0.0
+                            k.staged(s, st.kind, st.amount + early, t)
                         self._phase(s, st, t)
                         self._begin_step(s, t)
                     self._touched_links.add(name)
                 elif ev == _CONTROL:
                     self.controller.event(self, arg, t)
+                elif ev == _ADVANCE:  # an early stage-in may be due under the current plan
+                    k.advance_check(t)
+                elif ev == _ESTIMATE:  # still running at its predicted end: the prediction doubles
+                    s = self.state[arg]
+                    if k.extend_estimate(s, t):
+                        self._watch_estimate(s)
                 else:  # _RETRY: ask the disks again for a requeued HPS placement
                     s = self.state[arg]
                     k.retry(s, t)
                     self._begin(s, t)
+            decided = False
             while k.changed:  # decide again while a decision's starts end at once (runtime 0)
+                decided = True
                 for s in k.decide(t):
                     self._begin(s, t)
+            if k.advance is not None and (decided or heap and heap[0][0] > t):
+                due = k.advance_due()
+                if t < due < math.inf:
+                    self._push(due, _ADVANCE, None)
             for name in sorted(self._touched_links):
                 link = self.links[name]
                 nxt = link.next_completion()
@@ -214,6 +240,8 @@ class BatchEngine:
         self.rec.controller = self.controller
         self.rec.decisions = k.decisions
         self.rec.plans = k.plans
+        self.rec.predictions = k.prediction_rows()
+        self.rec.advance = dict(k.advance_stats)
         self.rec.allocations = k.allocation_rows() if self.rows else []
         if k.queue:
             raise RuntimeError(f"{len(k.queue)} job(s) never started (policy {self.policy.name}); "

@@ -9,6 +9,7 @@ from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch import LPS
 from iolab.middleware.policies.batch.kernel import BatchKernel
+from iolab.middleware.policies.batch.nodes import ranges
 
 from ..workloads import load_workload
 from .controller import SimController
@@ -43,8 +44,9 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         tb.add_job(id=s.queued.id, rank=s.index, nodes=s.queued.nodes, release=s.queued.submit, start=s.start,
                    end=s.end, io_node=-1, pack=-1, status="ok", tier=s.tier, min_time=float(j.runtime),
                    compute_time=job_steps(j, LPS, p.lps.rate, p.memory_per_node).compute_time,
-                   io_volume=float(j.input + j.output + j.data))
+                   io_volume=float(j.input + j.output + j.data), node_ids=ranges(s.node_ids))
     tb.extend("phases", rec.phases)
+    tb.extend("predictions", [(job, t, start, ranges(m)) for job, t, start, m in rec.predictions])
     tb.extend("allocations", rec.allocations)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
     if rec.controller is not None:
@@ -54,5 +56,5 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),
         host=_platform.node(), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
-        stage_rate=p.stage_rate, unit_bytes=1,
+        stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance,
     )

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backfill import EASY, FCFS, Conservative
+from .backfill import EASY, FCFS, Conservative, ConservativeReinsert
 from .profile import Profile
 from .sas import SAS, Option, RandomTier, choose_tier, sjf_key, tier_options
 from .snapshot import (
     HPS, LPS, TIERS, BatchPolicy, Decision, PlanEntry, QueuedJob, RunningJob, Snapshot, Start, TierRates,
 )
 
-SCHEDULERS = ("fcfs", "easy", "conservative", "sas", "random-tier")
+SCHEDULERS = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier")
 
 
 def get_scheduler(name: str, *, p: float | None = None,
@@ -33,6 +33,8 @@ def get_scheduler(name: str, *, p: float | None = None,
         return EASY()
     if key == "conservative":
         return Conservative()
+    if key == "conservative-reinsert":
+        return ConservativeReinsert()
     if key == "sas":
         return SAS()
     if key == "random-tier":
@@ -43,7 +45,8 @@ def get_scheduler(name: str, *, p: float | None = None,
 
 
 __all__ = [
-    "EASY", "FCFS", "HPS", "LPS", "SAS", "SCHEDULERS", "TIERS", "BatchPolicy", "Conservative", "Decision",
+    "EASY", "FCFS", "HPS", "LPS", "SAS", "SCHEDULERS", "TIERS", "BatchPolicy", "Conservative",
+    "ConservativeReinsert", "Decision",
     "Option", "PlanEntry", "Profile", "QueuedJob", "RandomTier", "RunningJob", "Snapshot", "Start",
     "TierRates", "choose_tier", "get_scheduler", "sjf_key", "tier_options",
 ]

@@ -11,14 +11,20 @@ walltime (LPS tier; HPS is the business of :mod:`.sas`).
   first job that cannot start gets a reservation; a later job starts now only
   if it fits around that reservation (it never delays the head).  The other
   waiting jobs get a projected start (``reserved=False``).
-- **Conservative** (soysal2019 §3.4.1, Mu'alem & Feitelson 2001): every job
-  gets a reservation, in submit order, at the earliest slot that delays no
-  earlier job; holes may be filled by later jobs.  The plan is rebuilt from
-  scratch on every decision: removing every job and re-inserting them one by
-  one in submit order is soysal2019's *schedule compression* when a job ends
-  early, and when nothing ended early the rebuilt plan is exactly the
-  previous reservations plus the new arrivals (each new job was submitted
-  last, so it is inserted last).
+- **Conservative** (Mu'alem & Feitelson 2001, ``conservative``): every job
+  gets a reservation at arrival, at the earliest slot that delays no earlier
+  reservation; holes may be filled by later jobs.  At every decision the
+  jobs are re-inserted *in order of their current reservation*, each at the
+  earliest slot: a reservation never moves later (a job that moved earlier
+  only takes room before its old start, which is before the old starts of
+  the jobs after it), unless a running job overran its estimate.
+- **Conservative with re-insertion** (soysal2019 §3.4.1's *schedule
+  compression*, ``conservative-reinsert``; the ``conservative`` of iolab
+  before soysal2019's issue): every job is removed and re-inserted one by one
+  in *submit* order at every decision, which can move a reservation later
+  when an earlier-submitted job takes a hole that a later one held.  When
+  nothing ended early the rebuilt plan is exactly the previous reservations
+  plus the new arrivals.
 """
 
 from __future__ import annotations
@@ -63,7 +69,34 @@ class FCFS(BatchPolicy):
 
 
 class Conservative(BatchPolicy):
+    """Mu'alem-Feitelson conservative backfilling: reservations kept between decisions."""
+
     name = "conservative"
+    stateful = True  # its reservations carry over: it must see every decision (no skipping when nothing fits)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reserved: dict[str, float] = {}  # job -> its reservation's start at the last decision
+
+    def _decide(self, snap: Snapshot) -> Decision:
+        prof = Profile.from_snapshot(snap)
+        old = self._reserved
+        pos = {job.id: i for i, job in enumerate(snap.queue)}
+        known = sorted((j for j in snap.queue if j.id in old), key=lambda j: (old[j.id], pos[j.id]))
+        plan: list[PlanEntry] = []
+        for job in known + [j for j in snap.queue if j.id not in old]:
+            t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
+            prof.reserve(t, job.walltime, job.nodes)
+            plan.append(_entry(job, t))
+        plan.sort(key=lambda e: pos[e.job])  # the plan in queue order, like the others'
+        self._reserved = {e.job: e.start for e in plan if e.start != snap.now}
+        return _decision(snap, plan)
+
+
+class ConservativeReinsert(BatchPolicy):
+    """soysal2019's conservative backfilling: all jobs re-inserted in submit order each decision."""
+
+    name = "conservative-reinsert"
 
     def _decide(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)

@@ -40,7 +40,7 @@ decision and state change and raises :class:`iolab.invariants.InvariantViolation
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -50,7 +50,10 @@ from iolab.invariants import InvariantViolation, strict_default
 from ..placement import ALLOCATED, RETRY, StorageAllocator
 from . import get_scheduler
 from .checks import BatchChecker
+from .nodes import lowest, plan_node_sets
+from .predictions import PlanTracker
 from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
+from .walltime import UserPredictor, refine
 
 # job states
 FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
@@ -93,6 +96,7 @@ class JobState:
     steps: tuple = ()
     step: int = -1
     step_start: float = 0.0
+    node_ids: int = 0  # mask of the node ids it holds (bit i = node i; see .nodes), 0 before its start
 
     @property
     def id(self) -> str:
@@ -116,7 +120,8 @@ class BatchKernel:
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float, rates: TierRates,
                  allocator: StorageAllocator | None = None, strict: bool | None = None,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
-                 make_job: Callable[..., JobState] = JobState):
+                 make_job: Callable[..., JobState] = JobState, estimate: tuple[str, float] = ("request", 1.0),
+                 track_predictions: bool = False, advance: tuple[float, float] | None = None):
         self.policy = policy
         self.total_nodes = total_nodes
         self.hps_capacity = hps_capacity
@@ -138,6 +143,8 @@ class BatchKernel:
         self.plans: list[tuple] = []  # (time, job, planned start, tier, reserved)
         self.allocations: list[tuple] = []  # pool rows (job, disk, bytes, alloc, free, status)
         self.checker = BatchChecker(self) if strict_default(strict) else None
+        self._setup_soysal(estimate, track_predictions or advance is not None)
+        self._setup_advance(advance)
 
     @classmethod
     def from_spec(cls, spec, jobs, *, scheduler: BatchPolicy | None = None, strict: bool | None = None,
@@ -149,6 +156,15 @@ class BatchKernel:
         if not record_plans:
             policy.project = False  # nobody reads the projected starts: skip computing them
         allocator = (StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed) if p.hps.servers else None)
+        est = getattr(spec, "estimate", None)
+        kw.setdefault("estimate", (est.kind, est.lam) if est is not None else ("request", 1.0))
+        adv = getattr(spec, "advance_stage_in", None)
+        if adv is not None and adv.enabled:
+            kw.setdefault("advance", (adv.theta_stable, adv.margin))
+        track = kw.setdefault("track_predictions", bool(getattr(spec, "track_predictions", False))
+                              or kw.get("advance") is not None)
+        if track:
+            policy.project = True  # the tracker reads every waiting job's planned start
         return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
                    rates=TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate), allocator=allocator,
                    strict=strict, record_plans=record_plans, **kw)
@@ -158,6 +174,8 @@ class BatchKernel:
         if self.checker is not None:
             self.checker.submit(s, t)
         s.state = QUEUED
+        if self.predictor is not None:
+            self._predict(s)
         self.queue[s.queued.id] = s
         self.changed = True
 
@@ -167,7 +185,8 @@ class BatchKernel:
             queue=tuple(s.queued for s in self.queue.values()),
             running=tuple(RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
                           for s in self.running.values()),
-            hps_capacity=self.hps_capacity, hps_free=min(max(self.hps_free, 0.0), self.hps_capacity),
+            hps_capacity=self.hps_capacity,
+            hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
             rates=self.rates)
 
     def decide(self, t: float) -> list[JobState]:
@@ -176,7 +195,8 @@ class BatchKernel:
         self.changed = False
         if not self.queue:
             return []
-        if not self.record_plans and self.free_nodes < min(s.queued.nodes for s in self.queue.values()):
+        if (not self.record_plans and self.tracker is None and not getattr(self.policy, "stateful", False)
+                and self.free_nodes < min(s.queued.nodes for s in self.queue.values())):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         snap = self.snapshot(t)
         d = self.policy.decide(snap)
@@ -185,6 +205,8 @@ class BatchKernel:
             self.checker.decision(snap, d)
         if self.record_plans:
             self.plans.extend((t, e.job, e.start, e.tier, e.reserved) for e in d.plan)
+        if self.tracker is not None:
+            self._track(t, d)
         if self.on_decision is not None:
             self.on_decision(d)
         started = []
@@ -210,6 +232,7 @@ class BatchKernel:
         self.free_nodes -= q.nodes
         self.hps_free -= storage
         s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
+        self._take_nodes(s)
         if tier == HPS:
             s.state = ALLOCATING
             self._place(s, t)
@@ -299,6 +322,7 @@ class BatchKernel:
         s.end = t
         del self.running[s.queued.id]
         self.free_nodes += s.queued.nodes
+        self._give_nodes(s, t)
         if s.tier == HPS:
             self.hps_free += s.storage
             if self.allocator is not None and s.queued.id in self.allocator.state.live:
@@ -316,6 +340,198 @@ class BatchKernel:
         if self.checker is not None:
             self.checker.accounts(t, s.queued.id)
             self.checker.disks(t, s.queued.id)
+
+    # -- node ids, walltime estimates, plan tracking (soysal2019) ---------------------------------
+    def _setup_soysal(self, estimate: tuple[str, float], track_predictions: bool) -> None:
+        """Node-id bookkeeping, the spec's walltime estimate and the plan tracker."""
+        self.free_ids = (1 << self.total_nodes) - 1  # mask of the free node ids
+        kind, lam = estimate
+        self.estimate = kind
+        self.predictor = UserPredictor() if kind == "predictor" else None
+        if kind == "refined":
+            for s in self.jobs:
+                w = refine(float(s.job.walltime), float(s.job.runtime), lam)
+                if w != s.queued.walltime:
+                    s.queued = replace(s.queued, walltime=w)
+        elif kind not in ("request", "predictor"):
+            raise ValueError(f"unknown walltime estimate {kind!r}; known: request, refined, predictor")
+        self.tracker = PlanTracker() if track_predictions else None
+        self._planned: dict[str, int] = {}
+
+    def _take_nodes(self, s: JobState) -> None:
+        """``s`` starts: it takes its planned node set if the tracker planned one and it is free,
+        else (the same ids when the plan was made now) the lowest free ids."""
+        n = s.queued.nodes
+        m = self._planned.pop(s.queued.id, 0)
+        if not m or (m & self.free_ids) != m or m.bit_count() != n:
+            m = lowest(self.free_ids, n)
+        self.free_ids &= ~m
+        s.node_ids = m
+        if self.tracker is not None:
+            self.tracker.forget(s.queued.id)
+        if self.early:
+            self._advance_started(s)
+
+    def _give_nodes(self, s: JobState, t: float) -> None:
+        """``s`` ended: its node ids return; the predictor learns its sigma."""
+        self.free_ids |= s.node_ids
+        if self.predictor is not None and s.job is not None and s.start == s.start:
+            self.predictor.completed(s.job.user, t - s.start, float(s.job.walltime))
+
+    def _predict(self, s: JobState) -> None:
+        w = self.predictor.predict(s.job.user, float(s.job.walltime))
+        w = max(w, min(1.0, float(s.job.walltime)))  # sigma 0 (a job of runtime 0): at least 1 s
+        if w != s.queued.walltime:
+            s.queued = replace(s.queued, walltime=w)
+
+    def estimate_due(self, s: JobState) -> float:
+        """When the runtime must call :meth:`extend_estimate` for the running job ``s``
+        (its predicted end, while the prediction is below the request); ``inf`` if never."""
+        if self.predictor is None or s.state in ENDED or s.queued.walltime >= float(s.job.walltime):
+            return math.inf
+        return s.expected_end
+
+    def extend_estimate(self, s: JobState, t: float) -> bool:
+        """``s`` is still running at its predicted end: the prediction is doubled, capped at the
+        request (soysal2019 §3.4.2); the plan changes.  Returns whether it changed."""
+        if s.state in ENDED or s.state in (FUTURE, QUEUED) or t < s.expected_end:
+            return False
+        w = UserPredictor.extend(s.queued.walltime, float(s.job.walltime))
+        if w <= s.queued.walltime:
+            return False
+        s.expected_end += w - s.queued.walltime
+        s.queued = replace(s.queued, walltime=w)
+        self.changed = True
+        return True
+
+    def _track(self, t: float, d: Decision) -> None:
+        running = [(r.expected_end, r.node_ids) for r in self.running.values()]
+        sets = plan_node_sets(t, self.free_ids, running, d.plan)
+        self._planned = {e.job: sets[e.job] for e in d.starts if e.job in sets}
+        self.tracker.observe(t, d.plan, sets)
+        if self.advance is not None:
+            self._advance_pass(t, d)
+
+    def prediction_rows(self) -> list[tuple[str, float, float, int]]:
+        """The predictions table (job, time, planned start, node mask), changes only."""
+        return list(self.tracker.rows) if self.tracker is not None else []
+
+    # -- advance stage-in (issue 9 §5, beyond soysal2019) ------------------------------------------
+    def _setup_advance(self, advance: tuple[float, float] | None) -> None:
+        self.advance = advance  # (theta_stable, margin) or None
+        self.early: dict[str, tuple[float, float, int]] = {}  # job -> (copy began, planned start, node mask)
+        self.early_bytes = 0.0  # HPS bytes held by early copies (outside hps_free: the policies see less)
+        self.advance_stats = {"early_copies": 0, "hidden_seconds": 0.0, "early_bytes": 0.0,
+                              "wasted_bytes": 0.0, "wasted_link_seconds": 0.0, "wasted_copies": 0}
+        self.early_staged: dict[str, float] = {}  # job -> bytes already on HPS at its start
+
+    def _copied(self, began: float, t: float, nbytes: float) -> tuple[float, float]:
+        """Bytes an early copy begun at ``began`` moved by ``t`` and the link seconds it took
+        (modelled at R_stage alone)."""
+        secs = min(max(t - began, 0.0), nbytes / self.rates.stage)
+        return min(nbytes, secs * self.rates.stage), secs
+
+    def _advance_pass(self, t: float, d: Decision) -> None:
+        """After a tracked pass: drop the early copies whose planned node set changed (wasted; a
+        start that moves keeps its copy, the space is simply held longer), begin those of the
+        waiting HPS-asking jobs (storage and input > 0) whose planned start and node set are
+        unchanged for theta_stable and whose start is within input / R_stage + margin."""
+        theta, margin = self.advance
+        plan = {e.job: e for e in d.plan}
+        for job, (began, start, mask) in list(self.early.items()):
+            e = plan.get(job)
+            if e is None or job not in self.queue:
+                continue  # started in this pass (_advance_started settled it)
+            last = self.tracker.stable_since(job)
+            if last is None or last[1] != mask:  # the data sits where the job will not run
+                self._waste(job, t)
+        for e in d.plan:
+            if e.job in self.early or e.start <= t:
+                continue
+            s = self.queue.get(e.job)
+            if s is None:
+                continue
+            q = s.queued
+            if q.storage <= 0 or q.input <= 0:
+                continue
+            last = self.tracker.stable_since(e.job)
+            if last is None or t - last[2] < theta or e.start - t > q.input / self.rates.stage + margin:
+                continue
+            if self.early_bytes + q.storage + (self.hps_capacity - self.hps_free) > self.hps_capacity * (1 + 1e-12):
+                continue  # the capacity check: running jobs and early copies together
+            self.early[e.job] = (t, last[0], last[1])
+            self.early_bytes += q.storage
+            self.advance_stats["early_copies"] += 1
+
+    def advance_due(self) -> float:
+        """The next time a waiting job becomes eligible for an early copy under the current plan
+        (``inf`` if none): the runtime calls :meth:`advance_check` then (no decision is needed,
+        nothing changed)."""
+        if self.advance is None:
+            return math.inf
+        theta, margin = self.advance
+        due = math.inf
+        for e in self.policy.plan():
+            s = self.queue.get(e.job)
+            if s is None or e.job in self.early or s.queued.storage <= 0 or s.queued.input <= 0:
+                continue
+            last = self.tracker.stable_since(e.job)
+            if last is None or math.isinf(e.start):
+                continue
+            due = min(due, max(last[2] + theta, e.start - s.queued.input / self.rates.stage - margin))
+        return due
+
+    def advance_check(self, t: float) -> None:
+        """Begin the early copies due at ``t`` under the last plan (see :meth:`advance_due`)."""
+        if self.advance is not None and self.queue:
+            self._advance_pass(t, Decision(now=t, plan=self.policy.plan()))
+
+    def _waste(self, job: str, t: float) -> None:
+        began, _, _ = self.early.pop(job)
+        q = self.by_id[job].queued
+        self.early_bytes -= q.storage
+        moved, secs = self._copied(began, t, q.input)
+        self.advance_stats["wasted_bytes"] += moved
+        self.advance_stats["wasted_link_seconds"] += secs
+        self.advance_stats["wasted_copies"] += 1
+        self.changed = True  # the space is back
+
+    def _advance_started(self, s: JobState) -> None:
+        """``s`` starts: its early copy is used if it starts on HPS on the planned nodes, else wasted."""
+        job = s.queued.id
+        if job not in self.early:
+            return
+        began, _, mask = self.early[job]
+        if s.tier != HPS or s.node_ids != mask:
+            self._waste(job, s.start)
+            return
+        del self.early[job]
+        self.early_bytes -= s.queued.storage
+        moved, secs = self._copied(began, s.start, s.job.input)
+        self.early_staged[job] = moved
+        self.advance_stats["hidden_seconds"] += secs
+        self.advance_stats["early_bytes"] += moved
+
+    def cancel_early(self, job: str, t: float) -> bool:
+        """A waiting job was cancelled or died before its start: its early copy is dropped (and
+        counted wasted), its space returns.  Returns whether it had one."""
+        if job not in self.early:
+            return False
+        self._waste(job, t)
+        return True
+
+    def withdraw(self, job: str, t: float) -> None:
+        """A waiting job is cancelled before its start: it leaves the queue (``killed``), its early
+        copy (if any) is dropped and counted wasted."""
+        s = self.by_id[job]
+        if s.state not in (FUTURE, QUEUED):
+            raise InvariantViolation("job-state", t, job, f"withdraw of a {s.state} job")
+        self.cancel_early(job, t)
+        self.queue.pop(job, None)
+        if self.tracker is not None:
+            self.tracker.forget(job)
+        s.state, s.status, s.message, s.end = KILLED, STATUS[KILLED], "cancelled before its start", t
+        self.changed = True
 
     # -- inspection ----------------------------------------------------------------------------
     def allocation_rows(self) -> list[tuple]:
