@@ -47,10 +47,16 @@ The machine and the schedule (iolab's documented semantics, docs/batch-policies.
   *extra* nodes are those free then beyond what the head needs.  Every later job (submit order) starts
   now if it fits in the free nodes and either ends by the shadow time or uses at most the extra nodes
   (which it then consumes).
-- Conservative (soysal2019's compression, iolab's variant): at every decision, every waiting job is
+- Conservative-reinsert (soysal2019's compression): at every decision, every waiting job is
   (re)inserted in submit order at the earliest time >= now at which it fits for its walltime in the
   profile of free nodes (running jobs, then the jobs inserted before it); the jobs placed at *now* start.
   The plan is rebuilt from scratch each time, so nothing is kept between decisions.
+- Conservative (Mu'alem-Feitelson 2001): a job gets its reservation at the first decision after its
+  submission, at the earliest fit behind the reservations already held; at every later decision
+  (compression) the held reservations are re-placed one by one in order of their current start (ties:
+  submit order) at their earliest fit >= now, so a reservation never moves later; then the new jobs,
+  in submit order.  Jobs placed at *now* start.  It decides at every instant with a waiting job, even
+  with no free node (a reservation is made at arrival).
 - A job of runtime 0 ends at its start instant, and the nodes it frees are available to another decision
   *at that same instant* (the scheduler decides again until nothing ends at that instant).  iolab before
   the fix of issue 8 item 7a takes no decision then; ``--iolab-runtime0`` reproduces that behaviour (the
@@ -229,8 +235,8 @@ def decide_easy(now, free, queue, nodes, walltime, running):
     return starts
 
 
-def decide_conservative(now, free, queue, nodes, walltime, running):
-    # the profile of free nodes: segment i covers [times[i], times[i+1]), the last runs forever
+def free_profile(now, free, running):
+    """The free nodes as a step function: segment i covers [times[i], times[i+1]), the last runs forever."""
     rel: dict[float, int] = {}
     for n, e in running.values():
         t = e if e > now else now + OVERRUN_GRACE
@@ -240,42 +246,73 @@ def decide_conservative(now, free, queue, nodes, walltime, running):
     for t in sorted(rel):
         times.append(t)
         avail.append(avail[-1] + rel[t])
+    return times, avail
+
+
+def place(times, avail, n, d):
+    """Reserve n nodes for d seconds at the earliest breakpoint from which they stay free; its start."""
+    i = 0
+    while True:
+        s, end, k = times[i], times[i] + d, i
+        while k < len(times) and times[k] < end:
+            if avail[k] < n:
+                break
+            k += 1
+        else:
+            break  # fits from times[i]
+        i = k + 1  # blocked at segment k: try from the next breakpoint
+    # reserve [s, end): split the profile at the end, then debit
+    b = bisect.bisect_left(times, end, i)
+    if b == len(times) or times[b] != end:
+        times.insert(b, end)
+        avail.insert(b, avail[b - 1])
+    for k in range(i, b):
+        avail[k] -= n
+    return s
+
+
+def decide_conservative(now, free, queue, nodes, walltime, running):
+    times, avail = free_profile(now, free, running)
     starts = []
     for j in queue:
-        n, d = nodes[j], walltime[j]
-        # earliest start: the first breakpoint from which n nodes stay free for d seconds
-        i = 0
-        while True:
-            s, end, k = times[i], times[i] + d, i
-            while k < len(times) and times[k] < end:
-                if avail[k] < n:
-                    break
-                k += 1
-            else:
-                break  # fits from times[i]
-            i = k + 1  # blocked at segment k: try from the next breakpoint
-        # reserve [s, end): split the profile at both ends, then debit
-        a = i
-        b = bisect.bisect_left(times, end, a)
-        if b == len(times) or times[b] != end:
-            times.insert(b, end)
-            avail.insert(b, avail[b - 1])
-        for k in range(a, b):
-            avail[k] -= n
-        if s == now:
+        if place(times, avail, nodes[j], walltime[j]) == now:
             starts.append(j)
         if avail[0] == 0:  # nothing more can start now; later jobs only matter to later decisions
             break
     return starts
 
 
-POLICIES = {"fcfs": decide_fcfs, "easy": decide_easy, "conservative": decide_conservative}
+class MualemFeitelson:
+    """Conservative backfilling with reservations kept between decisions (see the module's doc)."""
+
+    def __init__(self):
+        self.held: dict[int, float] = {}  # job -> start of its reservation at the last decision
+
+    def __call__(self, now, free, queue, nodes, walltime, running):
+        rank = {j: i for i, j in enumerate(queue)}
+        known = sorted((j for j in queue if j in self.held), key=lambda j: (self.held[j], rank[j]))
+        fresh = [j for j in queue if j not in self.held]
+        times, avail = free_profile(now, free, running)
+        self.held = {}
+        starts = []
+        for j in known + fresh:
+            s = place(times, avail, nodes[j], walltime[j])
+            if s == now:
+                starts.append(j)
+            else:
+                self.held[j] = s
+        return starts
+
+
+POLICIES = {"fcfs": decide_fcfs, "easy": decide_easy, "conservative": MualemFeitelson,
+            "conservative-reinsert": decide_conservative}
+STATEFUL = {"conservative"}  # decides at every instant with a waiting job, even with no free node
 
 
 # ------------------------------------------------------------------------------------------------ simulation
 def simulate(w: Workload, total_nodes: int, policy: str, iolab_runtime0: bool = False):
     """Start and end time of every job (file order) and the number of decisions."""
-    decide = POLICIES[policy]
+    decide = POLICIES[policy]() if policy in STATEFUL else POLICIES[policy]
     nj = len(w.ids)
     for j in range(nj):
         if w.nodes[j] > total_nodes:
@@ -301,7 +338,9 @@ def simulate(w: Workload, total_nodes: int, policy: str, iolab_runtime0: bool = 
         while nxt < nj and submit[order[nxt]] == t:
             queue.append(order[nxt])
             nxt += 1
-        while queue and free > 0:
+        first = True
+        while queue and (free > 0 or (first and policy in STATEFUL)):
+            first = False
             decisions += 1
             starts = decide(t, free, queue, nodes, walltime, running)
             if not starts:

@@ -75,6 +75,8 @@ class Trace:
     @property
     def samples(self) -> Table:
         return self.tables["samples"]
+
+    @property
     def predictions(self) -> Table:
         return self.tables["predictions"]
 

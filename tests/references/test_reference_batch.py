@@ -24,7 +24,7 @@ from shared_data import REPO
 
 BENCHMARKS = REPO / "benchmarks"
 
-POLICIES = ["fcfs", "easy", "conservative"]
+POLICIES = ["fcfs", "easy", "conservative", "conservative-reinsert"]
 
 
 def swf_line(job, submit, run, procs_alloc, procs_req, req_time, user=1) -> str:
