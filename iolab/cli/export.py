@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from iolab.sim.workloads import load_workload
@@ -31,7 +33,8 @@ def spec_jobs(trace: Trace) -> dict:
                    "csv: one TABLE.csv per trace table plus attrs.json, into the directory -o names")
 @click.option("-o", "--output", type=click.Path(), required=True,
               help="file to write (a directory for --format csv)")
-def export(trace_path: str, fmt: str, output: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
+def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
     """Write TRACE (from simulate or emulate) as FORMAT.  swf and batsim-csv take a batch trace
     (an I/O trace's apps are exported as jobs on its R x P nodes too); csv takes any trace."""
     trace = read_trace(trace_path)
@@ -43,4 +46,8 @@ def export(trace_path: str, fmt: str, output: str) -> None:
     except ValueError as exc:  # jobs that overcommit the nodes: no valid node assignment
         raise TraceError(f"{trace_path}: {exc}") from None
     rows = len(trace.jobs)
+    if as_json:
+        click.echo(json.dumps({"output": str(output), "format": fmt, "jobs": rows,
+                               "files": [str(w) for w in written] if fmt == "csv" else [str(output)]}))
+        return
     click.echo(f"{output}: {fmt}, {rows} jobs" + (f", {len(written)} files" if fmt == "csv" else ""))

@@ -34,4 +34,9 @@ def dumps(obj: Any) -> str:
             return [clean(v) for v in x]
         return x
 
-    return json.dumps(clean(obj), indent=2)
+    def other(x):  # numpy scalars and arrays, paths
+        if hasattr(x, "tolist"):
+            return clean(x.tolist())
+        return str(x)
+
+    return json.dumps(clean(obj), indent=2, default=other)

@@ -17,6 +17,7 @@ from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
 from ..studies import soysal as soysal_study
 from ..studies.engine import Engine, write_campaign
+from .format import dumps
 
 
 def engine_options(fn):
@@ -56,8 +57,9 @@ def study() -> None:
               help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 @engine_options
-def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_figures: bool, engine: Engine,
-              campaign_file: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
+def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_figures: bool, as_json: bool,
+              engine: Engine, campaign_file: str | None) -> None:
     """Make-Pack vs First-Fit over the I/O load (carretero2020 §6.2.3-6.2.4, Figs. 10-12, 14, 15)."""
     size = carretero_study.QUICK if quick else carretero_study.StudySize()
     if workloads:
@@ -68,6 +70,9 @@ def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_fi
     out = Path(out_dir)
     jobs = engine.workers or "all CPUs"
     s = carretero_study.run_study(out, size, seed=seed, jobs=engine.workers, figures=not no_figures, engine=engine)
+    if as_json:
+        click.echo(dumps(s))
+        return
     click.echo(f"\n{s['workloads']} workloads, {s['events']} events in {s['wall_seconds']:.1f} s "
                f"({s['events_per_second']:.3g} events/s per process, {jobs} processes)")
     click.echo("geometric means relative to First-Fit (makespan; stretch = mean over packs of the pack's max slowdown):")
@@ -89,7 +94,8 @@ def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_fi
               help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 @engine_options
-def lackner(quick, workloads, repetitions, njobs, out_dir, no_figures, engine, campaign_file) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
+def lackner(quick, workloads, repetitions, njobs, out_dir, no_figures, as_json, engine, campaign_file) -> None:
     """SAS vs random tier assignment (lackner2019 Figs. 3 and 4)."""
     size = lackner_study.QUICK if quick else lackner_study.LacknerSize()
     for name, v in (("workloads", workloads), ("repetitions", repetitions), ("jobs", njobs)):
@@ -99,6 +105,9 @@ def lackner(quick, workloads, repetitions, njobs, out_dir, no_figures, engine, c
         write_campaign(campaign_file, "lackner", lackner_study.params_of(size))
         return
     s = lackner_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine)
+    if as_json:
+        click.echo(dumps(s))
+        return
     click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s")
     click.echo(f"{'case':14s} {'SAS makespan h':>15s} {'best random h (p)':>20s} {'SAS turnaround h':>17s} "
                f"{'best random h (p)':>20s} {'SAS node/HPS util':>18s}")
@@ -120,7 +129,8 @@ def lackner(quick, workloads, repetitions, njobs, out_dir, no_figures, engine, c
               help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 @engine_options
-def monniot(quick, theta, scaling, requeue, out_dir, no_figures, engine, campaign_file) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
+def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine, campaign_file) -> None:
     """StorAlloc platform sizing on a Theta week (monniot2023 §5, Figs. 4, 6, 7)."""
     size = monniot_study.QUICK if quick else monniot_study.MonniotSize()
     if scaling:
@@ -137,6 +147,9 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, engine, campaig
         s = monniot_study.run_study(Path(out_dir), size, theta=theta, figures=not no_figures, engine=engine)
     except FileNotFoundError as err:  # a missing input file is bad input: exit 2
         raise IolabError(str(err)) from None
+    if as_json:
+        click.echo(dumps(s))
+        return
     i = s["input"]
     click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.2f} s; {i['requests']} requests, sum_cap "
                f"{i['sum_cap'] / 1e12:.3f} TB, peak concurrent demand {i['peak_demand'] / 1e9:.0f} GB "
@@ -159,10 +172,14 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, engine, campaig
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/dheenadayalan",
               show_default=True, help="output folder: table1.csv, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
-def dheenadayalan(quick: bool, out_dir: str, no_figures: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
+def dheenadayalan(quick: bool, out_dir: str, no_figures: bool, as_json: bool) -> None:
     """The storage load controller against FCFS and EASY (dheenadayalan2017 Table 1, Fig. 1), simulated."""
     size = dheenadayalan_study.QUICK if quick else dheenadayalan_study.DheenadayalanSize()
     s = dheenadayalan_study.run_study(Path(out_dir), size, figures=not no_figures)
+    if as_json:
+        click.echo(dumps(s))
+        return
     click.echo(f"{'data set':8s} {'sched':5s} {'completion':>12s} {'+controller':>12s} {'flow':>12s} "
                f"{'+controller':>12s} {'suspensions':>11s}   paper (completion, flow)")
     by = {(r["dataset"], r["scheduler"], r["controller"]): r for r in s["rows"]}
@@ -186,13 +203,17 @@ def dheenadayalan(quick: bool, out_dir: str, no_figures: bool) -> None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/soysal", show_default=True,
               help="output folder: runs.csv, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
-def soysal(quick: bool, trace: str, jobs: int, out_dir: str, no_figures: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
+def soysal(quick: bool, trace: str, jobs: int, out_dir: str, no_figures: bool, as_json: bool) -> None:
     """soysal2019: T_NAP against walltime quality and scheduler (Figs. 3a, 4, 5)."""
     size = soysal_study.QUICK if quick else soysal_study.Size()
     try:
         s = soysal_study.run_study(Path(out_dir), size, trace=trace, jobs=jobs, figures=not no_figures)
     except (FileNotFoundError, ValueError) as exc:
         raise IolabError(str(exc)) from None
+    if as_json:
+        click.echo(dumps(s))
+        return
     click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s; requested/used time {s['requested_over_used']:.2f} "
                f"(paper, KTH: ~1.5)")
     click.echo(f"{'scheduler':22s} {'estimate':12s} {'instant':>8s} {'<=1s':>6s} {'<=600s':>7s} {'>600s':>6s}")

@@ -98,8 +98,10 @@ EMULATOR_GRID = 8  # the smallest Jacobi grid: the smallest I/O phase a real run
 @click.option("--for-emulator", is_flag=True,
               help="io: make the spec one iolab emulate runs (I/O phases of at least one checkpoint of an 8x8 "
                    "grid on one rank, a write before the first read); what changes is listed in the spec")
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
 def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: int, bandwidth: float | None,
-                   bins: int, ranks_per_node: int, nodes: int | None, align: str, for_emulator: bool) -> None:
+                   bins: int, ranks_per_node: int, nodes: int | None, align: str, for_emulator: bool,
+                   as_json: bool) -> None:
     """Import Darshan LOGs (needs PyDarshan: pip install 'iolab[darshan]').  What is approximated:
     docs/workloads.md."""
     jobs = [read_darshan(p, bins=bins, ranks_per_node=ranks_per_node) for p in logs]
@@ -122,6 +124,10 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
         data = batch_spec(jobs, nodes=nodes)
     _write_spec(data, output, header)
     what = f"{len(data['apps'])} apps" if kind == "io" else f"{len(data['workload']['jobs'])} jobs"
+    if as_json:
+        click.echo(json.dumps({"output": str(output), "kind": kind, "logs": len(jobs),
+                               ("apps" if kind == "io" else "jobs"): int(what.split()[0])}))
+        return
     click.echo(f"{output}: {what} from {len(jobs)} Darshan log(s)")
 
 
@@ -136,8 +142,9 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
               help="walltime of a script without #SBATCH --time (300, 5m, 2h, 1d)")
 @click.option("--now", "now", default=None,
               help="submission time of the scripts (ISO, e.g. 2026-11-22T08:00): needed by --begin dates and times")
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
 def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, scheduler: str, default_time: str,
-                 now: str | None) -> None:
+                 now: str | None, as_json: bool) -> None:
     """Import Slurm batch SCRIPTs (#SBATCH options, #DW and #BB_LUA burst-buffer directives) as batch jobs:
     one job per script, its burst buffer as the HPS request, its staged files as input and output."""
     try:
@@ -163,4 +170,7 @@ def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, sched
                       + ("" if s.time_given else " (default)") + f", begin +{s.begin:g} s, burst buffer "
                       f"{s.capacity:.6g} B" + (f"; {st}" if st else ""))
     _write_spec(data, output, header)
+    if as_json:
+        click.echo(json.dumps({"output": str(output), "kind": "batch", "jobs": len(jobs), "scripts": len(parsed)}))
+        return
     click.echo(f"{output}: {len(jobs)} jobs from {len(parsed)} Slurm script(s)")
