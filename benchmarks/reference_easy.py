@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The simplest correct batch scheduler simulator: FCFS, EASY and conservative backfilling on an SWF trace.
+"""The simplest correct batch scheduler simulator: FCFS, EASY and both conservative backfillings on an SWF trace.
 
 An independent second opinion on iolab's batch simulator (``iolab.sim.batch``) for compute-only (LPS)
 workloads, and the speed floor it is measured against (docs/performance.md, "Independent references").
 One file, standard library only, no iolab import::
 
-    python benchmarks/reference_easy.py TRACE.swf[.gz] [--policy fcfs|easy|conservative] [--nodes N]
+    python benchmarks/reference_easy.py TRACE.swf[.gz] [--policy fcfs|easy|conservative|conservative-reinsert] [--nodes N]
                                         [--csv OUT.csv|-] [--json] [--iolab-runtime0]
 
 Prints a summary (jobs, makespan, mean wait, decisions, wall time, peak memory); ``--json`` prints it as
