@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -93,10 +95,28 @@ def _source(spec_path: str) -> str:
     return "<stdin>" if spec_path == "-" else spec_path
 
 
+class SimProgress:
+    """Progress of a long simulation on stderr: one plain line every ``every`` wall seconds, the first
+    after ``every`` seconds (a short run prints nothing; stdout stays for results and --json)."""
+
+    def __init__(self, name: str, every: float = 5.0, stream=None):
+        self.name, self.every, self.stream = name, every, stream
+        self.t0 = time.monotonic()
+        self.next = self.t0 + every
+
+    def __call__(self, t: float, submitted: int, total: int) -> None:
+        now = time.monotonic()
+        if now < self.next:
+            return
+        self.next = now + self.every
+        print(f"{self.name}: {submitted}/{total} jobs submitted ({100 * submitted / max(total, 1):.0f} %), "
+              f"simulated time {t:.0f} s, {now - self.t0:.0f} s elapsed", file=self.stream or sys.stderr, flush=True)
+
+
 def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS) -> None:
     spec = load_spec(spec_path)
     batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
-    trace = simulate_batch(spec)
+    trace = simulate_batch(spec, progress=SimProgress(spec.name))
     m = trace_batch_metrics(trace)
     if out:
         write_trace(trace, Path(out))

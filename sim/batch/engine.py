@@ -57,6 +57,9 @@ class BatchRecord:
     controller: object = None  # the load controller driver, if any (its samples and actions)
 
 
+PROGRESS_EVERY = 16384  # events between two progress calls
+
+
 class BatchEngine:
     """Runs a :class:`BatchKernel` on simulated time.  Built from the kernel's arguments
     (``BatchEngine(jobs, policy, total_nodes=..., ...)``) or around a kernel
@@ -92,6 +95,8 @@ class BatchEngine:
         self._step_end: dict[int, float] = {}  # job index -> end of its current compute step
         self._paused: dict[int, float] = {}  # suspended job index -> seconds or bytes left of its step
         self.controller = None  # a load controller driver (iolab.sim.batch.controller), if the spec has one
+        # progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
+        self.progress: Callable[[float, int, int], None] | None = None
 
     # -- helpers ------------------------------------------------------------
     def _push(self, t: float, ev: int, arg) -> None:
@@ -181,13 +186,19 @@ class BatchEngine:
             self.controller.start(self)
         heap = self._heap
         events = 0
+        submitted = 0
+        report = PROGRESS_EVERY if self.progress is not None else math.inf
         while heap:
             t = heap[0][0]
+            if events >= report:
+                self.progress(t, submitted, len(self.state))
+                report = events + PROGRESS_EVERY
             while heap and heap[0][0] == t:
                 _, _, ev, arg = heapq.heappop(heap)
                 events += 1
                 if ev == _SUBMIT:
                     k.submit(self.state[arg], t)
+                    submitted += 1
                 elif ev == _STEP_END:
                     if self._step_end.get(arg) != t:
                         continue  # the step was suspended (its end moved)

@@ -20,22 +20,25 @@ __all__ = ["run_batch", "simulate_batch"]
 
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,
-              strict: bool | None = None) -> BatchRecord:
+              strict: bool | None = None, progress=None) -> BatchRecord:
     """Simulate ``spec`` (its workload, or ``jobs``); ``scheduler`` replaces the spec's policy
     (a study drawing its own random tiers); ``strict`` checks every decision and state change
-    (default: ``IOLAB_STRICT``)."""
+    (default: ``IOLAB_STRICT``); ``progress(t, submitted, total)`` is called every
+    :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events."""
     jobs = load_workload(spec) if jobs is None else jobs
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, strict=strict, record_plans=record_plans)
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows)
+    engine.progress = progress
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
         SimController.from_spec(spec).install(engine, control=c.enabled)
     return engine.run()
 
 
-def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None) -> Trace:
+def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
+                   progress=None) -> Trace:
     t0 = time.perf_counter()
-    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict)
+    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress)
     wall = time.perf_counter() - t0
     p = spec.platform
     tb = TraceBuilder()
