@@ -92,7 +92,7 @@ def test_monniot_quick_through_the_engine_equals_a_bare_loop(tmp_path):
 
 @pytest.mark.parametrize("study", ["lackner", "monniot", "carretero"])
 def test_quick_study_equals_the_pre_campaign_baseline(study, tmp_path):
-    """``iolab study X --quick`` now and before studies were campaigns (/work/baseline, made on main)."""
+    """``iolab study X --quick`` now and before studies were campaigns (IOLAB_BASELINE: outputs made on main)."""
     if BASELINE is None:
         pytest.skip("IOLAB_BASELINE is not set (a folder of pre-campaign `iolab study X --quick` outputs)")
     base = BASELINE / f"{study}-quick"
