@@ -79,6 +79,9 @@ def run(tmp_path_factory):
                     except FileNotFoundError:
                         pass
 
+    # sockets this (pytest) process already had are not the run's: another test may have left a Ray
+    # driver or a server of its own listening here (seen in CI: one bound to the host's address)
+    before = {(pid, addr, port) for pid, _, addr, port in listening(os.getpid()) if pid == os.getpid()}
     t = threading.Thread(target=watch, daemon=True)
     old = os.environ.pop("IOLAB_NETWORK", None)
     umask = os.umask(0o027)
@@ -91,6 +94,7 @@ def run(tmp_path_factory):
         os.umask(umask)
         if old is not None:
             os.environ["IOLAB_NETWORK"] = old
+    sockets = {k: c for k, c in sockets.items() if k not in before}
     return trace, work, samples, sockets, modes
 
 
