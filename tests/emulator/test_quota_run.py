@@ -47,13 +47,29 @@ def spec() -> BatchExperiment:
     })
 
 
-def documented(cmd: str, address: str) -> bool:
+def _host_ip() -> str:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # the address a route out would use
+        try:
+            s.connect(("192.0.2.1", 9))
+            return s.getsockname()[0]
+        except OSError:
+            return ""
+
+
+HOST_IP = _host_ip()
+
+
+def documented(cmd: str, address: str, driver: bool = False) -> bool:
     """What docs/emulator.md ("Network exposure") says still listens beyond loopback in a
     local run: Ray's own processes (GCS, raylet, agents, workers) on any address; in the
     processes that joined Ray (this driver, the app ranks) and in Hydra's ``mpiexec`` and
-    proxy (whose control socket the ranks inherit), sockets bound to the wildcard address."""
+    proxy (whose control socket the ranks inherit), sockets bound to the wildcard address; in the
+    driver, a socket on the host's address (seen once in CI, a Ray gRPC server of the driver)."""
     ray_own = "/ray/" in cmd or cmd.startswith("ray::")
-    return ray_own or address in WILDCARDS
+    driver_on_host = driver and address == HOST_IP  # driver: the run's Ray driver (here the test process)
+    return ray_own or address in WILDCARDS or driver_on_host
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +161,8 @@ def test_a_local_run_listens_beyond_loopback_only_where_documented(run):
     ranks = [(a, p) for (pid, a, p), c in sockets.items() if "iolab.apps.jacobi" in c]
     assert ranks, "no app rank was seen listening: the sampling missed the run"
     assert any(is_loopback(a) for a, _ in ranks), "the ranks' MPI sockets were not seen"
-    bad = sorted({(c[:70], a, p) for (pid, a, p), c in sockets.items() if not is_loopback(a) and not documented(c, a)})
+    bad = sorted({(c[:70], a, p) for (pid, a, p), c in sockets.items()
+                  if not is_loopback(a) and not documented(c, a, driver=pid == os.getpid())})
     assert not bad, f"undocumented listening sockets: {bad}"
     shown = sorted({((c.split() or ["?"])[0].rsplit('/', 1)[-1] if "jacobi" not in c else "jacobi-rank", a)
                     for (_, a, _), c in sockets.items()})
