@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -43,6 +42,8 @@ from iolab.sim.storage_replay import (
     replay_layout, requests_from_jobs, week_scale,
 )
 from iolab.sim.workloads.theta import _utc, theta_trace
+
+from iolab.shared_data import shared_data_file
 
 from .common import write_csv
 from .engine import Engine, rows_of, run_as_campaign
@@ -88,9 +89,7 @@ QUICK = MonniotSize(layouts=("1N1D", "nNnD"), capacities_tb=(8, 32), scalings=("
 
 
 def default_theta_path() -> Path:
-    base = os.environ.get("IOLAB_SHARED_DATA")
-    root = Path(base) if base else Path(__file__).resolve().parents[3] / "shared" / "data"
-    return root / THETA_FILE
+    return shared_data_file(THETA_FILE)
 
 
 def theta_requests(path: str | Path, request_time: str = "start") -> list[StorageRequest]:

@@ -24,12 +24,12 @@ from ..metrics import TNAP_CLASSES, tnap_summary
 from ..sim.batch.run import simulate_batch
 from ..sim.workloads.swf import read_swf, swf_jobs
 from ..specs import parse_spec
+from ..shared_data import shared_data_file
 from .common import Progress, write_csv
 
 LAMBDAS = (1.0, 0.7, 0.5, 0.3, 0.2, 0.1, 0.05, 0.01, 0.0)
 SCHEDULERS = ("conservative", "conservative-reinsert", "fcfs")
 TRACES = {"kth": ("KTH-SP2-1996-2.1-cln.swf.gz", 100), "sdsc-blue": ("SDSC-BLUE-2000-4.2-cln.swf.gz", 144)}
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 # soysal2019 Fig. 3a and Fig. 4 (KTH), read from the paper's text and figures
 PAPER = {"kth_requested_over_used": 1.5,
          "trend": "long-term (>600 s) predictions rise only for lambda <= 0.1; FCFS above conservative"}
@@ -50,7 +50,7 @@ def trace_path(trace: str) -> tuple[Path, int]:
     """``kth``, ``sdsc-blue`` or a path to an SWF file (nodes from its MaxNodes header)."""
     if trace in TRACES:
         name, nodes = TRACES[trace]
-        return DATA / name, nodes
+        return shared_data_file(name), nodes
     p = Path(trace)
     hdr = read_swf(p, limit=1)
     nodes = hdr.max_nodes or hdr.max_procs
