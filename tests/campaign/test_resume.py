@@ -40,6 +40,24 @@ def kill_session(sid: int, timeout: float = 30.0) -> None:
     assert not session_pids(sid), "processes of the killed sweep survived"
 
 
+def kill_after_records(cmd: list[str], journal: Path, records: int, *, timeout: float, env=None,
+                       what: str = "the sweep") -> None:
+    """Start ``cmd`` in its own session, SIGKILL it (and its Ray) once ``journal`` holds ``records`` lines."""
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if journal.exists() and journal.read_bytes().count(b"\n") >= records:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, f"{what} ended before it could be killed: {proc.stderr.read().decode()}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        kill_session(proc.pid)
+
+
 def executed(log: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
@@ -53,20 +71,8 @@ def test_sigkill_then_resume_runs_only_the_missing_runs(ray_local, tmp_path):
     env = sweep_env({"IOLAB_TEST_EXEC_LOG": str(log), "IOLAB_TEST_SLEEP": "0.25"})
     cmd = SWEEP + [str(camp), "--out", str(out), "--workers", "2"]
 
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
     journal = out / "journal.jsonl"
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if journal.exists() and journal.read_bytes().count(b"\n") >= 5:
-                break
-            time.sleep(0.01)
-        assert proc.poll() is None, f"the sweep ended before it could be killed: {proc.stderr.read().decode()}"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        kill_session(proc.pid)
+    kill_after_records(cmd, journal, 5, timeout=120, env=env)
     done_at_kill = Journal(journal).load()
     assert 5 <= len(done_at_kill) < 20
     assert set(done_at_kill) <= ids

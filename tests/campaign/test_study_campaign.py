@@ -8,10 +8,8 @@ import csv
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -28,7 +26,7 @@ from iolab.studies import monniot as M
 from iolab.studies.engine import Engine, rows_of, run_as_campaign
 
 from shared_data import SHARED_DATA, shared_file
-from test_resume import kill_session
+from test_resume import kill_after_records
 
 # outputs of `iolab study X --quick` made before studies were campaigns (a folder per study, X-quick);
 # a machine-local reference, so only where IOLAB_BASELINE names it
@@ -165,19 +163,8 @@ def test_campaign_file_runs_with_sweep_and_gives_the_study(tmp_path):
 def test_study_killed_mid_way_resumes_without_redoing_finished_runs(tmp_path):
     out = tmp_path / "killed"
     cmd = STUDY + ["lackner", "--quick", "--workers", "1", "--no-figures", "--out", str(out)]
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     journal = out / "journal.jsonl"
-    deadline = time.monotonic() + 180
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if journal.exists() and journal.read_bytes().count(b"\n") >= 4:
-                break
-            time.sleep(0.01)
-        assert proc.poll() is None, f"the study ended before it could be killed: {proc.stderr.read().decode()}"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        kill_session(proc.pid)
+    kill_after_records(cmd, journal, 4, timeout=180, what="the study")
     done = Journal(journal).load()
     assert 4 <= len(done) < 16
     lines_at_kill = journal.read_bytes().count(b"\n")
