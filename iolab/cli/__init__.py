@@ -75,8 +75,4 @@ def cli() -> None:
 
 
 def main() -> None:
-    try:
-        cli(prog_name="iolab")
-    except InvariantViolation as exc:  # strict mode: the run broke a rule of the model
-        click.echo(f"Error: {exc}", err=True)
-        raise SystemExit(1) from None
+    cli(prog_name="iolab")  # exit codes: LazyGroup.invoke and iolab.errors

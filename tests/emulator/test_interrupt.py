@@ -19,28 +19,18 @@ import time
 from pathlib import Path
 
 import pytest
+
 import yaml
 
 from iolab.trace import read_trace
+from small_runs import small_batch, small_io
 
 pytestmark = [pytest.mark.mpi, pytest.mark.ray]
 
 REPO = Path(__file__).resolve().parents[2]
 
-IO_SPEC = {
-    "name": "interrupted", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},
-    "apps": [{"id": a, "nodes": 2, "iterations": 40, "compute": 0.5, "io_volume": 0.5} for a in "AB"],
-    "emulator": {"ranks_per_app": 1, "unit_bytes": 1 << 20, "grid": 32, "lease": 20},
-}
-BATCH_SPEC = {
-    "kind": "batch", "name": "interrupted-batch",
-    "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
-                 "hps": {"rate": "15 GB/s", "capacity": "150 GB"}, "stage_rate": "5 GB/s"},
-    "scheduler": "sas",
-    "workload": [{"id": j, "submit": 0, "nodes": 2, "walltime": 9000, "runtime": 8000, "input": "10GB",
-                  "output": "10GB", "storage": "30GB"} for j in "ab"],
-    "emulator": {"time_scale": 0.01, "bytes_scale": 1e-4},
-}
+IO_SPEC = small_io("interrupted")
+BATCH_SPEC = small_batch("interrupted-batch")
 
 
 def processes_mentioning(text: str) -> list[str]:

@@ -16,12 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
+
 import yaml
 from rich.console import Console
 
 from iolab.campaign.sweep import SweepSummary, sweep_snapshot
 from iolab.cli.live import LiveView, SweepView, render
 from pty_terminal import HIDE_CURSOR, Terminal, plain
+from small_runs import small_batch, small_io
 
 IO_SNAP = {"kind": "io", "time": 12.5, "elapsed": 30.0, "policy": "fifo",
            "progress": {"phases_done": 3, "phases_total": 8},
@@ -107,22 +109,8 @@ def test_off_a_terminal_the_sinks_print_plain_lines():
 
 # ------------------------------------------------------------------ a real run in a real pty
 
-TINY = {
-    "name": "live", "policy": "fifo", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},
-    "apps": [{"id": a, "nodes": 2, "iterations": 40, "compute": 0.5, "io_volume": 0.5} for a in "AB"],
-    "emulator": {"ranks_per_app": 1, "unit_bytes": 1 << 20, "grid": 32, "lease": 20},
-}
-
-
-TINY_BATCH = {
-    "kind": "batch", "name": "live-batch",
-    "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
-                 "hps": {"rate": "15 GB/s", "capacity": "150 GB"}, "stage_rate": "5 GB/s"},
-    "scheduler": "sas",
-    "workload": [{"id": j, "submit": 0, "nodes": 2, "walltime": 9000, "runtime": 8000, "input": "10GB",
-                  "output": "10GB", "storage": "30GB"} for j in "ab"],
-    "emulator": {"time_scale": 0.01, "bytes_scale": 1e-4},
-}
+TINY = small_io("live", policy="fifo")
+TINY_BATCH = small_batch("live-batch")
 # what the screen shows once the run is under way: the header of its first table and a row per app/job
 DRAWN = {"io": ("I/O nodes", (r"\bA\s.*running", r"\bB\s.*running")),
          "batch": ("tiers", (r"\bhps\s.*GB", r"\ba\s.*(stage-in|running)", r"\bb\s.*(stage-in|running)"))}

@@ -39,12 +39,17 @@ def wait_for(pred, timeout=30.0):
     return False
 
 
-@pytest.mark.mpi
-def test_sigstop_stops_every_rank_and_sigcont_continues(tmp_path):
+def start_counters(tmp_path):
+    """Two MPI ranks under mpiexec, each counting into ``tmp_path/count-RANK``."""
     script = tmp_path / "counter.py"
     script.write_text(COUNTER)
-    proc = spawn(mpiexec_command(2, [sys.executable, str(script), str(tmp_path)], mpiexec=find_mpiexec()),
+    return spawn(mpiexec_command(2, [sys.executable, str(script), str(tmp_path)], mpiexec=find_mpiexec()),
                  log_path=tmp_path / "log")
+
+
+@pytest.mark.mpi
+def test_sigstop_stops_every_rank_and_sigcont_continues(tmp_path):
+    proc = start_counters(tmp_path)
     calls = []
     try:
         assert wait_for(lambda: all((tmp_path / f"count-{r}").exists() for r in range(2))), \
@@ -103,10 +108,7 @@ def test_a_gone_group_is_reported_not_raised():
 
 @pytest.mark.mpi
 def test_mpiexec_apps_suspend_stops_the_real_ranks(tmp_path):
-    script = tmp_path / "counter.py"
-    script.write_text(COUNTER)
-    proc = spawn(mpiexec_command(2, [sys.executable, str(script), str(tmp_path)], mpiexec=find_mpiexec()),
-                 log_path=tmp_path / "log")
+    proc = start_counters(tmp_path)
     apps = MpiexecApps(find_mpiexec(), tmp_path / "hosts")
     try:
         assert wait_for(lambda: all((tmp_path / f"count-{r}").exists() for r in range(2)))
