@@ -262,7 +262,11 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
                     last_flush = time.monotonic()
     except KeyboardInterrupt:
         summary.interrupted = True
-        for ref in pending if ray_ is not None else ():
+        # a Ray this sweep started (or joined) is shut down below, which ends its job's tasks; a
+        # force-cancel racing the tasks' completion once crashed Ray's core worker in the driver
+        # (a CHECK in TaskManager::CompletePendingTask: exit 1, not 130), so only a Ray the caller
+        # keeps running has its tasks cancelled
+        for ref in pending if ray_ is not None and not ray_.owned else ():
             try:
                 ray_.ray.cancel(ref, force=True)
             except Exception:
