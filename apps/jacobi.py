@@ -121,6 +121,10 @@ def run(comm, cfg: Config) -> int:
     coord = None
     app = None
     try:
+        # Every rank finishes the set-up's MPI traffic before any of them blocks in the
+        # middleware's start gate: a rank waiting there makes no MPI progress, and a peer
+        # still inside Create_cart may need it (libfabric's tcp;ofi_rxm did, docs/slurm.md).
+        watch.barrier()
         coord = load_coordinator(cfg.coordinator, cfg.coordinator_config, rank, comm.Get_size())
         first = 0
         if manifest is not None:

@@ -11,7 +11,9 @@ the bad value — a typo fails before anything is submitted.
   traffic kept on the loopback interface unless the network is opened
   (:func:`network_mode`, docs/emulator.md "Network exposure").
 * :func:`srun_command` — one app as one job step inside a Slurm allocation, ranks
-  wired by PMI2 (``--mpi=pmi2``; see docs/slurm.md for why not pmix).
+  wired by PMI2 (``--mpi=pmi2``; see docs/slurm.md for why not pmix), with MPICH's
+  libfabric device (:data:`PMI2_SRUN_ENV`: Slurm's PMI-1 server reads a request in one
+  1024-byte read, and the UCX device's address lines come close enough to overflow it).
 * :func:`ray_start_commands` — a Ray head on the first node of an allocation and a
   worker on each other node, each as a one-task ``srun`` step.
 * :func:`scontrol_command` — suspend/resume a job (the load controller's lever).
@@ -38,6 +40,7 @@ __all__ = [
     "network_mode",
     "LOOPBACK_ENV",
     "srun_command",
+    "PMI2_SRUN_ENV",
     "ray_start_commands",
     "scontrol_command",
     "scancel_signal_command",
@@ -174,6 +177,17 @@ def mpiexec_command(
 
 # ---------------------------------------------------------------- srun
 
+# Slurm's mpi/pmi2 plugin serves MPICH's PMI-1 wire protocol with a single read of at
+# most 1024 bytes per request (src/plugins/mpi/pmi2/pmi1.c, "TODO: read until
+# newline", Slurm 22.05 to current).  MPICH cuts PMI values to the server's
+# vallen_max=1024 without counting the ``cmd=put kvsname=... key=... value=`` around
+# them, and the UCX device's address exchange (9 segments of worker addresses, heap
+# pointers and all) makes lines of 900-1000 bytes whose length varies with the
+# addresses: one launch in many overflowed, Slurm split the line and the step hung in
+# MPI_Init.  The libfabric device exchanges ~60-byte lines.  Measured by
+# tests/slurm/test_local_cluster.py (longest PMI line of a real step).
+PMI2_SRUN_ENV = {"MPIR_CVAR_CH4_NETMOD": "ofi"}
+
 def srun_command(
     ntasks: int,
     argv: Sequence[str],
@@ -183,15 +197,18 @@ def srun_command(
     mpi: str | None = "pmi2",
     overcommit: bool = False,
     job_name: str | None = None,
+    env: Mapping[str, str] | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
     """``srun --nodes=N --ntasks=T [--nodelist=...] [--mpi=...] [--overcommit]
-    [--job-name=...] EXTRA... ARGV...``.
+    [--job-name=...] [--export=ALL,K=V,...] EXTRA... ARGV...``.
 
     ``nodelist`` (names or a hostlist string) must name exactly ``nodes`` nodes:
     Slurm would otherwise silently add nodes or refuse the step. ``mpi=None`` leaves
     the plugin to ``MpiDefault``. ``overcommit`` lets more tasks than CPUs share a
     node (one CPU per node is still charged); ``extra`` goes verbatim before argv.
+    ``env`` is added to the tasks' environment (``--export=ALL,...``, sorted by name);
+    with ``mpi='pmi2'`` it starts from :data:`PMI2_SRUN_ENV`, which ``env`` may override.
     """
     n_nodes = _positive_int("nodes", nodes)
     n_tasks = _positive_int("ntasks", ntasks)
@@ -216,6 +233,14 @@ def srun_command(
         if not job_name or any(c.isspace() for c in job_name):
             raise ValueError(f"job_name must be non-empty without blanks, got {job_name!r}")
         cmd.append(f"--job-name={job_name}")
+    exports = {**(PMI2_SRUN_ENV if mpi == "pmi2" else {}), **(env or {})}
+    if exports:
+        for key, value in exports.items():
+            if not _ENV_NAME.match(str(key)):
+                raise ValueError(f"env: bad variable name {key!r}")
+            if "," in str(value):
+                raise ValueError(f"env: {key}={value!r}: srun --export cannot carry a comma in a value")
+        cmd.append("--export=ALL," + ",".join(f"{k}={v}" for k, v in sorted(exports.items())))
     return cmd + _strings("extra", extra) + args
 
 

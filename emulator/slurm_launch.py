@@ -22,7 +22,10 @@ side; every pack of an I/O node starts again at the partition's first node, sinc
 run one after the other), and runs ``R = ranks`` tasks on ``min(Q, R)`` of them::
 
     srun --nodes=N --ntasks=R --nodelist=<its nodes> --mpi=pmi2 --overcommit \\
-         --job-name=iolab-APP --overlap --kill-on-bad-exit=1 nice -n 10 python -m iolab.apps.jacobi ...
+         --job-name=iolab-APP --export=ALL,MPIR_CVAR_CH4_NETMOD=ofi --overlap --kill-on-bad-exit=1 \\
+         nice -n 10 python -m iolab.apps.jacobi ...
+
+(the libfabric device: docs/slurm.md, "PMI lines and MPICH's network device").
 
 ``--overlap`` and ``--overcommit``: every app is launched before the clock starts and
 waits at its start gate, so Slurm must never hold a step back for CPUs (the gate would

@@ -104,7 +104,7 @@ def test_command_lines(monkeypatch):
     srun = SrunApps(SlurmAllocation("42", ("n1", "n2", "n3", "n4")), {"A": ["n1", "n2"]}, Path("/w/hosts"), Path("/w/logs"))
     assert srun.app_command("A", 2, ["python", "-m", "iolab.apps.jacobi"], nice=10) == [
         "srun", "--nodes=2", "--ntasks=2", "--nodelist=n1,n2", "--mpi=pmi2", "--overcommit", "--job-name=iolab-A",
-        "--overlap", "--kill-on-bad-exit=1", "nice", "-n", "10", "python", "-m", "iolab.apps.jacobi"]
+        "--export=ALL,MPIR_CVAR_CH4_NETMOD=ofi", "--overlap", "--kill-on-bad-exit=1", "nice", "-n", "10", "python", "-m", "iolab.apps.jacobi"]
     local = MpiexecApps("/venv/bin/mpiexec", Path("/w/hosts"))
     lo = ["-genv", "FI_SOCKETS_IFACE", "lo", "-genv", "FI_TCP_IFACE", "lo", "-genv", "UCX_NET_DEVICES", "lo"]
     assert local.app_command("A", 2, ["python"], nice=10) == ["nice", "-n", "10", "/venv/bin/mpiexec", *lo, "-n", "2",

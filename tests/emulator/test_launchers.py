@@ -123,10 +123,26 @@ def test_mpiexec_line_runs_for_real():
 
 # ---------------------------------------------------------------- srun
 
+OFI = "--export=ALL,MPIR_CVAR_CH4_NETMOD=ofi"
+
+
 def test_srun_default_line():
     assert srun_command(4, PY, nodes=2) == [
-        "srun", "--nodes=2", "--ntasks=4", "--mpi=pmi2", "python", "app.py",
+        "srun", "--nodes=2", "--ntasks=4", "--mpi=pmi2", OFI, "python", "app.py",
     ]
+
+
+def test_srun_env_is_exported_sorted_and_may_override_the_pmi2_default():
+    assert srun_command(1, PY, nodes=1, env={"ZZ": "1", "AA": "x y"}) == [
+        "srun", "--nodes=1", "--ntasks=1", "--mpi=pmi2",
+        "--export=ALL,AA=x y,MPIR_CVAR_CH4_NETMOD=ofi,ZZ=1", "python", "app.py"]
+    assert srun_command(1, PY, nodes=1, env={"MPIR_CVAR_CH4_NETMOD": "ucx"})[4] == \
+        "--export=ALL,MPIR_CVAR_CH4_NETMOD=ucx"
+    assert not any(a.startswith("--export") for a in srun_command(1, PY, nodes=1, mpi="none"))
+    with pytest.raises(ValueError, match="bad variable name '1X'"):
+        srun_command(1, PY, nodes=1, env={"1X": "v"})
+    with pytest.raises(ValueError, match="cannot carry a comma"):
+        srun_command(1, PY, nodes=1, env={"L": "a,b"})
 
 
 def test_srun_full_line():
@@ -288,7 +304,7 @@ def test_builders_are_pure():
     a = srun_command(2, PY, nodes=1)
     b = srun_command(2, PY, nodes=1)
     a.append("x")
-    assert b == ["srun", "--nodes=1", "--ntasks=2", "--mpi=pmi2", "python", "app.py"]
+    assert b == ["srun", "--nodes=1", "--ntasks=2", "--mpi=pmi2", OFI, "python", "app.py"]
     assert launchers.SCONTROL_ACTIONS == ("suspend", "resume")
 
 

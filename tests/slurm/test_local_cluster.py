@@ -49,6 +49,22 @@ def test_srun_pmi2_gives_one_communicator_across_two_nodes(cluster, job_name):
     assert sorted(r["node"] for r in ranks) == sorted(nodes * 2)  # 2 ranks on each node
 
 
+def test_srun_pmi2_requests_fit_slurms_one_read(cluster, job_name):
+    """Slurm's PMI-1 server takes each request in one read of at most 1024 bytes; a longer
+    line is split and the step hangs in MPI_Init (seen in CI).  MPICH's own PMI trace
+    (PMI_DEBUG) gives every line the ranks sent: with the launcher's environment the
+    longest stays far below the limit (the UCX device sent 900-1000-byte lines)."""
+    nodes = list(cluster.idle_nodes[:2])
+    cmd = srun_command(2, [sys.executable, "-c", MPI_PROBE], nodes=2, nodelist=nodes,
+                       job_name=job_name, env={"PMI_DEBUG": "1"}, extra=["--kill-on-bad-exit=1"])
+    rc, out, err = cluster.run(cmd, timeout=120)
+    assert rc == 0, err
+    sent = [line.split(" pmi: ", 1)[1] for line in (out + err).splitlines() if "send to fd" in line]
+    assert any(s.startswith("cmd=put") for s in sent), (out + err)[-2000:]   # the trace is there
+    longest = max(len(s) + 1 for s in sent)                                  # + the newline
+    assert longest < 512, f"longest PMI request {longest} bytes"
+
+
 def test_sbatch_wait_runs_a_script_and_reports_its_state(cluster, job_name, tmp_path):
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\n"
