@@ -96,11 +96,11 @@ class TraceBuilder:
         self._rows: dict[str, list[tuple]] = {name: [] for name in TABLES}
 
     def _add(self, table: str, values: dict[str, Any]) -> None:
-        cols = TABLES[table]
-        unknown = set(values) - {c for c, _ in cols}
-        if unknown:
-            raise ValueError(f"unknown column(s) for {table}: {sorted(unknown)}")
-        self._rows[table].append(tuple(values.get(c, _default(k)) for c, k in cols))
+        names, defaults = _ROW_SCHEMA[table]
+        if not names.issuperset(values):
+            raise ValueError(f"unknown column(s) for {table}: {sorted(set(values) - names)}")
+        get = values.get
+        self._rows[table].append(tuple([get(c, d) for c, d in defaults]))
 
     def add_job(self, **values: Any) -> None:
         self._add("jobs", values)
@@ -151,3 +151,8 @@ _CANONICAL = {
 
 def _default(kind: str) -> Any:
     return {"str": "", "int": -1, "float": float("nan")}[kind]
+
+
+# per table: its column names, and (column, default) in schema order (built once, not per row)
+_ROW_SCHEMA = {t: (frozenset(c for c, _ in cols), tuple((c, _default(k)) for c, k in cols))
+               for t, cols in TABLES.items()}

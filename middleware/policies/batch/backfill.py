@@ -121,8 +121,13 @@ class EASY(BatchPolicy):
         prof = Profile.from_snapshot(snap)
         decided: dict[str, PlanEntry] = {}
         head = None
+        free_now = prof.nodes  # free_now[0]: the nodes free at now (segment 0 starts at now)
         for job in snap.queue:
             if head is not None:  # after the head, only "does it fit now?" matters: no search ahead
+                if job.nodes > free_now[0]:  # what fits() would find first, without the call
+                    if free_now[0] == 0:
+                        break  # nothing more can start now
+                    continue
                 if prof.fits(snap.now, job.walltime, job.nodes):  # backfilled around the head's reservation
                     prof.reserve(snap.now, job.walltime, job.nodes)
                     decided[job.id] = _entry(job, snap.now)

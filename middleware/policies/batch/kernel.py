@@ -97,6 +97,7 @@ class JobState:
     step: int = -1
     step_start: float = 0.0
     node_ids: int = 0  # mask of the node ids it holds (bit i = node i; see .nodes), 0 before its start
+    view: Any = field(default=None, repr=False)  # the RunningJob the policies last saw (BatchKernel._running_view)
 
     @property
     def id(self) -> str:
@@ -135,6 +136,7 @@ class BatchKernel:
         Snapshot.check_jobs([s.queued for s in self.jobs], total_nodes)
         self.by_id = {s.queued.id: s for s in self.jobs}
         self.queue: dict[str, JobState] = {}  # insertion order = submit order
+        self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self.running: dict[str, JobState] = {}  # every job holding nodes
         self.free_nodes = total_nodes
         self.hps_free = hps_capacity
@@ -177,17 +179,33 @@ class BatchKernel:
         if self.predictor is not None:
             self._predict(s)
         self.queue[s.queued.id] = s
+        self._sizes[s.queued.nodes] = self._sizes.get(s.queued.nodes, 0) + 1
         self.changed = True
 
     def snapshot(self, t: float) -> Snapshot:
         return Snapshot.trusted(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
             queue=tuple(s.queued for s in self.queue.values()),
-            running=tuple(RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
-                          for s in self.running.values()),
+            running=tuple(self._running_view(s) for s in self.running.values()),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
             rates=self.rates)
+
+    def _dequeue(self, q: QueuedJob) -> None:
+        del self.queue[q.id]
+        left = self._sizes[q.nodes] - 1
+        if left:
+            self._sizes[q.nodes] = left
+        else:
+            del self._sizes[q.nodes]
+
+    @staticmethod
+    def _running_view(s: JobState) -> RunningJob:
+        """What the policy sees of a running job; rebuilt only when what it shows changed."""
+        v = s.view
+        if v is None or v.expected_end != s.expected_end or v.tier != s.tier or v.storage != s.storage:
+            v = s.view = RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
+        return v
 
     def decide(self, t: float) -> list[JobState]:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
@@ -196,7 +214,7 @@ class BatchKernel:
         if not self.queue:
             return []
         if (not self.record_plans and self.tracker is None and not getattr(self.policy, "stateful", False)
-                and self.free_nodes < min(s.queued.nodes for s in self.queue.values())):
+                and self.free_nodes < min(self._sizes)):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         snap = self.snapshot(t)
         d = self.policy.decide(snap)
@@ -227,7 +245,7 @@ class BatchKernel:
         if storage > self.hps_free * (1 + 1e-12) + 1e-6:
             raise InvariantViolation("hps-overcommit", t, q.id, f"policy {self.policy.name} overcommits HPS "
                                      f"with {q.id}: {storage} > {self.hps_free}")
-        del self.queue[q.id]
+        self._dequeue(q)
         self.running[q.id] = s
         self.free_nodes -= q.nodes
         self.hps_free -= storage
@@ -527,7 +545,8 @@ class BatchKernel:
         if s.state not in (FUTURE, QUEUED):
             raise InvariantViolation("job-state", t, job, f"withdraw of a {s.state} job")
         self.cancel_early(job, t)
-        self.queue.pop(job, None)
+        if job in self.queue:
+            self._dequeue(s.queued)
         if self.tracker is not None:
             self.tracker.forget(job)
         s.state, s.status, s.message, s.end = KILLED, STATUS[KILLED], "cancelled before its start", t

@@ -1,0 +1,92 @@
+"""The fast paths of the batch simulator give exactly what the plain code they shortcut gives.
+
+* ``Profile.from_snapshot`` accumulates the running jobs' releases in one pass; the plain way
+  adds each release over ``[end, inf)`` (``Profile.add``).  Same breakpoints, same counts,
+  the same floats, on random snapshots with overruns, ties and HPS bytes.
+* ``swf._parse_line`` converts a well-formed line in one ``map``; ``swf._check_fields`` is the
+  field-by-field parser that names the first bad field.  Same record or the same message.
+* SWF jobs are built with ``Job.model_construct`` after the parser's checks; ``model_validate``
+  of the same fields gives an equal job with the same fields set.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from iolab.middleware.policies.batch.profile import Profile
+from iolab.middleware.policies.batch.snapshot import HPS, LPS, RunningJob, Snapshot
+from iolab.sim.workloads import swf
+from iolab.specs.batch import Job
+
+
+def _plain(snap: Snapshot) -> Profile:
+    prof = Profile(snap.now, snap.free_nodes, float(snap.hps_free or 0.0), 1e-9 * max(1.0, snap.hps_capacity))
+    for r in sorted(snap.running, key=lambda r: r.expected_end):
+        end = r.expected_end if r.expected_end > snap.now else snap.now + snap.overrun_grace
+        prof.add(end, math.inf, -r.nodes, -(r.storage if r.tier == HPS else 0.0))
+    return prof
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_profile_from_snapshot_equals_adding_each_release(seed):
+    rng = random.Random(seed)
+    now = rng.choice([0.0, 100.0, 1234.5])
+    running, used = [], 0
+    for i in range(rng.randint(0, 12)):
+        n = rng.randint(1, 4)
+        end = now + rng.choice([-50.0, -1.0, 0.0, 0.25, 0.5, 1.0, 3.0, 10.0, 10.0, rng.uniform(0, 100)])
+        tier = rng.choice([LPS, HPS])
+        running.append(RunningJob(f"j{i}", n, end, tier, rng.uniform(0, 1e9) if tier == HPS else 0.0))
+        used += n
+    held = sum(r.storage for r in running if r.tier == HPS)
+    snap = Snapshot(now=now, total_nodes=used + 5, free_nodes=rng.randint(0, 5), running=tuple(running),
+                    hps_capacity=held + 1e9, overrun_grace=rng.choice([1.0, 2.0]))
+    fast, plain = Profile.from_snapshot(snap), _plain(snap)
+    assert (fast.times, fast.nodes, fast.hps) == (plain.times, plain.nodes, plain.hps)
+
+
+def _line(rng: random.Random) -> str:
+    fields = [str(rng.randint(1, 10**6)), str(rng.choice([0, rng.randint(0, 10**7)]))]
+    for name in swf.FIELDS[2:]:
+        v = rng.choice([-1, rng.randint(0, 10**5), rng.uniform(0, 1e5)])
+        if name in swf._INT_FIELDS and isinstance(v, float):
+            v = round(v)
+        fields.append(str(v))
+    if rng.random() < 0.4:  # break one field in one of many ways
+        i = rng.randrange(len(fields))
+        fields[i] = rng.choice(["nan", "inf", "-inf", "x", "1e16", "-2e15", "2.5", "-1", "0", "-3", "1e3"])
+    if rng.random() < 0.05:
+        fields.pop()
+    return " ".join(fields)
+
+
+def test_swf_fast_parse_equals_the_field_by_field_parser():
+    rng = random.Random(7)
+    kinds = set()
+    for lineno in range(1, 5001):
+        text = _line(rng)
+        fast = swf._parse_line(text, lineno)
+        parts = text.split()
+        slow = swf._check_fields(parts, lineno) if len(parts) == len(swf.FIELDS) else fast
+        assert fast == slow, text
+        kinds.add("record" if isinstance(fast, swf.SWFRecord) else fast.split(" (")[0].split(":")[0][:20])
+    assert "record" in kinds and len(kinds) > 4, kinds  # both paths and several refusals were exercised
+
+
+def test_swf_jobs_are_the_jobs_pydantic_would_build(tmp_path):
+    path = tmp_path / "t.swf"
+    rows = ["1 0 5 100 8 -1 -1 8 200 -1 1 3 1 1 1 1 -1 -1",
+            "2 10 -1 -1 -1 -1 -1 4 -1 -1 1 -1 1 1 1 1 -1 -1",   # no run time, no request, no user
+            "3 11 0 0 2 -1 -1 -1 50 -1 1 12 1 1 1 1 -1 -1"]
+    path.write_text("; MaxNodes: 4\n; MaxProcs: 8\n" + "\n".join(rows) + "\n")
+    jobs = swf.swf_jobs(path)
+    assert [j.id for j in jobs] == ["1", "2", "3"]
+    for j in jobs:
+        fields = {k: getattr(j, k) for k in j.model_fields_set}
+        again = Job.model_validate(fields)
+        assert again == j and again.model_fields_set == j.model_fields_set
+        assert all(type(getattr(j, k)) is type(getattr(again, k)) for k in Job.model_fields)
+    assert (jobs[0].nodes, jobs[0].walltime, jobs[1].walltime, jobs[1].user) == (4, 200.0, 1.0, "unknown")
