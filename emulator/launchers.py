@@ -168,11 +168,18 @@ def mpiexec_command(
         if not names:
             raise ValueError("hosts is empty")
         cmd += ["-hosts", ",".join(names)]
-    for key, value in sorted((env or {}).items()):
-        if not _ENV_NAME.match(str(key)):
-            raise ValueError(f"env: bad variable name {key!r}")
-        cmd += ["-genv", str(key), str(value)]
+    for key, value in _env_items(env):
+        cmd += ["-genv", key, value]
     return cmd + ["-n", str(n)] + args
+
+
+def _env_items(env: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """``env`` as sorted ``(name, value)`` strings (a stable command line); bad names refused."""
+    items = sorted((str(k), str(v)) for k, v in (env or {}).items())
+    for key, _ in items:
+        if not _ENV_NAME.match(key):
+            raise ValueError(f"env: bad variable name {key!r}")
+    return items
 
 
 # ---------------------------------------------------------------- srun
@@ -233,14 +240,12 @@ def srun_command(
         if not job_name or any(c.isspace() for c in job_name):
             raise ValueError(f"job_name must be non-empty without blanks, got {job_name!r}")
         cmd.append(f"--job-name={job_name}")
-    exports = {**(PMI2_SRUN_ENV if mpi == "pmi2" else {}), **(env or {})}
+    exports = _env_items({**(PMI2_SRUN_ENV if mpi == "pmi2" else {}), **(env or {})})
+    for key, value in exports:
+        if "," in value:
+            raise ValueError(f"env: {key}={value!r}: srun --export cannot carry a comma in a value")
     if exports:
-        for key, value in exports.items():
-            if not _ENV_NAME.match(str(key)):
-                raise ValueError(f"env: bad variable name {key!r}")
-            if "," in str(value):
-                raise ValueError(f"env: {key}={value!r}: srun --export cannot carry a comma in a value")
-        cmd.append("--export=ALL," + ",".join(f"{k}={v}" for k, v in sorted(exports.items())))
+        cmd.append("--export=ALL," + ",".join(f"{k}={v}" for k, v in exports))
     return cmd + _strings("extra", extra) + args
 
 

@@ -81,6 +81,8 @@ class SWFRecord:
 
 _INT_FIELDS = {"job", "alloc_procs", "req_procs", "status", "user", "group", "executable", "queue",
                "partition", "preceding_job"}
+_INT_MASK = tuple(name in _INT_FIELDS for name in FIELDS)
+_MAX_NODES = next(m.le for m in Job.model_fields["nodes"].metadata if hasattr(m, "le"))  # Job.nodes' bound
 
 
 @dataclass
@@ -141,18 +143,12 @@ class SWFTrace:
         return out
 
 
-_MAX_NODES = next(m.le for m in Job.model_fields["nodes"].metadata if hasattr(m, "le"))  # Job.nodes' bound
-
-
 def _open_text(path: Path) -> Iterator[str]:
     with path.open("rb") as fh:
         magic = fh.read(2)
     opener = gzip.open if magic == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
         yield from fh
-
-
-_INT_MASK = tuple(name in _INT_FIELDS for name in FIELDS)
 
 
 def _parse_line(text: str, lineno: int) -> SWFRecord | str:
@@ -169,13 +165,9 @@ def _parse_line(text: str, lineno: int) -> SWFRecord | str:
     for v, is_int in zip(vals, _INT_MASK):  # finite, within MAX_TIME, integral where it must be
         if not -MAX_TIME <= v <= MAX_TIME or (is_int and v != -1 and v != int(v)):
             return _check_fields(parts, lineno)
-    values = [None if v == -1 else (int(v) if is_int else v) for v, is_int in zip(vals, _INT_MASK)]
-    job, submit = values[0], values[1]
-    if job is None or job <= 0:
-        return "job number (field 1) must be a positive integer"
-    if submit is None or submit < 0:
-        return "submit time (field 2) must be >= 0"
-    return SWFRecord(lineno, *values)
+    if vals[0] <= 0 or vals[1] < 0:  # job number, submit time (-1, unknown, is refused too)
+        return _check_fields(parts, lineno)
+    return SWFRecord(lineno, *[None if v == -1 else (int(v) if is_int else v) for v, is_int in zip(vals, _INT_MASK)])
 
 
 def _check_fields(parts: list[str], lineno: int) -> SWFRecord | str:

@@ -57,7 +57,7 @@ class Profile:
         n, h = nodes[0], hps[0]
         for r, end in zip(running, ends):
             n += r.nodes
-            h -= -(r.storage if r.tier == HPS else 0.0)  # as add() does: minus the negative amount
+            h += r.storage if r.tier == HPS else 0.0
             if end == times[-1]:
                 nodes[-1], hps[-1] = n, h
             else:

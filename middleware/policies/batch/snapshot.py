@@ -41,7 +41,7 @@ class QueuedJob:
     @classmethod
     def from_job(cls, job: Any) -> "QueuedJob":
         """From an ``iolab.specs.batch.Job``: the scheduler sees ``job.stated``."""
-        s = job.estimate if job.estimate is not None else job  # job.stated, without building a model
+        s = job.stated
         return cls(id=job.id, submit=float(job.submit), nodes=int(job.nodes), walltime=float(job.walltime),
                    storage=float(s.storage), input=float(s.input), output=float(s.output),
                    data=float(s.data), user=job.user)
