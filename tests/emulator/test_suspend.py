@@ -30,6 +30,14 @@ def group_states(pgid: int) -> dict[int, str]:
     return out
 
 
+# A stopped group can hold processes that are not in state T and still make no progress: a
+# child that exited just before the stop stays a zombie (Z) until its stopped shell reaps it,
+# and dash runs commands through vfork, so a shell whose child was stopped before its exec
+# waits for it in D.  Measured: 4 of 200 stops under CPU load showed one of these (CI failed
+# on it); the ticks below are what shows that nothing runs.
+HALTED = {"T", "t", "Z", "D"}
+
+
 def counts(path: Path) -> tuple[int, int]:
     words = path.read_text().split() if path.exists() else []
     return words.count("a"), words.count("b")
@@ -53,8 +61,9 @@ def test_suspend_stops_every_process_of_the_app_and_resume_continues_them(tmp_pa
         wait_for("both loops to tick", lambda: min(counts(ticks)) >= 5)
         apps.suspend("A", proc)
         wait_for("every process of the group to stop",
-                 lambda: set(group_states(proc.pid).values()) == {"T"})
-        assert len(group_states(proc.pid)) >= 3  # the shell and both loops
+                 lambda: set(group_states(proc.pid).values()) <= HALTED)
+        stopped = [p for p, s in group_states(proc.pid).items() if s == "T"]
+        assert len(stopped) >= 3  # the shell and both loops
         time.sleep(0.3)                           # a write in flight may still land
         frozen = counts(ticks)
         time.sleep(1.0)                           # ~20 ticks each if they were running
