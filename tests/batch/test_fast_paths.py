@@ -5,6 +5,9 @@
   the same floats, on random snapshots with overruns, ties and HPS bytes.
 * ``swf._parse_line`` converts a well-formed line in one ``map``; ``swf._check_fields`` is the
   field-by-field parser that names the first bad field.  Same record or the same message.
+* FCFS plans by a sweep over the node releases (``fcfs_starts``); the plain way searches the
+  profile for each job in turn.  The same decision (starts and plan, float for float) on random
+  snapshots with overruns, ties, integer and fractional times, full machines and long queues.
 * SWF jobs are built with ``Job.model_construct`` after the parser's checks; ``model_validate``
   of the same fields gives an equal job with the same fields set.
 """
@@ -16,8 +19,9 @@ import random
 
 import pytest
 
+from iolab.middleware.policies.batch.backfill import FCFS
 from iolab.middleware.policies.batch.profile import Profile
-from iolab.middleware.policies.batch.snapshot import HPS, LPS, RunningJob, Snapshot
+from iolab.middleware.policies.batch.snapshot import HPS, LPS, QueuedJob, RunningJob, Snapshot
 from iolab.sim.workloads import swf
 from iolab.specs.batch import Job
 
@@ -46,6 +50,47 @@ def test_profile_from_snapshot_equals_adding_each_release(seed):
                     hps_capacity=held + 1e9, overrun_grace=rng.choice([1.0, 2.0]))
     fast, plain = Profile.from_snapshot(snap), _plain(snap)
     assert (fast.times, fast.nodes, fast.hps) == (plain.times, plain.nodes, plain.hps)
+
+
+def _random_snapshot(rng: random.Random) -> Snapshot:
+    total = rng.choice([4, 8, 16, 32])
+    now = rng.choice([0.0, 100.0, 1234.5])
+    running, used = [], 0
+    while used < total and rng.random() < 0.8:
+        n = rng.randint(1, total - used)
+        end = now + rng.choice([-50.0, -1.0, 0.0, 0.5, 1.0, 3.0, 10.0, 10.0, float(rng.randint(1, 100)),
+                                rng.uniform(0, 100)])
+        running.append(RunningJob(f"r{len(running)}", n, end))
+        used += n
+    free = total - used
+    queue = tuple(QueuedJob(f"q{i}", 0.0, rng.randint(1, total),
+                            rng.choice([1.0, 2.0, 10.0, float(rng.randint(1, 60)), rng.uniform(0.1, 50)]))
+                  for i in range(rng.randint(0, 40)))
+    return Snapshot(now=now, total_nodes=total, free_nodes=free, queue=queue, running=tuple(running),
+                    overrun_grace=rng.choice([1.0, 2.0]))
+
+
+def test_fcfs_release_sweep_plans_what_the_profile_search_plans():
+    rng = random.Random(11)
+    ties = later = 0
+    for case in range(600):
+        snap = _random_snapshot(rng)
+        for project in (False, True):
+            fast, plain = FCFS(project)._decide(snap), FCFS(project)._decide_on_profile(snap)
+            assert fast == plain, (case, project)
+        starts = [e.start for e in plain.plan]  # the projected plan's
+        ties += len(starts) - len(set(starts))
+        later += sum(t > snap.now for t in starts)
+    assert ties > 40 and later > 1000  # shared starts and jobs planned ahead were both exercised
+
+
+def test_fcfs_with_nodes_down_refuses_like_the_profile_search():
+    snap = Snapshot(now=0.0, total_nodes=8, free_nodes=2, running=(RunningJob("r", 4, 10.0),),
+                    queue=(QueuedJob("small", 0.0, 6, 5.0), QueuedJob("big", 0.0, 8, 5.0)))
+    with pytest.raises(RuntimeError, match="8 nodes .* at inf"):
+        FCFS()._decide_on_profile(snap)
+    with pytest.raises(RuntimeError, match="8 nodes .* at inf"):
+        FCFS()._decide(snap)
 
 
 def _line(rng: random.Random) -> str:

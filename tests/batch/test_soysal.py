@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,18 @@ def test_lowest_and_ranges():
     assert lowest(0b101101, 3) == 0b1101
     assert ranges(0b100001111) == "0-3,8" and parse_ranges("0-3,8") == 0b100001111
     assert ranges(0) == "" and parse_ranges("") == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**70 - 1), st.integers(0, 72))
+def test_lowest_takes_the_k_lowest_free_ids(free, k):
+    """Against the obvious: the first k ids of the free set, one by one (runs, gaps, all, too many)."""
+    free_ids = [i for i in range(70) if free >> i & 1]
+    if k > len(free_ids):
+        with pytest.raises(ValueError, match=f"{k} nodes wanted"):
+            lowest(free, k)
+        return
+    assert lowest(free, k) == sum(1 << i for i in free_ids[:k])
 
 
 @settings(max_examples=60, deadline=None)

@@ -37,8 +37,15 @@ def lowest(free: int, k: int) -> int:
     """The ``k`` lowest set bits of ``free`` (a mask); ``ValueError`` if fewer are set."""
     if k <= 0:
         return 0
-    if free.bit_count() < k:
-        raise ValueError(f"{k} nodes wanted, {free.bit_count()} free")
+    have = free.bit_count()
+    if have <= k:
+        if have < k:
+            raise ValueError(f"{k} nodes wanted, {have} free")
+        return free
+    low = free & -free
+    run = (low << k) - low  # k ids in a row from the lowest free one: the common case
+    if free & run == run:
+        return run
     lo, hi = k, free.bit_length()
     while lo < hi:  # smallest width w whose low w bits of free hold k set bits
         mid = (lo + hi) // 2
