@@ -169,14 +169,23 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
 
 @study.command("dheenadayalan")
 @click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10")
+@click.option("--seed", type=click.IntRange(0), help="seed of the drawn data sets (default 2017)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/dheenadayalan",
-              show_default=True, help="output folder: table1.csv, summary.json, figures")
+              show_default=True,
+              help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
+@engine_options
 @click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
-def dheenadayalan(quick: bool, out_dir: str, no_figures: bool, as_json: bool) -> None:
+def dheenadayalan(quick: bool, seed: int | None, out_dir: str, no_figures: bool, as_json: bool, engine: Engine,
+                  campaign_file: str | None) -> None:
     """The storage load controller against FCFS and EASY (dheenadayalan2017 Table 1, Fig. 1), simulated."""
     size = dheenadayalan_study.QUICK if quick else dheenadayalan_study.DheenadayalanSize()
-    s = dheenadayalan_study.run_study(Path(out_dir), size, figures=not no_figures)
+    if seed is not None:
+        size = replace(size, seed=seed)
+    if campaign_file:
+        write_campaign(campaign_file, "dheenadayalan", dheenadayalan_study.params_of(size))
+        return
+    s = dheenadayalan_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine)
     if as_json:
         click.echo(dumps(s))
         return
@@ -191,8 +200,8 @@ def dheenadayalan(quick: bool, out_dir: str, no_figures: bool, as_json: bool) ->
         paper = f"{p[0]} -> {p[1]}, {p[2]} -> {p[3]}" if p else "-"
         click.echo(f"{ds:8s} {sched:5s} {r['completion_hms']:>12s} {c['completion_hms']:>12s} {r['flow_hms']:>12s} "
                    f"{c['flow_hms']:>12s} {c['suspensions']:11d}   {paper}")
-    click.echo(f"{s['wall_seconds']:.1f} s; wrote {out_dir}/table1.csv, summary.json"
-               + ("" if no_figures else ", fig1-gantt.png"))
+    click.echo(f"{s['runs']} runs, {s['wall_seconds']:.1f} s; wrote {out_dir}/results.h5, runs.csv, jobs.csv, "
+               "suspensions.csv, summary.json" + ("" if no_figures else ", fig1-gantt.png"))
 
 
 @study.command("soysal")

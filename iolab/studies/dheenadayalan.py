@@ -17,14 +17,21 @@ Each data set runs under FCFS and EASY, with and without the controller;
 Table 1's totals are the sums of completion (end - start) and flow (end -
 submit) times.  All runs are simulated; DS1 on real processes is
 ``tests/emulator/test_batch_controller.py``'s shape, not part of this study.
+
+The twelve runs (data set x scheduler x controller) are a campaign
+(:mod:`.engine`: Ray, resumable, ``results.h5``); Table 1 and Fig. 1 are
+computed from its results: ``runs`` (Table 1's rows), ``jobs`` (every job's
+submit, start and end) and ``suspensions`` (every suspension's interval).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +39,14 @@ from ..atomic import atomic_write_text
 from ..sim.batch.run import run_batch
 from ..specs import parse_spec
 from .common import write_csv
+from .engine import Engine, rows_of, run_as_campaign
 
-__all__ = ["PAPER", "QUICK", "DheenadayalanSize", "datasets", "run_study"]
+__all__ = ["PAPER", "QUICK", "DheenadayalanSize", "campaign_runs", "campaign_summary", "campaign_task", "datasets",
+           "params_of", "run_one", "run_study", "size_of"]
+
+RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
+DATASETS = ("DS1", "DS2", "DS3")
+SCHEDULERS = ("fcfs", "easy")
 
 GB = 1e9
 
@@ -108,48 +121,120 @@ def hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def run_study(out: Path, size: DheenadayalanSize = DheenadayalanSize(), *, figures: bool = True) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
+def run_one(dataset: str, scheduler: str, controller: bool, size: DheenadayalanSize) -> dict:
+    """One run of Table 1: its row, every job's times and every suspension (JSON-able rows)."""
+    jobs = _datasets(size)[dataset]
+    data = {j["id"]: j["data"] for j in jobs if "data" in j}
+    io_jobs = len(data)
+    rec = run_batch(spec_for(jobs, scheduler, controller, size.seed), strict=False)
+    comp = sum(s.end - s.start for s in rec.jobs)
+    flow = sum(s.end - s.queued.submit for s in rec.jobs)
+    row = {"dataset": dataset, "size": len(jobs), "cpu_jobs": len(jobs) - io_jobs, "io_jobs": io_jobs,
+           "scheduler": scheduler, "controller": controller, "total_completion": comp, "total_flow": flow,
+           "completion_hms": hms(comp), "flow_hms": hms(flow),
+           "suspensions": sum(len(s.suspensions) for s in rec.jobs)}
+    job_rows = [{"job": s.id, "io": s.id in data, "data": data.get(s.id, 0.0), "submit": float(s.queued.submit),
+                 "start": float(s.start), "end": float(s.end), "suspensions": len(s.suspensions)} for s in rec.jobs]
+    susp_rows = [{"job": s.id, "start": float(a), "end": float(b)} for s in rec.jobs for a, b in s.suspensions]
+    return {"rows": [row], "tables": {"jobs": job_rows, "suspensions": susp_rows}}
+
+
+@lru_cache(maxsize=4)
+def _datasets(size: DheenadayalanSize) -> dict[str, list[dict]]:
+    return datasets(size)  # the twelve runs of one size draw the same data sets: once per process
+
+
+def params_of(size: DheenadayalanSize) -> dict[str, Any]:
+    """The study's size as campaign parameters (JSON data)."""
+    return asdict(size)
+
+
+def size_of(params: dict[str, Any]) -> DheenadayalanSize:
+    fields = DheenadayalanSize.__dataclass_fields__
+    unknown = set(params) - set(fields)
+    if unknown:
+        raise ValueError(f"unknown size field(s) {sorted(unknown)}; known: {sorted(fields)}")
+    size = DheenadayalanSize(**params)
+    bad = [k for k in ("ds2_jobs", "ds2_io", "ds3_jobs", "seed") if isinstance(getattr(size, k), bool)
+           or not isinstance(getattr(size, k), int)]
+    if bad:
+        raise ValueError(f"{', '.join(bad)} must be integers, got {params}")
+    if not 1 <= size.ds2_io <= size.ds2_jobs or not 1 <= size.ds3_jobs <= size.ds2_jobs:
+        raise ValueError(f"need 1 <= ds2_io <= ds2_jobs and 1 <= ds3_jobs <= ds2_jobs, got {params}")
+    if not size.mean_interarrival > 0:
+        raise ValueError(f"mean_interarrival must be > 0, got {size.mean_interarrival}")
+    return replace(size, mean_interarrival=float(size.mean_interarrival))  # 600 and 600.0: one run id
+
+
+def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """One run per (data set, scheduler, controller off/on); each holds the whole size (the data sets' draw)."""
+    size = params_of(size_of(params))
+    return [{"dataset": ds, "scheduler": sched, "controller": on, **size}
+            for ds in DATASETS for sched in SCHEDULERS for on in (False, True)]
+
+
+def campaign_task(args: dict[str, Any]) -> dict:
+    args = dict(args)
+    run = {k: args.pop(k) for k in ("dataset", "scheduler", "controller")}
+    return run_one(**run, size=size_of(args))
+
+
+def run_study(out: Path, size: DheenadayalanSize = DheenadayalanSize(), *, figures: bool = True,
+              progress: bool = True, engine: Engine | None = None) -> dict:
+    """Run (or resume) the study as a campaign in ``out``, then Table 1, its summary and Fig. 1."""
+    engine = engine or Engine(progress=progress)
     t0 = time.perf_counter()
-    rows, gantt_rec = [], None
-    for name, jobs in datasets(size).items():
-        io_jobs = sum(1 for j in jobs if "data" in j)
-        for sched in ("fcfs", "easy"):
-            for on in (False, True):
-                rec = run_batch(spec_for(jobs, sched, on, size.seed), strict=False)
-                comp = sum(s.end - s.start for s in rec.jobs)
-                flow = sum(s.end - s.queued.submit for s in rec.jobs)
-                rows.append({"dataset": name, "size": len(jobs), "cpu_jobs": len(jobs) - io_jobs, "io_jobs": io_jobs,
-                             "scheduler": sched, "controller": on, "total_completion": comp, "total_flow": flow,
-                             "completion_hms": hms(comp), "flow_hms": hms(flow),
-                             "suspensions": sum(len(s.suspensions) for s in rec.jobs)})
-                if name == "DS1" and sched == "fcfs" and on:
-                    gantt_rec = rec
-    write_csv(out / "table1.csv", rows)
-    summary = {"rows": rows, "paper": PAPER, "wall_seconds": time.perf_counter() - t0,
-               "size": size.__dict__}
+    res, _ = run_as_campaign("dheenadayalan", params_of(size), out, engine)
+    rows = rows_of(res)  # Table 1: one row per run, in campaign order
+    ok = [int(i) for i, s in zip(res.columns["index"], res.columns["status"]) if s == "ok"]
+    run_of = dict(zip(ok, rows))
+
+    def labelled(table: str) -> list[dict]:  # a further table's rows, named by their run's data set, scheduler, controller
+        if table not in res.tables:
+            return []
+        return [{**{c: run_of[x["index"]][c] for c in ("dataset", "scheduler", "controller")},
+                 **{k: v for k, v in x.items() if k != "index"}} for x in rows_of(res, table)]
+
+    jobs, susp = labelled("jobs"), labelled("suspensions")
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "runs.csv", rows)
+    write_csv(out / "jobs.csv", jobs)
+    write_csv(out / "suspensions.csv", susp)  # empty when no run suspended a job
+    summary = {"rows": rows, "paper": PAPER, "wall_seconds": time.perf_counter() - t0, "runs": len(rows),
+               "size": asdict(size)}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1, default=str))
-    if figures and gantt_rec is not None:
-        summary["figure"] = str(gantt_figure(gantt_rec, out / "fig1-gantt.png"))
+    if figures:
+        summary["figure"] = str(gantt_figure(jobs, susp, out / "fig1-gantt.png"))
     return summary
 
 
-def gantt_figure(rec, path: Path) -> Path:
-    """Fig. 1's shape: one bar per job from start to end, its suspensions cut out in grey."""
+def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True) -> dict:
+    """The summary and figures of a finished study campaign in ``out_dir`` (what ``iolab sweep`` calls at its end)."""
+    return run_study(Path(out_dir), size_of(params), figures=figures, engine=Engine(use_ray=False, progress=False))
+
+
+def gantt_figure(jobs: list[dict], suspensions: list[dict], path: Path, dataset: str = "DS1",
+                 scheduler: str = "fcfs") -> Path:
+    """Fig. 1's shape (one run with the controller): a bar per job from start to end, its suspensions in grey."""
     import matplotlib  # lazy: figures only when asked
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # lazy: figures only when asked
 
+    def of_run(rows):
+        return [r for r in rows if r["dataset"] == dataset and r["scheduler"] == scheduler and r["controller"]]
+
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    jobs = sorted(rec.jobs, key=lambda s: s.id)
-    for y, s in enumerate(jobs):
-        ax.barh(y, s.end - s.start, left=s.start, color="tab:blue" if s.id.startswith("io") else "tab:green")
-        for a, b in s.suspensions:
-            ax.barh(y, b - a, left=a, color="lightgrey", hatch="//", edgecolor="grey")
-    ax.set_yticks(range(len(jobs)), [s.id for s in jobs])
+    run_jobs = sorted(of_run(jobs), key=lambda j: j["job"])
+    y_of = {j["job"]: y for y, j in enumerate(run_jobs)}
+    for y, j in enumerate(run_jobs):
+        ax.barh(y, j["end"] - j["start"], left=j["start"], color="tab:blue" if j["io"] else "tab:green")
+    for x in of_run(suspensions):
+        ax.barh(y_of[x["job"]], x["end"] - x["start"], left=x["start"], color="lightgrey", hatch="//",
+                edgecolor="grey")
+    ax.set_yticks(range(len(run_jobs)), [j["job"] for j in run_jobs])
     ax.set_xlabel("time (s)")
-    ax.set_title("DS1 under FCFS with the load controller (grey: suspended)")
+    ax.set_title(f"{dataset} under {scheduler.upper()} with the load controller (grey: suspended)")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
