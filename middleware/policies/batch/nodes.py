@@ -112,18 +112,24 @@ def plan_node_sets(now: float, free: int, running, plan, overrun_grace: float = 
     """
     heap = [(e if e > now else now + overrun_grace, i, m) for i, (e, m) in enumerate(running)]
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     seq = len(heap)
-    order = sorted(range(len(plan)), key=lambda i: (plan[i].start, i))
+    starts = [e.start for e in plan]
+    order = sorted(range(len(plan)), key=starts.__getitem__)  # stable: ties keep plan order
     out: dict[str, int] = {}
     for i in order:
         e = plan[i]
-        if math.isinf(e.start):
+        start = e.start
+        if start == math.inf:
             break
-        while heap and heap[0][0] <= e.start:
-            free |= heapq.heappop(heap)[2]
-        take = lowest(free, e.nodes)
-        free &= ~take
-        heapq.heappush(heap, (e.end, seq, take))
+        while heap and heap[0][0] <= start:
+            free |= pop(heap)[2]
+        low = free & -free
+        take = (low << e.nodes) - low  # lowest()'s common case inline: a run from the lowest free id
+        if not take or free & take != take:
+            take = lowest(free, e.nodes)
+        free ^= take
+        push(heap, (e.end, seq, take))
         seq += 1
         out[e.job] = take
     return out
