@@ -133,7 +133,7 @@ class Conservative(BatchPolicy):
         plan: list[PlanEntry] = []
         for job in known + [j for j in snap.queue if j.id not in old]:
             t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-            prof.reserve(t, job.walltime, job.nodes)
+            prof.take(t, job.walltime, job.nodes)
             plan.append(_entry(job, t))
         plan.sort(key=lambda e: pos[e.job])  # the plan in queue order, like the others'
         self._reserved = {e.job: e.start for e in plan if e.start != snap.now}
@@ -150,7 +150,7 @@ class ConservativeReinsert(BatchPolicy):
         plan: list[PlanEntry] = []
         for job in snap.queue:
             t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-            prof.reserve(t, job.walltime, job.nodes)
+            prof.take(t, job.walltime, job.nodes)
             plan.append(_entry(job, t))
         return _decision(snap, plan)
 
@@ -180,7 +180,7 @@ class EASY(BatchPolicy):
                     decided[job.id] = _entry(job, snap.now)
                 continue
             t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-            prof.reserve(t, job.walltime, job.nodes)
+            prof.take(t, job.walltime, job.nodes)
             decided[job.id] = _entry(job, t)
             if t != snap.now:  # the head job: the only reservation
                 head = job.id
@@ -192,7 +192,7 @@ class EASY(BatchPolicy):
                 continue
             if e is None:
                 t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-                prof.reserve(t, job.walltime, job.nodes)
+                prof.take(t, job.walltime, job.nodes)
                 e = _entry(job, t, reserved=False)
             plan.append(e)
         return _decision(snap, plan)

@@ -123,27 +123,36 @@ class Profile:
 
     def earliest_fit(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None) -> float:
         """Earliest ``t >= not_before`` where the job fits for ``duration``; ``inf`` if never."""
-        t = self.times[0] if not_before is None else max(not_before, self.times[0])
-        i = bisect.bisect_right(self.times, t) - 1
-        n = len(self.times)
+        times, free, room, eps = self.times, self.nodes, self.hps, self.eps
+        t = times[0] if not_before is None else max(not_before, times[0])
+        i = bisect.bisect_right(times, t) - 1
+        n = len(times)
         while i < n:
             end = t + duration
             k = i
             blocked = -1
             while True:
-                if not self._ok(k, nodes, hps):
+                if free[k] < nodes or not room[k] + eps >= hps:  # not _ok(k), inline (same floats)
                     blocked = k
                     break
                 k += 1
-                if k >= n or self.times[k] >= end:
+                if k >= n or times[k] >= end:
                     break
             if blocked < 0:
                 return t
             i = blocked + 1
             if i >= n:
                 return math.inf
-            t = self.times[i]
+            t = times[i]
         return math.inf
+
+    def take(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> None:
+        """:meth:`reserve` without its check, for a ``start`` that :meth:`earliest_fit` just
+        returned for the same amounts (it fits by construction; ``inf``, never, is refused as
+        :meth:`reserve` refuses it)."""
+        if start == math.inf:
+            self.reserve(start, duration, nodes, hps)
+        self.add(start, start + duration, nodes, hps)
 
     def free_at(self, t: float) -> tuple[int, float]:
         i = bisect.bisect_right(self.times, t) - 1
