@@ -24,11 +24,16 @@ class FairShareLink:
     def __len__(self) -> int:
         return len(self.remaining)
 
+    def total_rate(self, k: int) -> float:
+        """The link's rate with ``k`` streams on it (shared equally): constant here."""
+        return self.rate
+
     def advance(self, now: float) -> None:
-        if self.remaining and now > self.last:
-            done = (now - self.last) * self.rate / len(self.remaining)
-            for key in self.remaining:
-                self.remaining[key] -= done
+        rem = self.remaining
+        if rem and now > self.last:
+            k = len(rem)
+            done = (now - self.last) * self.total_rate(k) / k
+            self.remaining = {key: r - done for key, r in rem.items()}
         self.last = now
 
     def add(self, key: object, amount: float, now: float) -> None:
@@ -47,18 +52,22 @@ class FairShareLink:
         """Absolute time the first stream ends if nothing changes (inf if idle)."""
         if not self.remaining:
             return math.inf
-        least = min(self.remaining.values())
-        return self.last + max(least, 0.0) * len(self.remaining) / self.rate
+        k = len(self.remaining)
+        return self.last + max(min(self.remaining.values()), 0.0) * k / self.total_rate(k)
 
     def pop_finished(self, now: float, rel_tol: float = 1e-9) -> list[object]:
         """Streams finished at ``now`` (the least one, and any within tolerance)."""
         self.advance(now)
         if not self.remaining:
             return []
-        least = min(self.remaining.values())
-        out = [k for k, r in self.remaining.items() if r <= least + rel_tol * max(1.0, abs(r))
-               or r <= rel_tol]
+        rem = self.remaining
+        least, most = min(rem.values()), max(rem.values())
+        # r <= least + rel_tol * max(1, |r|) or r <= rel_tol, tested only where it can hold: every
+        # stream's own bound is at most ``loose`` (the largest |r| bounds each |r|)
+        loose = max(least + rel_tol * max(1.0, most, -least), rel_tol)
+        out = [k for k, r in rem.items() if r <= loose
+               and (r <= least + rel_tol * max(1.0, abs(r)) or r <= rel_tol)]
         for k in out:
-            del self.remaining[k]
+            del rem[k]
         self.version += 1
         return out

@@ -65,19 +65,8 @@ class ContentionLink(FairShareLink):
         super().__init__(model.rate)
         self.model = model
 
-    def advance(self, now: float) -> None:
-        if self.remaining and now > self.last:
-            k = len(self.remaining)
-            done = (now - self.last) * self.model.effective(k) / k
-            for key in self.remaining:
-                self.remaining[key] -= done
-        self.last = now
-
-    def next_completion(self) -> float:
-        if not self.remaining:
-            return math.inf
-        k = len(self.remaining)
-        return self.last + max(min(self.remaining.values()), 0.0) * k / self.model.effective(k)
+    def total_rate(self, k: int) -> float:
+        return self.model.effective(k)
 
 
 class SimController:
