@@ -159,3 +159,46 @@ def test_take_after_earliest_fit_is_reserve_without_the_check():
             a.reserve(t, w, n, h)
             b.take(t, w, n, h)
             assert (a.times, a.nodes, a.hps) == (b.times, b.nodes, b.hps), case
+
+
+class _FreshFCFS(FCFS):
+    """FCFS that plans every decision from scratch (its arrival-only memo forgotten)."""
+
+    def _decide(self, snap):
+        self._swept = None
+        return super()._decide(snap)
+
+
+def test_fcfs_arrival_only_continuation_equals_planning_from_scratch():
+    """A sequence of decisions where most steps only add jobs (the memo's case) and some end,
+    start or overrun jobs: the continued sweep decides what a fresh one decides at every step."""
+    rng = random.Random(21)
+    hits = 0
+    for case in range(150):
+        memo, fresh = FCFS(), _FreshFCFS()
+        snap = _random_snapshot(rng)
+        for step in range(12):
+            a, b = memo.decide(snap), fresh.decide(snap)
+            assert a == b, (case, step)
+            hits += memo._swept is not None and step > 0
+            queue, running, free = list(snap.queue), list(snap.running), snap.free_nodes
+            now = snap.now
+            if rng.random() < 0.7:  # arrivals only, at a later time before any planned start
+                later = [e.start for e in a.plan if e.start > now] + [r.expected_end for r in running
+                                                                       if r.expected_end > now]
+                now = now + 0.5 * (min(later, default=now + 2.0) - now)
+                queue += [QueuedJob(f"n{case}-{step}-{i}", now, rng.randint(1, snap.total_nodes),
+                                    float(rng.randint(1, 40))) for i in range(rng.randint(1, 3))]
+            else:  # something else: the decision's starts run, a job ends, time passes
+                started = {s.job for s in a.starts}
+                for s in a.starts:
+                    running.append(RunningJob(s.job, s.nodes, s.expected_end))
+                    free -= s.nodes
+                queue = [q for q in queue if q.id not in started]
+                if running and rng.random() < 0.8:
+                    gone = running.pop(rng.randrange(len(running)))
+                    free += gone.nodes
+                now += rng.choice([0.5, 3.0, 20.0])
+            snap = Snapshot(now=now, total_nodes=snap.total_nodes, free_nodes=free, queue=tuple(queue),
+                            running=tuple(running), overrun_grace=snap.overrun_grace)
+    assert hits > 300  # the continuation was taken often

@@ -54,12 +54,30 @@ class FCFS(BatchPolicy):
     def __init__(self, project: bool = True) -> None:
         super().__init__()
         self.project = project
+        self._swept: tuple | None = None  # (running, free, queue, plan, sweep state) of the last plan
 
     def _decide(self, snap: Snapshot) -> Decision:
-        starts = fcfs_starts(snap, self.project)
-        if starts is None:  # some job never fits: the profile search says so (it raises)
-            return self._decide_on_profile(snap)
-        plan = [_entry(job, t) for job, t in zip(snap.queue, starts)]
+        memo = self._swept
+        if (memo is not None and self.project and memo[0] == snap.running and memo[1] == snap.free_nodes
+                and snap.queue[:len(memo[2])] == memo[2]
+                and all(r.expected_end > snap.now for r in snap.running)):
+            # Only arrivals since the last plan: nothing ended or started, no estimate moved and
+            # no job overran, so every earlier planned start stays (each is a release time after
+            # the last decision, hence after now) and the sweep goes on from where it stopped.
+            k = len(memo[2])
+            heap, free, t = memo[4]  # t: the last planned start, or the old now if none
+            new = fcfs_continue(snap.queue[k:], list(heap), free, max(t, snap.now), snap.now, True)
+            plan = list(memo[3]) + [_entry(job, t) for job, t in zip(snap.queue[k:], new[0])]
+        else:
+            new = fcfs_sweep(snap, self.project)
+            if new is None:  # some job never fits: the profile search says so (it raises)
+                self._swept = None
+                return self._decide_on_profile(snap)
+            plan = [_entry(job, t) for job, t in zip(snap.queue, new[0])]
+        # Kept only when nothing starts now (FCFS's first start is its earliest): a job planned at
+        # now that a caller did not start would be planned at the next now, not here.
+        keep = self.project and (not plan or plan[0].start > snap.now)
+        self._swept = (snap.running, snap.free_nodes, snap.queue, plan, new[1]) if keep else None
         return _decision(snap, plan)
 
     def _decide_on_profile(self, snap: Snapshot) -> Decision:
@@ -91,14 +109,26 @@ def fcfs_starts(snap: Snapshot, project: bool = True) -> list[float] | None:
     ``start + walltime``), so the plans agree to the bit
     (``tests/batch/test_fast_paths.py``).  ``None`` if a job never fits (nodes down).
     """
+    swept = fcfs_sweep(snap, project)
+    return None if swept is None else swept[0]
+
+
+def fcfs_sweep(snap: Snapshot, project: bool = True):
+    """:func:`fcfs_starts` and the sweep's state after the last job (releases heap, free
+    nodes, last start), from which :func:`fcfs_continue` places jobs queued behind them."""
     now = snap.now
     grace_end = now + snap.overrun_grace
     heap = [(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
     heapq.heapify(heap)
-    free, t = snap.free_nodes, now
+    return fcfs_continue(snap.queue, heap, snap.free_nodes, now, now, project)
+
+
+def fcfs_continue(queue, heap: list, free: int, t: float, now: float, project: bool):
+    """Place ``queue`` after a sweep that stopped at ``(heap, free, t)``; ``(starts, state)``
+    or ``None`` if a job never fits.  ``heap`` is consumed."""
     pop, push = heapq.heappop, heapq.heappush
     starts: list[float] = []
-    for job in snap.queue:
+    for job in queue:
         n = job.nodes
         while free < n:
             if not heap:
@@ -112,7 +142,7 @@ def fcfs_starts(snap: Snapshot, project: bool = True) -> list[float] | None:
         starts.append(t)
         free -= n
         push(heap, (t + job.walltime, n))
-    return starts
+    return starts, (tuple(heap), free, t)
 
 
 class Conservative(BatchPolicy):

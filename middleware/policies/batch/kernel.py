@@ -50,7 +50,7 @@ from iolab.invariants import InvariantViolation, strict_default
 from ..placement import ALLOCATED, RETRY, StorageAllocator
 from . import get_scheduler
 from .checks import BatchChecker
-from .nodes import lowest, plan_node_sets
+from .nodes import NodeSetReplay, lowest
 from .predictions import PlanTracker
 from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from .walltime import UserPredictor, refine
@@ -375,6 +375,7 @@ class BatchKernel:
             raise ValueError(f"unknown walltime estimate {kind!r}; known: request, refined, predictor")
         self.tracker = PlanTracker() if track_predictions else None
         self._planned: dict[str, int] = {}
+        self._replayed = None  # (running, free ids, plan, replay after it, sets) of the last pass
 
     def _take_nodes(self, s: JobState) -> None:
         """``s`` starts: it takes its planned node set if the tracker planned one and it is free,
@@ -424,9 +425,24 @@ class BatchKernel:
 
     def _track(self, t: float, d: Decision) -> None:
         running = [(r.expected_end, r.node_ids) for r in self.running.values()]
-        sets = plan_node_sets(t, self.free_ids, running, d.plan)
+        plan, new = d.plan, d.plan
+        memo = self._replayed
+        if (memo is not None and memo[0] == running and memo[1] == self.free_ids
+                and plan[:len(memo[2])] == memo[2] and all(e > t for e, _ in running)
+                and all(e.start >= memo[3].latest for e in plan[len(memo[2]):])):
+            # Only jobs were added at the end of an unchanged plan (an arrival-only decision):
+            # the earlier entries' sets are the ones replayed last time, and the replay goes on
+            # from where it stopped (NodeSetReplay); none of them can change, so the tracker
+            # is shown the new entries only (it keeps changes only).
+            new = plan[len(memo[2]):]
+            replay = memo[3].copy()
+            sets = replay.place(new, dict(memo[4]))
+        else:
+            replay = NodeSetReplay(t, self.free_ids, running)
+            sets = replay.place(plan, {})
+        self._replayed = (running, self.free_ids, plan, replay, sets)
         self._planned = {e.job: sets[e.job] for e in d.starts if e.job in sets}
-        self.tracker.observe(t, d.plan, sets)
+        self.tracker.observe(t, new, sets)
         if self.advance is not None:
             self._advance_pass(t, d)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 
-__all__ = ["count", "ids", "lowest", "mask_of", "parse_ranges", "plan_node_sets", "ranges"]
+__all__ = ["NodeSetReplay", "count", "ids", "lowest", "mask_of", "parse_ranges", "plan_node_sets", "ranges"]
 
 
 def count(mask: int) -> int:
@@ -110,26 +110,50 @@ def plan_node_sets(now: float, free: int, running, plan, overrun_grace: float = 
     holding nodes (one past its expected end is taken to end ``overrun_grace`` after ``now``, as
     :class:`~.profile.Profile` does).  Entries that never start (``start`` infinite) get no set.
     """
-    heap = [(e if e > now else now + overrun_grace, i, m) for i, (e, m) in enumerate(running)]
-    heapq.heapify(heap)
-    pop, push = heapq.heappop, heapq.heappush
-    seq = len(heap)
-    starts = [e.start for e in plan]
-    order = sorted(range(len(plan)), key=starts.__getitem__)  # stable: ties keep plan order
-    out: dict[str, int] = {}
-    for i in order:
-        e = plan[i]
-        start = e.start
-        if start == math.inf:
-            break
-        while heap and heap[0][0] <= start:
-            free |= pop(heap)[2]
-        low = free & -free
-        take = (low << e.nodes) - low  # lowest()'s common case inline: a run from the lowest free id
-        if not take or free & take != take:
-            take = lowest(free, e.nodes)
-        free ^= take
-        push(heap, (e.end, seq, take))
-        seq += 1
-        out[e.job] = take
-    return out
+    replay = NodeSetReplay(now, free, running, overrun_grace)
+    return replay.place(plan, {})
+
+
+class NodeSetReplay:
+    """:func:`plan_node_sets` as a replay that can be continued: after placing a plan it holds
+    the state the next entries would see (free mask, releases, the latest start placed), so
+    entries that start no earlier than that latest start are placed exactly as if they had
+    been at the end of the plan all along (the kernel's arrival-only decisions)."""
+
+    __slots__ = ("heap", "free", "seq", "latest")
+
+    def __init__(self, now: float, free: int, running, overrun_grace: float = 1.0):
+        self.heap = [(e if e > now else now + overrun_grace, i, m) for i, (e, m) in enumerate(running)]
+        heapq.heapify(self.heap)
+        self.free, self.seq, self.latest = free, len(self.heap), -math.inf
+
+    def copy(self) -> "NodeSetReplay":
+        c = NodeSetReplay.__new__(NodeSetReplay)
+        c.heap, c.free, c.seq, c.latest = list(self.heap), self.free, self.seq, self.latest
+        return c
+
+    def place(self, plan, out: dict[str, int]) -> dict[str, int]:
+        """Add the set of every entry of ``plan`` to ``out`` (in order of start, ties in plan
+        order) and return it."""
+        heap, free, seq = self.heap, self.free, self.seq
+        pop, push = heapq.heappop, heapq.heappush
+        starts = [e.start for e in plan]
+        order = sorted(range(len(plan)), key=starts.__getitem__)  # stable: ties keep plan order
+        for i in order:
+            e = plan[i]
+            start = e.start
+            if start == math.inf:
+                break
+            while heap and heap[0][0] <= start:
+                free |= pop(heap)[2]
+            low = free & -free
+            take = (low << e.nodes) - low  # lowest()'s common case inline: a run from the lowest free id
+            if not take or free & take != take:
+                take = lowest(free, e.nodes)
+            free ^= take
+            push(heap, (e.end, seq, take))
+            seq += 1
+            out[e.job] = take
+            self.latest = start
+        self.free, self.seq = free, seq
+        return out
