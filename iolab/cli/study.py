@@ -205,28 +205,45 @@ def dheenadayalan(quick: bool, seed: int | None, out_dir: str, no_figures: bool,
 
 
 @study.command("soysal")
-@click.option("--quick", is_flag=True, help="small size for CI: first 600 KTH jobs, lambda in {1, 0.1, 0} and the predictor")
+@click.option("--quick", is_flag=True, help="small size for CI: first 600 KTH jobs, lambda in {1, 0.1, 0} and the "
+                                            "predictor; advance stage-in for lambda in {1, 0} under FCFS and SAS")
 @click.option("--trace", default="kth", show_default=True, help="kth, sdsc-blue or a path to an SWF file")
-@click.option("--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="parallel runs (> 1: Ray tasks on a local Ray of this many CPUs)")
+@click.option("--no-advance", is_flag=True, help="only the T_NAP runs (Figs. 3a, 4, 5), not the advance stage-in runs")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/soysal", show_default=True,
-              help="output folder: runs.csv, summary.json, figures")
+              help="output folder: the campaign (journal, results.h5), runs.csv, advance.csv, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
+@engine_options
 @click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
-def soysal(quick: bool, trace: str, jobs: int, out_dir: str, no_figures: bool, as_json: bool) -> None:
-    """soysal2019: T_NAP against walltime quality and scheduler (Figs. 3a, 4, 5)."""
+def soysal(quick: bool, trace: str, no_advance: bool, out_dir: str, no_figures: bool, as_json: bool,
+           engine: Engine, campaign_file: str | None) -> None:
+    """soysal2019: T_NAP against walltime quality and scheduler (Figs. 3a, 4, 5), and advance stage-in."""
     size = soysal_study.QUICK if quick else soysal_study.Size()
+    if no_advance:
+        size = replace(size, advance=False)
     try:
-        s = soysal_study.run_study(Path(out_dir), size, trace=trace, jobs=jobs, figures=not no_figures)
+        if campaign_file:
+            soysal_study.trace_path(trace)  # a bad trace is refused here, not by the sweep
+            write_campaign(campaign_file, "soysal", soysal_study.params_of(size, trace))
+            return
+        s = soysal_study.run_study(Path(out_dir), size, trace=trace, figures=not no_figures, engine=engine)
     except (FileNotFoundError, ValueError) as exc:
         raise IolabError(str(exc)) from None
     if as_json:
         click.echo(dumps(s))
         return
-    click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s; requested/used time {s['requested_over_used']:.2f} "
-               f"(paper, KTH: ~1.5)")
+    click.echo(f"\n{s['runs'] + s['advance_runs']} runs in {s['wall_seconds']:.1f} s; requested/used time "
+               f"{s['requested_over_used']:.2f} (paper, KTH: ~1.5)")
     click.echo(f"{'scheduler':22s} {'estimate':12s} {'instant':>8s} {'<=1s':>6s} {'<=600s':>7s} {'>600s':>6s}")
     for r in s["records"]:
         click.echo(f"{r['scheduler']:22s} {r['estimate']:12s} {r['share_instant']:8.3f} {r['share_<=1s']:6.3f} "
                    f"{r['share_<=600s']:7.3f} {r['share_>600s']:6.3f}")
-    click.echo(f"wrote {out_dir}/runs.csv, summary.json" + ("" if no_figures else ", fig3a.png, fig4.png, fig5.png"))
+    adv = [r for r in s["advance"] if r["advance"]]
+    if adv:
+        click.echo(f"\nadvance stage-in (I/O: lackner2019 model):\n{'scheduler':14s} {'estimate':12s} {'copies':>7s} "
+                   f"{'hidden s':>10s} {'early GB':>10s} {'wasted GB':>10s} {'wasted link s':>13s} {'turnaround Δ s':>15s}")
+        for r in adv:
+            click.echo(f"{r['scheduler']:14s} {r['estimate']:12s} {r['early_copies']:7.0f} {r['hidden_seconds']:10.0f} "
+                       f"{r['early_bytes'] / 1e9:10.1f} {r['wasted_bytes'] / 1e9:10.1f} "
+                       f"{r['wasted_link_seconds']:13.0f} {r['turnaround_change']:15.1f}")
+    figs = ", fig3a.png, fig4.png, fig5.png" + (", fig_advance.png" if adv else "")
+    click.echo(f"wrote {out_dir}/results.h5, runs.csv, advance.csv, summary.json" + ("" if no_figures else figs))

@@ -259,12 +259,33 @@ class FeitelsonWorkload(StrictModel):
         return self
 
 
+class IOModelSpec(StrictModel):
+    """I/O volumes drawn for jobs that carry none (an SWF trace has no I/O): lackner2019 §IV-B's
+    model, the one of ``source: feitelson`` (``iolab.sim.workloads.feitelson.lackner_io``), applied
+    to each job's nodes and real runtime and seeded from the experiment's ``seed``.  The volumes
+    fill fractions of the runtime at R_lps, so on LPS a job still runs its recorded runtime; its
+    walltime (the request) is left as the trace has it.  Short form: ``io: lackner``."""
+
+    model: Literal["lackner"] = "lackner"
+    io_fraction: float = Field(0.10, ge=0, lt=1, description="mean share of runtime reading input + writing output")
+    io_fraction_sd: float = Field(0.02, ge=0, le=1)
+    checkpoint_fraction: float = Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")
+    checkpoint_min_runtime: Seconds = Field(3600.0, description="no checkpoints for shorter jobs")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, v: object) -> object:
+        return {"model": v} if isinstance(v, str) else v
+
+
 class SWFWorkload(StrictModel):
     source: Literal["swf"] = "swf"
     path: str = Field(..., min_length=1, description="SWF file (.gz allowed), relative to the spec's folder")
     limit: int | None = Field(None, ge=1, le=100_000_000, description="read only the first jobs")
     strict: bool = Field(True, description="raise on a malformed line instead of skipping it (skipped "
                                            "lines are counted and reported)")
+    io: IOModelSpec | None = Field(None, description="give the jobs I/O volumes from a model (``io: lackner``); "
+                                                     "absent: the jobs do no I/O")
 
     @field_validator("path")
     @classmethod
@@ -495,7 +516,7 @@ class BatchExperiment(StrictModel):
 
 __all__ = [
     "AdvanceStageInSpec", "BatchExperiment", "BatchPlatform", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
-    "InlineWorkload", "Job", "LPSTier", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
+    "IOModelSpec", "InlineWorkload", "Job", "LPSTier", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
     "StorageServer", "ThetaWorkload",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .feitelson import feitelson_jobs
+from .feitelson import feitelson_jobs, with_io
 from .swf import SWFError, SWFTrace, read_swf, swf_jobs
 from .theta import ThetaTrace, theta_jobs, theta_trace
 
@@ -28,7 +28,11 @@ def load_workload(experiment: Any) -> list[Any]:
         return feitelson_jobs(w, seed=experiment.seed, max_nodes=pl.nodes, lps_rate=pl.lps.rate,
                               memory_per_node=pl.memory_per_node)
     if src == "swf":
-        return swf_jobs(w.path, strict=w.strict, limit=w.limit)
+        jobs = swf_jobs(w.path, strict=w.strict, limit=w.limit)
+        if w.io is None:
+            return jobs
+        pl = experiment.platform
+        return with_io(jobs, w.io, seed=experiment.seed, lps_rate=pl.lps.rate, memory_per_node=pl.memory_per_node)
     if src == "theta":
         return theta_jobs(w.path)
     raise ValueError(f"unknown workload source {src!r}")
@@ -36,5 +40,5 @@ def load_workload(experiment: Any) -> list[Any]:
 
 __all__ = [
     "SWFError", "SWFTrace", "ThetaTrace", "feitelson_jobs", "load_workload", "read_swf", "swf_jobs",
-    "theta_jobs", "theta_trace",
+    "theta_jobs", "theta_trace", "with_io",
 ]

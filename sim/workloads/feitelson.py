@@ -39,6 +39,11 @@ runtime at the fixed rate R_lps (``lps_rate``):
 - requested HPS capacity: ``storage = max(input, output) + checkpoint size``;
 - walltime = runtime (users know their jobs, lackner2019 §III-B).
 
+The I/O part is :func:`lackner_io`, the one implementation: :func:`feitelson_jobs`
+draws it after the job model (same stream), :func:`with_io` applies it to the
+jobs of a trace (``source: swf`` with ``io: lackner``; seeded from the spec's
+``seed``; a trace's walltime is its request, kept as it is).
+
 Inaccurate estimates (§V-B): with ``theta > 0`` the user states
 ``N(x, (theta x)^2)`` (clipped at 0) for each of input, output and data;
 the stated storage is ``max(stated input, stated output) + checkpoint
@@ -114,6 +119,38 @@ def repetition_distribution(max_rep: int, shape: ModelShape = ModelShape()) -> n
     return w / w.sum()
 
 
+@dataclass(frozen=True)
+class IOVolumes:
+    """The §IV-B I/O of a list of jobs (arrays, one entry per job, bytes)."""
+
+    input: np.ndarray
+    output: np.ndarray
+    data: np.ndarray
+    storage: np.ndarray
+    checkpoint: np.ndarray  # the checkpoint size a job holds on HPS (0 if it writes none)
+
+
+def lackner_io(rng: np.random.Generator, nodes: np.ndarray, runtime: np.ndarray, p: Any, *,
+               lps_rate: float, memory_per_node: float) -> IOVolumes:
+    """lackner2019 §IV-B's I/O of jobs of ``nodes`` nodes running ``runtime`` seconds (see the
+    module doc): two normal draws per job from ``rng`` (all input fractions, then all output
+    fractions); ``p`` holds ``io_fraction``, ``io_fraction_sd``, ``checkpoint_fraction`` and
+    ``checkpoint_min_runtime`` (a :class:`FeitelsonWorkload` or an SWF workload's ``io``)."""
+    n = len(runtime)
+    runtime = np.asarray(runtime, dtype=float)
+    half = p.io_fraction / 2
+    f_in = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
+    f_out = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
+    inp = np.floor(f_in * runtime * lps_rate)
+    out = np.floor(f_out * runtime * lps_rate)
+    ckpt = np.asarray(nodes) * float(memory_per_node)
+    k = np.floor(p.checkpoint_fraction * runtime * lps_rate / ckpt)
+    k[runtime < p.checkpoint_min_runtime] = 0
+    data = k * ckpt
+    ckpt_held = np.where(k > 0, ckpt, 0.0)
+    return IOVolumes(inp, out, data, np.maximum(inp, out) + ckpt_held, ckpt_held)
+
+
 def feitelson_jobs(params: FeitelsonWorkload | None = None, *, seed: int = 0, max_nodes: int = 128,
                    lps_rate: float = 1 * GB, memory_per_node: float = 16 * GB,
                    shape: ModelShape = ModelShape(), **overrides: Any) -> list[Job]:
@@ -147,17 +184,8 @@ def feitelson_jobs(params: FeitelsonWorkload | None = None, *, seed: int = 0, ma
     nodes = sizes[fam]
     runtime = runtimes[fam]
     # I/O, drawn per run in submit order.
-    half = p.io_fraction / 2
-    f_in = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
-    f_out = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
-    inp = np.floor(f_in * runtime * lps_rate)
-    out = np.floor(f_out * runtime * lps_rate)
-    ckpt = nodes * float(memory_per_node)
-    k = np.floor(p.checkpoint_fraction * runtime * lps_rate / ckpt)
-    k[runtime < p.checkpoint_min_runtime] = 0
-    data = k * ckpt
-    ckpt_held = np.where(k > 0, ckpt, 0.0)
-    storage = np.maximum(inp, out) + ckpt_held
+    io = lackner_io(rng, nodes, runtime, p, lps_rate=lps_rate, memory_per_node=memory_per_node)
+    inp, out, data, storage, ckpt_held = io.input, io.output, io.data, io.storage, io.checkpoint
     est = None
     if p.theta > 0:
         noise = np.random.default_rng(noise_ss)
@@ -177,3 +205,17 @@ def feitelson_jobs(params: FeitelsonWorkload | None = None, *, seed: int = 0, ma
             data=float(data[i]), storage=float(storage[i]), estimate=estimate,
         ))
     return jobs
+
+
+def with_io(jobs: list[Job], io: Any, *, seed: int, lps_rate: float, memory_per_node: float) -> list[Job]:
+    """``jobs`` (an SWF trace's, which carry no I/O) with the volumes of the I/O model ``io`` (an
+    ``IOModelSpec``: lackner2019 §IV-B, :func:`lackner_io`) drawn for their nodes and runtimes,
+    in list order, from ``default_rng(seed)``; walltimes, runtimes and the rest unchanged."""
+    if not jobs:
+        return []
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    nodes = np.array([j.nodes for j in jobs], dtype=float)
+    runtime = np.array([float(j.runtime) for j in jobs])
+    v = lackner_io(rng, nodes, runtime, io, lps_rate=lps_rate, memory_per_node=memory_per_node)
+    return [j.model_copy(update={"input": float(v.input[i]), "output": float(v.output[i]), "data": float(v.data[i]),
+                                 "storage": float(v.storage[i])}) for i, j in enumerate(jobs)]

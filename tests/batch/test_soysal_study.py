@@ -10,12 +10,14 @@ import json
 from click.testing import CliRunner
 
 from iolab.cli import cli
+from iolab.studies.engine import Engine
 from iolab.studies.soysal import Size, run_study
 
 
 def test_small_study_records_and_ratio(kth, tmp_path):
     s = run_study(tmp_path, Size(lambdas=(1.0, 0.0), predictor=True, schedulers=("fcfs", "conservative"),
-                                 limit=200), trace="kth", jobs=1, figures=False)
+                                 limit=200, advance=False), trace="kth", figures=False,
+                  engine=Engine(use_ray=False, progress=False))
     assert s["runs"] == 6
     for r in s["records"]:
         assert r["jobs"] == 200

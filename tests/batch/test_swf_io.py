@@ -1,0 +1,90 @@
+"""``source: swf`` with ``io: lackner``: the SWF jobs get lackner2019 §IV-B's I/O volumes (the one
+implementation ``feitelson_jobs`` uses too), determined by the spec's seed; everything else of the
+trace unchanged; the Feitelson workloads unchanged by the refactoring."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+
+from iolab.errors import SpecError
+from iolab.sim.workloads import feitelson_jobs, load_workload, swf_jobs
+from iolab.specs import parse_spec
+
+GB = 1e9
+
+
+def spec(path, *, seed=0, io="lackner", limit=300, lps=GB, memory=16 * GB):
+    wl = {"source": "swf", "path": str(path), "limit": limit}
+    if io is not None:
+        wl["io"] = io
+    return parse_spec({"kind": "batch", "seed": seed, "scheduler": "sas",
+                       "platform": {"nodes": 100, "memory_per_node": memory, "lps": {"rate": lps},
+                                    "hps": {"rate": 15 * GB, "capacity": 4000 * GB}, "stage_rate": 5 * GB},
+                       "workload": wl})
+
+
+def test_swf_io_is_determined_by_the_seed(kth):
+    a, b, c = (load_workload(spec(kth, seed=s)) for s in (4, 4, 5))
+    assert a == b and a != c
+    assert [j.input for j in a] != [j.input for j in c]
+
+
+def test_swf_io_changes_only_the_volumes(kth):
+    plain = swf_jobs(kth, limit=300)
+    io = load_workload(spec(kth, seed=1))
+    assert load_workload(spec(kth, io=None)) == plain  # no io field: no I/O, as before
+    assert all(j.input == j.output == j.data == j.storage == 0 for j in plain)
+    keep = ("id", "user", "submit", "nodes", "walltime", "runtime")
+    assert [[getattr(j, k) for k in keep] for j in io] == [[getattr(j, k) for k in keep] for j in plain]
+    assert sum(j.input > 0 for j in io) > 250 and any(j.data > 0 for j in io)
+
+
+def test_swf_io_volumes_follow_the_documented_rule(kth):
+    """Recomputed by hand from the rule in docs/specs.md for a few jobs: two N(0.05, 0.02) draws per
+    job (all inputs, then all outputs) clipped to [0, 0.1], times runtime x R_lps, floored;
+    k = floor(0.1 x runtime x R_lps / (nodes x memory_per_node)) checkpoints if runtime >= 3600 s;
+    storage = max(input, output) + one checkpoint if k > 0."""
+    seed, lps, mem = 9, 2 * GB, 8 * GB
+    jobs = load_workload(spec(kth, seed=seed, lps=lps, memory=mem))
+    n = len(jobs)
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    draws = rng.normal(0.05, 0.02, 2 * n)
+    long = [i for i, j in enumerate(jobs) if j.runtime >= 3600][:3]
+    short = [i for i, j in enumerate(jobs) if 0 < j.runtime < 3600][:3]
+    assert len(long) == 3 and len(short) == 3
+    for i in long + short:
+        j = jobs[i]
+        f_in = min(max(float(draws[i]), 0.0), 0.1)
+        f_out = min(max(float(draws[n + i]), 0.0), 0.1)
+        assert j.input == math.floor(f_in * j.runtime * lps)
+        assert j.output == math.floor(f_out * j.runtime * lps)
+        ckpt = j.nodes * mem
+        k = math.floor(0.1 * j.runtime * lps / ckpt) if j.runtime >= 3600 else 0
+        assert j.data == k * ckpt
+        assert j.storage == max(j.input, j.output) + (ckpt if k > 0 else 0)
+    assert any(jobs[i].data > 0 for i in long)  # the checkpoint branch was exercised
+
+
+def test_io_field_is_checked(kth):
+    with pytest.raises(SpecError, match="io"):
+        spec(kth, io={"model": "nope"})
+    with pytest.raises(SpecError, match="io_fraction"):
+        spec(kth, io={"model": "lackner", "io_fraction": 2})
+
+
+def test_feitelson_jobs_unchanged_by_the_shared_io_function():
+    """The SHA-256 of these workloads as made on main before the I/O part became ``lackner_io``
+    (a regression reference: the refactoring must not move a single draw)."""
+    out = []
+    for seed in (0, 1, 7):
+        for theta in (0.0, 0.3):
+            for mn in (128, 20):
+                js = feitelson_jobs(seed=seed, max_nodes=mn, theta=theta, jobs=400)
+                out.append([j.model_dump(mode="json") for j in js])
+    digest = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()
+    assert digest == "7d5a2189a154005b3859115776b2c7f739849756eb6d900887faf45f9d738506"
