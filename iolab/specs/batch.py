@@ -338,12 +338,18 @@ PLACEMENTS: tuple[str, ...] = ("random", "round-robin", "worst-fit", "best-bandw
 REFUSING_PLACEMENTS: tuple[str, ...] = ("round-robin", "best-bandwidth")
 
 
+HPS_REQUEST_SCHEDULERS = ("fcfs", "conservative", "conservative-reinsert")
+
+
 class SchedulerSpec(StrictModel):
     """``fcfs | easy | conservative | conservative-reinsert | sas | random-tier`` (p = P[HPS] for
     random-tier)."""
 
     kind: Literal["fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier"]
     p: float | None = Field(None, ge=0, le=1, description="random-tier: probability of HPS")
+    hps_requests: bool = Field(False, description="fcfs, conservative, conservative-reinsert: a job that "
+                               "asks for HPS (storage > 0) runs on HPS (stage-in, run at R_hps, "
+                               "stage-out, its storage held throughout); default: every job on LPS")
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -356,6 +362,9 @@ class SchedulerSpec(StrictModel):
             raise_if([("p", "random-tier needs p, the probability of assigning HPS (0..1)")])
         if self.kind != "random-tier" and self.p is not None:
             raise_if([("p", f"p only applies to random-tier, not {self.kind}")])
+        if self.hps_requests and self.kind not in HPS_REQUEST_SCHEDULERS:
+            raise_if([("hps_requests", f"hps_requests applies to {', '.join(HPS_REQUEST_SCHEDULERS)}, not "
+                                       f"{self.kind} ({'it chooses tiers itself' if self.kind in ('sas', 'random-tier') else 'not built for it yet'})")])
         return self
 
 

@@ -37,11 +37,12 @@ from ..metrics import TNAP_CLASSES, tnap_summary
 from ..sim.batch.run import simulate_batch
 from ..sim.workloads.swf import read_swf, swf_jobs
 from ..specs import parse_spec
+from ..specs.batch import HPS_REQUEST_SCHEDULERS
 from ..shared_data import shared_data_file
 from .common import write_csv
 from .engine import Engine, rows_of, run_as_campaign
 
-RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
+RUN_VERSION = 2  # bump when a run's meaning changes (new run ids)
 
 LAMBDAS = (1.0, 0.7, 0.5, 0.3, 0.2, 0.1, 0.05, 0.01, 0.0)
 SCHEDULERS = ("conservative", "conservative-reinsert", "fcfs")
@@ -117,13 +118,16 @@ def experiment(path: str, nodes: int, scheduler: str, est: str | float, limit: i
     wl: dict[str, Any] = {"source": "swf", "path": path}
     if limit:
         wl["limit"] = limit
+    sched: Any = scheduler
     if io:
         wl["io"] = "lackner"
+        if scheduler in HPS_REQUEST_SCHEDULERS:  # the jobs that ask for HPS get it (and can stage early)
+            sched = {"kind": scheduler, "hps_requests": True}
     return parse_spec({"kind": "batch", "name": f"soysal-{scheduler}-{est}", "seed": seed,
                        "platform": {"nodes": nodes, "lps": {"rate": GB},
                                     "hps": {"rate": 15 * GB, "capacity": hps_capacity_gb * GB},
                                     "stage_rate": 5 * GB},
-                       "scheduler": scheduler, "estimate": estimate_of(est), "track_predictions": True,
+                       "scheduler": sched, "estimate": estimate_of(est), "track_predictions": True,
                        "advance_stage_in": {"enabled": advance, "theta_stable": theta_stable, "margin": margin},
                        "workload": wl})
 

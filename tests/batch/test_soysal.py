@@ -202,11 +202,14 @@ def test_node_ids_are_never_shared_and_match_the_counts(rows, scheduler):
 
 
 # -- advance stage-in (issue 9 §5) ------------------------------------------------------------------------
-def adv_spec(jobs, nodes, adv=True, capacity="100GB"):
+RANDOM_HPS = {"kind": "random-tier", "p": 1.0}
+
+
+def adv_spec(jobs, nodes, adv=True, capacity="100GB", scheduler=RANDOM_HPS):
     return parse_spec({
         "kind": "batch", "platform": {"nodes": nodes, "lps": {"rate": 1e9}, "hps": {"rate": 15e9, "capacity": capacity},
                                       "stage_rate": 5e9},
-        "scheduler": {"kind": "random-tier", "p": 1.0}, "advance_stage_in": adv,
+        "scheduler": scheduler, "advance_stage_in": adv,
         "workload": {"source": "inline", "jobs": jobs}})
 
 
@@ -224,6 +227,37 @@ def test_stable_plan_stages_in_early_and_hides_the_stage_in():
     assert rec.advance["early_bytes"] == 10e9 and rec.advance["wasted_bytes"] == 0.0
 
 
+@pytest.mark.parametrize("kind", ["fcfs", "conservative", "conservative-reinsert"])
+def test_hps_requests_put_asking_jobs_on_hps_and_stage_them_early(kind):
+    """With ``hps_requests`` FCFS and both conservative variants run B (it asks for 10 GB) on HPS,
+    for stage-in + run at R_hps + stage-out, and its stable plan hides the 2 s stage-in; without
+    it B runs on LPS and nothing is copied early (an early copy for a job planned on LPS would
+    only be wasted)."""
+    from iolab.sim.batch.run import run_batch
+    from iolab.middleware.policies.batch import TierRates, QueuedJob
+    jobs = [job("A", 0, 2, 2000), {**job("B", 1, 2, 1000), "input": "10GB", "storage": "10GB"}]
+    sched = {"kind": kind, "hps_requests": True}
+    base = {s.queued.id: s for s in run_batch(adv_spec(jobs, 2, adv=False, scheduler=sched), strict=True).jobs}
+    rec = run_batch(adv_spec(jobs, 2, scheduler=sched), strict=True)
+    got = {s.queued.id: s for s in rec.jobs}
+    assert got["B"].tier == "hps" and got["B"].start == base["B"].start == 2000.0
+    planned = TierRates(1e9, 15e9, 5e9).duration(QueuedJob("B", 1.0, 2, 1000.0, 10e9, 10e9), "hps")
+    assert base["B"].expected_end == 2000.0 + planned  # stage-in 2 s + I/O at R_hps + compute
+    assert base["B"].end - got["B"].end == 2.0 and rec.advance["hidden_seconds"] == 2.0
+    lps = run_batch(adv_spec(jobs, 2, scheduler=kind), strict=True)
+    assert {s.queued.id: s.tier for s in lps.jobs} == {"A": "lps", "B": "lps"}
+    assert lps.advance["early_copies"] == 0 and lps.advance["wasted_bytes"] == 0.0
+
+
+@pytest.mark.parametrize("kind", ["sas", "easy"])
+def test_hps_requests_is_refused_where_it_means_nothing(kind):
+    from iolab.errors import SpecError
+    with pytest.raises(SpecError) as exc:
+        adv_spec([job("A", 0, 1, 10)], 2, scheduler={"kind": kind, "hps_requests": True})
+    assert "hps_requests applies to fcfs, conservative, conservative-reinsert" in dict(exc.value.problems)[
+        "scheduler.hps_requests"]
+
+
 def test_a_plan_change_after_the_early_copy_wastes_its_bytes():
     """C (node 0) ends early at 1 990: B's planned set moves from nodes 1-2 to 0-1 after its 10 GB
     were copied for nodes 1-2 (from 1 938): wasted, and B stages in again at its start."""
@@ -238,17 +272,19 @@ def test_a_plan_change_after_the_early_copy_wastes_its_bytes():
     assert b.node_ids == 0b011
 
 
+@pytest.mark.parametrize("scheduler", [RANDOM_HPS, {"kind": "fcfs", "hps_requests": True},
+                                       {"kind": "conservative", "hps_requests": True}])
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 3), st.integers(100, 2000), st.integers(1, 40)),
                 min_size=2, max_size=20))
-def test_hps_capacity_is_never_exceeded_with_early_copies(rows):
+def test_hps_capacity_is_never_exceeded_with_early_copies(scheduler, rows):
     """Running HPS jobs plus early copies never hold more than the HPS capacity (50 GB), checked
     after every decision and every early-copy check."""
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.sim.batch.engine import BatchEngine
     jobs = [{**job(f"j{i}", sub, n, w, w), "input": f"{gb}GB", "storage": f"{gb}GB"}
             for i, (sub, n, w, gb) in enumerate(rows)]
-    sp = adv_spec(jobs, 3, capacity="50GB")
+    sp = adv_spec(jobs, 3, capacity="50GB", scheduler=scheduler)
     seen = []
 
     def check(_d=None):

@@ -24,17 +24,20 @@ SCHEDULERS = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "r
 
 
 def get_scheduler(name: str, *, p: float | None = None,
-                  rng: np.random.Generator | int = 0) -> BatchPolicy:
-    """A fresh scheduler by name (``random-tier`` needs ``p``)."""
+                  rng: np.random.Generator | int = 0, hps_requests: bool = False) -> BatchPolicy:
+    """A fresh scheduler by name (``random-tier`` needs ``p``; ``hps_requests``: FCFS and the
+    conservative variants run the jobs that ask for HPS on HPS)."""
     key = name.strip().lower().replace("_", "-")
+    if hps_requests and key not in ("fcfs", "conservative", "conservative-reinsert"):
+        raise ValueError(f"hps_requests applies to fcfs, conservative and conservative-reinsert, not {name!r}")
     if key == "fcfs":
-        return FCFS()
+        return FCFS(hps_requests=hps_requests)
     if key == "easy":
         return EASY()
     if key == "conservative":
-        return Conservative()
+        return Conservative(hps_requests=hps_requests)
     if key == "conservative-reinsert":
-        return ConservativeReinsert()
+        return ConservativeReinsert(hps_requests=hps_requests)
     if key == "sas":
         return SAS()
     if key == "random-tier":

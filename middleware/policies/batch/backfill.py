@@ -30,13 +30,46 @@ walltime (LPS tier; HPS is the business of :mod:`.sas`).
 from __future__ import annotations
 
 import heapq
+import math
 
 from .profile import Profile
-from .snapshot import LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
+from .snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
 
 
 def _entry(job: QueuedJob, start: float, reserved: bool = True) -> PlanEntry:
     return PlanEntry(job.id, start, start + job.walltime, job.nodes, LPS, 0.0, reserved)
+
+
+def _placed(job: QueuedJob, start: float, need: tuple[str, float, float]) -> PlanEntry:
+    tier, duration, hps = need
+    return PlanEntry(job.id, start, start + duration, job.nodes, tier, hps, True)
+
+
+class _TierByRequest:
+    """``hps_requests``: a job that asks for HPS (``storage`` > 0, and no more than the tier
+    holds) runs on HPS, its reservation lasting stage-in + run at R_hps + stage-out
+    (:meth:`TierRates.duration`) and holding its storage throughout, as SAS's HPS option does;
+    every other job, and every job without ``hps_requests``, runs on LPS for its walltime."""
+
+    hps_requests = False
+
+    def _need(self, job: QueuedJob, snap: Snapshot) -> tuple[str, float, float]:
+        if self.hps_requests and 0.0 < job.storage <= snap.hps_capacity:
+            if snap.rates is None:
+                raise ValueError("hps_requests needs the tier rates in the snapshot")
+            return HPS, snap.rates.duration(job, HPS), job.storage
+        return LPS, job.walltime, 0.0
+
+    def _fit(self, prof: Profile, job: QueuedJob, snap: Snapshot, floor: float) -> tuple[float, tuple]:
+        """Earliest start not before ``floor`` and the need it is for.  A job whose HPS space
+        can never be found in this plan (early copies hold bytes outside the free count until
+        their jobs start) runs on LPS, as SAS would place it."""
+        need = self._need(job, snap)
+        t = prof.earliest_fit(job.nodes, need[1], need[2], not_before=floor)
+        if t == math.inf and need[0] == HPS:
+            need = (LPS, job.walltime, 0.0)
+            t = prof.earliest_fit(job.nodes, need[1], 0.0, not_before=floor)
+        return t, need
 
 
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
@@ -45,18 +78,21 @@ def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
     return Decision(now=snap.now, starts=starts, plan=tuple(plan))
 
 
-class FCFS(BatchPolicy):
+class FCFS(_TierByRequest, BatchPolicy):
     """``project=False`` plans only the jobs that start now (nobody overtakes,
     so the first job that cannot start ends the decision)."""
 
     name = "fcfs"
 
-    def __init__(self, project: bool = True) -> None:
+    def __init__(self, project: bool = True, hps_requests: bool = False) -> None:
         super().__init__()
         self.project = project
+        self.hps_requests = hps_requests
         self._swept: tuple | None = None  # (running, free, queue, plan, sweep state) of the last plan
 
     def _decide(self, snap: Snapshot) -> Decision:
+        if self.hps_requests:  # two resources: the profile search (the sweep counts nodes only)
+            return self._decide_on_profile(snap)
         memo = self._swept
         if (memo is not None and self.project and memo[0] == snap.running and memo[1] == snap.free_nodes
                 and snap.queue[:len(memo[2])] == memo[2]
@@ -86,11 +122,11 @@ class FCFS(BatchPolicy):
         plan: list[PlanEntry] = []
         floor = snap.now
         for job in snap.queue:
-            t = prof.earliest_fit(job.nodes, job.walltime, not_before=floor)
+            t, need = self._fit(prof, job, snap, floor)
             if t > snap.now and not self.project:
                 break
-            prof.reserve(t, job.walltime, job.nodes)
-            plan.append(_entry(job, t))
+            prof.reserve(t, need[1], job.nodes, need[2])
+            plan.append(_placed(job, t, need))
             floor = t
         return _decision(snap, plan)
 
@@ -145,14 +181,15 @@ def fcfs_continue(queue, heap: list, free: int, t: float, now: float, project: b
     return starts, (tuple(heap), free, t)
 
 
-class Conservative(BatchPolicy):
+class Conservative(_TierByRequest, BatchPolicy):
     """Mu'alem-Feitelson conservative backfilling: reservations kept between decisions."""
 
     name = "conservative"
     stateful = True  # its reservations carry over: it must see every decision (no skipping when nothing fits)
 
-    def __init__(self) -> None:
+    def __init__(self, hps_requests: bool = False) -> None:
         super().__init__()
+        self.hps_requests = hps_requests
         self._reserved: dict[str, float] = {}  # job -> its reservation's start at the last decision
 
     def _decide(self, snap: Snapshot) -> Decision:
@@ -162,26 +199,30 @@ class Conservative(BatchPolicy):
         known = sorted((j for j in snap.queue if j.id in old), key=lambda j: (old[j.id], pos[j.id]))
         plan: list[PlanEntry] = []
         for job in known + [j for j in snap.queue if j.id not in old]:
-            t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-            prof.take(t, job.walltime, job.nodes)
-            plan.append(_entry(job, t))
+            t, need = self._fit(prof, job, snap, snap.now)
+            prof.take(t, need[1], job.nodes, need[2])
+            plan.append(_placed(job, t, need))
         plan.sort(key=lambda e: pos[e.job])  # the plan in queue order, like the others'
         self._reserved = {e.job: e.start for e in plan if e.start != snap.now}
         return _decision(snap, plan)
 
 
-class ConservativeReinsert(BatchPolicy):
+class ConservativeReinsert(_TierByRequest, BatchPolicy):
     """soysal2019's conservative backfilling: all jobs re-inserted in submit order each decision."""
 
     name = "conservative-reinsert"
+
+    def __init__(self, hps_requests: bool = False) -> None:
+        super().__init__()
+        self.hps_requests = hps_requests
 
     def _decide(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)
         plan: list[PlanEntry] = []
         for job in snap.queue:
-            t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-            prof.take(t, job.walltime, job.nodes)
-            plan.append(_entry(job, t))
+            t, need = self._fit(prof, job, snap, snap.now)
+            prof.take(t, need[1], job.nodes, need[2])
+            plan.append(_placed(job, t, need))
         return _decision(snap, plan)
 
 

@@ -108,7 +108,8 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     """The spec's batch policy, built once per run; it projects the starts of the jobs it does
     not start only if someone reads them (``record_plans``)."""
     s = spec.scheduler
-    policy = get_scheduler(s.kind, p=s.p, rng=np.random.default_rng(spec.seed))
+    policy = get_scheduler(s.kind, p=s.p, rng=np.random.default_rng(spec.seed),
+                           hps_requests=getattr(s, "hps_requests", False))
     if not record_plans:
         policy.project = False  # nobody reads the projected starts: skip computing them
     return policy
@@ -468,7 +469,7 @@ class BatchKernel:
     def _advance_pass(self, t: float, d: Decision) -> None:
         """After a tracked pass: drop the early copies whose planned node set changed (wasted; a
         start that moves keeps its copy, the space is simply held longer), begin those of the
-        waiting HPS-asking jobs (storage and input > 0) whose planned start and node set are
+        waiting jobs the plan puts on HPS (storage and input > 0) whose planned start and node set are
         unchanged for theta_stable and whose start is within input / R_stage + margin."""
         theta, margin = self.advance
         plan = {e.job: e for e in d.plan}
@@ -483,8 +484,8 @@ class BatchKernel:
             if e.job in self.early or e.start <= t:
                 continue
             s = self.queue.get(e.job)
-            if s is None:
-                continue
+            if s is None or e.tier != HPS:
+                continue  # gone, or planned on LPS: no data to stage
             q = s.queued
             if q.storage <= 0 or q.input <= 0:
                 continue
@@ -507,7 +508,8 @@ class BatchKernel:
         due = math.inf
         for e in self.policy.plan():
             s = self.queue.get(e.job)
-            if s is None or e.job in self.early or s.queued.storage <= 0 or s.queued.input <= 0:
+            if (s is None or e.tier != HPS or e.job in self.early or s.queued.storage <= 0
+                    or s.queued.input <= 0):
                 continue
             last = self.tracker.stable_since(e.job)
             if last is None or math.isinf(e.start):
