@@ -66,7 +66,7 @@ class Size:
     limit: int | None = None  # first jobs of the trace only
     advance: bool = True  # the advance stage-in runs too
     advance_schedulers: tuple[str, ...] = ADVANCE_SCHEDULERS
-    advance_lambdas: tuple[float, ...] | None = None  # None: the same as lambdas
+    advance_lambdas: tuple[float, ...] | None = (1.0, 0.1, 0.0)  # None: the same as lambdas
     hps_capacity_gb: float = 2048.0  # lackner2019's smaller HPS
     io_seed: int = 0  # seed of the I/O volumes drawn for the trace's jobs
     theta_stable: float = 600.0
