@@ -305,7 +305,7 @@ def _figures(out: Path, s: dict[str, Any]) -> None:
         ax.set_title(sc)
         ax.tick_params(axis="x", rotation=60)
     axes[0][0].set_ylabel("share of jobs")
-    axes[0][-1].legend(fontsize=7)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not on them
     fig.suptitle(f"Fig. 4: T_NAP classes ({s['trace']})")
     fig.tight_layout()
     fig.savefig(out / "fig4.png", dpi=120)
