@@ -91,6 +91,13 @@ def test_fcfs_with_nodes_down_refuses_like_the_profile_search():
         FCFS()._decide_on_profile(snap)
     with pytest.raises(RuntimeError, match="8 nodes .* at inf"):
         FCFS()._decide(snap)
+    # the same refusal when the job that never fits arrives after an arrival-only pass
+    pol = FCFS()
+    first = Snapshot(now=0.0, total_nodes=8, free_nodes=2, running=snap.running, queue=snap.queue[:1])
+    assert pol.decide(first).plan[0].start == 10.0 and pol._swept is not None
+    later = Snapshot(now=1.0, total_nodes=8, free_nodes=2, running=snap.running, queue=snap.queue)
+    with pytest.raises(RuntimeError, match="8 nodes .* at inf"):
+        pol.decide(later)
 
 
 def _line(rng: random.Random) -> str:

@@ -103,13 +103,13 @@ class FCFS(_TierByRequest, BatchPolicy):
             k = len(memo[2])
             heap, free, t = memo[4]  # t: the last planned start, or the old now if none
             new = fcfs_continue(snap.queue[k:], list(heap), free, max(t, snap.now), snap.now, True)
-            plan = list(memo[3]) + [_entry(job, t) for job, t in zip(snap.queue[k:], new[0])]
+            plan = None if new is None else list(memo[3]) + [_entry(job, t) for job, t in zip(snap.queue[k:], new[0])]
         else:
             new = fcfs_sweep(snap, self.project)
-            if new is None:  # some job never fits: the profile search says so (it raises)
-                self._swept = None
-                return self._decide_on_profile(snap)
-            plan = [_entry(job, t) for job, t in zip(snap.queue, new[0])]
+            plan = None if new is None else [_entry(job, t) for job, t in zip(snap.queue, new[0])]
+        if plan is None:  # some job never fits (nodes down): the profile search says so (it raises)
+            self._swept = None
+            return self._decide_on_profile(snap)
         # Kept only when nothing starts now (FCFS's first start is its earliest): a job planned at
         # now that a caller did not start would be planned at the next now, not here.
         keep = self.project and (not plan or plan[0].start > snap.now)
