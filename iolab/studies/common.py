@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..atomic import atomic_path
 from ..atomic import atomic_write_text  # noqa: F401  (only studies/carretero.py still imports it from here)
 from ..campaign.progress import Progress  # noqa: F401  (the studies' progress lines are the campaign's)
+
+
+def file_sha256(path: str | Path) -> str:
+    """A data file's content hash: part of a run's arguments, so a changed file means new runs."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def check_unchanged(path: str | Path, sha256: str) -> None:
+    """Refuse a data file whose content changed since its campaign was expanded."""
+    if file_sha256(path) != sha256:
+        raise ValueError(f"{path} changed since the campaign was expanded (its SHA-256 differs)")
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:

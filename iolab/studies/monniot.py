@@ -26,7 +26,6 @@ The summary says, for each scaling, how the week differs from the year
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -45,7 +44,7 @@ from iolab.sim.workloads.theta import _utc, theta_trace
 
 from iolab.shared_data import shared_data_file
 
-from .common import write_csv
+from .common import check_unchanged, file_sha256, write_csv
 from .engine import Engine, rows_of, run_as_campaign
 
 RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
@@ -221,14 +220,11 @@ def size_of(params: dict[str, Any]) -> MonniotSize:
     return MonniotSize(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if k in fields})
 
 
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @lru_cache(maxsize=4)
 def _requests(path: str, request_time: str, sha256: str) -> tuple[StorageRequest, ...]:
-    if file_sha256(path) != sha256:
-        raise ValueError(f"{path} changed since the campaign was expanded (its SHA-256 differs)")
+    check_unchanged(path, sha256)
     return tuple(theta_requests(path, request_time))
 
 

@@ -21,7 +21,6 @@ run's shares and CDF quantiles, the advance rows, wall time), ``fig3a.png``, ``f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -39,7 +38,7 @@ from ..sim.workloads.swf import read_swf, swf_jobs
 from ..specs import parse_spec
 from ..specs.batch import HPS_REQUEST_SCHEDULERS
 from ..shared_data import shared_data_file
-from .common import write_csv
+from .common import check_unchanged, file_sha256, write_csv
 from .engine import Engine, rows_of, run_as_campaign
 
 RUN_VERSION = 2  # bump when a run's meaning changes (new run ids)
@@ -99,14 +98,11 @@ def label_of(est: str | float) -> str:
     return "predictor" if est == "predictor" else f"lambda={float(est):g}"
 
 
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @lru_cache(maxsize=4)
 def _checked(path: str, sha256: str) -> str:
-    if file_sha256(path) != sha256:
-        raise ValueError(f"{path} changed since the campaign was expanded (its SHA-256 differs)")
+    check_unchanged(path, sha256)
     return path
 
 
