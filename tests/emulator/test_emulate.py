@@ -64,7 +64,12 @@ def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
     io = sorted(e - s for k, s, e in zip(t.phases["kind"], t.phases["start"], t.phases["end"]) if k == "write")
     assert io[0] >= 0.45, io
     assert io[len(io) // 2] <= 0.8 and io[-1] <= 2.0, io
-    assert trace.jobs["end"].max() < 6.0  # sim: 4.3 s
+    # No time unexplained by the phases (a lost grant would wait out the 20 s lease): under FIFO one app is always
+    # computing, writing, or waiting for the other's write, so the run ends within the first phase's start plus
+    # all phases back to back plus a small per-phase RPC gap (sim: 4.3 s; 6.15 s seen on a loaded CI machine,
+    # where every phase stretches, which is why the bound scales with the measured phases, not the clock)
+    busy = float((t.phases["end"] - t.phases["start"]).sum())
+    assert trace.jobs["end"].max() <= t.phases["start"].min() + busy + 0.25 * len(t.phases)
 
 
 def test_shared_run_overlaps(session, tmp_path):
