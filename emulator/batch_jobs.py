@@ -43,6 +43,7 @@ class JobRun(JobState):
     ranks: int = 1
     hosts: list[int] = field(default_factory=list)
     launched: float = math.nan  # wall
+    exited: float = math.nan  # wall: when the loop saw its processes exit
     pending: str = ""  # what ``ref`` is: alloc | stage-in | stage-out
     ref: Any = None
     proc: Any = None

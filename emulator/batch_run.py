@@ -304,7 +304,7 @@ class BatchEmulation:
                 self.progress.note(f"{j.queued.id} killed: ran {limit:.0f} s wall (kill_factor x walltime)")
                 self._end(j, KILLED, f"ran longer than {limit:.0f} s wall")
             return
-        j.rc = rc
+        j.rc, j.exited = rc, time.time()
         if rc != 0:
             kill_tree(j.proc, grace=1.0)  # ranks left behind by a killed mpiexec
             quota = self.mgr.quota_refusal(j.queued.id) if j.tier == "hps" else ""  # the manager refused a write

@@ -14,7 +14,7 @@ import platform as _platform
 import time
 from pathlib import Path
 
-from iolab import __version__
+from iolab import __version__, calibration
 from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
 from iolab.middleware.policies.batch.nodes import ranges
 from iolab.specs.batch import BatchExperiment
@@ -51,13 +51,19 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         rec, status = {"allocations": [], "actions": [], "phases": [], "finished": {}}, {}
     tb = TraceBuilder()
     launch_overhead: dict[str, float] = {}
+    exit_overhead: dict[str, float] = {}
     first_phase: dict[str, float] = {}
+    last_phase: dict[str, float] = {}
+    io_phases: list[tuple[str, float, float, float]] = []  # (tier, wall start, wall end, real bytes)
     for job, idx, kind, start, end, nbytes in rec["phases"]:
         j = by_id.get(job)
         if j is None or idx >= len(j.index_map):
             continue
         step = j.index_map[idx]
         first_phase[job] = min(first_phase.get(job, math.inf), start)
+        last_phase[job] = max(last_phase.get(job, -math.inf), end)
+        if kind in ("read", "write") and end == end:
+            io_phases.append((j.tier, start, end, float(nbytes)))
         tb.add_phase(job=job, index=step, kind=kind, start=secs(start), end=secs(end),
                      volume=nbytes / bs if kind != "compute" else 0.0, io_node=-1, tier=j.tier)
     for j in jobs:
@@ -68,6 +74,8 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
                          volume=st["bytes"] / bs, io_node=-1, tier="stage")
         if j.queued.id in first_phase and j.launched == j.launched:
             launch_overhead[j.queued.id] = first_phase[j.queued.id] - j.launched
+        if j.queued.id in last_phase and j.exited == j.exited and j.rc == 0:
+            exit_overhead[j.queued.id] = j.exited - last_phase[j.queued.id]
         job = j.job
         ended = j.state in ENDED
         status_ = j.status if ended else ("killed" if j.state not in (FUTURE, QUEUED) else "pending")
@@ -90,6 +98,11 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     tb.extend("samples", list(samples))  # the load controller's, already in spec units
     staging = [st for j in jobs for st in j.staged]
     stage_secs = [(st["bytes"], st["end"] - st["start"]) for st in staging if st["end"] > st["start"]]
+    stage_achieved = sum(b for b, _ in stage_secs) / sum(t for _, t in stage_secs) if stage_secs else math.nan
+    cal = calibration.measure(
+        launch=launch_overhead, exit=exit_overhead, io_phases=io_phases, time_scale=s.time_scale,
+        wall_rates={"lps": s.wall_rate(p.lps.rate), "hps": s.wall_rate(p.hps.rate)} if s.bandwidth_cap else None,
+        stage_ratio=stage_achieved / s.wall_rate(p.stage_rate) if s.bandwidth_cap else math.nan)
     return tb.build(
         runtime="emulator-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
         seed=spec.seed, spec=spec.model_dump(mode="json"), iolab_version=__version__,
@@ -104,8 +117,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         exit_codes={j.queued.id: j.rc for j in jobs if j.rc is not None},
         launch_overhead=launch_overhead,
         staging=[{k: v for k, v in st.items() if k != "files"} for st in staging],
-        staging_rate_achieved=(sum(b for b, _ in stage_secs) / sum(t for _, t in stage_secs)
-                               if stage_secs else math.nan),
+        staging_rate_achieved=stage_achieved, calibration=cal,
         staging_rate_target=s.wall_rate(p.stage_rate),
         hps_capacity_bytes=status.get("capacity", -1), hps_free_end=status.get("free", -1),
         hps_peak_bytes=status.get("peak", -1),

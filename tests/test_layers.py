@@ -2,7 +2,7 @@
 
 Layers, bottom to top (the table ``LAYERS`` below is the reference):
 
-* bottom: ``iolab.specs``, ``iolab.units``, ``iolab.trace``, ``iolab.metrics``,
+* bottom: ``iolab.specs``, ``iolab.units``, ``iolab.calibration``, ``iolab.trace``, ``iolab.metrics``,
   ``iolab.atomic``, ``iolab.errors``, ``iolab.invariants``, ``iolab.signals``, ``iolab.names``, ``iolab.shared_data``, the package's
   ``__init__`` and the data packages.  They import only one another.
 * policies: ``iolab.middleware.policies``, pure decisions (the plan of an I/O experiment
@@ -46,7 +46,7 @@ HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "s
                    "darshan"})  # darshan: PyDarshan, an optional extra
 
 BOTTOM = frozenset({
-    "iolab", "iolab.specs", "iolab.units", "iolab.trace", "iolab.metrics",
+    "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",
     "iolab.atomic", "iolab.errors", "iolab.invariants", "iolab.signals", "iolab.names", "iolab.shared_data",
     "iolab.examples", "iolab.templates",
 })

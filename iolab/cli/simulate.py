@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..calibration import calibrated, read_calibration
 from ..metrics import io_metrics
 from ..metrics.from_trace import trace_batch_metrics
 from ..sim.batch.run import simulate_batch
@@ -58,8 +59,11 @@ def print_metrics(m, title: str) -> None:
               help="refuse an I/O experiment estimated to need more events (or time steps)")
 @click.option("--max-jobs", type=click.IntRange(1), default=MAX_JOBS, show_default=True,
               help="refuse a batch experiment with more jobs")
+@click.option("--calibration", "calibration", type=click.Path(dir_okay=False), metavar="TRACE",
+              help="batch specs: model the launch, exit and per-phase costs measured by the real run traced in "
+                   "TRACE (its calibration, converted with this spec's emulator.time_scale; docs/validation.md)")
 def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
-             out: str | None, as_json: bool, max_events: int, max_jobs: int) -> None:
+             out: str | None, as_json: bool, max_events: int, max_jobs: int, calibration: str | None) -> None:
     """Simulate the experiment in SPEC (YAML or JSON; - reads standard input) and print its metrics.
 
     Relative paths inside SPEC start at SPEC's folder.  Exit status: 0 ok, 1 the
@@ -72,7 +76,11 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if kind == "batch":
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
-        return _simulate_batch(spec_path, out, as_json, max_jobs)
+        cal = read_calibration(calibration) if calibration else None  # a bad trace: exit 2 before anything runs
+        return _simulate_batch(spec_path, out, as_json, max_jobs, cal)
+    if calibration:
+        raise click.UsageError("--calibration applies to batch specs (kind: batch); an I/O spec's validation "
+                               "measures its bandwidth from the real run (iolab validate)")
     spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt})
     size = io_size(spec, max_events)
     size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
@@ -113,8 +121,15 @@ class SimProgress:
               f"simulated time {t:.0f} s, {now - self.t0:.0f} s elapsed", file=self.stream or sys.stderr, flush=True)
 
 
-def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS) -> None:
+def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
+                    cal: dict | None = None) -> None:
     spec = load_spec(spec_path)
+    if cal is not None:
+        spec = calibrated(spec, cal)
+        o = spec.platform.overheads
+        if not as_json:
+            click.echo(f"calibration: launch {o.launch:.4g} s, exit {o.exit:.4g} s, I/O phase {o.io_phase:.4g} s "
+                       f"(spec seconds at time_scale {spec.emulator.time_scale:g})", err=True)
     batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
     trace = simulate_batch(spec, progress=SimProgress(spec.name))
     m = trace_batch_metrics(trace)

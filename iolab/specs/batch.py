@@ -155,6 +155,20 @@ class HPSTier(StrictModel):
         return out
 
 
+class Overheads(StrictModel):
+    """Costs of a real job the simulator adds to its steps (spec seconds; all 0 by default, the
+    lackner2019 model).  Measured by a real run (its trace's ``calibration`` attribute, wall
+    seconds) and applied with ``iolab simulate --calibration TRACE``; the emulator ignores them
+    (it pays the real ones)."""
+
+    launch: Seconds = Field(0.0, description="from the job's start on its nodes (after its stage-in) to its "
+                                             "first phase: process launch")
+    exit: Seconds = Field(0.0, description="from the job's last phase to the end of its processes "
+                                           "(before its stage-out)")
+    io_phase: Seconds = Field(0.0, description="fixed cost of every read or write phase of the job, before "
+                                               "its bytes move (not of staging)")
+
+
 class BatchPlatform(StrictModel):
     """Compute nodes plus the two tiers and the staging link (lackner2019 Fig. 1)."""
 
@@ -163,6 +177,8 @@ class BatchPlatform(StrictModel):
     lps: LPSTier
     hps: HPSTier
     stage_rate: Rate = Field(..., description="R_stage, bytes/s between LPS and HPS")
+    overheads: Overheads = Field(default_factory=Overheads,
+                                 description="launch, exit and per-phase costs the simulator models (spec s)")
 
 
 # ---------------------------------------------------------------- jobs
@@ -520,12 +536,16 @@ class BatchExperiment(StrictModel):
                       (f"{at}.walltime", job.walltime)]
             for field in ("input", "output", "data", "storage"):
                 terms.append((f"{at}.{field}", getattr(job, field) / slowest * 3))
+            o = p.overheads
+            if o.launch or o.exit or o.io_phase:  # one launch and exit, a fixed cost per read/write phase
+                phases = 2 + math.ceil(job.data / (job.nodes * p.memory_per_node))
+                terms.append((f"{at} with platform.overheads", o.launch + o.exit + o.io_phase * phases))
         return finite_sum(terms, "the run's times would overflow (not finite)")
 
 
 __all__ = [
     "AdvanceStageInSpec", "BatchExperiment", "BatchPlatform", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
-    "IOModelSpec", "InlineWorkload", "Job", "LPSTier", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
+    "IOModelSpec", "InlineWorkload", "Job", "LPSTier", "Overheads", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
     "StorageServer", "ThetaWorkload",
 ]

@@ -36,7 +36,7 @@ from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, Tie
 from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
 
 from ..fairshare import FairShareLink
-from .steps import COMPUTE, job_steps
+from .steps import COMPUTE, FIXED, OVERHEADS, job_steps
 
 _SUBMIT, _STEP_END, _LINK, _RETRY, _ESTIMATE, _ADVANCE, _CONTROL = 0, 1, 2, 3, 4, 5, 6  # _CONTROL: the load controller's own events
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
@@ -68,19 +68,23 @@ class BatchEngine:
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float,
                  rates: TierRates, memory_per_node: float, rows: bool = True,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
-                 allocator=None, strict: bool | None = None):
+                 allocator=None, strict: bool | None = None, overheads=None):
         kernel = BatchKernel(jobs, policy, total_nodes=total_nodes, hps_capacity=hps_capacity, rates=rates,
                              allocator=allocator, strict=strict, record_plans=record_plans, on_decision=on_decision)
-        self._setup(kernel, memory_per_node, rows)
+        self._setup(kernel, memory_per_node, rows, overheads)
 
     @classmethod
-    def around(cls, kernel: BatchKernel, *, memory_per_node: float, rows: bool = True) -> "BatchEngine":
+    def around(cls, kernel: BatchKernel, *, memory_per_node: float, rows: bool = True,
+               overheads=None) -> "BatchEngine":
+        """``overheads``: the platform's :class:`iolab.specs.batch.Overheads` (launch, exit and
+        per-phase costs as timed steps, :func:`iolab.sim.batch.steps.with_overheads`), or None."""
         self = cls.__new__(cls)
-        self._setup(kernel, memory_per_node, rows)
+        self._setup(kernel, memory_per_node, rows, overheads)
         return self
 
-    def _setup(self, kernel: BatchKernel, memory_per_node: float, rows: bool) -> None:
+    def _setup(self, kernel: BatchKernel, memory_per_node: float, rows: bool, overheads=None) -> None:
         self.kernel = kernel
+        self.overheads = overheads
         self.policy = kernel.policy
         self.state = kernel.jobs
         self.rates = kernel.rates
@@ -107,7 +111,7 @@ class BatchEngine:
         if s.state == ALLOCATING:
             self._push(s.retry_at, _RETRY, s.index)
             return
-        s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory).steps
+        s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory, self.overheads).steps
         early = self.kernel.early_staged.get(s.queued.id, 0.0)
         if early > 0:  # advance stage-in: only the rest of the input crosses the link now
             s.steps = tuple(replace(st, amount=st.amount - early) if st.kind == "stage-in" else st
@@ -126,11 +130,12 @@ class BatchEngine:
         s.step += 1
         while s.step < len(s.steps):
             st = s.steps[s.step]
-            s.step_start = t
+            if s.step == 0 or s.steps[s.step - 1].kind != FIXED:  # a phase's fixed cost is part of its row
+                s.step_start = t
             want = _STATE_OF.get(st.kind, RUNNING)
             if s.state != want:
                 self.kernel.enter(s, want, t)
-            if st.kind == COMPUTE:
+            if not st.link:  # compute or an overhead: a timed step
                 if st.amount > 0:
                     self._step_end[s.index] = t + st.amount
                     self._push(t + st.amount, _STEP_END, s.index)
@@ -144,8 +149,8 @@ class BatchEngine:
         self.kernel.finish(s, t)
 
     def _phase(self, s: JobState, st, t: float) -> None:
-        if self.rows:
-            self.rec.phases.append((s.queued.id, s.step, st.kind if st.kind != COMPUTE else "compute",
+        if self.rows and st.kind not in OVERHEADS:
+            self.rec.phases.append((s.queued.id, st.index if st.index >= 0 else s.step, st.kind,
                                     s.step_start, t, 0.0 if st.kind == COMPUTE else st.amount, -1,
                                     "stage" if st.link == "stage" else s.tier))
 
@@ -156,7 +161,7 @@ class BatchEngine:
         share the link's rate); it keeps its nodes and HPS space (the kernel's suspend)."""
         self.kernel.suspend(s, t)
         st = s.steps[s.step]
-        if st.kind == COMPUTE:
+        if not st.link:  # compute or an overhead
             self._paused[s.index] = self._step_end.pop(s.index) - t
         else:
             self._paused[s.index] = self.links[st.link].remove(s.index, t)
@@ -167,7 +172,7 @@ class BatchEngine:
         self.kernel.resume(s, t)
         left = self._paused.pop(s.index)
         st = s.steps[s.step]
-        if st.kind == COMPUTE:
+        if not st.link:
             self._step_end[s.index] = t + left
             self._push(t + left, _STEP_END, s.index)
         else:

@@ -27,7 +27,8 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events."""
     jobs = load_workload(spec) if jobs is None else jobs
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, strict=strict, record_plans=record_plans)
-    engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows)
+    engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
+                                overheads=spec.platform.overheads)
     engine.progress = progress
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)

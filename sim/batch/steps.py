@@ -12,16 +12,26 @@ fraction of the runtime with I/O at R_lps), so its pure compute time is
 ``nodes * memory_per_node`` bytes each, evenly spaced through the compute
 time (``k`` compute segments, each followed by a checkpoint, then the last
 segment).  A step on a link moves its bytes as one stream of that link.
+
+With ``platform.overheads`` (the costs a real run pays, see
+:class:`iolab.specs.batch.Overheads`), three kinds of timed steps that use no
+link and leave no phase row are added: ``launch`` after the stage-in and
+before the first app step, ``exit`` after the last app step and before the
+stage-out, and ``fixed`` before every read and write (its time counts in that
+phase's row, as a real phase's does).  Every step keeps the ``index`` it has
+without overheads, so phase rows number the same in both runtimes.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from iolab.middleware.policies.batch import HPS, LPS
 
 COMPUTE = "compute"
+LAUNCH, EXIT, FIXED = "launch", "exit", "fixed"
+OVERHEADS = frozenset((LAUNCH, EXIT, FIXED))  # timed steps without a link or a phase row of their own
 # step kinds -> (trace phase kind, link)
 LINKS = {"stage-in": "stage", "stage-out": "stage"}
 
@@ -31,6 +41,7 @@ class Step:
     kind: str  # compute, read, write, stage-in, stage-out
     amount: float  # seconds (compute) or bytes
     link: str = ""  # lps, hps or stage for transfers
+    index: int = -1  # the step's index without overheads (its phase row's); -1: the list's position
 
 
 @dataclass(frozen=True)
@@ -41,8 +52,9 @@ class JobSteps:
     checkpoints: int
 
 
-def job_steps(job, tier: str, lps_rate: float, memory_per_node: float) -> JobSteps:
-    """The step list of ``job`` (an ``iolab.specs.batch.Job``) on ``tier``."""
+def job_steps(job, tier: str, lps_rate: float, memory_per_node: float, overheads=None) -> JobSteps:
+    """The step list of ``job`` (an ``iolab.specs.batch.Job``) on ``tier``; ``overheads`` (an
+    :class:`iolab.specs.batch.Overheads`) adds the launch, exit and fixed per-phase steps."""
     io = job.input + job.output + job.data
     compute = max(0.0, job.runtime - io / lps_rate)
     ckpt_size = job.nodes * memory_per_node
@@ -62,7 +74,25 @@ def job_steps(job, tier: str, lps_rate: float, memory_per_node: float) -> JobSte
         steps.append(Step("write", job.output, link))
     if tier == HPS and job.output > 0:
         steps.append(Step("stage-out", job.output, "stage"))
+    if overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0):
+        steps = with_overheads(steps, overheads)
     return JobSteps(tuple(steps), compute, io, k)
 
 
-__all__ = ["COMPUTE", "HPS", "LPS", "JobSteps", "Step", "job_steps"]
+def with_overheads(steps: list[Step], overheads) -> list[Step]:
+    """``steps`` with the overhead steps inserted (each step numbered by its old position)."""
+    app = [i for i, st in enumerate(steps) if st.link != "stage"]
+    out: list[Step] = []
+    for i, st in enumerate(steps):
+        if app and i == app[0] and overheads.launch > 0:
+            out.append(Step(LAUNCH, overheads.launch, index=i))
+        if st.kind in ("read", "write") and overheads.io_phase > 0:
+            out.append(Step(FIXED, overheads.io_phase, index=i))
+        out.append(replace(st, index=i))
+        if app and i == app[-1] and overheads.exit > 0:
+            out.append(Step(EXIT, overheads.exit, index=i))
+    return out
+
+
+__all__ = ["COMPUTE", "EXIT", "FIXED", "HPS", "LAUNCH", "LPS", "OVERHEADS", "JobSteps", "Step", "job_steps",
+           "with_overheads"]

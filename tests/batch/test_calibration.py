@@ -1,0 +1,89 @@
+"""Calibration: measured from a real run's records, read back from its trace, applied to any batch spec."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from iolab.calibration import alone, calibrated, measure, overheads_of, read_calibration
+from iolab.cli import cli as main
+from iolab.errors import TraceError
+from iolab.specs import parse_spec
+from iolab.trace import TraceBuilder, write_trace
+from shared_data import REPO
+
+JOB = {"id": "a", "submit": 0, "nodes": 1, "walltime": 200, "runtime": 100, "output": "2GB"}
+
+
+def spec(time_scale=0.01, jobs=(JOB,)):
+    return parse_spec({"kind": "batch", "platform": {"nodes": 2, "lps": {"rate": "1GB/s"},
+                                                      "hps": {"rate": "10GB/s", "capacity": "10GB"},
+                                                      "stage_rate": "5GB/s"},
+                       "scheduler": "fcfs", "workload": list(jobs), "emulator": {"time_scale": time_scale}})
+
+
+def test_only_phases_with_their_tier_to_themselves_count():
+    phases = [("lps", 0.0, 1.0, 10.0), ("lps", 0.5, 2.0, 10.0), ("hps", 0.5, 2.0, 10.0), ("lps", 2.0, 3.0, 10.0)]
+    assert alone(phases) == [2, 3]  # the first two overlap on lps; touching at 2.0 is not overlapping
+
+
+def test_measure_takes_medians_and_the_fixed_cost_over_the_paced_time():
+    cal = measure(launch={"a": 1.0, "b": 3.0, "c": 2.0}, exit={"a": 0.5, "b": 0.7},
+                  io_phases=[("lps", 0.0, 1.2, 100.0), ("hps", 5.0, 5.3, 100.0), ("lps", 0.5, 0.6, 1.0)],
+                  wall_rates={"lps": 100.0, "hps": 1000.0}, time_scale=0.01, stage_ratio=0.9)
+    assert cal["wall"]["launch"] == 2.0 and cal["wall"]["exit"] == pytest.approx(0.6)
+    # the two lps phases overlap: only the hps one counts, 0.3 s for 0.1 s of paced transfer
+    assert cal["wall"]["io_phase"] == pytest.approx(0.2) and cal["samples"]["io_phase"] == 1
+    assert cal["per_job"]["c"] == {"launch": 2.0, "exit": math.nan} or math.isnan(cal["per_job"]["c"]["exit"])
+    unpaced = measure(launch={}, exit={}, io_phases=[("hps", 5.0, 5.3, 100.0)], wall_rates=None, time_scale=1)
+    assert all(math.isnan(v) for v in unpaced["wall"].values())
+
+
+def test_wall_costs_become_the_seconds_of_the_spec_they_are_applied_to():
+    cal = {"wall": {"launch": 0.8, "exit": 0.3, "io_phase": math.nan}}
+    assert overheads_of(cal, 0.01) == pytest.approx({"launch": 80.0, "exit": 30.0, "io_phase": 0.0})
+    s = calibrated(spec(time_scale=0.05), cal)
+    assert (s.platform.overheads.launch, s.platform.overheads.exit) == pytest.approx((16.0, 6.0))
+    assert spec().platform.overheads.launch == 0  # the original is untouched
+    with pytest.raises(TypeError):
+        calibrated(parse_spec({"platform": {"io_nodes": 1, "nodes_per_io_node": 2, "bandwidth": 1},
+                               "apps": [{"id": "A", "nodes": 1, "iterations": 1, "compute": 1, "io_volume": 1}]}),
+                   cal)
+
+
+def _trace_with(path, calibration):
+    tb = TraceBuilder()
+    write_trace(tb.build(runtime="emulator-batch", **({"calibration": calibration} if calibration else {})), path)
+    return path
+
+
+def test_simulate_with_a_calibration_shifts_the_run_by_the_converted_costs(tmp_path):
+    cal = {"version": 1, "wall": {"launch": 0.5, "exit": 0.2, "io_phase": 0.0}}
+    trace = _trace_with(tmp_path / "real.h5", cal)
+    assert read_calibration(trace)["wall"] == cal["wall"]
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec(time_scale=0.01).model_dump(mode="json")))
+    plain = json.loads(CliRunner().invoke(main, ["simulate", str(path), "--json"]).output)
+    r = CliRunner().invoke(main, ["simulate", str(path), "--json", "--calibration", str(trace)])
+    assert r.exit_code == 0, r.output
+    # one job: 50 s launch + 20 s exit at time scale 0.01
+    assert json.loads(r.output)["makespan"] == pytest.approx(plain["makespan"] + 70.0)
+
+
+def test_a_trace_without_a_calibration_is_refused_before_anything_runs(tmp_path):
+    bare = _trace_with(tmp_path / "sim.h5", None)
+    with pytest.raises(TraceError, match="no calibration"):
+        read_calibration(bare)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec().model_dump(mode="json")))
+    for bad, why in ((bare, "no calibration"), (tmp_path / "missing.h5", "no such trace"), (path, "not an HDF5")):
+        r = CliRunner().invoke(main, ["simulate", str(path), "--calibration", str(bad), "--out",
+                                      str(tmp_path / "out.h5")])
+        assert r.exit_code == 2 and why in r.output and "Traceback" not in r.output, r.output
+        assert not (tmp_path / "out.h5").exists()
+    r = CliRunner().invoke(main, ["simulate", str(REPO / "examples" / "carretero-table1.yaml"), "--calibration",
+                                  str(bare)])
+    assert r.exit_code == 2 and "applies to batch specs" in r.output
