@@ -9,6 +9,7 @@ from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
 from .format import dumps, table
+from .validate_batch import validate_batch_cli
 from .options import strict_option
 
 
@@ -91,9 +92,14 @@ def parse_jitter(text: str):
               help="durations of those simulations: auto (resampled from each real run's phases), none, "
                    "or COMPUTE,IO (relative s.d. of a normal law)")
 @click.option("--traces", "traces_dir", type=click.Path(file_okay=False, exists=True),
-              help="do not emulate: reuse the traces DIR/POLICY.h5 of an earlier --work-dir DIR run")
-def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
-             traces_dir) -> None:
+              help="do not emulate: reuse the traces DIR/POLICY.h5 of an earlier --work-dir DIR run "
+                   "(batch specs: DIR/SCHEDULER.h5)")
+@click.option("--calibration", "calibration", type=click.Path(dir_okay=False), metavar="TRACE",
+              help="batch specs: simulate with the costs measured by the real run in TRACE (default: this "
+                   "run's own, in-sample)")
+@click.pass_context
+def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
+             traces_dir, calibration) -> None:
     """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
@@ -101,9 +107,19 @@ def validate(spec_path, policies, as_json, figure_path, address, work_dir, time_
     exp(mean |ln(emu/sim)|) - 1.  Rankings order the policies by makespan and
     by max stretch in each runtime.
     """
+    spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
+    if spec.kind == "batch":
+        given = [f"--{n.replace('_', '-')}" for n in ("policies", "seeds", "jitter_text", "figure_path")
+                 if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{', '.join(given).replace('-text', '').replace('-path', '')} apply to I/O "
+                                   "specs; a batch spec names its scheduler")
+        return validate_batch_cli(spec, as_json, address, work_dir, traces_dir, calibration)
+    if calibration:
+        raise click.UsageError("--calibration applies to batch specs; an I/O spec's validation measures its "
+                               "bandwidth from each real run")
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)
-    spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     try:
         report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
                                     on_policy=None if as_json else print_policy, seeds=seeds, jitter=jitter,

@@ -1,0 +1,91 @@
+"""``iolab validate`` on a batch spec: run it for real, simulate it with and without the measured costs, compare.
+
+1. emulate the spec (:func:`iolab.emulator.batch_run.run_batch_emulation`), or read the
+   trace of an earlier run (``traces``: ``DIR/<scheduler>.h5``, checked to be a complete
+   real batch run of the same platform, workload and scheduler);
+2. the calibration: another run's (``calibration``, a trace file: the honest test, a spec
+   other than the one calibrated on) or, by default, this run's own (in-sample: the report
+   says so);
+3. simulate the spec twice: as written (``platform.overheads`` of the spec) and calibrated
+   (:func:`iolab.calibration.calibrated`);
+4. compare each with the real run job by job (:func:`.batch_comparison.compare_batch`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from iolab.calibration import calibrated, overheads_of, read_calibration
+from iolab.sim.batch.run import simulate_batch
+from iolab.specs.batch import BatchExperiment
+from iolab.trace import Trace, read_trace
+
+from .batch_comparison import compare_batch
+from .batch_run import run_batch_emulation
+from .validate import TraceMismatch
+
+KEPT_FIELDS = ("platform", "workload", "scheduler", "placement", "estimate", "advance_stage_in")
+
+
+def load_kept_batch_trace(spec: BatchExperiment, traces_dir: str | Path) -> Trace:
+    """``DIR/<scheduler>.h5`` of an earlier run of ``spec`` (TraceMismatch naming the file and field)."""
+    path = Path(traces_dir) / f"{spec.scheduler.kind}.h5"
+    if not path.is_file():
+        raise TraceMismatch(f"{path}: no such trace (an earlier `iolab validate SPEC --work-dir {traces_dir}` "
+                            "keeps one per scheduler)")
+    trace = read_trace(path)
+    if trace.attrs.get("runtime") != "emulator-batch":
+        raise TraceMismatch(f"{path}: runtime is {trace.attrs.get('runtime')!r}, not a real batch run")
+    kept, want = trace.attrs.get("spec") or {}, spec.model_dump(mode="json")
+    for field in KEPT_FIELDS:
+        a, b = kept.get(field), want.get(field)
+        if field == "platform" and isinstance(a, dict) and isinstance(b, dict):  # overheads are the simulator's
+            a, b = ({k: v for k, v in d.items() if k != "overheads"} for d in (a, b))
+        if a != b:
+            raise TraceMismatch(f"{path}: spec.{field} differs from the spec being validated "
+                                "(the trace was made from another spec)")
+    if trace.attrs.get("complete") is False:
+        raise TraceMismatch(f"{path}: a partial trace (the run was interrupted)")
+    return trace
+
+
+def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_dir: str | Path | None = None,
+                   traces: str | Path | None = None, calibration: str | Path | None = None,
+                   progress=False, note: Callable[[str], None] | None = None) -> tuple[dict, dict[str, Trace]]:
+    """The report and the traces (``real``, ``sim``, ``calibrated``) of one batch validation."""
+    say = note or (lambda _msg: None)
+    cal_source = None
+    if calibration is not None:
+        cal = read_calibration(calibration)  # before the real run: a bad file costs nothing
+        cal_source = str(calibration)
+    if traces is not None:
+        real = load_kept_batch_trace(spec, traces)
+        say(f"real run: {Path(traces) / (spec.scheduler.kind + '.h5')}")
+    else:
+        out = Path(work_dir) / f"{spec.scheduler.kind}.h5" if work_dir is not None else None
+        wd = Path(work_dir) / spec.scheduler.kind if work_dir is not None else None
+        real = run_batch_emulation(spec, out=out, address=address, work_dir=wd, progress=progress)
+    if calibration is None:
+        cal = real.attrs.get("calibration")
+        if not isinstance(cal, dict):
+            raise TraceMismatch("the real run's trace has no calibration (made by an older iolab)")
+        cal_source = "this run (in-sample)"
+    sim = simulate_batch(spec)
+    cspec = calibrated(spec, cal)
+    csim = simulate_batch(cspec)
+    report = {
+        "spec": spec.name, "scheduler": spec.scheduler.kind, "level": "batch",
+        "time_scale": spec.emulator.time_scale, "bytes_scale": spec.emulator.bytes_scale,
+        "calibration": {"source": cal_source, "in_sample": calibration is None, "wall": cal["wall"],
+                        "samples": cal.get("samples", {}), "spec_seconds": overheads_of(cal, spec.emulator.time_scale)},
+        "real": {"wall_seconds": real.attrs.get("wall_seconds"), "complete": real.attrs.get("complete"),
+                 "failures": real.attrs.get("failures", {}), "host": real.attrs.get("host"),
+                 "versions": real.attrs.get("versions", {})},
+        "uncalibrated": compare_batch(real, sim),
+        "calibrated": compare_batch(real, csim),
+    }
+    return report, {"real": real, "sim": sim, "calibrated": csim}
+
+
+__all__ = ["KEPT_FIELDS", "load_kept_batch_trace", "validate_batch"]

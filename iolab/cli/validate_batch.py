@@ -1,0 +1,52 @@
+"""``iolab validate`` on a ``kind: batch`` spec: print the job-by-job comparison (docs/validation.md)."""
+
+from __future__ import annotations
+
+import click
+
+from ..emulator.validate import TraceMismatch
+from ..emulator.validate_batch import validate_batch
+from .format import dumps, table
+
+
+def _pct(x: float) -> str:
+    return f"{x:.2%}" if x == x else "-"
+
+
+def print_comparison(title: str, c: dict) -> None:
+    click.echo(f"\n{title}")
+    rows = [(job, v["tier"]["real"] + ("" if v["tier"]["same"] else f" (sim {v['tier']['sim']})"),
+             v["start"]["real"], v["start"]["sim"], v["turnaround"]["real"], v["turnaround"]["sim"],
+             _pct(v["turnaround"]["error"]), v["stage_in"]["real"], v["stage_in"]["sim"])
+            for job, v in c["jobs"].items()]
+    click.echo(table(["job", "tier", "start real", "start sim", "turnaround real", "turnaround sim", "error",
+                      "stage-in real", "stage-in sim"], rows))
+    rows = [(k.replace("_", " "), v["real"], v["sim"], _pct(v["error"])) for k, v in c["run"].items()]
+    click.echo(table(["", "real", "simulated", "rel. error"], rows))
+    click.echo(f"turnaround error per job: max {_pct(c['turnaround_error_max'])}, geo-mean "
+               f"{_pct(c['turnaround_error_geomean'])}; largest start difference {c['start_diff_max']:.4g} s; "
+               f"tier differs: {', '.join(c['tier_differs']) or 'none'}; disks differ: "
+               f"{', '.join(c['disks_differ']) or 'none'}"
+               + (f"; not compared (not ok in both): {', '.join(c['not_compared'])}" if c["not_compared"] else ""))
+
+
+def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration) -> None:
+    try:
+        report, _ = validate_batch(spec, address=address, work_dir=work_dir, traces=traces_dir,
+                                   calibration=calibration, progress=not as_json,
+                                   note=None if as_json else lambda m: click.echo(m, err=True))
+    except TraceMismatch as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        click.echo(dumps(report))
+        return
+    cal = report["calibration"]
+    o = cal["spec_seconds"]
+    click.echo(f"{report['spec']}: scheduler {report['scheduler']}, real run {report['real']['wall_seconds']:.0f} s "
+               f"wall at time scale {report['time_scale']:g}")
+    click.echo(f"calibration from {cal['source']}: launch {cal['wall']['launch']:.3g} s, exit "
+               f"{cal['wall']['exit']:.3g} s, I/O phase {cal['wall']['io_phase']:.3g} s wall = {o['launch']:.4g}, "
+               f"{o['exit']:.4g}, {o['io_phase']:.4g} spec s")
+    print_comparison("simulated as written (no launch/exit costs unless the spec sets platform.overheads):",
+                     report["uncalibrated"])
+    print_comparison("simulated with the calibration:", report["calibrated"])
