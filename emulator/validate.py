@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from iolab.metrics.distribution import compare_samples
 from iolab.sim.run import simulate
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace, read_trace
@@ -45,15 +46,23 @@ class PolicyRun:
     bandwidth: float
     comparison: dict
     spread: dict | None = None  # where the real run falls among jittered simulations (seeds > 0)
+    repeats: list[Trace] | None = None  # every real run of the policy (repeats > 1), the first is ``emulated``
+    distribution: dict | None = None  # the real runs against the jittered simulations, value by value
 
 
 class TraceMismatch(ValueError):
     """A kept trace does not belong to the spec being validated."""
 
 
-def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str) -> Trace:
-    """``DIR/POLICY.h5`` from an earlier ``--work-dir DIR`` run, checked against ``spec``."""
-    path = Path(traces_dir) / f"{policy}.h5"
+def trace_name(policy: str, repeat: int = 0) -> str:
+    """The kept trace of a policy's ``repeat``-th real run: ``POLICY.h5``, then ``POLICY-r1.h5``, ..."""
+    return f"{policy}.h5" if repeat == 0 else f"{policy}-r{repeat}.h5"
+
+
+def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str, repeat: int = 0) -> Trace:
+    """``DIR/POLICY.h5`` (``DIR/POLICY-rK.h5`` for the K-th repeat) from an earlier ``--work-dir DIR`` run,
+    checked against ``spec``."""
+    path = Path(traces_dir) / trace_name(policy, repeat)
     if not path.is_file():
         raise TraceMismatch(f"{path}: no such trace; make it with `iolab validate SPEC --work-dir {traces_dir}`")
     trace = read_trace(path)
@@ -75,27 +84,36 @@ def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str) -> 
 def validate(spec: IOExperiment, policies: list[str], *, address: str | None = None,
              work_dir: str | Path | None = None, progress: bool = False,
              on_policy: Callable[[PolicyRun], None] | None = None, seeds: int = 0,
-             jitter: Jitter | str = "auto", traces: str | Path | None = None) -> tuple[dict, list[PolicyRun]]:
+             jitter: Jitter | str = "auto", traces: str | Path | None = None,
+             repeats: int = 1) -> tuple[dict, list[PolicyRun]]:
     """Emulate then simulate ``spec`` under every policy; returns (report, runs).
 
     ``seeds`` > 0 also simulates each policy ``seeds`` times with jittered phase
     durations (``"auto"``: resampled from the real run's own phases; a
     :class:`Jitter`: a normal law; see :mod:`iolab.emulator.validate_spread`) and
     reports where the real run falls.  ``traces``: reuse ``DIR/POLICY.h5``
-    of an earlier run instead of emulating (every trace is checked first).
+    of an earlier run instead of emulating (every trace is checked first).  ``repeats`` > 1 runs
+    each policy that many times (kept as ``POLICY-rK.h5``) and compares the real runs with the
+    ``seeds`` jittered simulations as distributions (:mod:`iolab.metrics.distribution`).
     """
     if seeds < 0:
         raise ValueError(f"seeds must be >= 0, got {seeds}")
-    kept = {p: load_kept_trace(spec, traces, p) for p in policies} if traces is not None else None
+    if repeats < 1 or (repeats > 1 and seeds < 1):
+        raise ValueError(f"repeats must be >= 1, and > 1 only with seeds >= 1 (got {repeats}, seeds {seeds})")
+    kept = ({p: [load_kept_trace(spec, traces, p, k) for k in range(repeats)] for p in policies}
+            if traces is not None else None)
     runs = []
     with (nullcontext() if kept else RaySession.open(address)):  # one Ray for every policy
         for p in policies:
             if kept:
-                emu = kept[p]
+                emus = kept[p]
             else:
-                wd = Path(work_dir) / p if work_dir is not None else None
-                out = Path(work_dir) / f"{p}.h5" if work_dir is not None else None  # kept for later analysis
-                emu = run_emulation(spec, p, work_dir=wd, out=out, progress=progress)
+                emus = []
+                for k in range(repeats):
+                    wd = Path(work_dir) / (p if k == 0 else f"{p}-r{k}") if work_dir is not None else None
+                    out = Path(work_dir) / trace_name(p, k) if work_dir is not None else None  # kept for later
+                    emus.append(run_emulation(spec, p, work_dir=wd, out=out, progress=progress))
+            emu = emus[0]
             b = measured_bandwidth(emu)
             measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": b}),
                                                "sim": spec.sim.model_copy(update={"jitter": Jitter()})})
@@ -104,12 +122,16 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
             if seeds:
                 law = ({"ratios": duration_ratios(emu, spec, b)} if jitter == "auto" else {"jitter": jitter})
                 run.spread = compare_spread(run.comparison, simulate_spread(spec, p, b, seeds, **law))
+            if repeats > 1:
+                run.repeats = emus
+                run.distribution = distribution_of(spec, p, emus, seeds, jitter)
             runs.append(run)
             if on_policy is not None:
                 on_policy(run)
     per = {r.policy: {"bandwidth_spec": spec.platform.bandwidth, "bandwidth_measured": r.bandwidth,
                       "wall_seconds": r.emulated.attrs.get("wall_seconds"), **r.comparison,
-                      **({"spread": r.spread} if r.spread else {})} for r in runs}
+                      **({"spread": r.spread} if r.spread else {}),
+                      **({"distribution": r.distribution} if r.distribution else {})} for r in runs}
     pairs = []
     for r in runs:
         c = r.comparison
@@ -147,7 +169,59 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
                                                    r.spread["max_stretch_median"]) for r in runs}),
             },
         }
+    if repeats > 1:
+        report["distribution"] = distribution_summary(runs, repeats, seeds)
     return report, runs
+
+
+def distribution_of(spec: IOExperiment, policy: str, emus: list[Trace], seeds: int, jitter) -> dict:
+    """The real runs of one policy against ``seeds`` jittered simulations, value by value.
+
+    Every real run's slowdowns use the same yardstick: ``T_i`` at the median of the runs'
+    measured bandwidths, which the simulations use too; the durations of the simulations
+    are resampled from all the real runs' phases (``jitter="auto"``) or drawn from ``jitter``.
+    """
+    bws = [measured_bandwidth(e) for e in emus]
+    bm = float(np.median(bws))
+    measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": bm}),
+                                       "sim": spec.sim.model_copy(update={"jitter": Jitter()})})
+    sim = simulate(measured, policy=policy, mode="event")
+    real = [compare(e, sim) for e in emus]
+    if jitter == "auto":
+        ratios: dict[str, list[float]] = {"compute": [], "io": []}
+        for e in emus:
+            for key, v in duration_ratios(e, spec, bm).items():
+                ratios[key] += v
+        spread = simulate_spread(spec, policy, bm, seeds, ratios=ratios)
+    else:
+        spread = simulate_spread(spec, policy, bm, seeds, jitter=jitter)
+    apps = {a: compare_samples([c["apps"][a]["emulator"] for c in real if a in c["apps"]], spread.slowdown[a])
+            for a in real[0]["apps"] if a in spread.slowdown}
+    makespan = compare_samples([c["makespan"]["emulator"] for c in real], spread.makespan)
+    values = [*apps.values(), makespan]
+    errors = [v["error"] for v in values if v["error"] == v["error"]]
+    return {"repeats": len(emus), "seeds": seeds, "bandwidths": bws, "bandwidth_median": bm,
+            "apps": apps, "makespan": makespan, "values": len(values),
+            "model_errors": sum(v["verdict"] == "model error" for v in values),
+            "error_max": max(errors, default=math.nan),
+            "error_geomean": geo_error([(v["real_median"], v["sim_median"]) for v in values])}
+
+
+def distribution_summary(runs: list[PolicyRun], repeats: int, seeds: int) -> dict:
+    """Every policy's distributions together: verdict counts, errors of the medians, ranking by median."""
+    values = [v for r in runs for v in [*r.distribution["apps"].values(), r.distribution["makespan"]]]
+    errors = [v["error"] for v in values if v["error"] == v["error"]]
+    over = [v for v in values if v["error"] == v["error"] and v["error"] > 0.10]
+    return {
+        "repeats": repeats, "seeds": seeds, "values": len(values),
+        "model_errors": sum(v["verdict"] == "model error" for v in values),
+        "noise": sum(v["verdict"] == "noise" for v in values),
+        "error_max": max(errors, default=math.nan),
+        "error_geomean": geo_error([(v["real_median"], v["sim_median"]) for v in values]),
+        "over_10pct": len(over), "over_10pct_inside_band": sum(v["inside_band"] for v in over),
+        "ranking": {"makespan": ranking({r.policy: (r.distribution["makespan"]["real_median"],
+                                                    r.distribution["makespan"]["sim_median"]) for r in runs})},
+    }
 
 
 def figure(runs: list[PolicyRun], path: str | Path) -> Path:

@@ -47,6 +47,15 @@ def print_policy(run) -> None:
         click.echo(table(["", "simulated median [min..max]", "emulated", "percentile", "error vs median"], rows))
         click.echo(f"inside the simulated range: {sp['inside']} of {sp['values']}; error vs median max "
                    f"{sp['error_max']:.2%}, geo-mean {sp['error_geomean']:.2%}")
+    if run.distribution:
+        d = run.distribution
+        click.echo(f"{d['repeats']} real runs (bandwidth median {d['bandwidth_median']:.4g}) against {d['seeds']} "
+                   "simulations:")
+        rows = [(a, f"{v['real_median']:.4g}", f"{v['sim_median']:.4g} [{v['band'][0]:.4g}..{v['band'][1]:.4g}]",
+                 f"{v['percentile']:.0%}", f"{v['error']:.2%}", f"{v['ks']:.2f} (p {v['ks_pvalue']:.2g})", v["verdict"])
+                for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
+        click.echo(table(["", "real median", "sim median [5..95 %]", "percentile", "error", "KS D", "verdict"],
+                         rows))
     click.get_text_stream("stdout").flush()
 
 
@@ -94,12 +103,15 @@ def parse_jitter(text: str):
 @click.option("--traces", "traces_dir", type=click.Path(file_okay=False, exists=True),
               help="do not emulate: reuse the traces DIR/POLICY.h5 of an earlier --work-dir DIR run "
                    "(batch specs: DIR/SCHEDULER.h5)")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="I/O specs: run each policy this many times for real and compare the runs with the --seeds "
+                   "simulations as distributions (medians, 5-95 % band, Kolmogorov-Smirnov)")
 @click.option("--calibration", "calibration", type=click.Path(dir_okay=False), metavar="TRACE",
               help="batch specs: simulate with the costs measured by the real run in TRACE (default: this "
                    "run's own, in-sample)")
 @click.pass_context
 def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
-             traces_dir, calibration) -> None:
+             traces_dir, calibration, repeats) -> None:
     """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
@@ -109,7 +121,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     """
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     if spec.kind == "batch":
-        given = [f"--{n.replace('_', '-')}" for n in ("policies", "seeds", "jitter_text", "figure_path")
+        given = [f"--{n.replace('_', '-')}" for n in ("policies", "seeds", "jitter_text", "figure_path", "repeats")
                  if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
         if given:
             raise click.UsageError(f"{', '.join(given).replace('-text', '').replace('-path', '')} apply to I/O "
@@ -120,10 +132,12 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
                                "bandwidth from each real run")
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)
+    if repeats > 1 and seeds < 1:
+        raise click.BadParameter("--repeats > 1 compares distributions: give --seeds >= 1", param_hint="--repeats")
     try:
         report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
                                     on_policy=None if as_json else print_policy, seeds=seeds, jitter=jitter,
-                                    traces=traces_dir)
+                                    traces=traces_dir, repeats=repeats)
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
     if figure_path:
@@ -144,5 +158,12 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
                    f"(makespan {sp['makespan_error_max']:.2%}), geo-mean {sp['error_geomean']:.2%}")
         for what, r in sp["ranking"].items():
             click.echo(f"ranking by median {what}: {verdict(r)}")
+    if "distribution" in report:
+        d = report["distribution"]
+        click.echo(f"\n{d['repeats']} real runs against {d['seeds']} simulations per policy: {d['noise']} of "
+                   f"{d['values']} values noise (real median inside the simulated 5-95 % band), {d['model_errors']} "
+                   f"model error(s); error of the medians max {d['error_max']:.2%}, geo-mean "
+                   f"{d['error_geomean']:.2%}; {d['over_10pct']} over 10 %, {d['over_10pct_inside_band']} of them "
+                   f"inside the band; ranking by median makespan: {verdict(d['ranking']['makespan'])}")
     if figure_path:
         click.echo(f"figure written to {figure_path}")

@@ -167,3 +167,38 @@ def test_validate_prints_errors_and_json(session, tmp_path):
     missing = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "stretch", "--traces",
                                        str(tmp_path / "w")])
     assert missing.exit_code == 2 and "stretch.h5: no such trace" in missing.output
+
+
+def test_validate_repeats_compares_the_real_runs_as_a_distribution(session, tmp_path):
+    from click.testing import CliRunner
+
+    from iolab.cli import cli
+
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(tiny().model_dump(mode="json")))
+    work = tmp_path / "w"
+    r = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "2", "--seeds", "8",
+                                 "--json", "--work-dir", str(work)])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    d = report["policies"]["fifo"]["distribution"]
+    assert d["repeats"] == 2 and d["seeds"] == 8 and d["values"] == 3  # A, B and the makespan
+    runs = [read_trace(work / "fifo.h5"), read_trace(work / "fifo-r1.h5")]  # both real runs are kept
+    assert all(t.attrs["runtime"] == "emulator" for t in runs)
+    assert sorted(d["makespan"]["real"]) == pytest.approx(sorted(float(t.jobs["end"].max()) for t in runs))
+    for v in [*d["apps"].values(), d["makespan"]]:
+        assert v["n_real"] == 2 and v["n_sim"] == 8 and v["verdict"] in ("noise", "model error")
+        assert v["band"][0] <= v["sim_median"] <= v["band"][1]
+        assert v["verdict"] == ("noise" if v["band"][0] <= v["real_median"] <= v["band"][1] else "model error")
+    assert report["distribution"]["values"] == 3
+    assert report["distribution"]["noise"] + report["distribution"]["model_errors"] == 3
+    # the kept runs again, without emulating: the same distribution
+    again = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "2", "--seeds", "8",
+                                     "--json", "--traces", str(work)])
+    assert again.exit_code == 0 and json.loads(again.output)["policies"]["fifo"]["distribution"] == d
+    # a third repeat was never run: refused, naming the file
+    more = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "3", "--traces",
+                                    str(work)])
+    assert more.exit_code == 2 and "fifo-r2.h5: no such trace" in more.output
+    nos = CliRunner().invoke(cli, ["validate", str(spec), "--repeats", "2", "--seeds", "0"])
+    assert nos.exit_code == 2 and "--seeds" in nos.output
