@@ -67,7 +67,8 @@ def test_installed_metadata_agrees_with_the_package():
 def test_examples_and_templates_are_package_data():
     from iolab.cli.examples import shipped
 
-    assert {"table1-emulation.yaml", "kth-sp2-easy.yaml", "campaigns/quick.yaml"} <= set(shipped("iolab.examples"))
+    assert {"table1-emulation.yaml", "kth-sp2-easy.yaml", "campaigns/quick.yaml", "validation/multi-node-io.yaml",
+            "validation/batch-sas-disks.yaml"} <= set(shipped("iolab.examples"))
     assert {"emulate.sbatch", "sweep.sbatch", "validate.sbatch"} <= set(shipped("iolab.templates"))
     assert files("iolab.examples").joinpath("table1-emulation.yaml").read_text().startswith(("#", "kind", "name"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from pathlib import Path
 
 import click
@@ -32,17 +33,25 @@ def workload() -> None:
 @click.option("--nodes-per-io-node", type=int, default=2048, show_default=True, help="P, a power of two")
 @click.option("--mapping", type=click.Choice(["none", "first-fit", "make-pack"]), default="first-fit", show_default=True,
               help="how the apps are mapped onto the I/O nodes (carretero2020 §5.2)")
+@click.option("--apps", "apps_range", default="25,100", show_default=True,
+              help="number of apps, uniform on LO,HI (or exactly N); the paper's range by default")
+@click.option("--iterations", "iter_range", default="250,1000", show_default=True,
+              help="iterations per app, uniform on LO,HI (or exactly N): fewer for a real run")
+@click.option("--compute", "compute_range", default="10,100", show_default=True,
+              help="compute seconds per iteration, uniform on LO,HI")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
 @click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
 def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_node: int,
-             mapping: str, output: str, as_json: bool) -> None:
+             mapping: str, apps_range: str, iter_range: str, compute_range: str, output: str, as_json: bool) -> None:
     """Generate a MODEL workload (carretero2020 §6.2.2) as an experiment spec."""
     if alpha <= 0:
         raise click.BadParameter("must be > 0", param_hint="--alpha")
     if seed < 0:
         raise click.BadParameter("must be >= 0", param_hint="--seed")
+    ranges = {"apps": _range(apps_range, "--apps", int, 1), "iterations": _range(iter_range, "--iterations", int, 1),
+              "compute": _range(compute_range, "--compute", float, 0)}
     try:
-        params = CarreteroParams(nodes_per_io_node=nodes_per_io_node)
+        params = CarreteroParams(nodes_per_io_node=nodes_per_io_node, **ranges)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--nodes-per-io-node") from None
     spec = gen(alpha, seed, params, io_nodes=io_nodes)
@@ -59,6 +68,24 @@ def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_no
                                "alpha_gen": alpha, "seed": seed}, indent=2))
         return
     click.echo(f"{path}: {len(spec.apps)} apps, I/O load {spec.io_load():.4f} (alpha_gen {alpha})")
+
+
+def _range(text: str, hint: str, kind, least):
+    """``LO,HI`` or ``N`` (= N,N) of ``kind`` with least <= LO <= HI, else a usage error naming ``hint``."""
+    parts = [t.strip() for t in text.split(",")]
+    try:
+        if len(parts) not in (1, 2):
+            raise ValueError("give LO,HI or N")
+        lo, hi = kind(parts[0]), kind(parts[-1])
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError("not finite")
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r}: {exc}", param_hint=hint) from None
+    if not least <= lo <= hi:
+        raise click.BadParameter(f"{text!r}: need {least} <= LO <= HI", param_hint=hint)
+    if kind is int and hi > 10**7:
+        raise click.BadParameter(f"{text!r}: at most 10000000", param_hint=hint)
+    return (lo, hi)
 
 
 @workload.group("import")

@@ -1,0 +1,69 @@
+"""The validation specs shipped in examples/validation/: what their headers promise."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from iolab.cli import cli
+from iolab.specs.io import LIST_POLICIES
+from iolab.specs.load import load_spec
+from iolab.sim.batch.run import simulate_batch
+from iolab.sim.run import simulate
+from shared_data import REPO
+
+HERE = REPO / "examples" / "validation"
+
+
+def test_the_multi_node_spec_is_what_its_header_command_generates(tmp_path):
+    path = HERE / "multi-node-io.yaml"
+    line = next(ln for ln in path.read_text().splitlines() if "iolab workload generate" in ln)
+    rest = next(ln for ln in path.read_text().splitlines() if "--mapping make-pack" in ln)
+    args = shlex.split(line.split("iolab", 1)[1].rstrip("\\") + " " + rest.lstrip("# "))
+    out = tmp_path / "gen.yaml"
+    args[args.index("-o") + 1] = str(out)
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert yaml.safe_load(out.read_text())["apps"] == yaml.safe_load(path.read_text())["apps"]
+
+
+def test_the_multi_node_spec_uses_three_io_nodes_under_every_list_policy():
+    spec = load_spec(HERE / "multi-node-io.yaml")
+    assert spec.platform.io_nodes == 3 and 10 <= len(spec.apps) <= 12
+    assert spec.mapping.kind == "make-pack" and spec.mapping.sensibility == 1.0
+    for policy in LIST_POLICIES:
+        t = simulate(spec, policy=policy)
+        assert set(int(n) for n in t.jobs["io_node"]) == {0, 1, 2}, policy
+        assert len(set(int(p) for p in t.jobs["pack"])) >= 3
+        assert t.jobs["end"].max() < 600  # a real run at time scale 1 lasts minutes
+
+
+def test_the_batch_spec_places_on_both_disks_splits_and_falls_back():
+    spec = load_spec(HERE / "batch-sas-disks.yaml")
+    assert 8 <= len(spec.workload.jobs) <= 12 and spec.scheduler.kind == "sas"
+    t = simulate_batch(spec, strict=True)
+    a = t.allocations
+    held = {str(d) for d, st in zip(a["disk"], a["status"]) if st == "allocated"}
+    assert len(held) == 2  # both disks hold allocations
+    assert "split" in set(a["status"]) and "failed" in set(a["status"])  # a split, and a job that went to LPS
+    tiers = set(t.jobs["tier"])
+    assert tiers == {"hps", "lps"}
+    assert any(k == "stage-in" for k in t.phases["kind"]) and any(k == "stage-out" for k in t.phases["kind"])
+    assert t.jobs["end"].max() * spec.emulator.time_scale < 600  # under 10 minutes of wall time for real
+
+
+@pytest.mark.parametrize("name", ["multi-node-io.yaml", "batch-sas-disks.yaml"])
+def test_the_emulator_accepts_the_validation_specs(name, tmp_path):
+    spec = load_spec(HERE / name)
+    if spec.kind == "batch":
+        from iolab.emulator.batch_checks import check_batch_runnable
+        from iolab.sim.workloads import load_workload
+
+        check_batch_runnable(spec, load_workload(spec), tmp_path)
+    else:
+        from iolab.emulator.checks import check_runnable
+
+        check_runnable(spec, tmp_path)
