@@ -8,9 +8,21 @@ from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
+from ..plots.validation import write_report
 from .format import dumps, table
 from .validate_batch import validate_batch_cli
 from .options import strict_option
+
+
+def command_line(ctx: click.Context, spec_path: str) -> str:
+    """The command as the user gave it (the options set on the command line), for the report."""
+    parts = [ctx.command_path, spec_path]
+    for p in ctx.command.params:
+        if p.name == "spec_path" or ctx.get_parameter_source(p.name) != click.core.ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[p.name]
+        parts.append(p.opts[0] if value is True else f"{p.opts[0]} {value}")
+    return " ".join(parts)
 
 
 def parse_policies(text: str) -> list[str]:
@@ -103,6 +115,8 @@ def parse_jitter(text: str):
 @click.option("--traces", "traces_dir", type=click.Path(file_okay=False, exists=True),
               help="do not emulate: reuse the traces DIR/POLICY.h5 of an earlier --work-dir DIR run "
                    "(batch specs: DIR/SCHEDULER.h5)")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False),
+              help="also write a self-contained page: DIR/report.md, DIR/scatter.png, DIR/report.json")
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="I/O specs: run each policy this many times for real and compare the runs with the --seeds "
                    "simulations as distributions (medians, 5-95 % band, Kolmogorov-Smirnov)")
@@ -111,7 +125,7 @@ def parse_jitter(text: str):
                    "run's own, in-sample)")
 @click.pass_context
 def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
-             traces_dir, calibration, repeats) -> None:
+             traces_dir, calibration, repeats, report_dir) -> None:
     """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
@@ -126,7 +140,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
         if given:
             raise click.UsageError(f"{', '.join(given).replace('-text', '').replace('-path', '')} apply to I/O "
                                    "specs; a batch spec names its scheduler")
-        return validate_batch_cli(spec, as_json, address, work_dir, traces_dir, calibration)
+        return validate_batch_cli(spec, as_json, address, work_dir, traces_dir, calibration,
+                                  report_dir=report_dir, command=command_line(ctx, spec_path))
     if calibration:
         raise click.UsageError("--calibration applies to batch specs; an I/O spec's validation measures its "
                                "bandwidth from each real run")
@@ -142,6 +157,12 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
         raise click.UsageError(str(exc)) from None
     if figure_path:
         report["figure"] = str(figure(runs, figure_path))
+    if report_dir:
+        a = runs[0].emulated.attrs if runs else {}
+        page = write_report(report, report_dir, command=command_line(ctx, spec_path),
+                            machine={"host": a.get("host"), "versions": a.get("versions")}, json_text=dumps(report))
+        if not as_json:
+            click.echo(f"report written to {page}", err=True)
     if as_json:
         click.echo(dumps(report))
         return

@@ -6,6 +6,7 @@ import click
 
 from ..emulator.validate import TraceMismatch
 from ..emulator.validate_batch import validate_batch
+from ..plots.validation import write_report
 from .format import dumps, table
 
 
@@ -30,13 +31,20 @@ def print_comparison(title: str, c: dict) -> None:
                + (f"; not compared (not ok in both): {', '.join(c['not_compared'])}" if c["not_compared"] else ""))
 
 
-def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration) -> None:
+def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration, *, report_dir=None,
+                       command: str = "") -> None:
     try:
         report, _ = validate_batch(spec, address=address, work_dir=work_dir, traces=traces_dir,
                                    calibration=calibration, progress=not as_json,
                                    note=None if as_json else lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
+    if report_dir:
+        page = write_report(report, report_dir, command=command,
+                            machine={"host": report["real"]["host"], "versions": report["real"]["versions"]},
+                            json_text=dumps(report))
+        if not as_json:
+            click.echo(f"report written to {page}", err=True)
     if as_json:
         click.echo(dumps(report))
         return

@@ -193,9 +193,13 @@ def test_validate_repeats_compares_the_real_runs_as_a_distribution(session, tmp_
     assert report["distribution"]["values"] == 3
     assert report["distribution"]["noise"] + report["distribution"]["model_errors"] == 3
     # the kept runs again, without emulating: the same distribution
+    page = tmp_path / "report"
     again = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "2", "--seeds", "8",
-                                     "--json", "--traces", str(work)])
+                                     "--json", "--traces", str(work), "--report", str(page)])
     assert again.exit_code == 0 and json.loads(again.output)["policies"]["fifo"]["distribution"] == d
+    md = (page / "report.md").read_text()
+    assert "## I/O level: per policy" in md and "### fifo" in md and "2 real runs against 8 simulations" in md
+    assert (page / "scatter.png").stat().st_size > 0 and json.loads((page / "report.json").read_text())["spec"]
     # a third repeat was never run: refused, naming the file
     more = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "3", "--traces",
                                     str(work)])

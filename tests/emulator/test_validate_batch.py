@@ -45,9 +45,18 @@ def test_validate_runs_the_batch_spec_for_real_and_reports_both_simulations(tmp_
         assert c["jobs"]["io"]["stage_in"]["real"] > 0 and c["jobs"]["cpu"]["stage_in"]["real"] == 0
     # the spec's own overheads are 0: the plain simulation ends every job earlier than the real run
     assert all(v["turnaround"]["real"] > v["turnaround"]["sim"] for v in rep["uncalibrated"]["jobs"].values())
-    # the kept run validates again without running anything, with the same numbers
-    again = CliRunner().invoke(cli, ["validate", str(path), "--traces", str(work), "--json"])
+    # the kept run validates again without running anything, with the same numbers, and writes the page
+    page = tmp_path / "report"
+    again = CliRunner().invoke(cli, ["validate", str(path), "--traces", str(work), "--json", "--report", str(page)])
     assert again.exit_code == 0 and json.loads(again.output)["calibrated"] == rep["calibrated"]
+    assert json.loads((page / "report.json").read_text())["calibrated"] == rep["calibrated"]
+    md = (page / "report.md").read_text()
+    assert (page / "scatter.png").read_bytes()[:4] == b"\x89PNG" and "![simulated against real](scatter.png)" in md
+    for heading in ("# Validation of `tiny-validate`", "## Batch level", "### simulated as written",
+                    "### simulated with the calibration", "--traces"):
+        assert heading in md, heading
+    assert f"| makespan | {rep['calibrated']['run']['makespan']['real']:.4g} |" in md
+    assert real.attrs["host"] in md and "ray " in md  # the machine and the versions of the real run
     # a kept trace of another spec is refused, naming the field
     other = dict(SPEC, workload=SPEC["workload"][:2])
     (tmp_path / "other.json").write_text(json.dumps(other))
