@@ -59,12 +59,21 @@ def trace_name(policy: str, repeat: int = 0) -> str:
     return f"{policy}.h5" if repeat == 0 else f"{policy}-r{repeat}.h5"
 
 
-def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str, repeat: int = 0) -> Trace:
+def load_kept_trace(spec: IOExperiment, traces: str | Path | dict[str, list[Path]], policy: str,
+                    repeat: int = 0) -> Trace:
     """``DIR/POLICY.h5`` (``DIR/POLICY-rK.h5`` for the K-th repeat) from an earlier ``--work-dir DIR`` run,
-    checked against ``spec``."""
-    path = Path(traces_dir) / trace_name(policy, repeat)
+    or, when ``traces`` maps every policy to its trace files (a campaign's runs, see
+    :mod:`iolab.campaign.validation`), the K-th of ``policy``'s; checked against ``spec``."""
+    if isinstance(traces, dict):
+        found = traces.get(policy, [])
+        if repeat >= len(found):
+            raise TraceMismatch(f"the campaign has {len(found)} ok run(s) of {policy} with a kept trace, "
+                                f"{repeat + 1} wanted (run it with `iolab sweep FILE --traces DIR`)")
+        path = Path(found[repeat])
+    else:
+        path = Path(traces) / trace_name(policy, repeat)
     if not path.is_file():
-        raise TraceMismatch(f"{path}: no such trace; make it with `iolab validate SPEC --work-dir {traces_dir}`")
+        raise TraceMismatch(f"{path}: no such trace; make it with `iolab validate SPEC --work-dir {path.parent}`")
     trace = read_trace(path)
     if trace.attrs.get("runtime") != "emulator":
         raise TraceMismatch(f"{path}: runtime is {trace.attrs.get('runtime')!r}, not an emulated run")
@@ -84,7 +93,7 @@ def load_kept_trace(spec: IOExperiment, traces_dir: str | Path, policy: str, rep
 def validate(spec: IOExperiment, policies: list[str], *, address: str | None = None,
              work_dir: str | Path | None = None, progress: bool = False,
              on_policy: Callable[[PolicyRun], None] | None = None, seeds: int = 0,
-             jitter: Jitter | str = "auto", traces: str | Path | None = None,
+             jitter: Jitter | str = "auto", traces: str | Path | dict[str, list[Path]] | None = None,
              repeats: int = 1) -> tuple[dict, list[PolicyRun]]:
     """Emulate then simulate ``spec`` under every policy; returns (report, runs).
 

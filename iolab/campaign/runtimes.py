@@ -26,7 +26,8 @@ def run_sim(spec, *, mode: str, run_id: str = "", workdir: Path | None = None):
 
 
 def run_emulate(spec, *, mode: str, run_id: str = "", workdir: Path | None = None):
-    """UNTESTED: calls ``iolab.emulator.run.run_emulation(spec, policy=, out=, work_dir=) -> Trace``.
+    """A real run: ``iolab.emulator.run.run_emulation(spec, policy=, out=, work_dir=) -> Trace`` (tested
+    through ``iolab validate --campaign``: tests/emulator/test_validate_campaign.py).
 
     Each emulated run starts MPI processes and an arbiter actor in the Ray
     cluster the task runs in; give the campaign a ``cpus_per_run`` that

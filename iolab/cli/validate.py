@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
+import yaml
 
 from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
+from ..atomic import atomic_write_text
+from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from ..plots.validation import write_report
 from .format import dumps, table
 from .validate_batch import validate_batch_cli
@@ -117,6 +123,10 @@ def parse_jitter(text: str):
                    "(batch specs: DIR/SCHEDULER.h5)")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
               help="also write a self-contained page: DIR/report.md, DIR/scatter.png, DIR/report.json")
+@click.option("--campaign", "campaign_path", type=click.Path(dir_okay=False),
+              help="I/O specs: do not run anything; write the campaign of the real runs (every policy --repeats "
+                   "times, runtime emulate) to FILE for `iolab sweep FILE --traces DIR/traces --out DIR` (on a "
+                   "cluster too), then validate with --traces DIR")
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="I/O specs: run each policy this many times for real and compare the runs with the --seeds "
                    "simulations as distributions (medians, 5-95 % band, Kolmogorov-Smirnov)")
@@ -125,7 +135,7 @@ def parse_jitter(text: str):
                    "run's own, in-sample)")
 @click.pass_context
 def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
-             traces_dir, calibration, repeats, report_dir) -> None:
+             traces_dir, calibration, repeats, report_dir, campaign_path) -> None:
     """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
@@ -135,7 +145,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     """
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     if spec.kind == "batch":
-        given = [f"--{n.replace('_', '-')}" for n in ("policies", "seeds", "jitter_text", "figure_path", "repeats")
+        given = [f"--{n.replace('_', '-')}" for n in ("policies", "seeds", "jitter_text", "figure_path", "repeats",
+                                                      "campaign_path")
                  if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
         if given:
             raise click.UsageError(f"{', '.join(given).replace('-text', '').replace('-path', '')} apply to I/O "
@@ -149,6 +160,18 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     jitter = parse_jitter(jitter_text)
     if repeats > 1 and seeds < 1:
         raise click.BadParameter("--repeats > 1 compares distributions: give --seeds >= 1", param_hint="--repeats")
+    if campaign_path:
+        doc = repeats_campaign(spec, names, repeats)
+        text = (json.dumps(doc, indent=1) if campaign_path.endswith(".json")
+                else yaml.safe_dump(doc, sort_keys=False, width=120))
+        atomic_write_text(Path(campaign_path), text)
+        click.echo(f"{campaign_path}: {len(names) * repeats} real runs ({len(names)} policies x {repeats}). Run:\n"
+                   f"  iolab sweep {campaign_path} --traces DIR/traces --out DIR   (or slurm/templates/sweep.sbatch)\n"
+                   f"then:\n  iolab validate {spec_path} --policies {','.join(names)} --repeats {repeats} "
+                   "--traces DIR")
+        return
+    if traces_dir and is_campaign_results(traces_dir):
+        traces_dir = campaign_traces(traces_dir, names)
     try:
         report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
                                     on_policy=None if as_json else print_policy, seeds=seeds, jitter=jitter,
