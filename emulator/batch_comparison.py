@@ -10,7 +10,9 @@
   as absolute differences in spec seconds (a wait of 0 has no relative error);
 - per run: makespan, mean turnaround, node and HPS utilisation, real, simulated and
   the relative error;
-- agreement: the jobs whose tier differs, the jobs whose disks differ.
+- agreement: the jobs whose tier differs, the jobs whose disks differ;
+- with the storage load controller: every job's suspensions (how many, how long in
+  total) and the run's count, real and simulated.
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ def _jobs(trace: Trace) -> dict[str, dict]:
     for job, disk, st in zip(a["job"], a["disk"], a["status"]):
         if str(st) == "allocated":  # the bytes held (request-level rows: split, requeued, refused, failed)
             disks[str(job)].add(str(disk))
+    suspended: dict[str, list[float]] = defaultdict(list)  # the load controller's suspensions: their lengths
+    ac = trace.actions
+    for job, sus, res in zip(ac["job"], ac["suspend"], ac["resume"]):
+        suspended[str(job)].append(float(res) - float(sus) if res == res else math.nan)
     for job, v in out.items():
+        v["suspensions"] = len(suspended.get(job, ()))
+        v["suspended"] = sum(x for x in suspended.get(job, ()) if x == x)
         v["stage_in"] = stage.get((job, "stage-in"), 0.0)
         v["stage_out"] = stage.get((job, "stage-out"), 0.0)
         v["disks"] = sorted(disks.get(job, ()))
@@ -59,7 +67,7 @@ def compare_batch(real: Trace, sim: Trace) -> dict:
             skipped.append(job)
             continue
         row = {}
-        for key in ("start", "end", "stage_in", "stage_out"):
+        for key in ("start", "end", "stage_in", "stage_out", "suspensions", "suspended"):
             row[key] = {"real": r[key], "sim": s[key], "diff": r[key] - s[key]}
         for key, a, b in (("wait", r["start"] - r["submit"], s["start"] - s["submit"]),
                           ("turnaround", r["end"] - r["submit"], s["end"] - s["submit"])):
@@ -86,6 +94,8 @@ def compare_batch(real: Trace, sim: Trace) -> dict:
         "tier_differs": tier_differs,
         "disks_differ": disks_differ,
         "not_compared": skipped,
+        "suspensions": {"real": sum(v["suspensions"] for v in rj.values()),
+                        "sim": sum(v["suspensions"] for v in sj.values())},
     }
 
 

@@ -25,7 +25,8 @@ from .batch_comparison import compare_batch
 from .batch_run import run_batch_emulation
 from .validate import TraceMismatch
 
-KEPT_FIELDS = ("platform", "workload", "scheduler", "placement", "estimate", "advance_stage_in")
+KEPT_FIELDS = ("platform", "workload", "scheduler", "placement", "estimate", "advance_stage_in", "controller")
+SIM_ONLY = {"platform": "overheads", "controller": "model"}  # the simulator's models: may differ from the run's
 
 
 def load_kept_batch_trace(spec: BatchExperiment, traces_dir: str | Path) -> Trace:
@@ -40,8 +41,8 @@ def load_kept_batch_trace(spec: BatchExperiment, traces_dir: str | Path) -> Trac
     kept, want = trace.attrs.get("spec") or {}, spec.model_dump(mode="json")
     for field in KEPT_FIELDS:
         a, b = kept.get(field), want.get(field)
-        if field == "platform" and isinstance(a, dict) and isinstance(b, dict):  # overheads are the simulator's
-            a, b = ({k: v for k, v in d.items() if k != "overheads"} for d in (a, b))
+        if field in SIM_ONLY and isinstance(a, dict) and isinstance(b, dict):
+            a, b = ({k: v for k, v in d.items() if k != SIM_ONLY[field]} for d in (a, b))
         if a != b:
             raise TraceMismatch(f"{path}: spec.{field} differs from the spec being validated "
                                 "(the trace was made from another spec)")

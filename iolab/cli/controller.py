@@ -1,4 +1,5 @@
-"""``iolab controller train``: fit dheenadayalan2017's response model on kept traces' samples."""
+"""``iolab controller train|fit``: fit dheenadayalan2017's response model, or the simulator's volume model,
+on kept traces' samples."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 from ..errors import IolabError
 from ..middleware.response_model import FEATURES, ResponseModel
 from ..trace import read_trace
-from .format import dumps
+from ..sim.batch.volume_fit import fit_volume_model
+from .format import dumps, table
 
 
 @click.group()
@@ -70,3 +72,43 @@ def train(traces, out, threshold, test_share, seed, as_json) -> None:
         click.echo(f"{out}: random forest on {', '.join(model.features)}; {len(y_train)} samples, "
                    f"OOB MAE {model.oob_mae:.3g} s, OOB R² {model.oob_r2:.3f}; held out {len(y_test)}: "
                    f"MAE {out_stats['test_mae']:.3g} s, R² {out_stats['test_r2']:.3f}")
+
+
+@controller.command()
+@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--volume", default="lps", show_default=True, help="the volume whose samples are fitted")
+@click.option("--json", "as_json", is_flag=True, help="print the fit as JSON (nothing else on stdout)")
+def fit(traces, volume, as_json) -> None:
+    """Fit the simulator's volume model (controller.model: gamma, knee, r0, probe_rate) to the
+    response times that real runs with a `controller:` section measured (their `samples`), so that a
+    simulation of the spec sees the volume the real run saw (docs/controller.md)."""
+    writers, response, units = [], [], set()
+    for path in traces:
+        t = read_trace(path)
+        c = (t.attrs.get("spec") or {}).get("controller") or {}
+        if not c or not len(t.samples):
+            raise IolabError(f"{path}: no samples (a real run of a spec with a controller: section has them)")
+        if str(t.attrs.get("runtime", "")).startswith("sim"):
+            raise IolabError(f"{path}: a simulated trace; fit the model to real runs (iolab emulate)")
+        units.add(float(c.get("p", 1e9)))
+        s = t.samples.columns
+        mine = np.asarray(s["volume"]) == volume
+        writers.extend(np.asarray(s["writers"], dtype=float)[mine])
+        response.extend(np.asarray(s["response"], dtype=float)[mine])
+    if len(units) != 1:
+        raise IolabError(f"the traces' benchmark units differ ({sorted(units)}): fit runs of one unit together")
+    if not response:
+        raise IolabError(f"no samples of volume {volume!r} in the traces")
+    try:
+        f = fit_volume_model(writers, response, units.pop())
+    except ValueError as exc:
+        raise IolabError(str(exc)) from None
+    report = {"volume": volume, "samples": len(response), "model": f.spec(), "mae": f.mae,
+              "rows": [{"writers": k, "samples": n, "median": m, "model": q} for k, n, m, q in f.rows]}
+    if as_json:
+        click.echo(dumps(report))
+        return
+    click.echo(f"{volume}: {len(response)} samples; weighted MAE of the medians {f.mae:.3g} s")
+    click.echo(table(["writers", "samples", "median response s", "model s"],
+                     [(k, n, m, q) for k, n, m, q in f.rows]))
+    click.echo("controller:\n  model: {" + ", ".join(f"{k}: {v:g}" for k, v in f.spec().items()) + "}")

@@ -28,7 +28,9 @@ def print_comparison(title: str, c: dict) -> None:
                f"{_pct(c['turnaround_error_geomean'])}; largest start difference {c['start_diff_max']:.4g} s; "
                f"tier differs: {', '.join(c['tier_differs']) or 'none'}; disks differ: "
                f"{', '.join(c['disks_differ']) or 'none'}"
-               + (f"; not compared (not ok in both): {', '.join(c['not_compared'])}" if c["not_compared"] else ""))
+               + (f"; not compared (not ok in both): {', '.join(c['not_compared'])}" if c["not_compared"] else "")
+               + (f"; suspensions by the load controller: real {c['suspensions']['real']}, simulated "
+                  f"{c['suspensions']['sim']}" if c["suspensions"]["real"] or c["suspensions"]["sim"] else ""))
 
 
 def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration, *, report_dir=None,

@@ -42,11 +42,15 @@ VOLUMES = ("lps", "hps")
 class VolumeModelSpec(StrictModel):
     """The simulator's volume under contention (``iolab.sim.batch.controller.VolumeModel``):
     total rate ``rate / (1 + gamma * max(0, k - knee))`` with ``k`` streams; the benchmark
-    unit's response ``r0 + p * (k + 1) / rate_eff(k + 1)``.  Real runs measure instead."""
+    unit's response ``r0 + p * (k + 1) * (1 + gamma * max(0, k + 1 - knee)) / probe_rate`` (``probe_rate``
+    defaults to the tier's rate).  Real runs measure instead; ``iolab controller fit`` fits it to them."""
 
     gamma: float = Field(0.0, ge=0, le=100, allow_inf_nan=False, description="throughput lost per stream past knee")
     knee: int = Field(1, ge=1, le=100_000, description="streams served at the full rate")
     r0: float = Field(0.0, ge=0, allow_inf_nan=False, description="fixed seconds of a benchmark write")
+    probe_rate: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                     description="bytes/s the benchmark unit is written at alone (default: the "
+                                                 "tier's rate; `iolab controller fit` measures it)")
 
 
 class ControllerSpec(StrictModel):

@@ -50,12 +50,15 @@ class VolumeModel:
     gamma: float = 0.0  # throughput lost per stream past the knee
     knee: int = 1  # streams the volume serves at full rate
     r0: float = 0.0  # seconds of fixed cost of a benchmark write (fsync, metadata)
+    probe_rate: float | None = None  # bytes/s of the benchmark unit alone (None: ``rate``)
 
     def effective(self, k: int) -> float:
         return self.rate / (1.0 + self.gamma * max(0, k - self.knee))
 
     def response(self, k: int, p: float) -> float:
-        return self.r0 + p * (k + 1) / self.effective(k + 1)
+        if self.probe_rate is None:
+            return self.r0 + p * (k + 1) / self.effective(k + 1)
+        return self.r0 + p * (k + 1) * (1.0 + self.gamma * max(0, k + 1 - self.knee)) / self.probe_rate
 
 
 class ContentionLink(FairShareLink):
@@ -85,7 +88,8 @@ class SimController:
         models = {}
         for v in c.volumes:
             rate = p.lps.rate if v == "lps" else p.hps.rate
-            models[v] = VolumeModel(rate, c.model.gamma, c.model.knee, c.model.r0) if c.model else VolumeModel(rate)
+            models[v] = (VolumeModel(rate, c.model.gamma, c.model.knee, c.model.r0, c.model.probe_rate) if c.model
+                         else VolumeModel(rate))
         return cls(ControllerParams.from_spec(c), models)
 
     def install(self, engine, control: bool = True) -> None:
