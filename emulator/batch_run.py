@@ -466,4 +466,12 @@ class BatchEmulation:
                             work=self.work, complete=complete, requests=requests, samples=samples,
                             predictions=self.kernel.prediction_rows())
         trace.attrs["advance_stage_in"] = dict(self.kernel.advance_stats)
+        if self.controller is not None:  # the cost of watching the volumes: the benchmark units it wrote
+            rec = self.controller.records or {}
+            wall = trace.attrs.get("wall_seconds", 0.0)
+            trace.attrs["monitoring"] = {
+                "samples": len(samples), "bytes_written": int(rec.get("bytes_written", 0)),
+                "write_seconds": float(rec.get("seconds", 0.0)),
+                "share_of_wall": float(rec.get("seconds", 0.0)) / wall if wall else math.nan,
+                "devices": rec.get("devices", {})}
         return trace

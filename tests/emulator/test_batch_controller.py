@@ -84,6 +84,12 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     assert len(samples) >= 5 and {r["volume"] for r in samples} == {"lps"}
     assert all(r["response"] > 0 for r in samples)
     assert max(r["writers"] for r in samples) >= 2
+    # its cost is in the trace: one benchmark unit (p x bytes_scale real bytes) written per sample
+    mon = trace.attrs["monitoring"]
+    s = spec()
+    assert mon["samples"] == len(samples)
+    assert mon["bytes_written"] == len(samples) * int(s.controller.p * s.emulator.bytes_scale)
+    assert 0 < mon["write_seconds"] < trace.attrs["wall_seconds"] and 0 < mon["share_of_wall"] < 1
     # a suspended job comes back later: its run is longer than the oldest job's by about its suspension
     assert jobs["c"]["end"] - jobs["c"]["start"] > sum(b - a for j, a, b in sus if j == "c")
 
