@@ -47,7 +47,8 @@ class ControllerDriver:
         self.t0 = run.t0
         self.actor = LoadControllerActor.create(
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
-            name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
+            name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
+            ar_order=c.ar_order)
         self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume)
         self.next = 0.0
         self.dead = ""

@@ -7,7 +7,8 @@ device's counters when there is one, and feeds the response time, in spec
 seconds (wall / time_scale), to the pure
 :class:`~iolab.middleware.policies.controller.LoadController`.  The measured
 response stands for the random forest's prediction (the trained model is not
-wired in yet); the forecast is the last response (persistence).
+wired in yet); the forecast of Eq. 9 is the spec's ``controller.forecast``
+(:class:`iolab.metrics.forecast.ResponseForecaster`, the simulator's too).
 
 The batch loop calls :meth:`LoadControllerActor.cycle` with the jobs' open
 files and carries out the returned suspensions itself (the signals belong to
@@ -20,6 +21,8 @@ from __future__ import annotations
 import threading
 import time
 from typing import Any
+
+from iolab.metrics.forecast import ResponseForecaster
 
 from .actor_handle import ActorHandle, call
 from .policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
@@ -36,6 +39,8 @@ class _ControllerActor:
         self.unit = int(config["unit_bytes"])  # real bytes of the benchmark unit
         self.d_wall = self.params.d * self.time_scale
         self.lc = LoadController(self.params)
+        self.forecaster = ResponseForecaster.for_params(config.get("forecast", "last"), int(config.get("ar_order", 3)),
+                                                        self.params.t, self.params.d)
         self.lock = threading.Lock()
         self.samples: list[list] = []  # wall, volume, response (spec s), writers, sectors written, in flight, score
         self.devices = {v: device_of(d) for v, d in self.volumes.items()}
@@ -63,6 +68,7 @@ class _ControllerActor:
                 with self.lock:
                     self.lc.observe(v, r)
                     self.last[v] = r
+                    self.forecaster.add(v, r)
                     self.bytes_written += self.unit
                     self.seconds += r * self.time_scale
                     self.samples.append([t0, v, r, self.writers.get(v, 0), st["sectors_written"] if st else -1,
@@ -73,7 +79,7 @@ class _ControllerActor:
         jobs = {u[0]: JobUsage(u[0], u[1], tuple(OpenFile(*f) for f in u[2])) for u in usages}
         with self.lock:
             self.writers = {v: sum(1 for u in jobs.values() if u.on(v)) for v in self.volumes}
-            cy = self.lc.cycle(now, jobs, dict(self.last))
+            cy = self.lc.cycle(now, jobs, self.forecaster.forecasts())
         return {"actions": [[a.kind, a.job, a.volume, a.reason] for a in cy.actions], "sleep": cy.sleep,
                 "loaded": cy.loaded}
 
@@ -96,9 +102,10 @@ class LoadControllerActor(ActorHandle):
 
     @classmethod
     def create(cls, params: ControllerParams, volumes: dict[str, str], *, time_scale: float, unit_bytes: int,
-               name: str, namespace: str) -> "LoadControllerActor":
+               name: str, namespace: str, forecast: str = "last", ar_order: int = 3) -> "LoadControllerActor":
         config = {"params": {k: getattr(params, k) for k in params.__dataclass_fields__}, "volumes": volumes,
-                  "time_scale": time_scale, "unit_bytes": int(unit_bytes)}
+                  "time_scale": time_scale, "unit_bytes": int(unit_bytes), "forecast": forecast,
+                  "ar_order": int(ar_order)}
         return cls._spawn(_ControllerActor, config, name, namespace)
 
     def cycle(self, now: float, usages: list, timeout: float = 30.0) -> dict[str, Any]:

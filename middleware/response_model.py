@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from iolab.metrics.forecast import ar_forecast
+
 __all__ = ["FEATURES", "ResponseModel", "forecast", "select_features"]
 
 FEATURES = ("writers", "bytes_rate", "in_flight")  # the samples columns a model may use
@@ -83,11 +85,5 @@ class ResponseModel:
 
 
 def forecast(series, q: int, steps: int) -> np.ndarray:
-    """The next ``steps`` values of ``series`` by an AR(q) fitted to it (statsmodels ``AutoReg``)."""
-    from statsmodels.tsa.ar_model import AutoReg  # lazy: statsmodels only to forecast
-
-    y = np.asarray(series, dtype=float)
-    if len(y) <= 2 * q + 1:
-        raise ValueError(f"an AR({q}) forecast needs more than {2 * q + 1} values, got {len(y)}")
-    fit = AutoReg(y, lags=q, trend="c").fit()
-    return np.asarray(fit.predict(start=len(y), end=len(y) + steps - 1))
+    """The next ``steps`` values of ``series`` by an AR(q) fitted to it (:func:`iolab.metrics.forecast.ar_forecast`)."""
+    return ar_forecast(series, q, steps)

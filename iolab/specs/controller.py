@@ -24,7 +24,8 @@ one given.
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib.util
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
@@ -69,6 +70,8 @@ class ControllerSpec(StrictModel):
     recent: PosSeconds = Field(60.0, description="jobs whose files did not change for this long are left alone")
     volumes: list[str] = Field(default_factory=lambda: list(VOLUMES), min_length=1,
                                description="the tiers watched (lps, hps)")
+    forecast: Literal["last", "ar"] = Field("last", description="the forecast of Eq. 9: the last response "
+                                                               "(persistence) or an AR(ar_order) fitted online")
     ar_order: int = Field(3, ge=1, le=64, description="q of the AR(q) forecast")
     correlation_threshold: float = Field(0.3, ge=0, le=1,
                                          description="|Pearson r| with the response a feature needs (§4.2)")
@@ -83,6 +86,8 @@ class ControllerSpec(StrictModel):
                 problems.append((f"volumes[{i}]", f"unknown volume {v!r}; one of {', '.join(VOLUMES)}"))
         if len(set(self.volumes)) != len(self.volumes):
             problems.append(("volumes", "a volume is listed twice"))
+        if self.forecast == "ar" and importlib.util.find_spec("statsmodels") is None:
+            problems.append(("forecast", "ar needs statsmodels, not installed (pip install 'iolab[controller]')"))
         if "beta" in self.model_fields_set and "ws" in self.model_fields_set and \
                 self.beta != max(1, round(self.ws / self.d)):
             problems.append(("beta", f"beta = {self.beta} disagrees with ws / d = {self.ws:g} / {self.d:g} "

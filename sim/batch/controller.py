@@ -15,8 +15,10 @@ run drives; this module gives it what the simulator can measure:
   It grows with the number of writers and with their rate's share of the link.
   The benchmark unit is not added as load in the simulator (its overhead is
   measured in real runs instead).
-- **Forecast**: the last predicted response (persistence) stands for the
-  AR(q) forecast of the next ``t``.
+- **Forecast** (Eq. 9): ``controller.forecast``: the last response
+  (persistence, the default) or an AR(``ar_order``) fitted online to the
+  volume's responses (:class:`iolab.metrics.forecast.ResponseForecaster`, the
+  real run's too).
 - **jobDetails**: a job's "files" on a volume are the bytes its steps moved
   there so far; they were "modified" now if its current step streams on the
   volume, at its current step's start if its previous step did, else long ago.
@@ -33,6 +35,8 @@ from dataclasses import dataclass
 
 from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import RESUME, ControllerParams, JobUsage, LoadController, OpenFile
+
+from iolab.metrics.forecast import ResponseForecaster
 
 from ..fairshare import FairShareLink
 from .steps import COMPUTE
@@ -73,9 +77,11 @@ class ContentionLink(FairShareLink):
 
 
 class SimController:
-    def __init__(self, params: ControllerParams, models: dict[str, VolumeModel]):
+    def __init__(self, params: ControllerParams, models: dict[str, VolumeModel],
+                 forecaster: ResponseForecaster | None = None):
         self.params = params
         self.models = models
+        self.forecaster = forecaster or ResponseForecaster()
         self.lc = LoadController(params)
         self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score)
         self.actions: list[tuple] = []  # (time, job, suspend|resume, volume, reason)
@@ -90,7 +96,8 @@ class SimController:
             rate = p.lps.rate if v == "lps" else p.hps.rate
             models[v] = (VolumeModel(rate, c.model.gamma, c.model.knee, c.model.r0, c.model.probe_rate) if c.model
                          else VolumeModel(rate))
-        return cls(ControllerParams.from_spec(c), models)
+        params = ControllerParams.from_spec(c)
+        return cls(params, models, ResponseForecaster.for_params(c.forecast, c.ar_order, params.t, params.d))
 
     def install(self, engine, control: bool = True) -> None:
         """Replace the engine's volume links by contention links (a spec's ``controller.model``
@@ -114,11 +121,12 @@ class SimController:
                 r = m.response(k, self.params.p)
                 self.lc.observe(v, r)
                 self.last[v] = r
+                self.forecaster.add(v, r)
                 self.samples.append((t, v, r, k, m.effective(k) if k else 0.0, float(k), self.lc.window(v).score()))
             if live:
                 engine.push_control(t + self.params.d, _SAMPLE)
             return
-        cy = self.lc.cycle(t, self.usages(engine, t), dict(self.last))
+        cy = self.lc.cycle(t, self.usages(engine, t), self.forecaster.forecasts())
         for a in cy.actions:
             s = engine.kernel.by_id[a.job]
             if a.kind == RESUME:

@@ -127,7 +127,11 @@ def test_killing_the_controller_actor_resumes_every_suspended_job(tmp_path):
 
     threading.Thread(target=kill_controller, daemon=True).start()
     t0 = time.time()
-    trace = run_batch_emulation(spec(), work_dir=tmp_path / "w", on_launch=lambda j, p: procs.__setitem__(j, p))
+    # the actor forecasts with an AR(3) fitted online (Eq. 9): a failing forecast would lose the controller
+    # before any job is stopped
+    trace = run_batch_emulation(spec(forecast="ar"), work_dir=tmp_path / "w",
+                                on_launch=lambda j, p: procs.__setitem__(j, p))
+    assert trace.attrs["spec"]["controller"]["forecast"] == "ar"
     assert killed, "no job was stopped, or the controller actor was never found"
     jobs = {r["id"]: r for r in trace.jobs.rows()}
     assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok", "c": "ok"}
