@@ -17,7 +17,7 @@ from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
 from ..studies import soysal as soysal_study
 from ..studies.engine import Engine, write_campaign
-from .format import dumps
+from .format import dumps, table
 
 
 def engine_options(fn):
@@ -90,14 +90,23 @@ def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_fi
 @click.option("--workloads", type=click.IntRange(1, 1000), help="workloads (seeds), default 10")
 @click.option("--repetitions", type=click.IntRange(1, 1000), help="random assignments per p and workload (paper: 10; default 1)")
 @click.option("--jobs-per-workload", "njobs", type=click.IntRange(1, 10_000_000), help="default 500 (Table I)")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/lackner", show_default=True,
-              help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures")
+@click.option("--sensitivity", is_flag=True,
+              help="instead of Figs. 3-4: SAS against random p in 0.3..0.7 at 2048 GB, k = 5, with each workload "
+                   "constant the paper does not give at half and double its default (sensitivity.csv, .png)")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="output folder: the campaign (journal, results.h5), CSV tables, summary.json, figures "
+                   "[default: results/lackner, or results/lackner-sensitivity]")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 @engine_options
 @click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
-def lackner(quick, workloads, repetitions, njobs, out_dir, no_figures, as_json, engine, campaign_file) -> None:
-    """SAS vs random tier assignment (lackner2019 Figs. 3 and 4)."""
-    size = lackner_study.QUICK if quick else lackner_study.LacknerSize()
+def lackner(quick, workloads, repetitions, njobs, sensitivity, out_dir, no_figures, as_json, engine,
+            campaign_file) -> None:
+    """SAS vs random tier assignment (lackner2019 Figs. 3 and 4), or its sensitivity to the workload constants."""
+    if sensitivity:
+        size = lackner_study.QUICK_SENSITIVITY if quick else lackner_study.SENSITIVITY
+    else:
+        size = lackner_study.QUICK if quick else lackner_study.LacknerSize()
+    out_dir = out_dir or ("results/lackner-sensitivity" if sensitivity else "results/lackner")
     for name, v in (("workloads", workloads), ("repetitions", repetitions), ("jobs", njobs)):
         if v:
             size = replace(size, **{name: v})
@@ -107,6 +116,15 @@ def lackner(quick, workloads, repetitions, njobs, out_dir, no_figures, as_json, 
     s = lackner_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine)
     if as_json:
         click.echo(dumps(s))
+        return
+    if sensitivity:
+        click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s; SAS over random assignment (< 0: SAS better)")
+        click.echo(table(["setting", "makespan vs best p", "vs fit", "turnaround vs best p", "vs fit",
+                          "SAS HPS util.", "SAS node util."],
+                         [(r["setting"], f"{r['gap_makespan']:+.2%}", f"{r['gap_fit_makespan']:+.2%}",
+                           f"{r['gap_mean_turnaround']:+.2%}", f"{r['gap_fit_mean_turnaround']:+.2%}",
+                           f"{r['sas_hps_utilisation']:.3f}", f"{r['sas_node_utilisation']:.3f}")
+                          for r in s["sensitivity"]]))
         return
     click.echo(f"\n{s['runs']} runs in {s['wall_seconds']:.1f} s")
     click.echo(f"{'case':14s} {'SAS makespan h':>15s} {'best random h (p)':>20s} {'SAS turnaround h':>17s} "

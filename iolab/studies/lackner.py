@@ -49,25 +49,49 @@ class LacknerSize:
     ps: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
     capacities_gb: tuple[float, ...] = (2048, 4096)
     ks: tuple[float, ...] = (1, 2, 5, 10)
+    # the sensitivity sweep (--sensitivity): workload constants the paper does not give, one at a time
+    # ("name=value"; "" is the baseline), each at the first capacity and k = 5; empty: Figs. 3 and 4
+    sensitivity: tuple[str, ...] = ()
 
 
 QUICK = LacknerSize(jobs=60, workloads=2, repetitions=1, ps=(0.0, 0.5, 1.0), capacities_gb=(2048,), ks=(1, 5))
 
+# the constants of the Feitelson/I-O model the paper does not state (docs/batch-policies.md), each moved
+# to half and double its default, one at a time
+SENSITIVITY = LacknerSize(
+    ps=(0.3, 0.4, 0.5, 0.6, 0.7), capacities_gb=(2048,), ks=(5,),
+    sensitivity=("", "io_fraction=0.05", "io_fraction=0.2", "checkpoint_fraction=0.05", "checkpoint_fraction=0.2",
+                 "arrival_factor=250", "arrival_factor=1000"))
+QUICK_SENSITIVITY = LacknerSize(jobs=60, workloads=2, ps=(0.5,), capacities_gb=(2048,), ks=(5,),
+                                sensitivity=("", "io_fraction=0.2"))
+TUNABLE = ("io_fraction", "io_fraction_sd", "checkpoint_fraction", "checkpoint_min_runtime", "arrival_factor",
+           "shortest", "longest", "max_repetitions")
 
-def experiment(capacity_gb: float, k: float, scheduler, seed: int, jobs: int):
+
+def setting_of(text: str) -> dict[str, float]:
+    """``"name=value"`` as workload overrides (``""``: none); ValueError naming what is wrong."""
+    if not text:
+        return {}
+    name, sep, value = text.partition("=")
+    if not sep or name not in TUNABLE:
+        raise ValueError(f"sensitivity setting {text!r}: expected NAME=VALUE with NAME one of {', '.join(TUNABLE)}")
+    return {name: float(value)}
+
+
+def experiment(capacity_gb: float, k: float, scheduler, seed: int, jobs: int, workload: dict | None = None):
     return parse_spec({
         "kind": "batch", "name": f"lackner-{capacity_gb:g}GB-k{k:g}",
         "platform": {"nodes": 128, "memory_per_node": 16 * GB, "lps": {"rate": GB},
                      "hps": {"rate": 15 * GB, "capacity": capacity_gb * GB}, "stage_rate": k * GB},
         "scheduler": scheduler, "seed": seed,
-        "workload": {"source": "feitelson", "jobs": jobs},
+        "workload": {"source": "feitelson", "jobs": jobs, **(workload or {})},
     })
 
 
 def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float | None, workload: int,
-            repetition: int, jobs: int) -> dict:
+            repetition: int, jobs: int, setting: str | None = None) -> dict:
     sched = {"kind": "random-tier", "p": p} if scheduler == "random" else "sas"
-    spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs)
+    spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs, workload=setting_of(setting or ""))
     policy = (get_scheduler("random-tier", p=p, rng=np.random.default_rng([workload, repetition, int(p * 1000)]))
               if scheduler == "random" else make_policy(spec))
     t0 = time.perf_counter()
@@ -89,10 +113,13 @@ def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float 
         "node_used": float(np.sum((end - start) * nodes)), "node_avail": span * 128,
         "hps_used": float(np.sum(np.where(tier == "hps", (end - start) * hb, 0.0))),
         "hps_avail": span * capacity_gb * GB, "hps_jobs": m.hps_jobs, "wall_seconds": wall,
+        **({"setting": setting or "baseline"} if setting is not None else {}),
     }
 
 
 def tasks(size: LacknerSize) -> list[tuple]:
+    if size.sensitivity:
+        return sensitivity_tasks(size)
     out = []
     for cap in size.capacities_gb:  # Fig. 3
         for w in range(size.workloads):
@@ -109,6 +136,44 @@ def tasks(size: LacknerSize) -> list[tuple]:
             for p in size.ps:
                 for r in range(size.repetitions):
                     out.append((4, cap4, k, "random", p, w, r, size.jobs))
+    return out
+
+
+def sensitivity_tasks(size: LacknerSize) -> list[tuple]:
+    """Per setting, at the first capacity and k = 5: SAS and random p on every workload (figure 0)."""
+    cap = size.capacities_gb[0]
+    out = []
+    for setting in size.sensitivity:
+        setting_of(setting)  # a bad setting is refused before anything runs
+        for w in range(size.workloads):
+            out.append((0, cap, 5, "sas", None, w, 0, size.jobs, setting))
+            for p in size.ps:
+                for r in range(size.repetitions):
+                    out.append((0, cap, 5, "random", p, w, r, size.jobs, setting))
+    return out
+
+
+def sensitivity_table(rows: list[dict]) -> list[dict]:
+    """Per setting: SAS against the best random p (means over workloads and repetitions) and against the
+    minimum of the quadratic fit over p (less flattering to random assignment than the best noisy mean)."""
+    out = []
+    for setting in dict.fromkeys(r["setting"] for r in rows):
+        mine = [r for r in rows if r["setting"] == setting]
+        sas = [r for r in mine if r["scheduler"] == "sas"]
+        rnd = [r for r in mine if r["scheduler"] == "random"]
+        row = {"setting": setting, "runs": len(mine),
+               "sas_hps_utilisation": sum(r["hps_used"] for r in sas) / sum(r["hps_avail"] for r in sas),
+               "sas_node_utilisation": sum(r["node_used"] for r in sas) / sum(r["node_avail"] for r in sas)}
+        for col in ("makespan", "mean_turnaround"):
+            sas_mean = float(np.mean([r[col] for r in sas]))
+            ps = sorted({r["p"] for r in rnd})
+            means = [float(np.mean([r[col] for r in rnd if r["p"] == p])) for p in ps]
+            best = int(np.argmin(means))
+            fit_min = float(min(np.polyval(np.polyfit(ps, means, 2), np.linspace(min(ps), max(ps), 101))))\
+                if len(ps) >= 3 else means[best]
+            row.update({f"sas_{col}": sas_mean, f"best_random_{col}": means[best], f"best_p_{col}": ps[best],
+                        f"gap_{col}": sas_mean / means[best] - 1, f"gap_fit_{col}": sas_mean / fit_min - 1})
+        out.append(row)
     return out
 
 
@@ -157,8 +222,12 @@ ARGS = ("figure", "capacity_gb", "k", "scheduler", "p", "workload", "repetition"
 
 
 def params_of(size: LacknerSize) -> dict[str, Any]:
-    """The study's size as campaign parameters (JSON data)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(size).items()}
+    """The study's size as campaign parameters (JSON data; no ``sensitivity`` key for Figs. 3 and 4, so
+    campaigns written before the sweep existed resume)."""
+    out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(size).items()}
+    if not size.sensitivity:
+        del out["sensitivity"]
+    return out
 
 
 def size_of(params: dict[str, Any]) -> LacknerSize:
@@ -170,7 +239,7 @@ def size_of(params: dict[str, Any]) -> LacknerSize:
 
 def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
     """The campaign's runs: one per task of :func:`tasks`, by argument name."""
-    return [dict(zip(ARGS, t)) for t in tasks(size_of(params))]
+    return [dict(zip(ARGS + ("setting",), t)) for t in tasks(size_of(params))]
 
 
 def campaign_task(args: dict[str, Any]) -> dict:
@@ -186,6 +255,8 @@ def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int | None
     t0 = time.perf_counter()
     res, _ = run_as_campaign("lackner", params_of(size), out_dir, engine)
     rows = rows_of(res)
+    if size.sensitivity:
+        return sensitivity_summary(rows, out_dir, size, time.perf_counter() - t0, figures)
     agg = aggregate(rows)
     summary = {"headline": headline(agg), "wall_seconds": time.perf_counter() - t0, "runs": len(rows),
                "size": {"jobs": size.jobs, "workloads": size.workloads, "repetitions": size.repetitions},
@@ -196,6 +267,44 @@ def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int | None
     if figures:
         draw(agg, out_dir, size)
     return {**summary, **agg}
+
+
+def sensitivity_summary(rows: list[dict], out_dir: Path, size: LacknerSize, wall: float, figures: bool) -> dict:
+    table = sensitivity_table(rows)
+    summary = {"sensitivity": table, "wall_seconds": wall, "runs": len(rows),
+               "size": {"jobs": size.jobs, "workloads": size.workloads, "repetitions": size.repetitions,
+                        "ps": list(size.ps), "capacity_gb": size.capacities_gb[0], "k": 5},
+               "paper": "SAS better than random assignment for every p (Figs. 3 and 4)"}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_csv(out_dir / "runs.csv", rows)
+    write_csv(out_dir / "sensitivity.csv", table)
+    atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2))
+    if figures:
+        draw_sensitivity(table, out_dir, size)
+    return summary
+
+
+def draw_sensitivity(table: list[dict], out_dir: Path, size: LacknerSize) -> None:
+    import matplotlib  # lazy: matplotlib only when the figures are drawn
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # lazy: matplotlib only when the figures are drawn
+
+    labels = [r["setting"] for r in table]
+    x = np.arange(len(labels))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, col, title in ((axes[0], "makespan", "makespan"), (axes[1], "mean_turnaround", "mean turnaround")):
+        ax.bar(x - 0.2, [100 * r[f"gap_{col}"] for r in table], 0.4, label="vs the best random p")
+        ax.bar(x + 0.2, [100 * r[f"gap_fit_{col}"] for r in table], 0.4, label="vs the quadratic fit's minimum")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(f"SAS {title} over random assignment [%] (< 0: SAS better)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"lackner2019 sensitivity: HPS {size.capacities_gb[0]:g} GB, R_stage = 5 R_lps, "
+                 f"{size.workloads} workloads x {size.repetitions} repetition(s)")
+    fig.tight_layout()
+    fig.savefig(out_dir / "sensitivity.png", dpi=110)
+    plt.close(fig)
 
 
 def draw(agg: dict, out_dir: Path, size: LacknerSize) -> None:

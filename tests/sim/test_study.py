@@ -6,6 +6,8 @@ import csv
 import json
 import math
 
+import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from iolab.cli import cli
@@ -85,3 +87,31 @@ def test_lackner_quick_study(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["figure"] for r in rows} == {"3", "4"}
     assert (tmp_path / "fig3.png").stat().st_size > 10_000 and (tmp_path / "fig4.png").stat().st_size > 10_000
+
+
+def test_lackner_sensitivity_moves_one_constant_and_compares_sas_with_every_p(tmp_path):
+    from iolab.studies import lackner as L
+
+    res = CliRunner().invoke(cli, ["study", "lackner", "--sensitivity", "--quick", "--no-ray", "--out", str(tmp_path),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    table = {r["setting"]: r for r in json.loads(res.stdout)["sensitivity"]}
+    assert set(table) == {"baseline", "io_fraction=0.2"}
+    with open(tmp_path / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 * 2 * 2  # 2 settings x 2 workloads x (SAS + p = 0.5)
+    for setting, r in table.items():  # the gap recomputed from the runs
+        mine = [x for x in rows if x["setting"] == setting]
+        sas = np.mean([float(x["makespan"]) for x in mine if x["scheduler"] == "sas"])
+        rnd = np.mean([float(x["makespan"]) for x in mine if x["scheduler"] == "random"])
+        assert r["gap_makespan"] == pytest.approx(sas / rnd - 1)
+    # the setting reaches the workload: more I/O, more bytes on HPS under p = 0.5
+    io = {s: sum(float(x["hps_used"]) for x in rows if x["setting"] == s and x["scheduler"] == "random")
+          for s in table}
+    assert io["io_fraction=0.2"] > io["baseline"]
+    assert (tmp_path / "sensitivity.png").stat().st_size > 10_000
+    # Figs. 3-4's runs keep their arguments (and so their run ids) without a setting
+    assert all("setting" not in r for r in L.campaign_runs(L.params_of(L.QUICK)))
+    assert "sensitivity" not in L.params_of(L.QUICK)
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        L.setting_of("theta=1")
