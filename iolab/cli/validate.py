@@ -141,7 +141,9 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     Stretch is shown as the slowdown (time in the system / contention-free time,
     >= 1).  Errors are |emulated - simulated| / simulated; geo-mean is
     exp(mean |ln(emu/sim)|) - 1.  Rankings order the policies by makespan and
-    by max stretch in each runtime.
+    by max stretch in each runtime.  A batch spec (kind: batch) is run once and
+    compared job by job with its simulation as written and with the launch, exit
+    and per-phase costs measured by a real run (--calibration; docs/validation.md).
     """
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     if spec.kind == "batch":
