@@ -48,7 +48,7 @@ class ControllerDriver:
         self.actor = LoadControllerActor.create(
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
-            ar_order=c.ar_order)
+            ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace))
         self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume)
         self.next = 0.0
         self.dead = ""
@@ -135,12 +135,14 @@ class ControllerDriver:
             except Exception:  # noqa: BLE001 - the actor died: its samples are lost with it
                 self.records = {}
         rows, prev = [], {}
-        for wall, v, r, writers, sectors, in_flight, score in self.records.get("samples", []):
+        for wall, v, r, writers, sectors, in_flight, score, *more in self.records.get("samples", []):
+            # bytes written: the block device's sectors, else the storage manager's booked bytes (tmpfs)
+            moved = sectors * 512 if sectors >= 0 else (more[0] if more and more[0] >= 0 else -1)
             rate = math.nan
-            if sectors >= 0 and v in prev and wall > prev[v][0]:
-                rate = (sectors - prev[v][1]) * 512 / (wall - prev[v][0]) / bytes_scale * self.ts
-            if sectors >= 0:
-                prev[v] = (wall, sectors)
+            if moved >= 0 and v in prev and wall > prev[v][0]:
+                rate = (moved - prev[v][1]) / (wall - prev[v][0]) / bytes_scale * self.ts
+            if moved >= 0:
+                prev[v] = (wall, moved)
             rows.append(((wall - self.t0) / self.ts, v, float(r), int(writers), rate,
                          float(in_flight) if in_flight >= 0 else math.nan, float(score)))
         return rows

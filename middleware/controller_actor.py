@@ -44,6 +44,8 @@ class _ControllerActor:
         self.lock = threading.Lock()
         self.samples: list[list] = []  # wall, volume, response (spec s), writers, sectors written, in flight, score
         self.devices = {v: device_of(d) for v, d in self.volumes.items()}
+        # a volume without a block device (tmpfs, overlay): its byte counter is the storage manager's
+        self.manager = config.get("manager")  # (actor name, namespace) or None
         self.last: dict[str, float] = {}
         self.writers: dict[str, int] = {}  # jobs with files on the volume at the last cycle
         self.bytes_written = 0
@@ -65,6 +67,7 @@ class _ControllerActor:
                     continue
                 dev = self.devices[v]
                 st = diskstats(dev) if dev else None
+                moved = self._manager_bytes(v) if st is None else -1
                 with self.lock:
                     self.lc.observe(v, r)
                     self.last[v] = r
@@ -72,8 +75,20 @@ class _ControllerActor:
                     self.bytes_written += self.unit
                     self.seconds += r * self.time_scale
                     self.samples.append([t0, v, r, self.writers.get(v, 0), st["sectors_written"] if st else -1,
-                                         st["in_flight"] if st else -1, self.lc.window(v).score()])
+                                         st["in_flight"] if st else -1, self.lc.window(v).score(), moved])
             self.stop.wait(max(0.0, self.d_wall - (time.time() - t0)))
+
+    def _manager_bytes(self, volume: str) -> int:
+        """Real bytes the storage manager booked on ``volume``'s link so far, or -1 (no manager, no answer)."""
+        if not self.manager:
+            return -1
+        try:
+            import ray  # lazy: only inside the actor, where Ray is up
+
+            h = ray.get_actor(self.manager[0], namespace=self.manager[1])
+            return int(ray.get(h.counters.remote(), timeout=5.0).get(volume, -1))
+        except Exception:  # noqa: BLE001 - a counter is a bonus; the response time is the sample
+            return -1
 
     def cycle(self, now: float, usages: list) -> dict:
         jobs = {u[0]: JobUsage(u[0], u[1], tuple(OpenFile(*f) for f in u[2])) for u in usages}
@@ -102,10 +117,11 @@ class LoadControllerActor(ActorHandle):
 
     @classmethod
     def create(cls, params: ControllerParams, volumes: dict[str, str], *, time_scale: float, unit_bytes: int,
-               name: str, namespace: str, forecast: str = "last", ar_order: int = 3) -> "LoadControllerActor":
+               name: str, namespace: str, forecast: str = "last", ar_order: int = 3,
+               manager: tuple[str, str] | None = None) -> "LoadControllerActor":
         config = {"params": {k: getattr(params, k) for k in params.__dataclass_fields__}, "volumes": volumes,
                   "time_scale": time_scale, "unit_bytes": int(unit_bytes), "forecast": forecast,
-                  "ar_order": int(ar_order)}
+                  "ar_order": int(ar_order), "manager": list(manager) if manager else None}
         return cls._spawn(_ControllerActor, config, name, namespace)
 
     def cycle(self, now: float, usages: list, timeout: float = 30.0) -> dict[str, Any]:

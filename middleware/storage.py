@@ -357,6 +357,12 @@ class StorageState:
             raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
         return self.buckets[link].acquire(int(nbytes), now)
 
+    def counters(self) -> dict[str, int]:
+        """Bytes booked on each link since the start (real bytes; the jobs' paced I/O, so with
+        ``bandwidth_cap`` on): where a volume has no block device to read (tmpfs, overlay), the load
+        controller's byte rate comes from these."""
+        return {link: b.booked for link, b in self.buckets.items()}
+
     # -- load-controller hooks (record only) ---------------------------------------------------
     def suspend(self, job: str, now: float) -> None:
         check_job_name(job)

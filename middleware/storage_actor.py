@@ -155,6 +155,10 @@ class _StorageActor:
             self.state.resume(job, time.time())
 
     # -- inspection -----------------------------------------------------------------------------------
+    async def counters(self) -> dict:
+        with self.lock:
+            return self.state.counters()
+
     async def status(self) -> dict:
         with self.lock:
             return self.state.status()
