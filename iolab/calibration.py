@@ -91,22 +91,26 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
     return cal
 
 
-def overheads_of(cal: dict[str, Any], time_scale: float) -> dict[str, float]:
-    """The calibration's costs in the seconds of a spec run at ``time_scale`` (unmeasured: 0)."""
+def overheads_of(cal: dict[str, Any], time_scale: float, *, measured_only: bool = False) -> dict[str, float]:
+    """The calibration's costs in the seconds of a spec run at ``time_scale`` (unmeasured: 0, or left
+    out with ``measured_only``)."""
     wall = cal["wall"]
     out = {}
     for key in KEYS:
         w = wall.get(key, math.nan)
-        out[key] = float(w) / time_scale if isinstance(w, (int, float)) and w == w and w > 0 else 0.0
+        if isinstance(w, (int, float)) and w == w and w >= 0:
+            out[key] = float(w) / time_scale
+        elif not measured_only:
+            out[key] = 0.0
     return out
 
 
 def calibrated(spec, cal: dict[str, Any]):
     """``spec`` (a batch experiment) with ``platform.overheads`` from ``cal``, converted with the
-    spec's own ``emulator.time_scale``."""
+    spec's own ``emulator.time_scale``; a cost the run could not measure keeps the spec's value."""
     if getattr(spec, "kind", None) != "batch":
         raise TypeError("a calibration applies to batch specs (kind: batch)")
-    o = overheads_of(cal, spec.emulator.time_scale)
+    o = overheads_of(cal, spec.emulator.time_scale, measured_only=True)
     platform = spec.platform.model_copy(update={"overheads": spec.platform.overheads.model_copy(update=o)})
     return spec.model_copy(update={"platform": platform})
 

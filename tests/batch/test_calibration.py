@@ -48,6 +48,9 @@ def test_wall_costs_become_the_seconds_of_the_spec_they_are_applied_to():
     s = calibrated(spec(time_scale=0.05), cal)
     assert (s.platform.overheads.launch, s.platform.overheads.exit) == pytest.approx((16.0, 6.0))
     assert spec().platform.overheads.launch == 0  # the original is untouched
+    hand = spec().model_copy(update={"platform": spec().platform.model_copy(update={
+        "overheads": spec().platform.overheads.model_copy(update={"io_phase": 7.0})})})
+    assert calibrated(hand, cal).platform.overheads.io_phase == 7.0  # unmeasured: the spec's own value stays
     with pytest.raises(TypeError):
         calibrated(parse_spec({"platform": {"io_nodes": 1, "nodes_per_io_node": 2, "bandwidth": 1},
                                "apps": [{"id": "A", "nodes": 1, "iterations": 1, "compute": 1, "io_volume": 1}]}),
