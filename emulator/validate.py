@@ -74,15 +74,26 @@ def load_kept_trace(spec: IOExperiment, traces: str | Path | dict[str, list[Path
         path = Path(traces) / trace_name(policy, repeat)
     if not path.is_file():
         raise TraceMismatch(f"{path}: no such trace; make it with `iolab validate SPEC --work-dir {path.parent}`")
-    trace = read_trace(path)
-    if trace.attrs.get("runtime") != "emulator":
-        raise TraceMismatch(f"{path}: runtime is {trace.attrs.get('runtime')!r}, not an emulated run")
+    trace = checked_trace(path, spec, "emulator", ("apps", "platform", "mapping"))
     if trace.attrs.get("policy") != policy:
         raise TraceMismatch(f"{path}: policy is {trace.attrs.get('policy')!r}, expected {policy!r}")
-    kept = trace.attrs.get("spec") or {}
-    want = spec.model_dump(mode="json")
-    for field in ("apps", "platform", "mapping"):
-        if kept.get(field) != want.get(field):
+    return trace
+
+
+def checked_trace(path: Path, spec, runtime: str, fields: tuple[str, ...],
+                  sim_only: dict[str, str] | None = None) -> Trace:
+    """The trace in ``path`` if it is a complete run of ``runtime`` whose spec has ``spec``'s ``fields``
+    (``sim_only``: field -> a key of it that is the simulator's alone and may differ); else TraceMismatch
+    naming the file and the field."""
+    trace = read_trace(path)
+    if trace.attrs.get("runtime") != runtime:
+        raise TraceMismatch(f"{path}: runtime is {trace.attrs.get('runtime')!r}, not a real run ({runtime})")
+    kept, want = trace.attrs.get("spec") or {}, spec.model_dump(mode="json")
+    for field in fields:
+        a, b = kept.get(field), want.get(field)
+        if sim_only and field in sim_only and isinstance(a, dict) and isinstance(b, dict):
+            a, b = ({k: v for k, v in d.items() if k != sim_only[field]} for d in (a, b))
+        if a != b:
             raise TraceMismatch(f"{path}: spec.{field} differs from the spec being validated "
                                 "(the trace was made from another spec)")
     if trace.attrs.get("complete") is False:

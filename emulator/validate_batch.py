@@ -19,11 +19,11 @@ from typing import Callable
 from iolab.calibration import calibrated, overheads_of, read_calibration
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs.batch import BatchExperiment
-from iolab.trace import Trace, read_trace
+from iolab.trace import Trace
 
 from .batch_comparison import compare_batch
 from .batch_run import run_batch_emulation
-from .validate import TraceMismatch
+from .validate import TraceMismatch, checked_trace
 
 KEPT_FIELDS = ("platform", "workload", "scheduler", "placement", "estimate", "advance_stage_in", "controller")
 SIM_ONLY = {"platform": "overheads", "controller": "model"}  # the simulator's models: may differ from the run's
@@ -35,20 +35,7 @@ def load_kept_batch_trace(spec: BatchExperiment, traces_dir: str | Path) -> Trac
     if not path.is_file():
         raise TraceMismatch(f"{path}: no such trace (an earlier `iolab validate SPEC --work-dir {traces_dir}` "
                             "keeps one per scheduler)")
-    trace = read_trace(path)
-    if trace.attrs.get("runtime") != "emulator-batch":
-        raise TraceMismatch(f"{path}: runtime is {trace.attrs.get('runtime')!r}, not a real batch run")
-    kept, want = trace.attrs.get("spec") or {}, spec.model_dump(mode="json")
-    for field in KEPT_FIELDS:
-        a, b = kept.get(field), want.get(field)
-        if field in SIM_ONLY and isinstance(a, dict) and isinstance(b, dict):
-            a, b = ({k: v for k, v in d.items() if k != SIM_ONLY[field]} for d in (a, b))
-        if a != b:
-            raise TraceMismatch(f"{path}: spec.{field} differs from the spec being validated "
-                                "(the trace was made from another spec)")
-    if trace.attrs.get("complete") is False:
-        raise TraceMismatch(f"{path}: a partial trace (the run was interrupted)")
-    return trace
+    return checked_trace(path, spec, "emulator-batch", KEPT_FIELDS, SIM_ONLY)
 
 
 def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_dir: str | Path | None = None,
