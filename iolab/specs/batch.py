@@ -366,6 +366,9 @@ class SchedulerSpec(StrictModel):
     hps_requests: bool = Field(False, description="fcfs, conservative, conservative-reinsert: a job that "
                                "asks for HPS (storage > 0) runs on HPS (stage-in, run at R_hps, "
                                "stage-out, its storage held throughout); default: every job on LPS")
+    start_now: bool = Field(False, description="sas: a backfilled job whose best schedule waits for HPS "
+                            "starts now on LPS if it can without delaying j1 (a reading of lackner2019 Alg. 1 "
+                            "the paper leaves open; default: the literal one, it waits)")
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -378,6 +381,8 @@ class SchedulerSpec(StrictModel):
             raise_if([("p", "random-tier needs p, the probability of assigning HPS (0..1)")])
         if self.kind != "random-tier" and self.p is not None:
             raise_if([("p", f"p only applies to random-tier, not {self.kind}")])
+        if self.start_now and self.kind != "sas":
+            raise_if([("start_now", f"start_now applies to sas, not {self.kind}")])
         if self.hps_requests and self.kind not in HPS_REQUEST_SCHEDULERS:
             raise_if([("hps_requests", f"hps_requests applies to {', '.join(HPS_REQUEST_SCHEDULERS)}, not "
                                        f"{self.kind} ({'it chooses tiers itself' if self.kind in ('sas', 'random-tier') else 'not built for it yet'})")])

@@ -61,18 +61,24 @@ QUICK = LacknerSize(jobs=60, workloads=2, repetitions=1, ps=(0.0, 0.5, 1.0), cap
 SENSITIVITY = LacknerSize(
     ps=(0.3, 0.4, 0.5, 0.6, 0.7), capacities_gb=(2048,), ks=(5,),
     sensitivity=("", "io_fraction=0.05", "io_fraction=0.2", "checkpoint_fraction=0.05", "checkpoint_fraction=0.2",
-                 "arrival_factor=250", "arrival_factor=1000"))
+                 "arrival_factor=250", "arrival_factor=1000", "sas.start_now=1"))
 QUICK_SENSITIVITY = LacknerSize(jobs=60, workloads=2, ps=(0.5,), capacities_gb=(2048,), ks=(5,),
                                 sensitivity=("", "io_fraction=0.2"))
 TUNABLE = ("io_fraction", "io_fraction_sd", "checkpoint_fraction", "checkpoint_min_runtime", "arrival_factor",
            "shortest", "longest", "max_repetitions")
 
 
+SCHEDULER_SETTINGS = ("sas.start_now",)  # readings of Alg. 1-2 the paper leaves open (iolab.specs.batch)
+
+
 def setting_of(text: str) -> dict[str, float]:
-    """``"name=value"`` as workload overrides (``""``: none); ValueError naming what is wrong."""
+    """``"name=value"`` as workload overrides (``""`` and scheduler settings: none); ValueError naming
+    what is wrong."""
     if not text:
         return {}
     name, sep, value = text.partition("=")
+    if name in SCHEDULER_SETTINGS and sep:
+        return {}
     if not sep or name not in TUNABLE:
         raise ValueError(f"sensitivity setting {text!r}: expected NAME=VALUE with NAME one of {', '.join(TUNABLE)}")
     return {name: float(value)}
@@ -91,6 +97,8 @@ def experiment(capacity_gb: float, k: float, scheduler, seed: int, jobs: int, wo
 def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float | None, workload: int,
             repetition: int, jobs: int, setting: str | None = None) -> dict:
     sched = {"kind": "random-tier", "p": p} if scheduler == "random" else "sas"
+    if scheduler == "sas" and setting and setting.startswith("sas.start_now="):
+        sched = {"kind": "sas", "start_now": float(setting.partition("=")[2]) != 0}
     spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs, workload=setting_of(setting or ""))
     policy = (get_scheduler("random-tier", p=p, rng=np.random.default_rng([workload, repetition, int(p * 1000)]))
               if scheduler == "random" else make_policy(spec))

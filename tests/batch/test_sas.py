@@ -167,3 +167,54 @@ def test_random_tier_draw_is_sticky_across_decisions():
 def test_sas_needs_rates():
     with pytest.raises(ValueError, match="rates"):
         SAS().decide(Snapshot(now=0, total_nodes=4, free_nodes=4, queue=(J(),)))
+
+
+def test_start_now_reading_backfills_a_job_on_lps_instead_of_waiting_for_hps():
+    # 6 nodes; R holds 2 nodes and 900 GB of HPS until 300.  Head H needs 5 nodes -> reserved at 300.
+    # K (1 node, J's I/O) prefers HPS at 300 (ends 890 < 1000 on LPS now): the literal reading keeps it
+    # waiting; with start_now it starts on LPS now (1 node until 1000 leaves H its 5 nodes at 300).
+    H = QueuedJob("H", 0, 5, 100.0)
+    K = J("K", submit=1, nodes=1)
+    s = snap([H, K], running=[RunningJob("R", 2, 300, HPS, 900 * GB)], nodes=6)
+    literal = SAS().decide(s)
+    assert literal.started == [] and literal.start_of("K") == 300
+    assert [e.tier for e in literal.plan if e.job == "K"] == [HPS]
+    now = SAS(start_now=True).decide(s)
+    assert now.started == ["K"] and [x.tier for x in now.starts] == [LPS]
+    assert now.start_of("H") == 300  # the head is not delayed
+    # a head that would be delayed keeps the literal answer: H needs all 6 nodes at 300
+    H6 = QueuedJob("H", 0, 6, 100.0)
+    s6 = snap([H6, K], running=[RunningJob("R", 2, 300, HPS, 900 * GB)], nodes=6)
+    assert SAS(start_now=True).decide(s6).started == []
+    # nothing changes when the best schedule starts now anyway
+    assert SAS(start_now=True).decide(snap([J()])).starts == SAS().decide(snap([J()])).starts
+
+
+@settings(max_examples=150, deadline=None)
+@given(tiered_snapshots())
+def test_start_now_never_overbooks_and_never_delays_the_head(s):
+    d = SAS(start_now=True).decide(s)
+    assert sum(x.nodes for x in d.starts) <= s.free_nodes
+    assert sum(x.storage for x in d.starts if x.tier == HPS) <= s.hps_free + 1
+    lit = SAS().decide(s)
+    head = [e for e in lit.plan if e.reserved and e.job not in lit.started]
+    for e in head:  # the literal reading's head keeps its start
+        assert d.start_of(e.job) <= e.start + 1e-9
+
+
+def test_start_now_is_a_sas_option_of_the_spec():
+    from iolab.errors import SpecError
+    from iolab.middleware.policies.batch.kernel import make_policy
+    from iolab.specs import parse_spec
+
+    def spec(sched):
+        return parse_spec({"kind": "batch", "platform": {"nodes": 2, "lps": {"rate": "1GB/s"},
+                                                          "hps": {"rate": "10GB/s", "capacity": "10GB"},
+                                                          "stage_rate": "1GB/s"},
+                           "scheduler": sched, "workload": [{"id": "a", "submit": 0, "nodes": 1, "walltime": 10,
+                                                             "runtime": 5}]})
+
+    assert make_policy(spec({"kind": "sas", "start_now": True})).start_now is True
+    assert make_policy(spec("sas")).start_now is False
+    with pytest.raises(SpecError, match="start_now"):
+        spec({"kind": "easy", "start_now": True})

@@ -24,7 +24,8 @@ SCHEDULERS = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "r
 
 
 def get_scheduler(name: str, *, p: float | None = None,
-                  rng: np.random.Generator | int = 0, hps_requests: bool = False) -> BatchPolicy:
+                  rng: np.random.Generator | int = 0, hps_requests: bool = False,
+                  start_now: bool = False) -> BatchPolicy:
     """A fresh scheduler by name (``random-tier`` needs ``p``; ``hps_requests``: FCFS and the
     conservative variants run the jobs that ask for HPS on HPS)."""
     key = name.strip().lower().replace("_", "-")
@@ -38,8 +39,10 @@ def get_scheduler(name: str, *, p: float | None = None,
         return Conservative(hps_requests=hps_requests)
     if key == "conservative-reinsert":
         return ConservativeReinsert(hps_requests=hps_requests)
+    if start_now and key != "sas":
+        raise ValueError(f"start_now applies to sas, not {name!r}")
     if key == "sas":
-        return SAS()
+        return SAS(start_now=start_now)
     if key == "random-tier":
         if p is None:
             raise ValueError("random-tier needs p, the probability of HPS")

@@ -109,7 +109,7 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     not start only if someone reads them (``record_plans``)."""
     s = spec.scheduler
     policy = get_scheduler(s.kind, p=s.p, rng=np.random.default_rng(spec.seed),
-                           hps_requests=getattr(s, "hps_requests", False))
+                           hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False))
     if not record_plans:
         policy.project = False  # nobody reads the projected starts: skip computing them
     return policy

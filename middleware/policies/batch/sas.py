@@ -91,6 +91,10 @@ class _TieredBackfill(BatchPolicy):
     def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
         raise NotImplementedError
 
+    def _backfill_options(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> list[Option]:
+        """The schedules a backfilled job may start on, in order of preference (Alg. 2: its best one)."""
+        return [self._choose(job, prof, snap)]
+
     def _decide(self, snap: Snapshot) -> Decision:
         if snap.rates is None:
             raise ValueError(f"{self.name} needs the tier rates in the snapshot (Snapshot.rates)")
@@ -117,11 +121,12 @@ class _TieredBackfill(BatchPolicy):
             rest = [(j, i) for i, j in enumerate(snap.queue) if j.id not in chosen]
             rest.sort(key=lambda ji: sjf_key(*ji))
             for job, _ in rest:
-                opt = self._choose(job, base, snap)
-                if opt.start == snap.now and with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
-                    base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
-                    with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
-                    chosen[job.id] = (opt, True)
+                for opt in self._backfill_options(job, base, snap):
+                    if opt.start == snap.now and with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
+                        base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+                        with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+                        chosen[job.id] = (opt, True)
+                        break
         # The plan: started jobs, j1's reservation, and a projection of the rest.
         proj = with_head if with_head is not None else base
         plan: list[PlanEntry] = []
@@ -150,13 +155,29 @@ class _TieredBackfill(BatchPolicy):
 
 
 class SAS(_TieredBackfill):
-    """lackner2019's storage-aware scheduler."""
+    """lackner2019's storage-aware scheduler.
+
+    ``start_now`` is another reading of Alg. 1 l. 6-8 the paper leaves open: a backfilled job
+    whose best schedule starts later (it waits for HPS space) starts now on its other tier if that
+    one starts now and does not delay ``j1``.  The literal reading (the default) keeps it waiting."""
 
     name = "sas"
+
+    def __init__(self, project: bool = True, start_now: bool = False) -> None:
+        super().__init__(project)
+        self.start_now = start_now
 
     def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
         assert snap.rates is not None
         return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
+
+    def _backfill_options(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> list[Option]:
+        assert snap.rates is not None
+        options = tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity)
+        best = choose_tier(job, options)
+        if not self.start_now or best.start == snap.now:
+            return [best]
+        return [best] + [o for o in options.values() if o is not best and o.start == snap.now]
 
 
 class RandomTier(_TieredBackfill):
