@@ -306,9 +306,9 @@ def draw_sensitivity(table: list[dict], out_dir: Path, size: LacknerSize) -> Non
         ax.bar(x + 0.2, [100 * r[f"gap_fit_{col}"] for r in table], 0.4, label="vs the quadratic fit's minimum")
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(f"SAS {title} over random assignment [%] (< 0: SAS better)")
+        ax.set_ylabel(f"SAS {title} vs random [%]")
         ax.legend(fontsize=7)
-    fig.suptitle(f"lackner2019 sensitivity: HPS {size.capacities_gb[0]:g} GB, R_stage = 5 R_lps, "
+    fig.suptitle(f"lackner2019 sensitivity (< 0: SAS better): HPS {size.capacities_gb[0]:g} GB, R_stage = 5 R_lps, "
                  f"{size.workloads} workloads x {size.repetitions} repetition(s)")
     fig.tight_layout()
     fig.savefig(out_dir / "sensitivity.png", dpi=110)
