@@ -46,7 +46,6 @@ class PolicyRun:
     bandwidth: float
     comparison: dict
     spread: dict | None = None  # where the real run falls among jittered simulations (seeds > 0)
-    repeats: list[Trace] | None = None  # every real run of the policy (repeats > 1), the first is ``emulated``
     distribution: dict | None = None  # the real runs against the jittered simulations, value by value
 
 
@@ -135,15 +134,12 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
                     emus.append(run_emulation(spec, p, work_dir=wd, out=out, progress=progress))
             emu = emus[0]
             b = measured_bandwidth(emu)
-            measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": b}),
-                                               "sim": spec.sim.model_copy(update={"jitter": Jitter()})})
-            sim = simulate(measured, policy=p, mode="event")  # the deterministic simulation
+            sim = simulate_at(spec, p, b)  # the deterministic simulation
             run = PolicyRun(p, emu, sim, b, compare(emu, sim))
             if seeds:
                 law = ({"ratios": duration_ratios(emu, spec, b)} if jitter == "auto" else {"jitter": jitter})
                 run.spread = compare_spread(run.comparison, simulate_spread(spec, p, b, seeds, **law))
             if repeats > 1:
-                run.repeats = emus
                 run.distribution = distribution_of(spec, p, emus, seeds, jitter)
             runs.append(run)
             if on_policy is not None:
@@ -203,9 +199,7 @@ def distribution_of(spec: IOExperiment, policy: str, emus: list[Trace], seeds: i
     """
     bws = [measured_bandwidth(e) for e in emus]
     bm = float(np.median(bws))
-    measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": bm}),
-                                       "sim": spec.sim.model_copy(update={"jitter": Jitter()})})
-    sim = simulate(measured, policy=policy, mode="event")
+    sim = simulate_at(spec, policy, bm)
     real = [compare(e, sim) for e in emus]
     if jitter == "auto":
         ratios: dict[str, list[float]] = {"compute": [], "io": []}
@@ -218,26 +212,31 @@ def distribution_of(spec: IOExperiment, policy: str, emus: list[Trace], seeds: i
     apps = {a: compare_samples([c["apps"][a]["emulator"] for c in real if a in c["apps"]], spread.slowdown[a])
             for a in real[0]["apps"] if a in spread.slowdown}
     makespan = compare_samples([c["makespan"]["emulator"] for c in real], spread.makespan)
-    values = [*apps.values(), makespan]
-    errors = [v["error"] for v in values if v["error"] == v["error"]]
     return {"repeats": len(emus), "seeds": seeds, "bandwidths": bws, "bandwidth_median": bm,
-            "apps": apps, "makespan": makespan, "values": len(values),
-            "model_errors": sum(v["verdict"] == "model error" for v in values),
-            "error_max": max(errors, default=math.nan),
+            "apps": apps, "makespan": makespan, **_tally([*apps.values(), makespan])}
+
+
+def simulate_at(spec: IOExperiment, policy: str, bandwidth: float) -> Trace:
+    """The deterministic simulation of ``spec`` under ``policy`` at a measured ``bandwidth`` (no jitter)."""
+    measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": bandwidth}),
+                                       "sim": spec.sim.model_copy(update={"jitter": Jitter()})})
+    return simulate(measured, policy=policy, mode="event")
+
+
+def _tally(values: list[dict]) -> dict:
+    """Verdict counts and the errors of the medians of compared values (:func:`compare_samples`)."""
+    errors = [v["error"] for v in values if v["error"] == v["error"]]
+    return {"values": len(values), "model_errors": sum(v["verdict"] == "model error" for v in values),
+            "noise": sum(v["verdict"] == "noise" for v in values), "error_max": max(errors, default=math.nan),
             "error_geomean": geo_error([(v["real_median"], v["sim_median"]) for v in values])}
 
 
 def distribution_summary(runs: list[PolicyRun], repeats: int, seeds: int) -> dict:
     """Every policy's distributions together: verdict counts, errors of the medians, ranking by median."""
     values = [v for r in runs for v in [*r.distribution["apps"].values(), r.distribution["makespan"]]]
-    errors = [v["error"] for v in values if v["error"] == v["error"]]
     over = [v for v in values if v["error"] == v["error"] and v["error"] > 0.10]
     return {
-        "repeats": repeats, "seeds": seeds, "values": len(values),
-        "model_errors": sum(v["verdict"] == "model error" for v in values),
-        "noise": sum(v["verdict"] == "noise" for v in values),
-        "error_max": max(errors, default=math.nan),
-        "error_geomean": geo_error([(v["real_median"], v["sim_median"]) for v in values]),
+        "repeats": repeats, "seeds": seeds, **_tally(values),
         "over_10pct": len(over), "over_10pct_inside_band": sum(v["inside_band"] for v in over),
         "ranking": {"makespan": ranking({r.policy: (r.distribution["makespan"]["real_median"],
                                                     r.distribution["makespan"]["sim_median"]) for r in runs})},

@@ -8,16 +8,16 @@ from pathlib import Path
 import click
 import yaml
 
+from ..atomic import atomic_write_text
+from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
-from ..atomic import atomic_write_text
-from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
-from ..plots.validation import write_report
-from .format import dumps, table
-from .validate_batch import validate_batch_cli
+from .format import table
 from .options import strict_option
+from .validate_batch import validate_batch_cli
+from .validate_output import emit
 
 
 def command_line(ctx: click.Context, spec_path: str) -> str:
@@ -182,14 +182,9 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
         raise click.UsageError(str(exc)) from None
     if figure_path:
         report["figure"] = str(figure(runs, figure_path))
-    if report_dir:
-        a = runs[0].emulated.attrs if runs else {}
-        page = write_report(report, report_dir, command=command_line(ctx, spec_path),
-                            machine={"host": a.get("host"), "versions": a.get("versions")}, json_text=dumps(report))
-        if not as_json:
-            click.echo(f"report written to {page}", err=True)
-    if as_json:
-        click.echo(dumps(report))
+    a = runs[0].emulated.attrs if runs else {}
+    if emit(report, as_json=as_json, report_dir=report_dir, command=command_line(ctx, spec_path),
+            machine={"host": a.get("host"), "versions": a.get("versions")}):
         return
     s = report["summary"]
     click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "

@@ -6,8 +6,8 @@ import click
 
 from ..emulator.validate import TraceMismatch
 from ..emulator.validate_batch import validate_batch
-from ..plots.validation import write_report
-from .format import dumps, table
+from .format import table
+from .validate_output import emit
 
 
 def _pct(x: float) -> str:
@@ -41,14 +41,8 @@ def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calib
                                    note=None if as_json else lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
-    if report_dir:
-        page = write_report(report, report_dir, command=command,
-                            machine={"host": report["real"]["host"], "versions": report["real"]["versions"]},
-                            json_text=dumps(report))
-        if not as_json:
-            click.echo(f"report written to {page}", err=True)
-    if as_json:
-        click.echo(dumps(report))
+    if emit(report, as_json=as_json, report_dir=report_dir, command=command,
+            machine={"host": report["real"]["host"], "versions": report["real"]["versions"]}):
         return
     cal = report["calibration"]
     o = cal["spec_seconds"]

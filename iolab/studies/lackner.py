@@ -68,20 +68,22 @@ TUNABLE = ("io_fraction", "io_fraction_sd", "checkpoint_fraction", "checkpoint_m
            "shortest", "longest", "max_repetitions")
 
 
-SCHEDULER_SETTINGS = ("sas.start_now",)  # readings of Alg. 1-2 the paper leaves open (iolab.specs.batch)
+SAS_OPTIONS = ("start_now",)  # readings of Alg. 1-2 the paper leaves open (``sas.NAME=0|1``; iolab.specs.batch)
 
 
-def setting_of(text: str) -> dict[str, float]:
-    """``"name=value"`` as workload overrides (``""`` and scheduler settings: none); ValueError naming
-    what is wrong."""
+def setting_of(text: str) -> tuple[dict[str, float], dict[str, bool]]:
+    """``"NAME=VALUE"`` as (workload overrides, SAS options); ``""``: neither.  ValueError naming what
+    is wrong."""
     if not text:
-        return {}
+        return {}, {}
     name, sep, value = text.partition("=")
-    if name in SCHEDULER_SETTINGS and sep:
-        return {}
+    option = name.removeprefix("sas.")
+    if sep and name.startswith("sas.") and option in SAS_OPTIONS:
+        return {}, {option: float(value) != 0}
     if not sep or name not in TUNABLE:
-        raise ValueError(f"sensitivity setting {text!r}: expected NAME=VALUE with NAME one of {', '.join(TUNABLE)}")
-    return {name: float(value)}
+        raise ValueError(f"sensitivity setting {text!r}: expected NAME=VALUE with NAME one of {', '.join(TUNABLE)} "
+                         f"or sas.{'|sas.'.join(SAS_OPTIONS)}")
+    return {name: float(value)}, {}
 
 
 def experiment(capacity_gb: float, k: float, scheduler, seed: int, jobs: int, workload: dict | None = None):
@@ -96,10 +98,9 @@ def experiment(capacity_gb: float, k: float, scheduler, seed: int, jobs: int, wo
 
 def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float | None, workload: int,
             repetition: int, jobs: int, setting: str | None = None) -> dict:
-    sched = {"kind": "random-tier", "p": p} if scheduler == "random" else "sas"
-    if scheduler == "sas" and setting and setting.startswith("sas.start_now="):
-        sched = {"kind": "sas", "start_now": float(setting.partition("=")[2]) != 0}
-    spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs, workload=setting_of(setting or ""))
+    overrides, sas_options = setting_of(setting or "")
+    sched = {"kind": "random-tier", "p": p} if scheduler == "random" else {"kind": "sas", **sas_options}
+    spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs, workload=overrides)
     policy = (get_scheduler("random-tier", p=p, rng=np.random.default_rng([workload, repetition, int(p * 1000)]))
               if scheduler == "random" else make_policy(spec))
     t0 = time.perf_counter()
