@@ -8,6 +8,10 @@
 * FCFS plans by a sweep over the node releases (``fcfs_starts``); the plain way searches the
   profile for each job in turn.  The same decision (starts and plan, float for float) on random
   snapshots with overruns, ties, integer and fractional times, full machines and long queues.
+* FCFS with plan tracking re-plans only until its plan joins the previous one (``fcfs_replan``),
+  and the kernel re-places node sets only until its replay joins the previous one
+  (``replay_in_start_order``): the same plans and sets as planning from scratch, on random
+  decision sequences with arrivals, starts, early ends, overruns and cancellations.
 * SWF jobs are built with ``Job.model_construct`` after the parser's checks; ``model_validate``
   of the same fields gives an equal job with the same fields set.
 """
@@ -20,6 +24,7 @@ import random
 import pytest
 
 from iolab.middleware.policies.batch.backfill import FCFS
+from iolab.middleware.policies.batch.nodes import lowest, plan_node_sets, replay_in_start_order
 from iolab.middleware.policies.batch.profile import Profile
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, QueuedJob, RunningJob, Snapshot
 from iolab.sim.workloads import swf
@@ -169,43 +174,74 @@ def test_take_after_earliest_fit_is_reserve_without_the_check():
 
 
 class _FreshFCFS(FCFS):
-    """FCFS that plans every decision from scratch (its arrival-only memo forgotten)."""
+    """FCFS that plans every decision from scratch (its memo of the last plan forgotten)."""
 
     def _decide(self, snap):
         self._swept = None
         return super()._decide(snap)
 
 
-def test_fcfs_arrival_only_continuation_equals_planning_from_scratch():
-    """A sequence of decisions where most steps only add jobs (the memo's case) and some end,
-    start or overrun jobs: the continued sweep decides what a fresh one decides at every step."""
+def _converged(fresh) -> bool:
+    return len(fresh) == 2
+
+
+def test_fcfs_replan_and_node_replay_equal_planning_from_scratch():
+    """A sequence of decisions: arrivals, starts as decided, early ends, overruns, jobs cancelled
+    from the middle of the queue, time passing.  FCFS re-planning only until it joins its last
+    plan (``fcfs_replan``) decides what a fresh sweep decides, and the node-set replay that
+    joins its last replay (``replay_in_start_order``) gives every entry the set
+    ``plan_node_sets`` gives it, at every step; both joins are taken often."""
     rng = random.Random(21)
-    hits = 0
-    for case in range(150):
+    joined = set_joins = steps = 0  # FCFS plans that reused old entries after a start or an end
+    for case in range(200):
         memo, fresh = FCFS(), _FreshFCFS()
         snap = _random_snapshot(rng)
-        for step in range(12):
+        total = snap.total_nodes
+        masks, free_ids = {}, (1 << total) - 1
+        for r in snap.running:
+            masks[r.id] = lowest(free_ids, r.nodes)
+            free_ids ^= masks[r.id]
+        replayed, previous, roll = None, set(), 0.0
+        for step in range(14):
             a, b = memo.decide(snap), fresh.decide(snap)
             assert a == b, (case, step)
-            hits += memo._swept is not None and step > 0
-            queue, running, free = list(snap.queue), list(snap.running), snap.free_nodes
+            joined += roll >= 0.5 and any(id(e) in previous for e in a.plan)
+            previous = {id(e) for e in a.plan}
+            running = list(snap.running)
+            held = [(r.expected_end, masks[r.id]) for r in running]
+            sets, got, replayed = replay_in_start_order(snap.now, free_ids, held, a.plan, replayed,
+                                                        snap.overrun_grace)
+            want = plan_node_sets(snap.now, free_ids, held, a.plan, snap.overrun_grace)
+            assert sets == [want[e.job] for e in a.plan], (case, step)
+            steps += 1
+            set_joins += _converged(got) and step > 0
+            queue, free = list(snap.queue), snap.free_nodes
             now = snap.now
-            if rng.random() < 0.7:  # arrivals only, at a later time before any planned start
+            roll = rng.random()
+            if roll < 0.5:  # arrivals only, at a later time before any planned start
                 later = [e.start for e in a.plan if e.start > now] + [r.expected_end for r in running
                                                                        if r.expected_end > now]
                 now = now + 0.5 * (min(later, default=now + 2.0) - now)
-                queue += [QueuedJob(f"n{case}-{step}-{i}", now, rng.randint(1, snap.total_nodes),
-                                    float(rng.randint(1, 40))) for i in range(rng.randint(1, 3))]
-            else:  # something else: the decision's starts run, a job ends, time passes
+            else:  # the decision's starts run (on the sets planned for them), then something happens
                 started = {s.job for s in a.starts}
                 for s in a.starts:
                     running.append(RunningJob(s.job, s.nodes, s.expected_end))
+                    masks[s.job] = sets[[e.job for e in a.plan].index(s.job)]
+                    free_ids ^= masks[s.job]
                     free -= s.nodes
                 queue = [q for q in queue if q.id not in started]
-                if running and rng.random() < 0.8:
+                if running and roll < 0.85:  # a job ends, early or on time
                     gone = running.pop(rng.randrange(len(running)))
                     free += gone.nodes
-                now += rng.choice([0.5, 3.0, 20.0])
-            snap = Snapshot(now=now, total_nodes=snap.total_nodes, free_nodes=free, queue=tuple(queue),
+                    free_ids |= masks.pop(gone.id)
+                    now = min(max(now, gone.expected_end if rng.random() < 0.3 else now), now + 50.0)
+                elif queue and roll < 0.93:  # a waiting job is cancelled, wherever it stands
+                    queue.pop(rng.randrange(len(queue)))
+                now += rng.choice([0.0, 0.5, 3.0, 20.0, 200.0])  # 200 s: running jobs overrun
+            queue += [QueuedJob(f"n{case}-{step}-{i}", now, rng.randint(1, total), float(rng.randint(1, 40)))
+                      for i in range(rng.randint(0 if roll >= 0.5 else 1, 3))]
+            snap = Snapshot(now=now, total_nodes=total, free_nodes=free, queue=tuple(queue),
                             running=tuple(running), overrun_grace=snap.overrun_grace)
-    assert hits > 300  # the continuation was taken often
+    print(f"{steps} steps: FCFS joined its old plan after a start or an end {joined} times, "
+          f"the replay joined its old one {set_joins} times")
+    assert joined > steps // 20 and set_joins > steps // 10  # both joins were taken, not only tested

@@ -327,8 +327,9 @@ def _tables(trace):
 
 @pytest.mark.parametrize("scheduler", ["fcfs", "conservative", "conservative-reinsert", "easy"])
 def test_tracking_continued_after_arrivals_equals_replaying_every_pass(scheduler, monkeypatch):
-    """The kernel carries the node-set replay (and FCFS its release sweep) over an arrival-only
-    pass; with both memos forgotten at every pass the trace is the same, row for row."""
+    """The kernel carries the node-set replay over from the last pass (over an arrival-only pass;
+    for FCFS, until it joins the last one) and FCFS its release sweep; with both memos forgotten
+    at every pass the trace is the same, row for row."""
     from iolab.middleware.policies.batch import backfill
     from iolab.middleware.policies.batch.kernel import BatchKernel
 

@@ -80,41 +80,37 @@ def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
 
 class FCFS(_TierByRequest, BatchPolicy):
     """``project=False`` plans only the jobs that start now (nobody overtakes,
-    so the first job that cannot start ends the decision)."""
+    so the first job that cannot start ends the decision).
+
+    With ``project`` (plan tracking reads every waiting job's start) a decision
+    re-plans only until its plan joins the previous one (:func:`fcfs_replan`).
+    """
 
     name = "fcfs"
+    plans_in_start_order = True  # planned starts never decrease along the plan (nobody overtakes)
 
     def __init__(self, project: bool = True, hps_requests: bool = False) -> None:
         super().__init__()
         self.project = project
         self.hps_requests = hps_requests
-        self._swept: tuple | None = None  # (running, free, queue, plan, sweep state) of the last plan
+        self._swept: tuple | None = None  # (releases, available nodes, queue, plan, sweep state) of the last plan
 
     def _decide(self, snap: Snapshot) -> Decision:
         if self.hps_requests:  # two resources: the profile search (the sweep counts nodes only)
             return self._decide_on_profile(snap)
-        memo = self._swept
-        if (memo is not None and self.project and memo[0] == snap.running and memo[1] == snap.free_nodes
-                and snap.queue[:len(memo[2])] == memo[2]
-                and all(r.expected_end > snap.now for r in snap.running)):
-            # Only arrivals since the last plan: nothing ended or started, no estimate moved and
-            # no job overran, so every earlier planned start stays (each is a release time after
-            # the last decision, hence after now) and the sweep goes on from where it stopped.
-            k = len(memo[2])
-            heap, free, t = memo[4]  # t: the last planned start, or the old now if none
-            new = fcfs_continue(snap.queue[k:], list(heap), free, max(t, snap.now), snap.now, True)
-            plan = None if new is None else list(memo[3]) + [_entry(job, t) for job, t in zip(snap.queue[k:], new[0])]
-        else:
-            new = fcfs_sweep(snap, self.project)
-            plan = None if new is None else [_entry(job, t) for job, t in zip(snap.queue, new[0])]
-        if plan is None:  # some job never fits (nodes down): the profile search says so (it raises)
+        if not self.project:
+            new = fcfs_sweep(snap, False)
+            if new is None:
+                return self._decide_on_profile(snap)
+            return _fcfs_decision(snap, [_entry(job, t) for job, t in zip(snap.queue, new[0])])
+        releases, avail = release_counts(snap)
+        out = fcfs_replan(snap, releases, avail, self._swept)
+        if out is None:  # some job never fits (nodes down): the profile search says so (it raises)
             self._swept = None
             return self._decide_on_profile(snap)
-        # Kept only when nothing starts now (FCFS's first start is its earliest): a job planned at
-        # now that a caller did not start would be planned at the next now, not here.
-        keep = self.project and (not plan or plan[0].start > snap.now)
-        self._swept = (snap.running, snap.free_nodes, snap.queue, plan, new[1]) if keep else None
-        return _decision(snap, plan)
+        plan, state = out
+        self._swept = (releases, avail, snap.queue, plan, state)
+        return _fcfs_decision(snap, plan)
 
     def _decide_on_profile(self, snap: Snapshot) -> Decision:
         """The same plan by the general profile search (what :func:`fcfs_starts` shortcuts)."""
@@ -129,6 +125,130 @@ class FCFS(_TierByRequest, BatchPolicy):
             plan.append(_placed(job, t, need))
             floor = t
         return _decision(snap, plan)
+
+
+def _fcfs_decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
+    """:func:`_decision` for a plan in start order: its starts are the entries at ``now``, a prefix."""
+    now = snap.now
+    starts = []
+    for e in plan:
+        if e.start != now:
+            break
+        starts.append(Start(job=e.job, tier=e.tier, nodes=e.nodes, expected_end=e.end, storage=e.storage))
+    return Decision(now=now, starts=tuple(starts), plan=tuple(plan))
+
+
+def release_counts(snap: Snapshot) -> tuple[dict[float, int], int]:
+    """The running jobs' node releases as the sweep sees them (time -> nodes; a job past its
+    expected end releases at ``now + overrun_grace``) and the nodes not down (free + running)."""
+    now, grace_end = snap.now, snap.now + snap.overrun_grace
+    rel: dict[float, int] = {}
+    busy = 0
+    for r in snap.running:
+        e = r.expected_end if r.expected_end > now else grace_end
+        rel[e] = rel.get(e, 0) + r.nodes
+        busy += r.nodes
+    return rel, snap.free_nodes + busy
+
+
+def fcfs_replan(snap: Snapshot, releases: dict[float, int], avail: int, memo):
+    """FCFS's plan (``(plan, sweep state)``, ``None`` if a job never fits), re-planning only
+    until it joins the previous plan ``memo`` (``(releases, avail, queue, plan, state)``).
+
+    The release sweep's future depends only on its time ``t`` and on how many nodes are
+    released at each time after ``t`` (the free count at ``t`` follows: the nodes not down
+    are the same).  The previous plan's sweep, at the same job, had its own releases; ``D``
+    holds the difference (time -> nodes, this sweep minus that one) at times after ``t``:
+    the running jobs' releases of both, the placements of the jobs that left the queue
+    since (started or cancelled: a prefix of the old queue), and, job by job, this plan's
+    placement against the old one.  Where a job gets its old start and ``D`` is empty, the
+    two sweeps are in the same state; the jobs after it being the same, they get their old
+    entries, and the jobs queued since the old plan continue its final sweep state.  Exact,
+    not a heuristic: ``tests/batch/test_fast_paths.py`` compares it with a fresh sweep on
+    random decision sequences.
+    """
+    queue = snap.queue
+    now = snap.now
+    old_q = ()
+    m = 0  # jobs of the old queue still queued, in the same order: queue[:m] == old_q[a:]
+    if memo is not None and memo[1] == avail and queue:
+        old_rel, _, old_q, old_plan, old_state = memo
+        first = queue[0]
+        a, n_old = 0, len(old_q)
+        while a < n_old and old_q[a] is not first:
+            a += 1
+        m = n_old - a
+        if m and queue[:m] != old_q[a:]:
+            m = 0  # a job left from the middle (cancelled): plan afresh
+    grace_end = now + snap.overrun_grace
+    heap = [(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
+    heapq.heapify(heap)
+    if not m:
+        swept = fcfs_continue(queue, heap, snap.free_nodes, now, now, True)
+        return None if swept is None else ([_entry(job, t) for job, t in zip(queue, swept[0])], swept[1])
+    D: dict[float, int] = dict(releases)
+    for tau, k in old_rel.items():
+        v = D.get(tau, 0) - k
+        if v:
+            D[tau] = v
+        else:
+            del D[tau]
+    for e in old_plan[:a]:
+        v = D.get(e.end, 0) - e.nodes
+        if v:
+            D[e.end] = v
+        else:
+            del D[e.end]
+    keys = list(D)
+    heapq.heapify(keys)
+    pop, push = heapq.heappop, heapq.heappush
+    free, t = snap.free_nodes, now
+    plan: list[PlanEntry] = []
+    for i in range(m):
+        job = queue[i]
+        n = job.nodes
+        while free < n:
+            if not heap:
+                return None
+            end, k = pop(heap)
+            free += k
+            if end > t:
+                t = end
+        free -= n
+        end = t + job.walltime
+        push(heap, (end, n))
+        plan.append(PlanEntry(job.id, t, end, n, LPS, 0.0, True))
+        old = old_plan[a + i]
+        if end != old.end:  # this placement against the old one (same job, same walltime)
+            v = D.get(end, 0) + n
+            if v:
+                if end not in D:
+                    push(keys, end)
+                D[end] = v
+            else:
+                del D[end]
+            v = D.get(old.end, 0) - n
+            if v:
+                if old.end not in D:
+                    push(keys, old.end)
+                D[old.end] = v
+            else:
+                del D[old.end]
+        if old.start == t and D:
+            while keys and keys[0] <= t:  # releases at or before t are free in both sweeps
+                D.pop(pop(keys), None)
+        if old.start == t and not D:  # joined the old sweep: the rest of it holds
+            plan.extend(old_plan[a + i + 1:])
+            heap, free, t = list(old_state[0]), old_state[1], old_state[2]
+            break
+    rest = queue[m:]
+    if rest:  # jobs queued since the old plan, behind the last one
+        swept = fcfs_continue(rest, heap, free, max(t, now), now, True)
+        if swept is None:
+            return None
+        plan.extend(_entry(job, s) for job, s in zip(rest, swept[0]))
+        return plan, swept[1]
+    return plan, (tuple(heap), free, t)
 
 
 def fcfs_starts(snap: Snapshot, project: bool = True) -> list[float] | None:

@@ -50,7 +50,7 @@ from iolab.invariants import InvariantViolation, strict_default
 from ..placement import ALLOCATED, RETRY, StorageAllocator
 from . import get_scheduler
 from .checks import BatchChecker
-from .nodes import NodeSetReplay, lowest
+from .nodes import NodeSetReplay, lowest, replay_in_start_order
 from .predictions import PlanTracker
 from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from .walltime import UserPredictor, refine
@@ -137,6 +137,7 @@ class BatchKernel:
         Snapshot.check_jobs([s.queued for s in self.jobs], total_nodes)
         self.by_id = {s.queued.id: s for s in self.jobs}
         self.queue: dict[str, JobState] = {}  # insertion order = submit order
+        self._queued: list[QueuedJob] = []  # what the queue holds, in its order (the snapshot's tuple)
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self.running: dict[str, JobState] = {}  # every job holding nodes
         self.free_nodes = total_nodes
@@ -180,13 +181,14 @@ class BatchKernel:
         if self.predictor is not None:
             self._predict(s)
         self.queue[s.queued.id] = s
+        self._queued.append(s.queued)
         self._sizes[s.queued.nodes] = self._sizes.get(s.queued.nodes, 0) + 1
         self.changed = True
 
     def snapshot(self, t: float) -> Snapshot:
         return Snapshot.trusted(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
-            queue=tuple(s.queued for s in self.queue.values()),
+            queue=tuple(self._queued),
             running=tuple(self._running_view(s) for s in self.running.values()),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
@@ -194,6 +196,7 @@ class BatchKernel:
 
     def _dequeue(self, q: QueuedJob) -> None:
         del self.queue[q.id]
+        self._queued.remove(q)  # the head, mostly: found at once (identity first)
         left = self._sizes[q.nodes] - 1
         if left:
             self._sizes[q.nodes] = left
@@ -376,7 +379,10 @@ class BatchKernel:
             raise ValueError(f"unknown walltime estimate {kind!r}; known: request, refined, predictor")
         self.tracker = PlanTracker() if track_predictions else None
         self._planned: dict[str, int] = {}
-        self._replayed = None  # (running, free ids, plan, replay after it, sets) of the last pass
+        # the last pass's node-set replay, to go on from: (running, free ids, plan, replay after it,
+        # sets), or replay_in_start_order's memo for a policy whose plans are in order of start
+        self._replayed = None
+        self._in_order = bool(getattr(self.policy, "plans_in_start_order", False))
 
     def _take_nodes(self, s: JobState) -> None:
         """``s`` starts: it takes its planned node set if the tracker planned one and it is free,
@@ -426,24 +432,40 @@ class BatchKernel:
 
     def _track(self, t: float, d: Decision) -> None:
         running = [(r.expected_end, r.node_ids) for r in self.running.values()]
-        plan, new = d.plan, d.plan
-        memo = self._replayed
-        if (memo is not None and memo[0] == running and memo[1] == self.free_ids
-                and plan[:len(memo[2])] == memo[2] and all(e > t for e, _ in running)
-                and all(e.start >= memo[3].latest for e in plan[len(memo[2]):])):
-            # Only jobs were added at the end of an unchanged plan (an arrival-only decision):
-            # the earlier entries' sets are the ones replayed last time, and the replay goes on
-            # from where it stopped (NodeSetReplay); none of them can change, so the tracker
-            # is shown the new entries only (it keeps changes only).
-            new = plan[len(memo[2]):]
-            replay = memo[3].copy()
-            sets = replay.place(new, dict(memo[4]))
+        plan = d.plan
+        if self._in_order:
+            # FCFS: re-place only until the replay joins the last one (replay_in_start_order);
+            # the entries it did not re-place have their old start and set: nothing to record
+            sets, fresh, self._replayed = replay_in_start_order(t, self.free_ids, running, plan, self._replayed)
+            planned = {}
+            for i, st in enumerate(d.starts):  # a plan in start order starts with the jobs starting now
+                if plan[i].job != st.job:
+                    raise InvariantViolation("plan-order", t, st.job, f"policy {self.policy.name} starts "
+                                             f"{st.job} but plans {plan[i].job} first")
+                planned[st.job] = sets[i]
+            self._planned = planned
+            for lo, hi in fresh:
+                if lo < hi:
+                    self.tracker.observe(t, plan[lo:hi], sets[lo:hi])
         else:
-            replay = NodeSetReplay(t, self.free_ids, running)
-            sets = replay.place(plan, {})
-        self._replayed = (running, self.free_ids, plan, replay, sets)
-        self._planned = {e.job: sets[e.job] for e in d.starts if e.job in sets}
-        self.tracker.observe(t, new, sets)
+            new = plan
+            memo = self._replayed
+            if (memo is not None and memo[0] == running and memo[1] == self.free_ids
+                    and plan[:len(memo[2])] == memo[2] and all(e > t for e, _ in running)
+                    and all(e.start >= memo[3].latest for e in plan[len(memo[2]):])):
+                # Only jobs were added at the end of an unchanged plan (an arrival-only decision):
+                # the earlier entries' sets are the ones replayed last time, and the replay goes on
+                # from where it stopped (NodeSetReplay); none of them can change, so the tracker
+                # is shown the new entries only (it keeps changes only).
+                new = plan[len(memo[2]):]
+                replay = memo[3].copy()
+                sets = replay.place(new, dict(memo[4]))
+            else:
+                replay = NodeSetReplay(t, self.free_ids, running)
+                sets = replay.place(plan, {})
+            self._replayed = (running, self.free_ids, plan, replay, sets)
+            self._planned = {e.job: sets[e.job] for e in d.starts if e.job in sets}
+            self.tracker.observe(t, new, [sets.get(e.job, 0) for e in new])
         if self.advance is not None:
             self._advance_pass(t, d)
 

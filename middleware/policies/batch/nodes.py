@@ -26,7 +26,8 @@ from __future__ import annotations
 import heapq
 import math
 
-__all__ = ["NodeSetReplay", "count", "ids", "lowest", "mask_of", "parse_ranges", "plan_node_sets", "ranges"]
+__all__ = ["NodeSetReplay", "count", "ids", "lowest", "mask_of", "parse_ranges", "plan_node_sets", "ranges",
+           "replay_in_start_order"]
 
 
 def count(mask: int) -> int:
@@ -132,6 +133,30 @@ class NodeSetReplay:
         c.heap, c.free, c.seq, c.latest = list(self.heap), self.free, self.seq, self.latest
         return c
 
+    def place_in_order(self, plan) -> list[int]:
+        """The sets of ``plan``'s entries, already in order of start and none before the latest
+        start placed (``ValueError`` otherwise), as a list."""
+        heap, free, seq, latest = self.heap, self.free, self.seq, self.latest
+        pop, push = heapq.heappop, heapq.heappush
+        out: list[int] = []
+        for e in plan:
+            start = e.start
+            if start < latest or start == math.inf:
+                raise ValueError(f"plan not in order of start (or never starting) at {e.job!r}")
+            while heap and heap[0][0] <= start:
+                free |= pop(heap)[2]
+            low = free & -free
+            take = (low << e.nodes) - low
+            if not take or free & take != take:
+                take = lowest(free, e.nodes)
+            free ^= take
+            push(heap, (e.end, seq, take))
+            seq += 1
+            out.append(take)
+            latest = start
+        self.heap, self.free, self.seq, self.latest = heap, free, seq, latest
+        return out
+
     def place(self, plan, out: dict[str, int]) -> dict[str, int]:
         """Add the set of every entry of ``plan`` to ``out`` (in order of start, ties in plan
         order) and return it."""
@@ -157,3 +182,116 @@ class NodeSetReplay:
             self.latest = start
         self.free, self.seq = free, seq
         return out
+
+
+def replay_in_start_order(now: float, free: int, running, plan, memo, overrun_grace: float = 1.0):
+    """:func:`plan_node_sets` for a plan already in order of start (FCFS's: nobody overtakes),
+    re-placing only until the replay joins the previous pass's.
+
+    Returns ``(sets, fresh, memo)``: ``sets`` the node set of every entry (a list aligned with
+    ``plan``), ``fresh`` the ``(lo, hi)`` index ranges of the entries placed in this pass (the
+    others have the entry and the set they had in the previous pass), ``memo`` what the next
+    pass needs (``None`` the first time).
+
+    The replay's future depends only on which ids are released at each time after the
+    current start (the free ids follow: every id not down is free or held).  ``X`` holds,
+    per time after the current start, the XOR of the ids this replay releases then with the
+    ids the previous replay released then, at the same entry: the running jobs of both
+    passes, the sets of the entries that left the plan since (a prefix of the old plan),
+    then entry by entry this set against the old one (ids released at one time are
+    disjoint, so XOR is their difference).  Where an entry has its old start, ``X`` is empty
+    and the rest of the plan is the old rest, the old sets and the old final state hold.
+    ``tests/batch/test_fast_paths.py`` compares it with :func:`plan_node_sets` on random
+    decision sequences.
+    """
+    grace_end = now + overrun_grace
+    rel: dict[float, int] = {}
+    held = 0
+    for e, msk in running:
+        tau = e if e > now else grace_end
+        rel[tau] = rel.get(tau, 0) | msk
+        held |= msk
+    every = free | held
+    replay = NodeSetReplay(now, free, running, overrun_grace)
+    n_plan = len(plan)
+    m = a = 0
+    if memo is not None and memo[1] == every and plan:
+        old_rel, _, old_plan, old_sets, old_final = memo
+        first = plan[0].job
+        n_old = len(old_plan)
+        while a < n_old and old_plan[a].job != first:
+            a += 1
+        m = n_old - a
+        if m > n_plan:
+            m = 0  # jobs left from the end of the old plan: its final state is not ours
+    heap, free_ids, seq = replay.heap, replay.free, replay.seq
+    pop, push = heapq.heappop, heapq.heappush
+    sets: list[int] = []
+    latest = -math.inf
+    i = 0
+    if m:
+        X = dict(rel)
+        for tau, msk in old_rel.items():
+            v = X.get(tau, 0) ^ msk
+            if v:
+                X[tau] = v
+            else:
+                del X[tau]
+        for j in range(a):
+            e = old_plan[j]
+            v = X.get(e.end, 0) ^ old_sets[j]
+            if v:
+                X[e.end] = v
+            else:
+                del X[e.end]
+        keys = list(X)
+        heapq.heapify(keys)
+        next_diff = 0  # no convergence test before this entry: the rest differs from the old rest there
+        while i < m:
+            e = plan[i]
+            old = old_plan[a + i]
+            if old.job != e.job:
+                break  # not the old order any more: place the rest plainly
+            start = e.start
+            if start < latest:
+                raise ValueError(f"plan not in order of start at {e.job!r}")
+            while heap and heap[0][0] <= start:
+                free_ids |= pop(heap)[2]
+            low = free_ids & -free_ids
+            take = (low << e.nodes) - low
+            if not take or free_ids & take != take:
+                take = lowest(free_ids, e.nodes)
+            free_ids ^= take
+            push(heap, (e.end, seq, take))
+            seq += 1
+            sets.append(take)
+            latest = start
+            old_set = old_sets[a + i]
+            if e.end != old.end or take != old_set:
+                for tau, msk in ((e.end, take), (old.end, old_set)):
+                    v = X.get(tau, 0) ^ msk
+                    if v:
+                        if tau not in X:
+                            push(keys, tau)
+                        X[tau] = v
+                    else:
+                        del X[tau]
+            i += 1
+            if old.start != start or i < next_diff:
+                continue
+            while X and keys and keys[0] <= start:  # ids released by now are free in both replays
+                X.pop(pop(keys), None)
+            if X:
+                continue
+            if plan[i:m] == old_plan[a + i:]:  # joined the old replay, and the rest is the old rest
+                sets.extend(old_sets[a + i:])
+                replay = old_final.copy()
+                if m < n_plan:
+                    sets.extend(replay.place_in_order(plan[m:]))
+                return sets, ((0, i), (m, n_plan)), (rel, every, plan, sets, replay)
+            next_diff = i
+            while plan[next_diff] == old_plan[a + next_diff]:
+                next_diff += 1
+    replay.heap, replay.free, replay.seq, replay.latest = heap, free_ids, seq, latest
+    sets.extend(replay.place_in_order(plan[i:]))
+    return sets, ((0, n_plan),), (rel, every, plan, sets, replay)

@@ -27,10 +27,10 @@ class PlanTracker:
         self.last: dict[str, tuple[float, int, float]] = {}  # job -> (planned start, node mask, since) of its last row
         self.rows: list[tuple[str, float, float, int]] = []
 
-    def observe(self, t: float, plan, sets: dict[str, int]) -> None:
+    def observe(self, t: float, plan, masks) -> None:
+        """The pass at ``t`` planned ``plan``'s entries on ``masks`` (aligned; 0: no set)."""
         last, rows = self.last, self.rows
-        for e in plan:
-            m = sets.get(e.job, 0)
+        for e, m in zip(plan, masks):
             prev = last.get(e.job)
             if prev is None or prev[0] != e.start or prev[1] != m:
                 last[e.job] = (e.start, m, t)
