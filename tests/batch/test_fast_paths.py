@@ -12,6 +12,8 @@
   and the kernel re-places node sets only until its replay joins the previous one
   (``replay_in_start_order``): the same plans and sets as planning from scratch, on random
   decision sequences with arrivals, starts, early ends, overruns and cancellations.
+* Both conservative variants continue the last decision's profile over an arrival-only pass:
+  the same decisions as deciding from scratch.
 * SWF jobs are built with ``Job.model_construct`` after the parser's checks; ``model_validate``
   of the same fields gives an equal job with the same fields set.
 """
@@ -245,3 +247,46 @@ def test_fcfs_replan_and_node_replay_equal_planning_from_scratch():
     print(f"{steps} steps: FCFS joined its old plan after a start or an end {joined} times, "
           f"the replay joined its old one {set_joins} times")
     assert joined > steps // 20 and set_joins > steps // 10  # both joins were taken, not only tested
+
+
+@pytest.mark.parametrize("kind", ["conservative", "conservative-reinsert"])
+def test_conservative_arrival_only_pass_equals_deciding_from_scratch(kind):
+    """Both conservative variants continue the last decision's profile over an arrival-only pass
+    (``_KeepsReservations``); a twin that forgets it at every decision decides the same at every
+    step of random sequences of arrivals, starts (now and then not carried out), early ends and
+    overruns."""
+    from iolab.middleware.policies.batch import get_scheduler
+
+    rng = random.Random(kind)
+    kept = steps = 0
+    for case in range(150):
+        memo, fresh = get_scheduler(kind), get_scheduler(kind)
+        snap = _random_snapshot(rng)
+        for step in range(12):
+            fresh._kept = None
+            could = memo._arrivals_only(snap) is not None
+            a, b = memo.decide(snap), fresh.decide(snap)
+            assert a == b, (case, step)
+            kept += could
+            steps += 1
+            queue, running, free, now = list(snap.queue), list(snap.running), snap.free_nodes, snap.now
+            roll = rng.random()
+            if roll > 0.12:  # the caller starts what the policy starts (now and then it does not)
+                started = {s.job for s in a.starts}
+                running += [RunningJob(s.job, s.nodes, s.expected_end) for s in a.starts]
+                free -= sum(s.nodes for s in a.starts)
+                queue = [q for q in queue if q.id not in started]
+            if roll < 0.6:  # arrivals only, before any planned start
+                later = [e.start for e in a.plan if e.start > now] + [r.expected_end for r in running
+                                                                       if r.expected_end > now]
+                now = now + 0.5 * (min(later, default=now + 2.0) - now)
+            else:
+                if running and roll < 0.9:
+                    gone = running.pop(rng.randrange(len(running)))
+                    free += gone.nodes
+                now += rng.choice([0.0, 0.5, 3.0, 20.0, 200.0])
+            queue += [QueuedJob(f"n{case}-{step}-{i}", now, rng.randint(1, snap.total_nodes),
+                                float(rng.randint(1, 40))) for i in range(rng.randint(1, 3))]
+            snap = Snapshot(now=now, total_nodes=snap.total_nodes, free_nodes=free, queue=tuple(queue),
+                            running=tuple(running), overrun_grace=snap.overrun_grace)
+    assert kept > steps // 15, (kept, steps)  # the arrival-only pass was taken, not only tested

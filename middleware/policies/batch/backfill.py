@@ -301,7 +301,51 @@ def fcfs_continue(queue, heap: list, free: int, t: float, now: float, project: b
     return starts, (tuple(heap), free, t)
 
 
-class Conservative(_TierByRequest, BatchPolicy):
+class _KeepsReservations:
+    """The arrival-only pass of both conservative variants.
+
+    When nothing but arrivals happened since the last decision (the same running jobs with
+    the same expected ends, none past it, the same free nodes and HPS bytes, the old queue
+    unchanged at the head of the new one, every old reservation still in the future), the
+    old jobs keep their reservations: re-inserting them, in reservation order or in submit
+    order, finds each at its old start, because the only change since is that time passed
+    towards starts that nobody reached.  The new jobs are then inserted, in submit order, into
+    the profile the last decision left.  Only for plans without HPS bytes, whose profile's
+    byte column stays exactly the free bytes whatever the order of the takes (node counts are
+    integers); ``tests/batch/test_fast_paths.py`` compares it with deciding from scratch on
+    random decision sequences.
+    """
+
+    def _arrivals_only(self, snap: Snapshot):
+        """``(profile copy, old plan, old queue length)`` to continue from, or ``None``."""
+        memo = self._kept
+        if memo is None:
+            return None
+        running, free, hps_free, queue, plan, prof, first = memo
+        now = snap.now
+        k = len(queue)
+        if (first > now and free == snap.free_nodes and hps_free == snap.hps_free and running == snap.running
+                and snap.queue[:k] == queue and all(r.expected_end > now for r in running)):
+            return prof.copy(), plan, k
+        return None
+
+    def _keep(self, snap: Snapshot, plan: list[PlanEntry], prof: Profile) -> None:
+        lps_only = all(e.storage == 0.0 for e in plan)
+        first = min((e.start for e in plan), default=math.inf)
+        self._kept = (snap.running, snap.free_nodes, snap.hps_free, snap.queue, plan, prof, first) if lps_only else None
+
+    def _continue(self, snap: Snapshot, kept) -> Decision:
+        prof, old, k = kept
+        plan = list(old)
+        for job in snap.queue[k:]:
+            t, need = self._fit(prof, job, snap, snap.now)
+            prof.take(t, need[1], job.nodes, need[2])
+            plan.append(_placed(job, t, need))
+        self._keep(snap, plan, prof)
+        return plan
+
+
+class Conservative(_KeepsReservations, _TierByRequest, BatchPolicy):
     """Mu'alem-Feitelson conservative backfilling: reservations kept between decisions."""
 
     name = "conservative"
@@ -311,8 +355,16 @@ class Conservative(_TierByRequest, BatchPolicy):
         super().__init__()
         self.hps_requests = hps_requests
         self._reserved: dict[str, float] = {}  # job -> its reservation's start at the last decision
+        self._kept = None  # the last decision's inputs, plan and profile (_KeepsReservations)
 
     def _decide(self, snap: Snapshot) -> Decision:
+        kept = self._arrivals_only(snap)
+        if kept is not None:
+            plan = self._continue(snap, kept)
+            for e in plan[kept[2]:]:
+                if e.start != snap.now:
+                    self._reserved[e.job] = e.start
+            return _decision(snap, plan)
         prof = Profile.from_snapshot(snap)
         old = self._reserved
         pos = {job.id: i for i, job in enumerate(snap.queue)}
@@ -324,10 +376,11 @@ class Conservative(_TierByRequest, BatchPolicy):
             plan.append(_placed(job, t, need))
         plan.sort(key=lambda e: pos[e.job])  # the plan in queue order, like the others'
         self._reserved = {e.job: e.start for e in plan if e.start != snap.now}
+        self._keep(snap, plan, prof)
         return _decision(snap, plan)
 
 
-class ConservativeReinsert(_TierByRequest, BatchPolicy):
+class ConservativeReinsert(_KeepsReservations, _TierByRequest, BatchPolicy):
     """soysal2019's conservative backfilling: all jobs re-inserted in submit order each decision."""
 
     name = "conservative-reinsert"
@@ -335,14 +388,19 @@ class ConservativeReinsert(_TierByRequest, BatchPolicy):
     def __init__(self, hps_requests: bool = False) -> None:
         super().__init__()
         self.hps_requests = hps_requests
+        self._kept = None  # the last decision's inputs, plan and profile (_KeepsReservations)
 
     def _decide(self, snap: Snapshot) -> Decision:
+        kept = self._arrivals_only(snap)
+        if kept is not None:
+            return _decision(snap, self._continue(snap, kept))
         prof = Profile.from_snapshot(snap)
         plan: list[PlanEntry] = []
         for job in snap.queue:
             t, need = self._fit(prof, job, snap, snap.now)
             prof.take(t, need[1], job.nodes, need[2])
             plan.append(_placed(job, t, need))
+        self._keep(snap, plan, prof)
         return _decision(snap, plan)
 
 
