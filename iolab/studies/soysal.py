@@ -128,11 +128,18 @@ def experiment(path: str, nodes: int, scheduler: str, est: str | float, limit: i
                        "workload": wl})
 
 
+@lru_cache(maxsize=1)
+def _trace_jobs(path: str, limit: int | None) -> tuple:
+    """The trace's jobs, read once per worker process: its T_NAP runs share them (the kernel only
+    reads a job; every run builds its own state)."""
+    return tuple(swf_jobs(path, limit=limit))
+
+
 def one_run(path: str, nodes: int, scheduler: str, est: str | float, limit: int | None) -> dict[str, Any]:
     """One T_NAP simulation; its record (plain data, with the CDF quantiles)."""
     t0 = time.perf_counter()
     spec = experiment(path, nodes, scheduler, est, limit)
-    tr = simulate_batch(spec, swf_jobs(path, limit=limit), strict=False)
+    tr = simulate_batch(spec, list(_trace_jobs(path, limit)), strict=False)
     s = tnap_summary(tr)
     v = s.values
     q = [v[min(len(v) - 1, round(i / 100 * (len(v) - 1)))] for i in range(101)] if v else []
