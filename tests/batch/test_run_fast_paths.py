@@ -6,6 +6,8 @@
 * ``simulate_batch`` writes its jobs and predictions tables column-wise, each distinct node set
   written once: the tables equal the row-by-row construction (``add_job`` with ``job_steps``,
   ``ranges`` per prediction row) on random workloads with I/O, checkpoints and plan tracking.
+* ``tnap._last_changes`` (grouping by job with stable sorts) equals the row-by-row scan, on
+  random prediction tables with unsorted times, ties and repeated node sets.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 from iolab.metrics import tnap
+from iolab.metrics.tnap import _last_changes, _last_changes_plain
 from iolab.middleware.policies.batch import LPS
 from iolab.middleware.policies.batch.nodes import ranges
 from iolab.sim.batch.run import run_batch, simulate_batch
@@ -121,3 +124,24 @@ def test_simulate_batch_tables_equal_the_row_by_row_tables(seed):
     _same_table(fast.jobs, plain.jobs)
     _same_table(fast.predictions, plain.predictions)
     assert repr(list(tnap(fast).items())) == repr(list(tnap(plain).items()))  # NaN != NaN: the text
+
+
+def _pred_table(rng):
+    n = rng.choice([0, 1, 2, rng.randint(0, 40), rng.randint(0, 400)])
+    jobs = [f"j{i}" for i in range(rng.randint(1, 12))]
+    sets = ["", "0", "0-3", "0-3,8", "4-7", "1,3"][: rng.randint(1, 6)]
+    times = [rng.choice([0.0, 1.0, 1.0, 2.5, float(rng.randint(0, 30)), rng.uniform(0, 30)]) for _ in range(n)]
+    if rng.random() < 0.5:
+        times.sort()
+    return Table("predictions", {"job": np.array([rng.choice(jobs) for _ in range(n)], dtype=object),
+            "time": np.array(times, dtype=np.float64),
+            "start": np.zeros(n), "nodes": np.array([rng.choice(sets) for _ in range(n)], dtype=object)})
+
+
+def test_last_changes_equal_the_row_by_row_scan():
+    rng = random.Random(5)
+    for case in range(800):
+        pred = _pred_table(rng)
+        fast, plain = _last_changes(pred), _last_changes_plain(pred)
+        assert fast == plain, case
+        assert all(type(v) is float for v in fast.values())
