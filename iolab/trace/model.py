@@ -113,8 +113,9 @@ class TraceBuilder:
 
     def extend_columns(self, table: str, columns: dict[str, Any]) -> None:
         """Append rows given column-wise: ``{column: sequence}``, equally long sequences; a
-        column left out takes its default (as with ``add_*``; no column at all: no row).  The same table as the rows
-        would give, without a tuple per row (the batch simulator's 10^6 prediction rows)."""
+        column left out takes its default (as with ``add_*``; no column at all: no row).  The
+        same table as the rows would give, without a tuple per row (the batch simulator's
+        10^6 prediction rows)."""
         names, defaults = _ROW_SCHEMA[table]
         if not names.issuperset(columns):
             raise ValueError(f"unknown column(s) for {table}: {sorted(set(columns) - names)}")
