@@ -32,7 +32,47 @@ CLASSES = ("instant", "<=1s", "<=600s", ">600s")
 def tnap(trace) -> dict[str, float]:
     """T_NAP of every started job (``-inf`` marks an instant job, ``NaN`` an unknown one)."""
     jobs = trace.jobs
-    pred = trace.predictions
+    last_change = _last_changes(trace.predictions)
+    out: dict[str, float] = {}
+    release = np.asarray(jobs["release"], dtype=float).tolist()
+    start = np.asarray(jobs["start"], dtype=float).tolist()
+    for j, sub, st in zip(jobs["id"], release, start):
+        if math.isnan(st):
+            continue
+        if st == sub:
+            out[j] = -math.inf
+        elif j in last_change:
+            out[j] = max(0.0, st - last_change[j])
+        else:
+            out[j] = math.nan
+    return out
+
+
+def _last_changes(pred) -> dict[str, float]:
+    """Job -> time of its last row whose ``nodes`` differ from its row before (in time order,
+    ties in table order; its first row counts), for every job with a row.  Vectorised: the rows
+    grouped by job (stable sorts), a change where a group begins or ``nodes`` differ from the
+    row before; :func:`_last_changes_plain` is the row-by-row reference."""
+    n = len(pred)
+    if not n:
+        return {}
+    times = np.asarray(pred["time"], dtype=float)
+    codes: dict = {}
+    code = np.fromiter((codes.setdefault(j, len(codes)) for j in pred["job"]), dtype=np.int64, count=n)
+    order = np.lexsort((times,))
+    idx = order[np.argsort(code[order], kind="stable")]  # by job, then time, then table order
+    c = code[idx]
+    nodes = np.asarray(pred["nodes"], dtype=object)[idx]
+    change = np.ones(n, dtype=bool)
+    change[1:] = (c[1:] != c[:-1]) | (nodes[1:] != nodes[:-1]).astype(bool)
+    pos = np.flatnonzero(change)
+    cp = c[pos]
+    last = pos[np.append(cp[1:] != cp[:-1], True)]  # each job's last change
+    return dict(zip(np.asarray(pred["job"], dtype=object)[idx[last]].tolist(), times[idx[last]].tolist()))
+
+
+def _last_changes_plain(pred) -> dict[str, float]:
+    """:func:`_last_changes` one row at a time (the reference of the tests)."""
     last_change: dict[str, float] = {}
     last_nodes: dict[str, str] = {}
     order = np.lexsort((np.asarray(pred["time"], dtype=float),)) if len(pred) else []
@@ -43,18 +83,7 @@ def tnap(trace) -> dict[str, float]:
         if last_nodes.get(j) != n:
             last_nodes[j] = n
             last_change[j] = float(tcol[i])
-    out: dict[str, float] = {}
-    for j, sub, st in zip(jobs["id"], jobs["release"], jobs["start"]):
-        st = float(st)
-        if math.isnan(st):
-            continue
-        if st == float(sub):
-            out[j] = -math.inf
-        elif j in last_change:
-            out[j] = max(0.0, st - last_change[j])
-        else:
-            out[j] = math.nan
-    return out
+    return last_change
 
 
 def classify(value: float) -> str:

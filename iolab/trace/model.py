@@ -1,4 +1,4 @@
-"""In-memory traces: columnar tables built row by row, then frozen to numpy."""
+"""In-memory traces: columnar tables built row by row (or column-wise), then frozen to numpy."""
 
 from __future__ import annotations
 
@@ -94,13 +94,45 @@ class TraceBuilder:
     def __init__(self, **attrs: Any):
         self.attrs: dict[str, Any] = dict(attrs)
         self._rows: dict[str, list[tuple]] = {name: [] for name in TABLES}
+        # rows given column-wise (extend_columns), in schema order, while the table has no row
+        self._cols: dict[str, list[list]] = {}
 
     def _add(self, table: str, values: dict[str, Any]) -> None:
         names, defaults = _ROW_SCHEMA[table]
         if not names.issuperset(values):
             raise ValueError(f"unknown column(s) for {table}: {sorted(set(values) - names)}")
         get = values.get
-        self._rows[table].append(tuple([get(c, d) for c, d in defaults]))
+        self._as_rows(table).append(tuple([get(c, d) for c, d in defaults]))
+
+    def _as_rows(self, table: str) -> list[tuple]:
+        """The table's row list, its column-wise rows (if any) turned into rows first."""
+        cols = self._cols.pop(table, None)
+        if cols is not None:
+            self._rows[table].extend(zip(*cols))
+        return self._rows[table]
+
+    def extend_columns(self, table: str, columns: dict[str, Any]) -> None:
+        """Append rows given column-wise: ``{column: sequence}``, equally long sequences; a
+        column left out takes its default (as with ``add_*``; no column at all: no row).  The
+        same table as the rows would give, without a tuple per row (the batch simulator's
+        10^6 prediction rows)."""
+        names, defaults = _ROW_SCHEMA[table]
+        if not names.issuperset(columns):
+            raise ValueError(f"unknown column(s) for {table}: {sorted(set(columns) - names)}")
+        lengths = {c: len(v) for c, v in columns.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"{table} columns differ in length: {lengths}")
+        n = next(iter(lengths.values()), 0)
+        if not n:
+            return
+        cols = [list(columns[c]) if c in columns else [d] * n for c, d in defaults]
+        if self._rows[table] or table in _CANONICAL:  # keep one representation: rows
+            self._rows[table].extend(zip(*cols))
+        elif table in self._cols:
+            for have, new in zip(self._cols[table], cols):
+                have.extend(new)
+        else:
+            self._cols[table] = cols
 
     def add_job(self, **values: Any) -> None:
         self._add("jobs", values)
@@ -123,20 +155,27 @@ class TraceBuilder:
         for r in rows:
             if len(r) != width:
                 raise ValueError(f"{table} rows have {width} columns, got {len(r)}")
-        self._rows[table].extend(rows)
+        self._as_rows(table).extend(rows)
 
     def count(self, table: str) -> int:
-        return len(self._rows[table])
+        cols = self._cols.get(table)
+        return len(self._rows[table]) + (len(cols[0]) if cols else 0)
 
     def build(self, **attrs: Any) -> Trace:
         """Freeze the rows; phases and grants in a canonical order (job, index, start)
         so that the same run gives the same file whichever runtime recorded it."""
         tables = {}
         for name, cols in TABLES.items():
+            columns = {}
+            given = self._cols.get(name)
+            if given is not None:  # column-wise rows only (a row added later made them rows)
+                for (c, k), values in zip(cols, given):
+                    columns[c] = np.array(values, dtype=_NP[k])
+                tables[name] = Table(name, columns)
+                continue
             rows = self._rows[name]
             if name in _CANONICAL:
                 rows = sorted(rows, key=_CANONICAL[name])
-            columns = {}
             for i, (c, k) in enumerate(cols):
                 columns[c] = np.array([r[i] for r in rows], dtype=_NP[k]) if rows else np.array([], dtype=_NP[k])
             tables[name] = Table(name, columns)

@@ -52,11 +52,19 @@ class JobSteps:
     checkpoints: int
 
 
+def compute_seconds(job, lps_rate: float, io: float | None = None) -> float:
+    """The job's pure compute time: its runtime less its I/O at R_lps (never below 0);
+    ``io``: its ``input + output + data`` if already summed."""
+    if io is None:
+        io = job.input + job.output + job.data
+    return max(0.0, job.runtime - io / lps_rate)
+
+
 def job_steps(job, tier: str, lps_rate: float, memory_per_node: float, overheads=None) -> JobSteps:
     """The step list of ``job`` (an ``iolab.specs.batch.Job``) on ``tier``; ``overheads`` (an
     :class:`iolab.specs.batch.Overheads`) adds the launch, exit and fixed per-phase steps."""
     io = job.input + job.output + job.data
-    compute = max(0.0, job.runtime - io / lps_rate)
+    compute = compute_seconds(job, lps_rate, io)
     ckpt_size = job.nodes * memory_per_node
     k = int(math.ceil(job.data / ckpt_size - 1e-12)) if job.data > 0 else 0
     link = HPS if tier == HPS else LPS
@@ -94,5 +102,5 @@ def with_overheads(steps: list[Step], overheads) -> list[Step]:
     return out
 
 
-__all__ = ["COMPUTE", "EXIT", "FIXED", "HPS", "LAUNCH", "LPS", "OVERHEADS", "JobSteps", "Step", "job_steps",
-           "with_overheads"]
+__all__ = ["COMPUTE", "EXIT", "FIXED", "HPS", "LAUNCH", "LPS", "OVERHEADS", "JobSteps", "Step", "compute_seconds",
+           "job_steps", "with_overheads"]

@@ -79,12 +79,10 @@ def ranges(mask: int) -> str:
     """``0b100001111`` -> ``"0-3,8"``; the empty set -> ``""``."""
     parts = []
     i = 0
-    while mask:
-        if not mask & 1:
-            tz = (mask & -mask).bit_length() - 1  # skip the zeros at once
-            mask >>= tz
-            i += tz
-            continue
+    while mask:  # one run of ones a turn: skip the zeros below it (none: a shift by 0), then the run
+        tz = (mask & -mask).bit_length() - 1
+        mask >>= tz
+        i += tz
         run = (~mask & (mask + 1)).bit_length() - 1  # length of the run of ones
         parts.append(str(i) if run == 1 else f"{i}-{i + run - 1}")
         mask >>= run

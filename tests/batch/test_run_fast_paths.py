@@ -1,0 +1,228 @@
+"""The fast paths around the batch decisions give exactly what the plain code gives.
+
+* ``TraceBuilder.extend_columns`` (rows given column-wise) builds the same tables as the same
+  rows added one at a time (``add_*`` / ``extend``), mixed with them in any order: the same
+  column names, dtypes, values and objects, row order included.
+* ``simulate_batch`` writes its jobs and predictions tables column-wise, each distinct node set
+  written once: the tables equal the row-by-row construction (``add_job`` with ``job_steps``,
+  ``ranges`` per prediction row) on random workloads with I/O, checkpoints and plan tracking.
+* ``tnap._last_changes`` (grouping by job with stable sorts) equals the row-by-row scan, on
+  random prediction tables with unsorted times, ties and repeated node sets.
+* ``swf._constructor`` builds SWF jobs as ``Job.model_construct`` does (the same ``__dict__``
+  in field order, fields set, extra and private) without its per-field lookups, and gives
+  way to ``model_construct`` for models where those lookups matter.
+* ``nodes.ranges`` (one run of ones a turn on the integer) equals the set ids grouped into
+  runs, on random, long-run and sparse masks up to 1 152 nodes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from iolab.metrics import tnap
+from iolab.metrics.tnap import _last_changes, _last_changes_plain
+from iolab.middleware.policies.batch import LPS
+from iolab.middleware.policies.batch.nodes import parse_ranges, ranges
+from iolab.sim.batch.run import run_batch, simulate_batch
+from iolab.sim.batch.steps import job_steps
+from iolab.sim.workloads import swf
+from iolab.specs import parse_spec
+from iolab.specs.batch import Job
+from iolab.trace import TABLES, Table, TraceBuilder
+
+
+def _same_table(a, b):
+    assert list(a.columns) == list(b.columns)
+    for c in a.columns:
+        x, y = a[c], b[c]
+        assert x.dtype == y.dtype, c
+        if x.dtype == object:
+            assert [(type(v), v) for v in x.tolist()] == [(type(v), v) for v in y.tolist()], c
+        else:
+            assert x.tobytes() == y.tobytes(), c
+
+
+def _value(rng, kind):
+    if kind == "str":
+        return rng.choice(["", "a", "b", "0-3,8", "j1", "ok"])
+    if kind == "int":
+        return rng.choice([-1, 0, 1, 7, np.int64(3)])
+    return rng.choice([0.0, -0.0, 1.5, math.inf, math.nan, np.float64(2.25), 3])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_extend_columns_builds_what_the_rows_build(seed):
+    rng = random.Random(seed)
+    rows_b, cols_b = TraceBuilder(), TraceBuilder()
+    for table in ("jobs", "predictions", "phases", "actions"):
+        schema = TABLES[table]
+        for _ in range(rng.randint(0, 4)):  # chunks, each given as rows or as columns
+            n = rng.randint(0, 5)
+            given = [c for c, _ in schema if rng.random() < 0.7]
+            rows = [{c: _value(rng, k) for c, k in schema if c in given} for _ in range(n)]
+            for r in rows:
+                rows_b._add(table, r)
+            if given and rng.random() < 0.5:  # no column given: no length, no row
+                cols_b.extend_columns(table, {c: [r[c] for r in rows] for c in given})
+            elif rng.random() < 0.5:
+                for r in rows:
+                    cols_b._add(table, r)
+            else:
+                cols_b.extend(table, [tuple(r.get(c, _default(k)) for c, k in schema) for r in rows])
+            assert cols_b.count(table) == rows_b.count(table)
+    a, b = rows_b.build(x=1), cols_b.build(x=1)
+    assert a.attrs == b.attrs
+    for name in TABLES:
+        _same_table(a.tables[name], b.tables[name])
+
+
+def _default(kind):
+    return {"str": "", "int": -1, "float": float("nan")}[kind]
+
+
+def test_extend_columns_checks_names_and_lengths():
+    tb = TraceBuilder()
+    with pytest.raises(ValueError, match="unknown column"):
+        tb.extend_columns("predictions", {"job": ["a"], "when": [1.0]})
+    with pytest.raises(ValueError, match="differ in length"):
+        tb.extend_columns("predictions", {"job": ["a", "b"], "time": [1.0]})
+    tb.extend_columns("predictions", {})
+    assert tb.count("predictions") == 0 and len(tb.build().predictions) == 0
+
+
+def _random_jobs(rng):
+    jobs = []
+    for i in range(rng.randint(1, 25)):
+        j = {"id": f"j{i}", "submit": rng.choice([0, 0, 5, rng.randint(0, 200), rng.uniform(0, 200)]),
+             "nodes": rng.randint(1, 8), "walltime": rng.choice([10, 50, 100, 300]),
+             "runtime": rng.choice([0, 5, 40, 90, rng.uniform(0, 120)])}
+        if rng.random() < 0.5:
+            j.update(input=f"{rng.randint(0, 20)}GB", output=f"{rng.randint(0, 20)}GB", data=f"{rng.randint(0, 9)}GB")
+        jobs.append(j)
+    return jobs
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_simulate_batch_tables_equal_the_row_by_row_tables(seed):
+    rng = random.Random(seed)
+    sched = rng.choice(["fcfs", "conservative", "easy", "conservative-reinsert"])
+    spec = parse_spec({"kind": "batch", "platform": {"nodes": 8, "memory_per_node": "1GB", "lps": {"rate": "1GB/s"},
+                                                     "hps": {"rate": "10GB/s", "capacity": "100GB"},
+                                                     "stage_rate": "2GB/s"},
+                       "scheduler": sched, "track_predictions": True,
+                       "workload": {"source": "inline", "jobs": _random_jobs(rng)}})
+    fast = simulate_batch(spec, strict=False)
+    rec = run_batch(spec, strict=False)
+    p = spec.platform
+    tb = TraceBuilder()  # the row-by-row construction simulate_batch had
+    for s in rec.jobs:
+        j = s.job
+        tb.add_job(id=s.queued.id, rank=s.index, nodes=s.queued.nodes, release=s.queued.submit, start=s.start,
+                   end=s.end, io_node=-1, pack=-1, status="ok", tier=s.tier, min_time=float(j.runtime),
+                   compute_time=job_steps(j, LPS, p.lps.rate, p.memory_per_node).compute_time,
+                   io_volume=float(j.input + j.output + j.data), node_ids=ranges(s.node_ids))
+    tb.extend("predictions", [(job, t, start, ranges(m)) for job, t, start, m in rec.predictions])
+    plain = tb.build()
+    assert len(plain.predictions) > 0
+    _same_table(fast.jobs, plain.jobs)
+    _same_table(fast.predictions, plain.predictions)
+    assert repr(list(tnap(fast).items())) == repr(list(tnap(plain).items()))  # NaN != NaN: the text
+
+
+def _pred_table(rng):
+    n = rng.choice([0, 1, 2, rng.randint(0, 40), rng.randint(0, 400)])
+    jobs = [f"j{i}" for i in range(rng.randint(1, 12))]
+    sets = ["", "0", "0-3", "0-3,8", "4-7", "1,3"][: rng.randint(1, 6)]
+    times = [rng.choice([0.0, 1.0, 1.0, 2.5, float(rng.randint(0, 30)), rng.uniform(0, 30)]) for _ in range(n)]
+    if rng.random() < 0.5:
+        times.sort()
+    return Table("predictions", {"job": np.array([rng.choice(jobs) for _ in range(n)], dtype=object),
+            "time": np.array(times, dtype=np.float64),
+            "start": np.zeros(n), "nodes": np.array([rng.choice(sets) for _ in range(n)], dtype=object)})
+
+
+def test_last_changes_equal_the_row_by_row_scan():
+    rng = random.Random(5)
+    for case in range(800):
+        pred = _pred_table(rng)
+        fast, plain = _last_changes(pred), _last_changes_plain(pred)
+        assert fast == plain, case
+        assert all(type(v) is float for v in fast.values())
+
+
+def _construct_state(m):
+    return (type(m), list(m.__dict__.items()), m.__pydantic_fields_set__, list(m.__pydantic_fields_set__),
+            m.__pydantic_extra__, m.__pydantic_private__)
+
+
+def test_swf_constructor_builds_what_model_construct_builds():
+    rng = random.Random(3)
+    make = swf._constructor(Job, swf._JOB_KEYS)
+    assert make.__name__ == "make"  # Job takes the fast path
+    for _ in range(300):
+        fields = dict(id=str(rng.randint(1, 10**6)), user=rng.choice(["unknown", "0", str(rng.randint(0, 500))]),
+                      submit=rng.choice([0.0, rng.uniform(0, 1e8)]), nodes=rng.randint(1, 10**6),
+                      walltime=rng.choice([1.0, rng.uniform(1, 1e6)]), runtime=rng.choice([0.0, rng.uniform(0, 1e6)]))
+        shuffled = dict(rng.sample(list(fields.items()), len(fields)))  # the dict keeps field order anyway
+        a, b = make(shuffled), Job.model_construct(**shuffled)
+        assert a == b and _construct_state(a) == _construct_state(b)
+        assert a.model_dump() == b.model_dump() and a.model_dump(exclude_unset=True) == b.model_dump(exclude_unset=True)
+        assert a.__pydantic_fields_set__ is not make(dict(fields)).__pydantic_fields_set__  # one set per job
+
+
+def test_swf_constructor_falls_back_to_model_construct():
+    class Aliased(BaseModel):
+        a: int = Field(alias="A")
+        b: float = 0.0
+
+    class Factory(BaseModel):
+        a: int
+        b: list = Field(default_factory=list)
+
+    class Extra(BaseModel, extra="allow"):
+        a: int
+
+    for model in (Aliased, Factory, Extra):
+        make = swf._constructor(model, ("a",))
+        assert make.__name__ == "<lambda>", model
+        assert _construct_state(make({"a": 1})) == _construct_state(model.model_construct(a=1))
+
+
+def _ranges_by_ids(mask):
+    """``ranges`` the plain way: the set ids, grouped into runs of consecutive ids."""
+    parts, ids = [], [i for i in range(mask.bit_length()) if mask >> i & 1]
+    k = 0
+    while k < len(ids):
+        e = k
+        while e + 1 < len(ids) and ids[e + 1] == ids[e] + 1:
+            e += 1
+        parts.append(str(ids[k]) if e == k else f"{ids[k]}-{ids[e]}")
+        k = e + 1
+    return ",".join(parts)
+
+
+def test_ranges_equals_the_ids_grouped_into_runs():
+    rng = random.Random(9)
+    for case in range(3000):
+        width = rng.choice([1, 2, 8, 64, 100, 1152])
+        kind = rng.random()
+        if kind < 0.3:
+            mask = rng.getrandbits(width)
+        elif kind < 0.6:  # a few long runs
+            mask = 0
+            for _ in range(rng.randint(0, 5)):
+                a = rng.randrange(width)
+                mask |= ((1 << rng.randint(1, width - a)) - 1) << a
+        else:  # sparse
+            mask = 0
+            for _ in range(rng.randint(0, 8)):
+                mask |= 1 << rng.randrange(width)
+        text = ranges(mask)
+        assert text == _ranges_by_ids(mask), case
+        assert parse_ranges(text) == mask
+    assert ranges(0) == "" and ranges(0b100001111) == "0-3,8" and ranges(1 << 1151) == "1151"
