@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -125,7 +126,10 @@ class TraceBuilder:
         n = next(iter(lengths.values()), 0)
         if not n:
             return
-        cols = [list(columns[c]) if c in columns else [d] * n for c, d in defaults]
+        # a slice copies a list or an array.array in C (the batch simulator's times come as
+        # arrays of doubles: no boxed float per row), anything else becomes a list
+        cols = [(columns[c][:] if isinstance(columns[c], (list, array)) else list(columns[c])) if c in columns
+                else [d] * n for c, d in defaults]
         if self._rows[table] or table in _CANONICAL:  # keep one representation: rows
             self._rows[table].extend(zip(*cols))
         elif table in self._cols:

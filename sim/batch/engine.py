@@ -30,7 +30,7 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
 from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
@@ -50,7 +50,7 @@ class BatchRecord:
     phases: list[tuple] = field(default_factory=list)
     allocations: list[tuple] = field(default_factory=list)
     plans: list[tuple] = field(default_factory=list)  # (time, job, planned start, tier, reserved)
-    predictions: list[tuple] = field(default_factory=list)  # (job, time, planned start, node mask): changes
+    predictions: Any = ()  # PlanRows (job, time, planned start, node mask): changes only
     advance: dict = field(default_factory=dict)  # advance stage-in counters (kernel.advance_stats)
     decisions: int = 0
     events: int = 0

@@ -55,13 +55,13 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         "io_volume": [float(s.job.input + s.job.output + s.job.data) for s in js],
         "node_ids": [ranges(s.node_ids) for s in js]})
     tb.extend("phases", rec.phases)
-    preds = rec.predictions
-    masks = [r[3] for r in preds]
-    text = dict.fromkeys(masks)  # each distinct node set written once (KTH, FCFS: 808 008 rows, 70 735 sets)
-    for m in text:
-        text[m] = ranges(m)
-    tb.extend_columns("predictions", {"job": [r[0] for r in preds], "time": [r[1] for r in preds],
-                                      "start": [r[2] for r in preds], "nodes": list(map(text.__getitem__, masks))})
+    preds = rec.predictions  # PlanRows: columns
+    if len(preds):
+        text = dict.fromkeys(preds.mask)  # each distinct node set written once (KTH, FCFS: 808 008 rows, 70 735 sets)
+        for m in text:
+            text[m] = ranges(m)
+        tb.extend_columns("predictions", {"job": preds.job, "time": preds.time, "start": preds.start,
+                                          "nodes": list(map(text.__getitem__, preds.mask))})
     tb.extend("allocations", rec.allocations)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
     if rec.controller is not None:

@@ -51,7 +51,7 @@ from ..placement import ALLOCATED, RETRY, StorageAllocator
 from . import get_scheduler
 from .checks import BatchChecker
 from .nodes import NodeSetReplay, lowest, replay_in_start_order
-from .predictions import PlanTracker
+from .predictions import PlanRows, PlanTracker
 from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from .walltime import UserPredictor, refine
 
@@ -469,9 +469,10 @@ class BatchKernel:
         if self.advance is not None:
             self._advance_pass(t, d)
 
-    def prediction_rows(self) -> list[tuple[str, float, float, int]]:
-        """The predictions table (job, time, planned start, node mask), changes only."""
-        return list(self.tracker.rows) if self.tracker is not None else []
+    def prediction_rows(self) -> PlanRows:
+        """The predictions table (job, time, planned start, node mask), changes only, as columns
+        (iterating gives the rows)."""
+        return self.tracker.rows if self.tracker is not None else PlanRows()
 
     # -- advance stage-in (issue 9 §5, beyond soysal2019) ------------------------------------------
     def _setup_advance(self, advance: tuple[float, float] | None) -> None:

@@ -17,24 +17,54 @@ a trace's ``predictions`` table alone.
 
 from __future__ import annotations
 
-__all__ = ["PlanTracker"]
+from array import array
+
+__all__ = ["PlanRows", "PlanTracker"]
+
+
+class PlanRows:
+    """The rows ``(job, time, planned start, node mask)`` kept as columns: ~24 bytes a row (the
+    times as C doubles, job ids and equal masks shared) instead of a ~180-byte tuple of boxed
+    values.  A FCFS run over SDSC-BLUE records tens of millions of changes.  Iterating gives
+    the rows as tuples; ``len`` their number."""
+
+    __slots__ = ("job", "time", "start", "mask")
+
+    def __init__(self) -> None:
+        self.job: list[str] = []
+        self.time = array("d")
+        self.start = array("d")
+        self.mask: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+    def __iter__(self):
+        return zip(self.job, self.time, self.start, self.mask)
 
 
 class PlanTracker:
-    __slots__ = ("last", "rows")
+    __slots__ = ("last", "rows", "_masks")
 
     def __init__(self) -> None:
         self.last: dict[str, tuple[float, int, float]] = {}  # job -> (planned start, node mask, since) of its last row
-        self.rows: list[tuple[str, float, float, int]] = []
+        self.rows = PlanRows()
+        self._masks: dict[int, int] = {}  # each distinct node set kept once
 
     def observe(self, t: float, plan, masks) -> None:
         """The pass at ``t`` planned ``plan``'s entries on ``masks`` (aligned; 0: no set)."""
         last, rows = self.last, self.rows
+        add_job, add_time, add_start, add_mask = rows.job.append, rows.time.append, rows.start.append, rows.mask.append
+        shared = self._masks.setdefault
         for e, m in zip(plan, masks):
             prev = last.get(e.job)
             if prev is None or prev[0] != e.start or prev[1] != m:
+                m = shared(m, m)
                 last[e.job] = (e.start, m, t)
-                rows.append((e.job, t, e.start, m))
+                add_job(e.job)
+                add_time(t)
+                add_start(e.start)
+                add_mask(m)
 
     def stable_since(self, job: str) -> tuple[float, int, float] | None:
         """(planned start, node mask, time since which both are unchanged) of a waiting job."""
