@@ -123,7 +123,6 @@ class SWFTrace:
         ppn = procs_per_node or self.procs_per_node
         out: list[Job] = []
         self.unusable = []
-        construct = _constructor(Job, _JOB_KEYS)
         for r in self.records:
             procs = r.req_procs if r.req_procs else r.alloc_procs
             if not procs or procs <= 0:
@@ -138,49 +137,10 @@ class SWFTrace:
             # positive job number); only the node bound is left.  Validating 243 k jobs again
             # through pydantic was a third of SDSC-BLUE's load time (docs/performance.md).
             if fields["nodes"] <= _MAX_NODES:
-                out.append(construct(fields))  # = Job.model_construct(**fields)
+                out.append(Job.model_construct(**fields))
             else:
                 out.append(Job.model_validate(fields))  # raises, naming the field
         return out
-
-
-_JOB_KEYS = ("id", "user", "submit", "nodes", "walltime", "runtime")  # the fields SWFTrace.jobs gives
-_IMMUTABLE = (int, float, str, bool, type(None))
-
-
-def _constructor(model, keys: tuple[str, ...]):
-    """``make(fields)`` equal to ``model.model_construct(**fields)`` for dicts with exactly
-    ``keys`` (the same ``__dict__``, keys in field order, the same fields set, extra and
-    private), without model_construct's per-field alias and default lookups (a third of the
-    SWF load).  Its own default values (immutable ones) are shared, as model_construct's
-    ``smart_deepcopy`` shares them.  A model whose construction those lookups can change
-    (aliases, default factories, mutable defaults, extra fields, post-init, a root model)
-    gets ``model_construct`` itself."""
-    fields = model.__pydantic_fields__
-    defaults = {n: f.get_default() for n, f in fields.items() if n not in keys and not f.is_required()}
-    plain = (set(keys) <= set(fields) and not model.__pydantic_root_model__ and not model.__pydantic_post_init__
-             and model.model_config.get("extra") != "allow"
-             and all(f.alias is None and f.validation_alias is None and f.default_factory is None
-                     for f in fields.values())
-             and all(type(v) in _IMMUTABLE for v in defaults.values())
-             and all(n in keys or n in defaults for n in fields))
-    if not plain:
-        return lambda values: model.model_construct(**values)
-    template = {n: defaults.get(n) for n in fields if n in keys or n in defaults}  # field order
-    given = tuple(n for n in fields if n in keys)  # model_construct adds them to its set in field order
-    new, setattr_ = model.__new__, object.__setattr__
-
-    def make(values: dict):
-        m = new(model)
-        d = template.copy()
-        d.update(values)
-        setattr_(m, "__dict__", d)
-        setattr_(m, "__pydantic_fields_set__", set(given))
-        setattr_(m, "__pydantic_extra__", None)
-        setattr_(m, "__pydantic_private__", None)
-        return m
-
-    return make
 
 
 def _open_text(path: Path) -> Iterator[str]:

@@ -8,9 +8,6 @@
   ``ranges`` per prediction row) on random workloads with I/O, checkpoints and plan tracking.
 * ``tnap._last_changes`` (grouping by job with stable sorts) equals the row-by-row scan, on
   random prediction tables with unsorted times, ties and repeated node sets.
-* ``swf._constructor`` builds SWF jobs as ``Job.model_construct`` does (the same ``__dict__``
-  in field order, fields set, extra and private) without its per-field lookups, and gives
-  way to ``model_construct`` for models where those lookups matter.
 * ``nodes.ranges`` (one run of ones a turn on the integer) equals the set ids grouped into
   runs, on random, long-run and sparse masks up to 1 152 nodes.
 """
@@ -22,7 +19,6 @@ import random
 
 import numpy as np
 import pytest
-from pydantic import BaseModel, Field
 
 from iolab.metrics import tnap
 from iolab.metrics.tnap import _last_changes, _last_changes_plain
@@ -30,9 +26,7 @@ from iolab.middleware.policies.batch import LPS
 from iolab.middleware.policies.batch.nodes import parse_ranges, ranges
 from iolab.sim.batch.run import run_batch, simulate_batch
 from iolab.sim.batch.steps import job_steps
-from iolab.sim.workloads import swf
 from iolab.specs import parse_spec
-from iolab.specs.batch import Job
 from iolab.trace import TABLES, Table, TraceBuilder
 
 
@@ -153,44 +147,6 @@ def test_last_changes_equal_the_row_by_row_scan():
         fast, plain = _last_changes(pred), _last_changes_plain(pred)
         assert fast == plain, case
         assert all(type(v) is float for v in fast.values())
-
-
-def _construct_state(m):
-    return (type(m), list(m.__dict__.items()), m.__pydantic_fields_set__, list(m.__pydantic_fields_set__),
-            m.__pydantic_extra__, m.__pydantic_private__)
-
-
-def test_swf_constructor_builds_what_model_construct_builds():
-    rng = random.Random(3)
-    make = swf._constructor(Job, swf._JOB_KEYS)
-    assert make.__name__ == "make"  # Job takes the fast path
-    for _ in range(300):
-        fields = dict(id=str(rng.randint(1, 10**6)), user=rng.choice(["unknown", "0", str(rng.randint(0, 500))]),
-                      submit=rng.choice([0.0, rng.uniform(0, 1e8)]), nodes=rng.randint(1, 10**6),
-                      walltime=rng.choice([1.0, rng.uniform(1, 1e6)]), runtime=rng.choice([0.0, rng.uniform(0, 1e6)]))
-        shuffled = dict(rng.sample(list(fields.items()), len(fields)))  # the dict keeps field order anyway
-        a, b = make(shuffled), Job.model_construct(**shuffled)
-        assert a == b and _construct_state(a) == _construct_state(b)
-        assert a.model_dump() == b.model_dump() and a.model_dump(exclude_unset=True) == b.model_dump(exclude_unset=True)
-        assert a.__pydantic_fields_set__ is not make(dict(fields)).__pydantic_fields_set__  # one set per job
-
-
-def test_swf_constructor_falls_back_to_model_construct():
-    class Aliased(BaseModel):
-        a: int = Field(alias="A")
-        b: float = 0.0
-
-    class Factory(BaseModel):
-        a: int
-        b: list = Field(default_factory=list)
-
-    class Extra(BaseModel, extra="allow"):
-        a: int
-
-    for model in (Aliased, Factory, Extra):
-        make = swf._constructor(model, ("a",))
-        assert make.__name__ == "<lambda>", model
-        assert _construct_state(make({"a": 1})) == _construct_state(model.model_construct(a=1))
 
 
 def _ranges_by_ids(mask):

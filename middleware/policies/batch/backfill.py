@@ -103,8 +103,9 @@ class FCFS(_TierByRequest, BatchPolicy):
             if new is None:
                 return self._decide_on_profile(snap)
             return _fcfs_decision(snap, [_entry(job, t) for job, t in zip(snap.queue, new[0])])
-        releases, avail = release_counts(snap)
-        out = fcfs_replan(snap, releases, avail, self._swept)
+        heap = _release_heap(snap)
+        releases, avail = release_counts(heap, snap.free_nodes)
+        out = fcfs_replan(snap, heap, releases, avail, self._swept)
         if out is None:  # some job never fits (nodes down): the profile search says so (it raises)
             self._swept = None
             return self._decide_on_profile(snap)
@@ -138,22 +139,22 @@ def _fcfs_decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
     return Decision(now=now, starts=tuple(starts), plan=tuple(plan))
 
 
-def release_counts(snap: Snapshot) -> tuple[dict[float, int], int]:
-    """The running jobs' node releases as the sweep sees them (time -> nodes; a job past its
-    expected end releases at ``now + overrun_grace``) and the nodes not down (free + running)."""
-    now, grace_end = snap.now, snap.now + snap.overrun_grace
+def release_counts(heap: list[tuple[float, int]], free: int) -> tuple[dict[float, int], int]:
+    """The running jobs' node releases (time -> nodes, from :func:`_release_heap`) and the nodes
+    not down (free + running)."""
     rel: dict[float, int] = {}
     busy = 0
-    for r in snap.running:
-        e = r.expected_end if r.expected_end > now else grace_end
-        rel[e] = rel.get(e, 0) + r.nodes
-        busy += r.nodes
-    return rel, snap.free_nodes + busy
+    for e, k in heap:
+        rel[e] = rel.get(e, 0) + k
+        busy += k
+    return rel, free + busy
 
 
-def fcfs_replan(snap: Snapshot, releases: dict[float, int], avail: int, memo):
+def fcfs_replan(snap: Snapshot, heap: list, releases: dict[float, int], avail: int, memo):
     """FCFS's plan (``(plan, sweep state)``, ``None`` if a job never fits), re-planning only
-    until it joins the previous plan ``memo`` (``(releases, avail, queue, plan, state)``).
+    until it joins the previous plan ``memo`` (``(releases, avail, queue, plan, state)``);
+    ``heap`` (consumed), ``releases`` and ``avail``: this snapshot's :func:`_release_heap` and
+    :func:`release_counts`.
 
     The release sweep's future depends only on its time ``t`` and on how many nodes are
     released at each time after ``t`` (the free count at ``t`` follows: the nodes not down
@@ -180,64 +181,39 @@ def fcfs_replan(snap: Snapshot, releases: dict[float, int], avail: int, memo):
         m = n_old - a
         if m and queue[:m] != old_q[a:]:
             m = 0  # a job left from the middle (cancelled): plan afresh
-    grace_end = now + snap.overrun_grace
-    heap = [(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
-    heapq.heapify(heap)
     if not m:
         swept = fcfs_continue(queue, heap, snap.free_nodes, now, now, True)
         return None if swept is None else ([_entry(job, t) for job, t in zip(queue, swept[0])], swept[1])
-    D: dict[float, int] = dict(releases)
+    D: dict[float, int] = {}
+    keys: list[float] = []
+    for tau, k in releases.items():
+        _add_into(D, keys, tau, k)
     for tau, k in old_rel.items():
-        v = D.get(tau, 0) - k
-        if v:
-            D[tau] = v
-        else:
-            del D[tau]
+        _add_into(D, keys, tau, -k)
     for e in old_plan[:a]:
-        v = D.get(e.end, 0) - e.nodes
-        if v:
-            D[e.end] = v
-        else:
-            del D[e.end]
-    keys = list(D)
-    heapq.heapify(keys)
-    pop, push = heapq.heappop, heapq.heappush
+        _add_into(D, keys, e.end, -e.nodes)
     free, t = snap.free_nodes, now
     plan: list[PlanEntry] = []
     for i in range(m):
         job = queue[i]
         n = job.nodes
-        while free < n:
-            if not heap:
-                return None
-            end, k = pop(heap)
-            free += k
-            if end > t:
-                t = end
+        step = _next_start(heap, free, t, n)
+        if step is None:
+            return None
+        free, t = step
         free -= n
         end = t + job.walltime
-        push(heap, (end, n))
+        heapq.heappush(heap, (end, n))
         plan.append(PlanEntry(job.id, t, end, n, LPS, 0.0, True))
         old = old_plan[a + i]
         if end != old.end:  # this placement against the old one (same job, same walltime)
-            v = D.get(end, 0) + n
-            if v:
-                if end not in D:
-                    push(keys, end)
-                D[end] = v
-            else:
-                del D[end]
-            v = D.get(old.end, 0) - n
-            if v:
-                if old.end not in D:
-                    push(keys, old.end)
-                D[old.end] = v
-            else:
-                del D[old.end]
-        if old.start == t and D:
-            while keys and keys[0] <= t:  # releases at or before t are free in both sweeps
-                D.pop(pop(keys), None)
-        if old.start == t and not D:  # joined the old sweep: the rest of it holds
+            _add_into(D, keys, end, n)
+            _add_into(D, keys, old.end, -n)
+        if old.start != t:
+            continue
+        while D and keys and keys[0] <= t:  # releases at or before t are free in both sweeps
+            D.pop(heapq.heappop(keys), None)
+        if not D:  # joined the old sweep: the rest of it holds
             plan.extend(old_plan[a + i + 1:])
             heap, free, t = list(old_state[0]), old_state[1], old_state[2]
             break
@@ -272,27 +248,54 @@ def fcfs_starts(snap: Snapshot, project: bool = True) -> list[float] | None:
 def fcfs_sweep(snap: Snapshot, project: bool = True):
     """:func:`fcfs_starts` and the sweep's state after the last job (releases heap, free
     nodes, last start), from which :func:`fcfs_continue` places jobs queued behind them."""
-    now = snap.now
-    grace_end = now + snap.overrun_grace
+    return fcfs_continue(snap.queue, _release_heap(snap), snap.free_nodes, snap.now, snap.now, project)
+
+
+def _release_heap(snap: Snapshot) -> list[tuple[float, int]]:
+    """The running jobs' ``(release time, nodes)`` as a heap (a job past its expected end
+    releases at ``now + overrun_grace``)."""
+    now, grace_end = snap.now, snap.now + snap.overrun_grace
     heap = [(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
     heapq.heapify(heap)
-    return fcfs_continue(snap.queue, heap, snap.free_nodes, now, now, project)
+    return heap
+
+
+def _next_start(heap: list, free: int, t: float, n: int) -> tuple[int, float] | None:
+    """The sweep's step: releases popped from ``heap`` until ``n`` nodes are free; ``(free, t)``
+    then (``t`` the last release popped, if later), ``None`` if they never are."""
+    while free < n:
+        if not heap:
+            return None
+        end, k = heapq.heappop(heap)
+        free += k
+        if end > t:
+            t = end
+    return free, t
+
+
+def _add_into(diff: dict[float, int], keys: list[float], tau: float, k: int) -> None:
+    """``diff[tau] += k``, a time whose difference vanishes leaving ``diff``; a time that enters
+    it goes on the ``keys`` heap (which may hold times no longer in ``diff``)."""
+    v = diff.get(tau, 0) + k
+    if v:
+        if tau not in diff:
+            heapq.heappush(keys, tau)
+        diff[tau] = v
+    else:
+        del diff[tau]
 
 
 def fcfs_continue(queue, heap: list, free: int, t: float, now: float, project: bool):
     """Place ``queue`` after a sweep that stopped at ``(heap, free, t)``; ``(starts, state)``
     or ``None`` if a job never fits.  ``heap`` is consumed."""
-    pop, push = heapq.heappop, heapq.heappush
+    push = heapq.heappush
     starts: list[float] = []
     for job in queue:
         n = job.nodes
-        while free < n:
-            if not heap:
-                return None
-            end, k = pop(heap)
-            free += k
-            if end > t:
-                t = end
+        step = _next_start(heap, free, t, n)
+        if step is None:
+            return None
+        free, t = step
         if t > now and not project:
             break
         starts.append(t)

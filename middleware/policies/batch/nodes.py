@@ -24,6 +24,7 @@ reads it back.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 
 __all__ = ["NodeSetReplay", "count", "ids", "lowest", "mask_of", "parse_ranges", "plan_node_sets", "ranges",
@@ -131,55 +132,54 @@ class NodeSetReplay:
         c.heap, c.free, c.seq, c.latest = list(self.heap), self.free, self.seq, self.latest
         return c
 
+    def take(self, start: float, end: float, nodes: int) -> int:
+        """Place one entry at ``start`` (no earlier than the last one placed): the nodes released
+        by then come back, it takes the ``nodes`` lowest free ids until ``end``; returns them."""
+        heap, free = self.heap, self.free
+        while heap and heap[0][0] <= start:
+            free |= heapq.heappop(heap)[2]
+        low = free & -free
+        ids = (low << nodes) - low  # lowest()'s common case inline: a run from the lowest free id
+        if not ids or free & ids != ids:
+            ids = lowest(free, nodes)
+        self.free = free ^ ids
+        heapq.heappush(heap, (end, self.seq, ids))
+        self.seq += 1
+        self.latest = start
+        return ids
+
     def place_in_order(self, plan) -> list[int]:
         """The sets of ``plan``'s entries, already in order of start and none before the latest
         start placed (``ValueError`` otherwise), as a list."""
-        heap, free, seq, latest = self.heap, self.free, self.seq, self.latest
-        pop, push = heapq.heappop, heapq.heappush
         out: list[int] = []
         for e in plan:
-            start = e.start
-            if start < latest or start == math.inf:
+            if e.start < self.latest or e.start == math.inf:
                 raise ValueError(f"plan not in order of start (or never starting) at {e.job!r}")
-            while heap and heap[0][0] <= start:
-                free |= pop(heap)[2]
-            low = free & -free
-            take = (low << e.nodes) - low
-            if not take or free & take != take:
-                take = lowest(free, e.nodes)
-            free ^= take
-            push(heap, (e.end, seq, take))
-            seq += 1
-            out.append(take)
-            latest = start
-        self.heap, self.free, self.seq, self.latest = heap, free, seq, latest
+            out.append(self.take(e.start, e.end, e.nodes))
         return out
 
     def place(self, plan, out: dict[str, int]) -> dict[str, int]:
         """Add the set of every entry of ``plan`` to ``out`` (in order of start, ties in plan
         order) and return it."""
-        heap, free, seq = self.heap, self.free, self.seq
-        pop, push = heapq.heappop, heapq.heappush
         starts = [e.start for e in plan]
-        order = sorted(range(len(plan)), key=starts.__getitem__)  # stable: ties keep plan order
-        for i in order:
+        for i in sorted(range(len(plan)), key=starts.__getitem__):  # stable: ties keep plan order
             e = plan[i]
-            start = e.start
-            if start == math.inf:
+            if e.start == math.inf:
                 break
-            while heap and heap[0][0] <= start:
-                free |= pop(heap)[2]
-            low = free & -free
-            take = (low << e.nodes) - low  # lowest()'s common case inline: a run from the lowest free id
-            if not take or free & take != take:
-                take = lowest(free, e.nodes)
-            free ^= take
-            push(heap, (e.end, seq, take))
-            seq += 1
-            out[e.job] = take
-            self.latest = start
-        self.free, self.seq = free, seq
+            out[e.job] = self.take(e.start, e.end, e.nodes)
         return out
+
+
+def _xor_into(diff: dict[float, int], keys: list[float], tau: float, ids: int) -> None:
+    """``diff[tau] ^= ids``, a time whose difference vanishes leaving ``diff``; a time that
+    enters it goes on the ``keys`` heap (which may hold times no longer in ``diff``)."""
+    v = diff.get(tau, 0) ^ ids
+    if v:
+        if tau not in diff:
+            heapq.heappush(keys, tau)
+        diff[tau] = v
+    else:
+        del diff[tau]
 
 
 def replay_in_start_order(now: float, free: int, running, plan, memo, overrun_grace: float = 1.0):
@@ -222,28 +222,15 @@ def replay_in_start_order(now: float, free: int, running, plan, memo, overrun_gr
         m = n_old - a
         if m > n_plan:
             m = 0  # jobs left from the end of the old plan: its final state is not ours
-    heap, free_ids, seq = replay.heap, replay.free, replay.seq
-    pop, push = heapq.heappop, heapq.heappush
     sets: list[int] = []
-    latest = -math.inf
     i = 0
     if m:
-        X = dict(rel)
-        for tau, msk in old_rel.items():
-            v = X.get(tau, 0) ^ msk
-            if v:
-                X[tau] = v
-            else:
-                del X[tau]
+        X: dict[float, int] = {}
+        keys: list[float] = []
+        for tau, ids in itertools.chain(rel.items(), old_rel.items()):
+            _xor_into(X, keys, tau, ids)
         for j in range(a):
-            e = old_plan[j]
-            v = X.get(e.end, 0) ^ old_sets[j]
-            if v:
-                X[e.end] = v
-            else:
-                del X[e.end]
-        keys = list(X)
-        heapq.heapify(keys)
+            _xor_into(X, keys, old_plan[j].end, old_sets[j])
         next_diff = 0  # no convergence test before this entry: the rest differs from the old rest there
         while i < m:
             e = plan[i]
@@ -251,34 +238,19 @@ def replay_in_start_order(now: float, free: int, running, plan, memo, overrun_gr
             if old.job != e.job:
                 break  # not the old order any more: place the rest plainly
             start = e.start
-            if start < latest:
+            if start < replay.latest:
                 raise ValueError(f"plan not in order of start at {e.job!r}")
-            while heap and heap[0][0] <= start:
-                free_ids |= pop(heap)[2]
-            low = free_ids & -free_ids
-            take = (low << e.nodes) - low
-            if not take or free_ids & take != take:
-                take = lowest(free_ids, e.nodes)
-            free_ids ^= take
-            push(heap, (e.end, seq, take))
-            seq += 1
-            sets.append(take)
-            latest = start
-            old_set = old_sets[a + i]
-            if e.end != old.end or take != old_set:
-                for tau, msk in ((e.end, take), (old.end, old_set)):
-                    v = X.get(tau, 0) ^ msk
-                    if v:
-                        if tau not in X:
-                            push(keys, tau)
-                        X[tau] = v
-                    else:
-                        del X[tau]
+            ids = replay.take(start, e.end, e.nodes)
+            sets.append(ids)
+            old_ids = old_sets[a + i]
+            if e.end != old.end or ids != old_ids:
+                _xor_into(X, keys, e.end, ids)
+                _xor_into(X, keys, old.end, old_ids)
             i += 1
             if old.start != start or i < next_diff:
                 continue
             while X and keys and keys[0] <= start:  # ids released by now are free in both replays
-                X.pop(pop(keys), None)
+                X.pop(heapq.heappop(keys), None)
             if X:
                 continue
             if plan[i:m] == old_plan[a + i:]:  # joined the old replay, and the rest is the old rest
@@ -290,6 +262,5 @@ def replay_in_start_order(now: float, free: int, running, plan, memo, overrun_gr
             next_diff = i
             while plan[next_diff] == old_plan[a + next_diff]:
                 next_diff += 1
-    replay.heap, replay.free, replay.seq, replay.latest = heap, free_ids, seq, latest
     sets.extend(replay.place_in_order(plan[i:]))
     return sets, ((0, n_plan),), (rel, every, plan, sets, replay)
