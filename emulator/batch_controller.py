@@ -22,10 +22,10 @@ launched the jobs:
 
 from __future__ import annotations
 
-import math
 import os
 import uuid
 
+from iolab.metrics.response_model import predictor_args
 from iolab.middleware.controller_actor import LoadControllerActor
 from iolab.middleware.policies.batch.kernel import RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import SUSPEND, ControllerParams
@@ -34,6 +34,7 @@ from iolab.middleware.volume_probe import open_files
 from .suspension import Suspender, process_tree
 
 __all__ = ["ControllerDriver"]
+
 
 
 class ControllerDriver:
@@ -48,7 +49,8 @@ class ControllerDriver:
         self.actor = LoadControllerActor.create(
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
-            ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace))
+            ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace), bytes_scale=s.bytes_scale,
+            prediction=predictor_args(c, run.spec.seed))
         self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume)
         self.next = 0.0
         self.dead = ""
@@ -127,25 +129,16 @@ class ControllerDriver:
         if not self.dead:
             self.actor.forget(j.queued.id)
 
-    def sample_rows(self, bytes_scale: float) -> list[tuple]:
-        """The actor's samples as the trace's ``samples`` rows (spec seconds and spec bytes)."""
+    def sample_rows(self) -> list[tuple]:
+        """The actor's samples as the trace's ``samples`` rows (spec seconds and spec bytes; the actor
+        computed the byte rate in spec units)."""
         if not self.records and not self.dead:
             try:
                 self.records = self.actor.records()
             except Exception:  # noqa: BLE001 - the actor died: its samples are lost with it
                 self.records = {}
-        rows, prev = [], {}
-        for wall, v, r, writers, sectors, in_flight, score, *more in self.records.get("samples", []):
-            # bytes written: the block device's sectors, else the storage manager's booked bytes (tmpfs)
-            moved = sectors * 512 if sectors >= 0 else (more[0] if more and more[0] >= 0 else -1)
-            rate = math.nan
-            if moved >= 0 and v in prev and wall > prev[v][0]:
-                rate = (moved - prev[v][1]) / (wall - prev[v][0]) / bytes_scale * self.ts
-            if moved >= 0:
-                prev[v] = (wall, moved)
-            rows.append(((wall - self.t0) / self.ts, v, float(r), int(writers), rate,
-                         float(in_flight) if in_flight >= 0 else math.nan, float(score)))
-        return rows
+        return [((wall - self.t0) / self.ts, v, float(r), int(writers), float(rate), float(in_flight), float(score),
+                 float(fed)) for wall, v, r, writers, rate, in_flight, score, fed in self.records.get("samples", [])]
 
     def stop(self, run) -> None:
         self.release(run, "run ends")

@@ -461,7 +461,7 @@ class BatchEmulation:
     # -- the trace ---------------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
         requests = [r for r in self.kernel.allocation_rows() if r[5] != "allocated"] if self.kernel.allocator else []
-        samples = self.controller.sample_rows(self.s.bytes_scale) if self.controller is not None else []
+        samples = self.controller.sample_rows() if self.controller is not None else []
         trace = batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
                             work=self.work, complete=complete, requests=requests, samples=samples,
                             predictions=self.kernel.prediction_rows())
@@ -474,4 +474,5 @@ class BatchEmulation:
                 "write_seconds": float(rec.get("seconds", 0.0)),
                 "share_of_wall": float(rec.get("seconds", 0.0)) / wall if wall else math.nan,
                 "devices": rec.get("devices", {})}
+            trace.attrs["prediction"] = rec.get("prediction", {})  # what fed the window (docs/controller.md)
         return trace

@@ -4,10 +4,13 @@ The actor samples every volume every ``d`` wall seconds in its own thread: it
 writes the benchmark unit with fsync and times it
 (:func:`~iolab.middleware.volume_probe.benchmark_write`), reads the block
 device's counters when there is one, and feeds the response time, in spec
-seconds (wall / time_scale), to the pure
-:class:`~iolab.middleware.policies.controller.LoadController`.  The measured
-response stands for the random forest's prediction (the trained model is not
-wired in yet); the forecast of Eq. 9 is the spec's ``controller.forecast``
+seconds (wall / time_scale), and the sample's counters (writers, the volume's
+byte rate in spec bytes per spec second, in-flight I/O) to
+:class:`iolab.metrics.response_model.ResponsePredictor` (the simulator's too),
+and what it returns (the measured response, or the random forest's prediction
+under ``controller.prediction: forest``) to the pure
+:class:`~iolab.middleware.policies.controller.LoadController`; the forecast of
+Eq. 9 is the spec's ``controller.forecast`` on that series
 (:class:`iolab.metrics.forecast.ResponseForecaster`, the simulator's too).
 
 The batch loop calls :meth:`LoadControllerActor.cycle` with the jobs' open
@@ -18,11 +21,13 @@ every job it suspended.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Any
 
 from iolab.metrics.forecast import ResponseForecaster
+from iolab.metrics.response_model import ResponsePredictor
 
 from .actor_handle import ActorHandle, call
 from .policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
@@ -41,8 +46,12 @@ class _ControllerActor:
         self.lc = LoadController(self.params)
         self.forecaster = ResponseForecaster.for_params(config.get("forecast", "last"), int(config.get("ar_order", 3)),
                                                         self.params.t, self.params.d)
+        self.bytes_scale = float(config.get("bytes_scale", 1.0))
+        self.predictor = ResponsePredictor.from_args(config.get("prediction") or {})
         self.lock = threading.Lock()
-        self.samples: list[list] = []  # wall, volume, response (spec s), writers, sectors written, in flight, score
+        # wall, volume, response (spec s), writers, bytes rate (spec B/s), in flight, score, fed to the window
+        self.samples: list[list] = []
+        self.moved: dict[str, tuple[float, int]] = {}  # volume -> (wall, bytes written so far) at its last sample
         self.devices = {v: device_of(d) for v, d in self.volumes.items()}
         # a volume without a block device (tmpfs, overlay): its byte counter is the storage manager's
         self.manager = config.get("manager")  # (actor name, namespace) or None
@@ -67,15 +76,24 @@ class _ControllerActor:
                     continue
                 dev = self.devices[v]
                 st = diskstats(dev) if dev else None
-                moved = self._manager_bytes(v) if st is None else -1
+                # bytes written: the block device's sectors, else the storage manager's booked bytes (tmpfs)
+                moved = st["sectors_written"] * 512 if st else self._manager_bytes(v)
                 with self.lock:
-                    self.lc.observe(v, r)
-                    self.last[v] = r
-                    self.forecaster.add(v, r)
+                    rate = math.nan
+                    if moved >= 0:
+                        if v in self.moved and t0 > self.moved[v][0]:
+                            w, m = self.moved[v]
+                            rate = (moved - m) / (t0 - w) / self.bytes_scale * self.time_scale
+                        self.moved[v] = (t0, moved)
+                    writers = self.writers.get(v, 0)
+                    in_flight = float(st["in_flight"]) if st else math.nan
+                    fed = self.predictor.feed({"writers": writers, "bytes_rate": rate, "in_flight": in_flight}, r)
+                    self.lc.observe(v, fed)
+                    self.last[v] = fed
+                    self.forecaster.add(v, fed)
                     self.bytes_written += self.unit
                     self.seconds += r * self.time_scale
-                    self.samples.append([t0, v, r, self.writers.get(v, 0), st["sectors_written"] if st else -1,
-                                         st["in_flight"] if st else -1, self.lc.window(v).score(), moved])
+                    self.samples.append([t0, v, r, writers, rate, in_flight, self.lc.window(v).score(), fed])
             self.stop.wait(max(0.0, self.d_wall - (time.time() - t0)))
 
     def _manager_bytes(self, volume: str) -> int:
@@ -106,7 +124,7 @@ class _ControllerActor:
         self.stop.set()
         with self.lock:
             return {"samples": [list(s) for s in self.samples], "bytes_written": self.bytes_written,
-                    "seconds": self.seconds, "devices": dict(self.devices)}
+                    "seconds": self.seconds, "devices": dict(self.devices), "prediction": self.predictor.stats()}
 
     def halt(self) -> None:
         self.stop.set()
@@ -118,10 +136,13 @@ class LoadControllerActor(ActorHandle):
     @classmethod
     def create(cls, params: ControllerParams, volumes: dict[str, str], *, time_scale: float, unit_bytes: int,
                name: str, namespace: str, forecast: str = "last", ar_order: int = 3,
-               manager: tuple[str, str] | None = None) -> "LoadControllerActor":
+               manager: tuple[str, str] | None = None, bytes_scale: float = 1.0,
+               prediction: dict | None = None) -> "LoadControllerActor":
+        """``prediction``: :func:`iolab.metrics.response_model.predictor_args` of the spec."""
         config = {"params": {k: getattr(params, k) for k in params.__dataclass_fields__}, "volumes": volumes,
                   "time_scale": time_scale, "unit_bytes": int(unit_bytes), "forecast": forecast,
-                  "ar_order": int(ar_order), "manager": list(manager) if manager else None}
+                  "ar_order": int(ar_order), "manager": list(manager) if manager else None,
+                  "bytes_scale": float(bytes_scale), "prediction": dict(prediction or {})}
         return cls._spawn(_ControllerActor, config, name, namespace)
 
     def cycle(self, now: float, usages: list, timeout: float = 30.0) -> dict[str, Any]:

@@ -9,7 +9,8 @@ import click
 import numpy as np
 
 from ..errors import IolabError
-from ..middleware.response_model import FEATURES, ResponseModel
+from ..metrics.forecast import forecast_skill
+from ..metrics.response_model import train_and_test
 from ..trace import read_trace
 from ..sim.batch.volume_fit import fit_volume_model
 from .format import dumps, table
@@ -33,52 +34,33 @@ def controller() -> None:
 def train(traces, out, threshold, test_share, seed, as_json) -> None:
     """Fit a random forest on the `samples` tables of TRACES (written by runs with a
     `controller:` section), report its out-of-bag and held-out error, write it to OUT."""
-    if not 0 <= test_share < 1:
-        raise IolabError(f"--test-share must be in [0, 1), got {test_share}")
-    train_cols = {f: [] for f in FEATURES}
-    test_cols = {f: [] for f in FEATURES}
-    y_train, y_test = [], []
+    tables = []
     for path in traces:
         s = read_trace(path).samples
-        n = len(s)
-        if n == 0:
+        if len(s) == 0:
             raise IolabError(f"{path}: no samples table rows (run a spec with a controller: section)")
-        cut = n - int(round(n * test_share))
-        for f in FEATURES:
-            col = np.asarray(s.columns[f], dtype=float)
-            train_cols[f].extend(col[:cut])
-            test_cols[f].extend(col[cut:])
-        y = np.asarray(s.columns["response"], dtype=float)
-        y_train.extend(y[:cut])
-        y_test.extend(y[cut:])
+        tables.append(s.columns)
     try:
-        model = ResponseModel.fit({f: np.asarray(v) for f, v in train_cols.items()}, np.asarray(y_train),
-                                  threshold=threshold, seed=seed)
+        model, out_stats = train_and_test(tables, threshold=threshold, test_share=test_share, seed=seed)
     except ValueError as exc:
         raise IolabError(str(exc)) from None
-    out_stats = {"samples": len(y_train), "held_out": len(y_test), "features": model.features,
-                 "oob_mae": model.oob_mae, "oob_r2": model.oob_r2, "test_mae": math.nan, "test_r2": math.nan}
-    if y_test:
-        pred = model.predict({f: np.asarray(v) for f, v in test_cols.items()})
-        yt = np.asarray(y_test)
-        out_stats["test_mae"] = float(np.mean(np.abs(pred - yt)))
-        var = float(np.sum((yt - yt.mean()) ** 2))
-        out_stats["test_r2"] = 1 - float(np.sum((pred - yt) ** 2)) / var if var > 0 else math.nan
-    model.meta.update(out_stats)
+    y_train, y_test = out_stats["samples"], out_stats["held_out"]
     model.save(out)
     if as_json:
         click.echo(dumps(out_stats))
     else:
-        click.echo(f"{out}: random forest on {', '.join(model.features)}; {len(y_train)} samples, "
-                   f"OOB MAE {model.oob_mae:.3g} s, OOB R² {model.oob_r2:.3f}; held out {len(y_test)}: "
+        click.echo(f"{out}: random forest on {', '.join(model.features)}; {y_train} samples, "
+                   f"OOB MAE {model.oob_mae:.3g} s, OOB R² {model.oob_r2:.3f}; held out {y_test}: "
                    f"MAE {out_stats['test_mae']:.3g} s, R² {out_stats['test_r2']:.3f}")
 
 
 @controller.command()
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--volume", default="lps", show_default=True, help="the volume whose samples are fitted")
+@click.option("--quantiles", type=click.IntRange(0, 1001), default=21, show_default=True,
+              help="quantiles of the response's spread around the fit (model.spread; 0: none, else >= 2)")
 @click.option("--json", "as_json", is_flag=True, help="print the fit as JSON (nothing else on stdout)")
-def fit(traces, volume, as_json) -> None:
+def fit(traces, volume, quantiles, as_json) -> None:
     """Fit the simulator's volume model (controller.model: gamma, knee, r0, probe_rate) to the
     response times that real runs with a `controller:` section measured (their `samples`), so that a
     simulation of the spec sees the volume the real run saw (docs/controller.md)."""
@@ -100,7 +82,9 @@ def fit(traces, volume, as_json) -> None:
     if not response:
         raise IolabError(f"no samples of volume {volume!r} in the traces")
     try:
-        f = fit_volume_model(writers, response, units.pop())
+        if quantiles == 1:
+            raise ValueError("--quantiles: 0 (no spread) or at least 2 (the minimum and the maximum)")
+        f = fit_volume_model(writers, response, units.pop(), quantiles)
     except ValueError as exc:
         raise IolabError(str(exc)) from None
     report = {"volume": volume, "samples": len(response), "model": f.spec(), "mae": f.mae,
@@ -111,4 +95,52 @@ def fit(traces, volume, as_json) -> None:
     click.echo(f"{volume}: {len(response)} samples; weighted MAE of the medians {f.mae:.3g} s")
     click.echo(table(["writers", "samples", "median response s", "model s"],
                      [(k, n, m, q) for k, n, m, q in f.rows]))
-    click.echo("controller:\n  model: {" + ", ".join(f"{k}: {v:g}" for k, v in f.spec().items()) + "}")
+    click.echo("controller:\n  model: {" + ", ".join(f"{k}: {v:g}" if not isinstance(v, list) else
+                                                   f"{k}: [{', '.join(f'{x:g}' for x in v)}]"
+                                                   for k, v in f.spec().items()) + "}")
+
+
+@controller.command("forecast")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--volume", default="lps", show_default=True, help="the volume whose series is forecast")
+@click.option("--column", type=click.Choice(["predicted", "response"]), default="predicted", show_default=True,
+              help="the series: what fed the window (the controller's forecast input) or the measured response")
+@click.option("--q", "q", type=click.IntRange(1, 64), default=3, show_default=True, help="AR order")
+@click.option("--steps", default="1,3,6,12,18", show_default=True,
+              help="samples ahead to score (comma-separated); t = steps x the spec's d")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
+def forecast_cmd(traces, volume, column, q, steps, as_json) -> None:
+    """Score the AR(q) forecast of Eq. 9 on kept runs: from rolling origins, the error t ahead and how often
+    its state (>= r_threshold) was right, next to persistence (the last value) (docs/controller.md)."""
+    try:
+        ahead = [int(x) for x in steps.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"comma-separated integers, got {steps!r}", param_hint="--steps") from None
+    if not ahead or min(ahead) < 1:
+        raise click.BadParameter(f"samples ahead must be >= 1, got {steps!r}", param_hint="--steps")
+    report = []
+    for path in traces:
+        t = read_trace(path)
+        c = (t.attrs.get("spec") or {}).get("controller") or {}
+        s = t.samples.columns
+        if not c or not len(t.samples):
+            raise IolabError(f"{path}: no samples (a run of a spec with a controller: section has them)")
+        mine = np.asarray(s["volume"]) == volume
+        y = np.asarray(s[column], dtype=float)[mine]
+        if column == "predicted" and np.isnan(y).all():
+            raise IolabError(f"{path}: no predicted column (a trace older than it): use --column response")
+        d, thr = float(c.get("d", 10.0)), float(c.get("r_threshold", 60.0))
+        try:
+            rows = forecast_skill(y, ahead, q=q, threshold=thr)
+        except ValueError as exc:
+            raise IolabError(f"{path}: {exc}") from None
+        report.append({"trace": str(path), "volume": volume, "column": column, "d": d, "r_threshold": thr,
+                       "rows": [{"t": r["steps"] * d, **r} for r in rows]})
+    if as_json:
+        click.echo(dumps(report))
+        return
+    for r in report:
+        click.echo(f"{r['trace']}: {r['volume']} {r['column']}, d = {r['d']:g} s, r_threshold = {r['r_threshold']:g} s")
+        click.echo(table(["t s", "n", "AR MAE s", "AR state right", "persistence MAE s", "persistence right"],
+                         [(x["t"], x["n"], x["mae"], x["state_accuracy"], x["persistence_mae"],
+                           x["persistence_accuracy"]) for x in r["rows"]]))

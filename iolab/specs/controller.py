@@ -25,12 +25,14 @@ one given.
 from __future__ import annotations
 
 import importlib.util
+import math
+import pickle
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from ..units import parse_duration, parse_size
-from .base import StrictModel, raise_if
+from .base import StrictModel, raise_if, resolve_input
 
 _dur = BeforeValidator(lambda v: parse_duration(v) if isinstance(v, str) else v)
 _size = BeforeValidator(lambda v: parse_size(v) if isinstance(v, str) else v)
@@ -38,6 +40,7 @@ PosSeconds = Annotated[float, _dur, Field(gt=0, allow_inf_nan=False)]
 PosBytes = Annotated[float, _size, Field(gt=0, allow_inf_nan=False)]
 Bytes = Annotated[float, _size, Field(ge=0, allow_inf_nan=False)]
 VOLUMES = ("lps", "hps")
+FEATURES = ("writers", "bytes_rate", "in_flight")  # the samples columns a response model may use (§4.2)
 
 
 class VolumeModelSpec(StrictModel):
@@ -52,6 +55,25 @@ class VolumeModelSpec(StrictModel):
     probe_rate: float | None = Field(None, gt=0, allow_inf_nan=False,
                                      description="bytes/s the benchmark unit is written at alone (default: the "
                                                  "tier's rate; `iolab controller fit` measures it)")
+    spread: list[float] | None = Field(None, min_length=2, max_length=1001,
+                                       description="the response's tail: quantiles of measured response / model "
+                                                   "response at evenly spaced probabilities 0..1 (non-decreasing, "
+                                                   "> 0); each simulated sample multiplies the model's response "
+                                                   "by a draw from them (seeded by the spec's seed). `iolab "
+                                                   "controller fit` measures them; absent: no spread")
+
+    @field_validator("spread")
+    @classmethod
+    def _spread(cls, v: list[float] | None) -> list[float] | None:
+        if v is None:
+            return v
+        for i, x in enumerate(v):
+            if not (math.isfinite(x) and x > 0):
+                raise ValueError(f"spread[{i}] = {x!r}: each quantile must be a finite ratio > 0")
+            if i and x < v[i - 1]:
+                raise ValueError(f"spread[{i}] = {x:g} is below spread[{i - 1}] = {v[i - 1]:g}: quantiles "
+                                 "never decrease")
+        return v
 
 
 class ControllerSpec(StrictModel):
@@ -76,7 +98,34 @@ class ControllerSpec(StrictModel):
     correlation_threshold: float = Field(0.3, ge=0, le=1,
                                          description="|Pearson r| with the response a feature needs (§4.2)")
 
+    prediction: Literal["measured", "forest"] = Field(
+        "measured", description="what feeds the window (Eq. 8) every d: the measured benchmark response, or a "
+                                "random forest's prediction from the volume's counters (§4.2)")
+    model_file: str | None = Field(None, min_length=1,
+                                   description="prediction: forest: a model written by `iolab controller train` "
+                                               "(relative to the spec's folder); absent: trained online")
+    warmup: int = Field(30, ge=5, le=1_000_000, description="prediction: forest without model_file: samples "
+                                                            "(all volumes) measured before the forest is trained")
+    retrain: int = Field(0, ge=0, le=1_000_000, description="prediction: forest online: retrain every this many "
+                                                             "further samples (0: once)")
     model: VolumeModelSpec | None = Field(None, description="simulator only: the volumes' contention model")
+
+    @field_validator("model_file")
+    @classmethod
+    def _model_file(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        path = resolve_input(v, info, "model file")
+        try:
+            with open(path, "rb") as f:
+                d = pickle.load(f)  # noqa: S301 - a model file `iolab controller train` wrote (docs/controller.md)
+            unknown = set(d["features"]) - set(FEATURES)
+            if unknown or not d["features"] or not hasattr(d["forest"], "predict"):
+                raise ValueError(f"features {d['features']!r}")
+        except Exception as exc:  # noqa: BLE001 - any unreadable file: name it and why
+            raise ValueError(f"{path}: not a model written by `iolab controller train` ({type(exc).__name__}: "
+                             f"{exc})") from None
+        return path
 
     @model_validator(mode="after")
     def _check(self) -> "ControllerSpec":
@@ -88,13 +137,24 @@ class ControllerSpec(StrictModel):
             problems.append(("volumes", "a volume is listed twice"))
         if self.forecast == "ar" and importlib.util.find_spec("statsmodels") is None:
             problems.append(("forecast", "ar needs statsmodels, not installed (pip install 'iolab[controller]')"))
-        if "beta" in self.model_fields_set and "ws" in self.model_fields_set and \
+        if self.prediction == "forest" and importlib.util.find_spec("sklearn") is None:
+            problems.append(("prediction", "forest needs scikit-learn, not installed (pip install 'iolab[controller]')"))
+        # a value other than its default counts as given (a dumped spec, holding every field, reads back)
+        online = [n for n in ("warmup", "retrain") if getattr(self, n) != type(self).model_fields[n].default]
+        if self.prediction != "forest":
+            for name in (["model_file"] if self.model_file is not None else []) + online:
+                problems.append((name, "only with prediction: forest"))
+        elif self.model_file is not None and online:
+            problems.append((online[0], "the forest comes from model_file: nothing is trained online"))
+        if self.beta is not None and "ws" in self.model_fields_set and \
                 self.beta != max(1, round(self.ws / self.d)):
             problems.append(("beta", f"beta = {self.beta} disagrees with ws / d = {self.ws:g} / {self.d:g} "
                                      "(Eq. 5); give one of them"))
         if self.ws < self.d:
             problems.append(("ws", f"the window ({self.ws:g} s) is shorter than one sample interval d ({self.d:g} s)"))
         raise_if(problems)
+        if self.beta is not None and "ws" not in self.model_fields_set:  # beta alone: the window spans beta x d,
+            self.__dict__["ws"] = self.beta * self.d  # so a dumped spec (ws and beta both written) reads back
         return self
 
     @property
@@ -109,4 +169,4 @@ class ControllerSpec(StrictModel):
                 "beta": self.window}
 
 
-__all__ = ["VOLUMES", "ControllerSpec", "VolumeModelSpec"]
+__all__ = ["FEATURES", "VOLUMES", "ControllerSpec", "VolumeModelSpec"]

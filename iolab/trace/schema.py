@@ -27,7 +27,9 @@ start of the run; volumes are the spec's data units (the emulator records
   writers (jobs with files on the volume; streams in the simulator),
   bytes_rate (spec bytes/s the volume's device wrote; NaN without a device),
   in_flight (device I/O in flight; NaN without a device), score (the window's
-  sum over beta, Eq. 8).
+  sum over beta, Eq. 8), predicted (what the window was fed: the response
+  itself under ``prediction: measured``, the random forest's prediction from
+  the counters under ``prediction: forest``; NaN in traces older than it).
 - ``predictions``: batch plan tracking (soysal2019, ``track_predictions``):
   one row each time a waiting job's planned start or planned node set
   changed: job, time (of the scheduling pass), start (planned), nodes
@@ -65,13 +67,13 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "samples": (
         ("time", "float"), ("volume", "str"), ("response", "float"), ("writers", "int"),
-        ("bytes_rate", "float"), ("in_flight", "float"), ("score", "float"),
+        ("bytes_rate", "float"), ("in_flight", "float"), ("score", "float"), ("predicted", "float"),
     ),
     "predictions": (("job", "str"), ("time", "float"), ("start", "float"), ("nodes", "str")),
 }
 
 # columns added after schema 1 was first written: a trace without them reads with their default
-ADDED_COLUMNS: frozenset[tuple[str, str]] = frozenset({("jobs", "node_ids")})
+ADDED_COLUMNS: frozenset[tuple[str, str]] = frozenset({("jobs", "node_ids"), ("samples", "predicted")})
 
 PHASE_KINDS = ("compute", "write", "read", "stage-in", "stage-out")
 JOB_STATUSES = ("ok", "failed", "killed", "pending")

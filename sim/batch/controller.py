@@ -15,6 +15,16 @@ run drives; this module gives it what the simulator can measure:
   It grows with the number of writers and with their rate's share of the link.
   The benchmark unit is not added as load in the simulator (its overhead is
   measured in real runs instead).
+- **Spread** (``controller.model.spread``): quantiles of measured / model
+  response from real runs (``iolab controller fit``); each sample multiplies
+  the model's response by a draw from them (inverse CDF, linear between the
+  quantiles; one generator seeded by the spec's seed), so a simulated volume
+  has the real one's tail: single slow writes that fill the window.
+- **Prediction** (``controller.prediction``): what the window is fed, the
+  response itself or a random forest's prediction from the sample's counters
+  (writers = streams, bytes_rate = the link's delivered rate, in_flight =
+  streams): :class:`iolab.metrics.response_model.ResponsePredictor`, the real
+  run's too.
 - **Forecast** (Eq. 9): ``controller.forecast``: the last response
   (persistence, the default) or an AR(``ar_order``) fitted online to the
   volume's responses (:class:`iolab.metrics.forecast.ResponseForecaster`, the
@@ -33,10 +43,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import RESUME, ControllerParams, JobUsage, LoadController, OpenFile
 
 from iolab.metrics.forecast import ResponseForecaster
+from iolab.metrics.response_model import ResponsePredictor, predictor_args
 
 from ..fairshare import FairShareLink
 from .steps import COMPUTE
@@ -44,6 +57,7 @@ from .steps import COMPUTE
 __all__ = ["ContentionLink", "SimController", "VolumeModel"]
 
 _SAMPLE, _CYCLE = "sample", "cycle"
+_SPREAD_STREAM = 0x5EED_0010  # the spread's generator: [spec seed, this], apart from the seed's other uses
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,16 @@ class VolumeModel:
     knee: int = 1  # streams the volume serves at full rate
     r0: float = 0.0  # seconds of fixed cost of a benchmark write (fsync, metadata)
     probe_rate: float | None = None  # bytes/s of the benchmark unit alone (None: ``rate``)
+    spread: tuple[float, ...] = ()  # quantiles of response / model response at 0..1 (empty: none)
+
+    def ratio(self, u: float) -> float:
+        """The spread's quantile at probability ``u`` (linear between the given quantiles); 1 without one."""
+        q = self.spread
+        if not q:
+            return 1.0
+        x = u * (len(q) - 1)
+        i = min(int(x), len(q) - 2)
+        return q[i] + (q[i + 1] - q[i]) * (x - i)
 
     def effective(self, k: int) -> float:
         return self.rate / (1.0 + self.gamma * max(0, k - self.knee))
@@ -78,12 +102,15 @@ class ContentionLink(FairShareLink):
 
 class SimController:
     def __init__(self, params: ControllerParams, models: dict[str, VolumeModel],
-                 forecaster: ResponseForecaster | None = None):
+                 forecaster: ResponseForecaster | None = None, predictor: ResponsePredictor | None = None,
+                 seed: int = 0):
         self.params = params
         self.models = models
         self.forecaster = forecaster or ResponseForecaster()
+        self.predictor = predictor or ResponsePredictor()
+        self.rng = np.random.default_rng([seed, _SPREAD_STREAM]) if any(m.spread for m in models.values()) else None
         self.lc = LoadController(params)
-        self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score)
+        self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score, predicted)
         self.actions: list[tuple] = []  # (time, job, suspend|resume, volume, reason)
         self.last: dict[str, float] = {}
 
@@ -94,10 +121,12 @@ class SimController:
         models = {}
         for v in c.volumes:
             rate = p.lps.rate if v == "lps" else p.hps.rate
-            models[v] = (VolumeModel(rate, c.model.gamma, c.model.knee, c.model.r0, c.model.probe_rate) if c.model
+            m = c.model
+            models[v] = (VolumeModel(rate, m.gamma, m.knee, m.r0, m.probe_rate, tuple(m.spread or ())) if m
                          else VolumeModel(rate))
         params = ControllerParams.from_spec(c)
-        return cls(params, models, ResponseForecaster.for_params(c.forecast, c.ar_order, params.t, params.d))
+        return cls(params, models, ResponseForecaster.for_params(c.forecast, c.ar_order, params.t, params.d),
+                   ResponsePredictor.from_args(predictor_args(c, spec.seed)), spec.seed)
 
     def install(self, engine, control: bool = True) -> None:
         """Replace the engine's volume links by contention links (a spec's ``controller.model``
@@ -119,10 +148,14 @@ class SimController:
             for v, m in self.models.items():
                 k = len(engine.links[v])
                 r = m.response(k, self.params.p)
-                self.lc.observe(v, r)
-                self.last[v] = r
-                self.forecaster.add(v, r)
-                self.samples.append((t, v, r, k, m.effective(k) if k else 0.0, float(k), self.lc.window(v).score()))
+                if self.rng is not None and m.spread:
+                    r *= m.ratio(float(self.rng.random()))
+                rate = m.effective(k) if k else 0.0
+                fed = self.predictor.feed({"writers": k, "bytes_rate": rate, "in_flight": k}, r)
+                self.lc.observe(v, fed)
+                self.last[v] = fed
+                self.forecaster.add(v, fed)
+                self.samples.append((t, v, r, k, rate, float(k), self.lc.window(v).score(), fed))
             if live:
                 engine.push_control(t + self.params.d, _SAMPLE)
             return

@@ -64,12 +64,14 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
                                           "nodes": list(map(text.__getitem__, preds.mask))})
     tb.extend("allocations", rec.allocations)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
+    extra = {}
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
+        extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
     return tb.build(
         runtime="sim-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind, seed=spec.seed,
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),
         host=_platform.node(), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
-        stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance,
+        stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, **extra,
     )

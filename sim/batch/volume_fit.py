@@ -15,6 +15,11 @@ the disk's rate, so their throughput does not fall under contention, and the few
 counts a small run sees cannot identify a knee.  With one writer count only the slope is not
 identifiable: the response is taken as constant.
 
+The tail: ``spread`` holds the quantiles, at evenly spaced probabilities from 0 to 1, of
+each sample's measured response over the fitted model's response for its writer count; the
+simulator multiplies its model response by draws from them (``controller.model.spread``), so
+a simulated volume shows the real one's slow writes, not only its medians.
+
 ``probe_rate`` is the rate the benchmark unit sees, which on a real run is the disk's
 (the unit is written unpaced, with fsync) and not the tier's paced rate the jobs get; a
 simulated volume without ``probe_rate`` uses its tier's rate.
@@ -36,12 +41,15 @@ class VolumeFit:
     probe_rate: float  # spec bytes per spec second; inf when the response does not grow with p
     rows: list[tuple[int, int, float, float]]  # (writers, samples, median response, model response)
     mae: float  # weighted mean |median - model| over the writer counts, spec seconds
+    spread: tuple[float, ...] = ()  # quantiles of response / model response at 0, 1/(n-1), ..., 1
 
     def spec(self) -> dict:
         """The ``controller.model`` section of a spec."""
         out = {"gamma": round(self.gamma, 6), "knee": self.knee, "r0": round(self.r0, 6)}
         # a response that does not grow with the unit: a rate so high that p / probe_rate is ~0
         out["probe_rate"] = float(f"{self.probe_rate:.6g}") if math.isfinite(self.probe_rate) else 1e30
+        if self.spread:
+            out["spread"] = [float(f"{x:.4g}") for x in self.spread]
         return out
 
 
@@ -50,8 +58,9 @@ def model_response(k, r0: float, inv_rate: float, gamma: float, knee: int, p: fl
     return r0 + p * (k + 1) * (1 + gamma * np.maximum(0.0, k + 1 - knee)) * inv_rate
 
 
-def fit_volume_model(writers, response, p: float) -> VolumeFit:
-    """The fit of the samples (``writers[i]``, ``response[i]``) of a benchmark unit of ``p`` bytes."""
+def fit_volume_model(writers, response, p: float, quantiles: int = 21) -> VolumeFit:
+    """The fit of the samples (``writers[i]``, ``response[i]``) of a benchmark unit of ``p`` bytes,
+    with ``quantiles`` quantiles of their spread around it (0: none)."""
     from scipy.optimize import lsq_linear  # lazy: scipy only when a model is fitted
 
     w = np.asarray(writers, float)
@@ -73,8 +82,13 @@ def fit_volume_model(writers, response, p: float) -> VolumeFit:
     pred = model_response(ks, r0, inv_rate, 0.0, 1, p)
     rows = [(int(k), int(c), float(m), float(q)) for k, c, m, q in zip(ks, n, med, pred)]
     mae = float(np.sum(n * np.abs(pred - med)) / n.sum())
+    spread: tuple[float, ...] = ()
+    model = model_response(w, r0, inv_rate, 0.0, 1, p)
+    ratio = r[model > 0] / model[model > 0]
+    if quantiles >= 2 and ratio.size and np.all(ratio > 0):
+        spread = tuple(float(x) for x in np.quantile(ratio, np.linspace(0.0, 1.0, quantiles)))
     return VolumeFit(gamma=0.0, knee=1, r0=r0, probe_rate=1.0 / inv_rate if inv_rate > 0 else math.inf,
-                     rows=rows, mae=mae)
+                     rows=rows, mae=mae, spread=spread)
 
 
 __all__ = ["VolumeFit", "fit_volume_model", "model_response"]

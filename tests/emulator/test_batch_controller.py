@@ -3,8 +3,9 @@
 Three one-rank Jacobi jobs checkpoint to LPS.  The controller's threshold is
 set so low that every benchmark write counts as high (omega, 500 MB of spec
 bytes, is passed once a job's first 1 GB checkpoint is on disk: 100 kB real): the volume is loaded
-after two samples, so the handler suspends the newest jobs one per cycle,
-keeps the oldest running, and resumes the others when the volume has no
+after two samples, so the handler suspends the newest jobs one per cycle
+(after the first five samples the window is fed a random forest's prediction, trained online on
+them: above the threshold too), keeps the oldest running, and resumes the others when the volume has no
 running job (§4.3).  A second run kills the controller actor after its first
 suspension: every suspended job must be resumed and finish.
 """
@@ -39,6 +40,10 @@ def spec(**controller) -> BatchExperiment:
     })
 
 
+# online forest: trained after 5 samples on every counter that varies (|r| >= 0), used from then on
+FOREST = {"prediction": "forest", "warmup": 5, "correlation_threshold": 0.0}
+
+
 def intervals(trace):
     return [(r["job"], r["suspend"], r["resume"]) for r in trace.actions.rows()]
 
@@ -71,7 +76,7 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else tmp_path) as work:
         try:
-            trace = run_batch_emulation(spec(), work_dir=Path(work) / "w",
+            trace = run_batch_emulation(spec(**FOREST), work_dir=Path(work) / "w",
                                         on_launch=lambda j, p: procs.__setitem__(j, p), strict=True)
         finally:
             done.set()
@@ -104,6 +109,14 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     assert 0 < mon["write_seconds"] < trace.attrs["wall_seconds"] and 0 < mon["share_of_wall"] < 1
     # a suspended job comes back later: its run is longer than the oldest job's by about its suspension
     assert jobs["c"]["end"] - jobs["c"]["start"] > sum(b - a for j, a, b in sus if j == "c")
+    # the window was fed a random forest trained online on the run's first samples (§4.2)
+    pred = trace.attrs["prediction"]
+    assert pred["prediction"] == "forest" and pred["online"] and pred["trained_at"][0] == FOREST["warmup"]
+    first = len(samples) - pred["fed_predicted"]  # samples before the first forest that could be trained
+    assert pred["fed_predicted"] > 0 and first in pred["trained_at"]
+    assert all(r["predicted"] == r["response"] for r in samples[:first])
+    seen = [r["response"] for r in samples[:first]]  # its training labels: a forest predicts between them
+    assert all(min(seen) - 1e-9 <= r["predicted"] <= max(seen) + 1e-9 for r in samples[first:])
 
 
 @pytest.mark.ray

@@ -139,3 +139,74 @@ def test_the_simulated_trace_holds_the_suspensions():
     for s in samples:
         k = s["writers"]
         assert s["response"] == pytest.approx(1e9 * (k + 1) / (1e8 / (1 + 0.5 * max(0, k))))
+
+
+SPREAD = [0.6, 0.9, 1.0, 1.1, 1.4, 5.0]  # a long tail: the top fifth of the samples reaches 1.4-5 x the model
+
+
+def ds1_tail(seed=0, **controller):
+    """DS1 with a tail on the volume's response (``model.spread``) and the spec's seed."""
+    spec = ds1(True)
+    d = spec.model_dump(mode="json")
+    d["seed"] = seed
+    d["controller"]["model"]["spread"] = SPREAD
+    d["controller"].update(controller)
+    return parse_spec(d)
+
+
+def _model_response(spec, k):
+    m = spec.controller.model
+    return VolumeModel(spec.platform.lps.rate, m.gamma, m.knee, m.r0, m.probe_rate).response(k, spec.controller.p)
+
+
+def test_a_spread_draws_the_tail_from_the_spec_seed():
+    import numpy as np
+
+    spec = ds1_tail()
+    a = run_batch(spec, strict=True).controller.samples
+    assert a == run_batch(ds1_tail(), strict=True).controller.samples  # the same seed: the same run
+    assert a != run_batch(ds1_tail(seed=1), strict=True).controller.samples
+    # every response over the model's response for its stream count: distributed as the spread says
+    ratios = np.sort([r / _model_response(spec, k) for _, _, r, k, *_ in a])
+    assert len(ratios) > 1000 and ratios[0] >= SPREAD[0] - 1e-9 and ratios[-1] <= SPREAD[-1] + 1e-9
+    ecdf = np.arange(1, len(ratios) + 1) / len(ratios)
+    cdf = np.interp(ratios, SPREAD, np.linspace(0, 1, len(SPREAD)))  # the spread's piecewise-linear CDF
+    assert np.max(np.abs(ecdf - cdf)) < 0.05  # Kolmogorov-Smirnov distance
+    # measured is what fed the window: the predicted column is the response
+    assert all(fed == r for _, _, r, *_, fed in a)
+
+
+def test_the_forest_feeds_the_window_its_prediction_after_the_warmup():
+    import numpy as np
+
+    from iolab.middleware.policies.controller.window import ResponseWindow
+    from iolab.sim.batch.run import simulate_batch
+
+    W = 400  # samples: the warm-up sees every stream count often enough to learn it
+    spec = ds1_tail(prediction="forest", warmup=W)
+    tr = simulate_batch(spec, strict=True)
+    s = tr.samples.columns
+    r, fed, k = s["response"], s["predicted"], s["writers"]
+    stats = tr.attrs["prediction"]
+    assert stats["prediction"] == "forest" and stats["online"] and stats["trained_at"] == [W]
+    assert "writers" in stats["features"] and stats["fed_predicted"] == len(r) - W
+    assert list(fed[:W]) == list(r[:W])  # the warm-up feeds the measurement
+    # after it: one value per stream count, the warm-up's mean response at that count (the reference: a
+    # forest whose leaves split the counts averages bootstrap means, ~ the sample mean)
+    by_k = {}
+    for kk, v in zip(k[W:], fed[W:]):
+        by_k.setdefault(int(kk), set()).add(float(v))
+    seen = {kk: int(sum(k[:W] == kk)) for kk in by_k}
+    for kk, values in by_k.items():
+        assert len(values) == 1  # the memo: a stream count's counters (writers, rate, in flight) repeat exactly
+        if seen[kk] < 20:
+            continue  # too few warm-up samples to learn this count
+        for v in values:
+            assert v == pytest.approx(float(np.mean(r[:W][k[:W] == kk])), rel=0.1)
+    # the window was fed the prediction: its score, recomputed from the predicted column, is the trace's
+    c = spec.controller
+    w = ResponseWindow(c.window, c.alpha, c.r_threshold)
+    for v, score in zip(fed, s["score"]):
+        w.push(float(v))
+        assert w.score() == pytest.approx(score)
+    assert any(a != b for a, b in zip(fed[W:], r[W:]))

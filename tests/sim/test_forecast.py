@@ -81,3 +81,23 @@ def test_the_simulated_controller_uses_the_spec_forecast():
     again = run_batch(spec("ar"), strict=True).controller
     assert again.samples == ar.samples and again.actions == ar.actions  # deterministic
     assert run_batch(spec("last")).controller.forecaster.fitted == 0
+
+
+def test_forecast_skill_on_a_known_recurrence_and_on_noise():
+    from iolab.metrics.forecast import forecast_skill
+
+    y = [0.0]
+    for _ in range(120):
+        y.append(0.8 * y[-1] + 2.0)  # AR(1) rising to 10: the AR is exact, persistence lags
+    rows = forecast_skill(y, [1, 4], q=1, threshold=9.0)
+    assert [r["steps"] for r in rows] == [1, 4]
+    assert all(r["mae"] < 1e-9 and r["state_accuracy"] == 1.0 for r in rows)
+    assert rows[1]["persistence_mae"] > rows[0]["persistence_mae"] > 0
+    # by hand: persistence 4 ahead from every origin the function uses (i = 4 .. len - 4)
+    pers = [abs(y[i - 1] - y[i + 3]) for i in range(4, len(y) - 3)]
+    assert rows[1]["persistence_mae"] == pytest.approx(float(np.mean(pers)), rel=1e-12)
+    assert rows[1]["n"] == len(pers)
+    flat = forecast_skill([5.0] * 30, [2], q=2, threshold=5.0)[0]  # constant: persistence, right every time
+    assert flat["mae"] == 0 and flat["state_accuracy"] == 1.0
+    with pytest.raises(ValueError, match="too short"):
+        forecast_skill([1.0, 2.0, 3.0], [1], q=2)

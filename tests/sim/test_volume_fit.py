@@ -61,7 +61,8 @@ def test_without_a_probe_rate_the_model_is_the_tier_rate_as_before():
 
 def _real_trace(path, w, r, runtime="emulator-batch"):
     tb = TraceBuilder()
-    tb.extend("samples", [(float(i), "lps", float(x), int(k), 0.0, 0.0, 0.0) for i, (k, x) in enumerate(zip(w, r))])
+    tb.extend("samples", [(float(i), "lps", float(x), int(k), 0.0, 0.0, 0.0, float(x))
+                          for i, (k, x) in enumerate(zip(w, r))])
     write_trace(tb.build(runtime=runtime, spec={"controller": {"p": P}}), path)
     return path
 
@@ -80,3 +81,27 @@ def test_controller_fit_prints_the_spec_section_of_the_fit(tmp_path):
     sim = _real_trace(tmp_path / "sim.h5", w, r, runtime="sim-batch")
     bad = CliRunner().invoke(cli, ["controller", "fit", str(sim)])
     assert bad.exit_code == 2 and "simulated trace" in bad.output
+
+
+def test_the_spread_is_the_quantiles_of_response_over_the_fitted_line():
+    rng = np.random.default_rng(9)
+    w, r = samples(0.2, 5e9, {0: 50, 1: 50, 3: 50}, rng, tail=0.1)
+    f = fit_volume_model(w, r, P, quantiles=11)
+    # the reference: every sample over the fitted model at its writer count, sorted, read at 0, 10 %, ... 100 %
+    line = {k: model for k, _, _, model in f.rows}
+    ratios = np.sort([x / line[k] for k, x in zip(w, r)])
+    want = [float(np.quantile(ratios, q)) for q in np.linspace(0, 1, 11)]
+    assert f.spread == pytest.approx(want, rel=1e-12)
+    assert f.spread[5] == pytest.approx(1.0, abs=0.05)  # the line goes through the medians
+    assert f.spread[-1] > 8  # the 10 % of slow fsyncs (x10) are the top of the spread
+    assert f.spec()["spread"][-1] == pytest.approx(f.spread[-1], rel=1e-3)
+    assert fit_volume_model(w, r, P, quantiles=0).spread == () and "spread" not in fit_volume_model(w, r, P, 0).spec()
+
+
+def test_a_simulated_volume_draws_its_response_from_the_spread():
+    spread = (0.5, 0.8, 1.0, 1.2, 6.0)
+    m = VolumeModel(1e9, r0=0.1, probe_rate=1e10, spread=spread)
+    # linear between the quantiles (np.interp is the reference)
+    for u in (0.0, 0.1, 0.37, 0.5, 0.74, 0.99, 1.0):
+        assert m.ratio(u) == pytest.approx(float(np.interp(u, np.linspace(0, 1, 5), spread)), rel=1e-12)
+    assert VolumeModel(1e9).ratio(0.3) == 1.0

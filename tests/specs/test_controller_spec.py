@@ -59,7 +59,36 @@ def test_units_and_scaling():
     ({"beta": 10, "ws": "3m"}, "controller.beta", "Eq. 5"),
     ({"ws": "5s"}, "controller.ws", "shorter than one sample interval"),
     ({"dd": 3}, "controller.dd", "unknown field"),
+    ({"warmup": 50}, "controller.warmup", "only with prediction: forest"),
+    ({"prediction": "neural"}, "controller.prediction", "'measured' or 'forest'"),
+    ({"prediction": "forest", "model_file": "nowhere.pkl"}, "controller.model_file", "does not exist"),
+    ({"model": {"spread": [1.0, 0.5]}}, "controller.model.spread", "never decrease"),
+    ({"model": {"spread": [0.0, 1.0]}}, "controller.model.spread", "finite ratio > 0"),
 ])
 def test_bad_sections_name_the_field(section, where, reason):
     found = problems(section)
     assert any(w == where and reason in r for w, r in found), found
+
+
+@pytest.mark.parametrize("section", [{}, {"beta": 20}, {"beta": 12, "d": 5}, {"prediction": "forest", "warmup": 50},
+                                     {"ws": "2m", "model": {"spread": [0.5, 1, 3]}}])
+def test_a_dumped_controller_section_reads_back_the_same(section):
+    from iolab.specs.controller import ControllerSpec
+
+    c = ControllerSpec.model_validate(section)
+    again = ControllerSpec.model_validate(c.model_dump(mode="json"))
+    assert again == c and again.window == c.window
+    assert c.ws == pytest.approx(c.window * c.d)  # beta alone sets the window's span
+
+
+def test_model_file_must_be_a_model_of_controller_train(tmp_path):
+    import pickle
+
+    bad = tmp_path / "bad.pkl"
+    bad.write_bytes(b"not a pickle")
+    found = problems({"prediction": "forest", "model_file": str(bad)})
+    assert any(w == "controller.model_file" and "iolab controller train" in r for w, r in found), found
+    other = tmp_path / "other.pkl"
+    other.write_bytes(pickle.dumps({"features": ["load_average"], "forest": None}))
+    found = problems({"prediction": "forest", "model_file": str(other)})
+    assert any(w == "controller.model_file" and "load_average" in r for w, r in found), found
