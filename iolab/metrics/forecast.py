@@ -7,7 +7,8 @@ back soon otherwise.  :class:`ResponseForecaster` keeps each volume's series of 
 - ``last`` (persistence): the last response;
 - ``ar``: an AR(q) with a constant (statsmodels ``AutoReg``, OLS: deterministic) fitted to the
   last ``history`` responses, the largest of its ``steps`` predictions (never below 0).  Until
-  the series has more than ``2 q + 1`` values the forecast is the last response.
+  the series has more than ``2 q + 1`` values, and when the fit is explosive (its
+  forecast would grow geometrically), the forecast is the last response.
 
 One implementation for both runtimes: the simulator's controller and the real run's controller
 actor hold one each.
@@ -30,8 +31,13 @@ import numpy as np
 KINDS = ("last", "ar")
 
 
-def ar_forecast(series, q: int, steps: int) -> np.ndarray:
-    """The next ``steps`` values of ``series`` by an AR(q) with a constant fitted to it."""
+def ar_forecast(series, q: int, steps: int, *, refuse_explosive: bool = False) -> np.ndarray | None:
+    """The next ``steps`` values of ``series`` by an AR(q) with a constant fitted to it.
+
+    ``refuse_explosive=True``: None when the fitted AR is explosive (a root of its lag polynomial
+    inside the unit circle): its forecast grows geometrically with the horizon (measured: a short
+    spiky response series gave forecasts of 1e7 s 18 samples ahead), so the caller falls back to
+    persistence.  A unit root (a linear trend) is kept: its forecast grows linearly."""
     from statsmodels.tsa.ar_model import AutoReg  # lazy: statsmodels only to forecast
 
     y = np.asarray(series, dtype=float)
@@ -40,6 +46,8 @@ def ar_forecast(series, q: int, steps: int) -> np.ndarray:
     with warnings.catch_warnings():  # a deterministic (simulated) series is often rank-deficient: the
         warnings.simplefilter("ignore")  # least-squares solution is still the forecast (tested by hand)
         fit = AutoReg(y, lags=q, trend="c").fit()
+        if refuse_explosive and np.min(np.abs(fit.roots), initial=np.inf) < 1.0 - 1e-6:  # a unit root (a trend) stays
+            return None
         return np.asarray(fit.predict(start=len(y), end=len(y) + steps - 1))
 
 
@@ -51,6 +59,7 @@ class ResponseForecaster:
         self.series: dict[str, deque] = {}
         self.history = history
         self.fitted = 0  # forecasts made by the AR model (the others: persistence)
+        self.unstable = 0  # explosive AR fits refused (persistence instead)
 
     @classmethod
     def for_params(cls, kind: str, q: int, t: float, d: float) -> "ResponseForecaster":
@@ -66,7 +75,10 @@ class ResponseForecaster:
             return math.nan
         if self.kind == "last" or len(y) <= 2 * self.q + 1 or np.ptp(np.asarray(y)) == 0:
             return y[-1]
-        pred = ar_forecast(list(y), self.q, self.steps)
+        pred = ar_forecast(list(y), self.q, self.steps, refuse_explosive=True)
+        if pred is None:  # an explosive fit: persistence
+            self.unstable += 1
+            return y[-1]
         self.fitted += 1
         best = float(np.max(pred))
         return max(0.0, best) if math.isfinite(best) else y[-1]
@@ -83,8 +95,8 @@ def forecast_skill(series, steps, *, q: int = 3, threshold: float = math.inf, hi
     more than ``2 q + 1`` values before it, as :class:`ResponseForecaster` needs), an AR(q) with a
     constant is fitted to the last ``history`` values before ``i`` and predicts ``max(steps)``
     values; the one ``h`` ahead, ``y[i + h - 1]``, is compared with the forecast (never below 0,
-    as the controller uses it) and with persistence (``y[i - 1]``).  A constant stretch has no
-    AR fit: its forecast is persistence, as the controller's.  Per ``h``: ``n`` comparisons,
+    as the controller uses it) and with persistence (``y[i - 1]``).  A constant stretch or an
+    explosive fit gives persistence, as the controller's forecaster does.  Per ``h``: ``n`` comparisons,
     ``mae`` and ``state_accuracy`` (share of forecasts on the same side of ``threshold`` as the
     value), and ``persistence_mae``, ``persistence_accuracy``.
     """
@@ -104,7 +116,9 @@ def forecast_skill(series, steps, *, q: int = 3, threshold: float = math.inf, hi
     p_hit = {h: [] for h in steps}
     for i in idx:
         past = y[max(0, i - history):i]
-        pred = ar_forecast(past, q, steps[-1]) if np.ptp(past) > 0 else np.full(steps[-1], past[-1])
+        pred = ar_forecast(past, q, steps[-1], refuse_explosive=True) if np.ptp(past) > 0 else None
+        if pred is None:  # constant or explosive: persistence, as the controller's forecaster
+            pred = np.full(steps[-1], past[-1])
         for h in steps:
             if i + h - 1 >= len(y):
                 continue

@@ -159,6 +159,7 @@ class ResponsePredictor:
         self.y: list[float] = []  # and its measured response
         self.trained_at: list[int] = []  # sample counts at which the online forest was (re)fitted
         self.error = ""  # why no forest could be trained
+        self.seen = 0  # samples fed
         self.fed_predicted = 0
         self._memo: dict[tuple, float] = {}
         self._abs_err = 0.0  # |predicted - measured| over the predicted samples
@@ -180,6 +181,7 @@ class ResponsePredictor:
 
     def feed(self, sample: dict, measured: float) -> float:
         """The value to feed the window for one sample (its counters ``sample``, its ``measured`` response)."""
+        self.seen += 1
         if self.kind == "measured" or not math.isfinite(measured):
             return measured
         x = self.counters(sample)
@@ -214,7 +216,7 @@ class ResponsePredictor:
         """What fed the window: for the trace's attributes and the closing reports."""
         m = self.model
         return {"prediction": self.kind, "online": self.online if self.kind == "forest" else False,
-                "samples": len(self.y), "fed_predicted": self.fed_predicted,
+                "samples": self.seen, "fed_predicted": self.fed_predicted,
                 "trained_at": list(self.trained_at), "features": list(m.features) if m is not None else [],
                 "oob_mae": m.oob_mae if m is not None else math.nan,
                 "oob_r2": m.oob_r2 if m is not None else math.nan,

@@ -101,3 +101,15 @@ def test_forecast_skill_on_a_known_recurrence_and_on_noise():
     assert flat["mae"] == 0 and flat["state_accuracy"] == 1.0
     with pytest.raises(ValueError, match="too short"):
         forecast_skill([1.0, 2.0, 3.0], [1], q=2)
+
+
+def test_an_explosive_ar_fit_falls_back_to_persistence():
+    y = [1.0, 1.1]
+    for _ in range(30):
+        y.append(1.5 * y[-1] - 0.1 * y[-2])  # grows geometrically: the fitted AR(2) is explosive
+    assert ar_forecast(y, 2, 5, refuse_explosive=True) is None
+    assert ar_forecast(y, 2, 5)[-1] > y[-1]  # without the check: the explosive forecast
+    f = ResponseForecaster("ar", q=2, steps=5)
+    for v in y:
+        f.add("lps", v)
+    assert f.forecast("lps") == y[-1] and f.unstable == 1 and f.fitted == 0
