@@ -1,6 +1,6 @@
 """The load controller in a real batch run: real SIGSTOP/SIGCONT of MPI jobs, the actor's death.
 
-Three one-rank Jacobi jobs checkpoint to LPS.  The controller's threshold is
+Three one-rank Jacobi jobs checkpoint to HPS (the first run: each holds 5 GB of it) or to LPS.  The controller's threshold is
 set so low that every benchmark write counts as high (omega, 500 MB of spec
 bytes, is passed once a job's first 1 GB checkpoint is on disk: 100 kB real): the volume is loaded
 after two samples, so the handler suspends the newest jobs one per cycle
@@ -20,24 +20,36 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from iolab.middleware.volume_probe import device_of
 from iolab.specs.batch import BatchExperiment
 
 
-def spec(**controller) -> BatchExperiment:
+def spec(tier: str = "lps", **controller) -> BatchExperiment:
+    """Three checkpointing jobs on ``tier``'s volume (on HPS: each holds 5 GB of it, asked for)."""
+    hps = tier == "hps"
     return BatchExperiment.model_validate({
         "name": "controller-small",
         "platform": {"nodes": 3, "memory_per_node": "1GB", "lps": {"rate": "1 GB/s"},
-                     "hps": {"rate": "10 GB/s", "capacity": "10 GB"}, "stage_rate": "1 GB/s"},
-        "scheduler": "fcfs",
-        "workload": [{"id": j, "submit": i, "nodes": 1, "walltime": 2000, "runtime": 600, "data": "4GB"}
-                     for i, j in enumerate("abc")],
+                     "hps": {"rate": "10 GB/s", "capacity": "20 GB"}, "stage_rate": "1 GB/s"},
+        "scheduler": {"kind": "fcfs", "hps_requests": hps},
+        "workload": [{"id": j, "submit": i, "nodes": 1, "walltime": 2000, "runtime": 600, "data": "4GB",
+                      **({"storage": "5GB"} if hps else {})} for i, j in enumerate("abc")],
         "emulator": {"time_scale": 0.02, "bytes_scale": 1e-4, "max_wall": 600},
         "controller": {"d": 50, "ws": 150, "alpha": 0.6, "r_threshold": 1e-6, "t": 50, "short_sleep": 50,
-                       "omega": "500MB", "recent": 1e6, "p": "10MB", "volumes": ["lps"], **controller},
+                       "omega": "500MB", "recent": 1e6, "p": "10MB", "volumes": [tier], **controller},
     })
+
+
+def serial_residual(n: int, sweeps: int) -> float:
+    """The reference: the max-norm residual of ``sweeps`` Jacobi sweeps done on one process."""
+    from iolab.apps.stencil import serial_initial, serial_sweeps
+
+    u = serial_initial(n)
+    u[1:-1, 1:-1] = serial_sweeps(n, sweeps)
+    return float(np.abs(4 * u[1:-1, 1:-1] - (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])).max())
 
 
 # online forest: trained after 5 samples on every counter that varies (|r| >= 0), used from then on
@@ -76,11 +88,12 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else tmp_path) as work:
         try:
-            trace = run_batch_emulation(spec(**FOREST), work_dir=Path(work) / "w",
+            trace = run_batch_emulation(spec("hps", **FOREST), work_dir=Path(work) / "w",
                                         on_launch=lambda j, p: procs.__setitem__(j, p), strict=True)
         finally:
             done.set()
         on_tmpfs = device_of(work) is None
+        results = summaries(Path(work) / "w")
     jobs = {r["id"]: r for r in trace.jobs.rows()}
     assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok", "c": "ok"}
     sus = intervals(trace)
@@ -94,11 +107,11 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
         assert not inside, (job, a, b, inside)
     # the controller's samples reach the trace: a timed benchmark write per volume and d
     samples = list(trace.samples.rows())
-    assert len(samples) >= 5 and {r["volume"] for r in samples} == {"lps"}
+    assert len(samples) >= 5 and {r["volume"] for r in samples} == {"hps"}
     assert all(r["response"] > 0 for r in samples)
     assert max(r["writers"] for r in samples) >= 2
     if on_tmpfs:  # no device: the rate of the jobs' paced bytes, from the storage manager; some samples see them
-        assert trace.attrs["monitoring"]["devices"] == {"lps": None}
+        assert trace.attrs["monitoring"]["devices"] == {"hps": None}
         rates = [r["bytes_rate"] for r in samples if r["bytes_rate"] == r["bytes_rate"]]
         assert rates and max(rates) > 0
     # its cost is in the trace: one benchmark unit (p x bytes_scale real bytes) written per sample
@@ -109,6 +122,17 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     assert 0 < mon["write_seconds"] < trace.attrs["wall_seconds"] and 0 < mon["share_of_wall"] < 1
     # a suspended job comes back later: its run is longer than the oldest job's by about its suspension
     assert jobs["c"]["end"] - jobs["c"]["start"] > sum(b - a for j, a, b in sus if j == "c")
+    # ... with a correct result: each job's residual is that of as many sweeps done on one process
+    grid = s.emulator.grid
+    for j, r in results.items():
+        assert r is not None and r["ok"], (j, r)
+        assert r["residual"] == pytest.approx(serial_residual(grid, r["sweeps"]), rel=1e-12, abs=1e-15), j
+    # ... and its HPS space held all along: the storage manager measured, while it was stopped, the job's
+    # allocation still live (5 GB of spec bytes) and its checkpoints still in its directory
+    for job, a, b in sus:
+        inside = [u for u in trace.tables["usage"].rows() if u["job"] == job and a < u["time"] < b]
+        assert inside, (job, a, b)
+        assert all(u["allocated"] == pytest.approx(5e9) and u["apparent"] > 0 for u in inside), inside
     # the window was fed a random forest trained online on the run's first samples (§4.2)
     pred = trace.attrs["prediction"]
     assert pred["prediction"] == "forest" and pred["online"] and pred["trained_at"][0] == FOREST["warmup"]
