@@ -138,7 +138,8 @@ class ControllerDriver:
             except Exception:  # noqa: BLE001 - the actor died: its samples are lost with it
                 self.records = {}
         return [((wall - self.t0) / self.ts, v, float(r), int(writers), float(rate), float(in_flight), float(score),
-                 float(fed)) for wall, v, r, writers, rate, in_flight, score, fed in self.records.get("samples", [])]
+                 float(fed), float(ops), float(queued))
+                for wall, v, r, writers, rate, in_flight, score, fed, ops, queued in self.records.get("samples", [])]
 
     def stop(self, run) -> None:
         self.release(run, "run ends")

@@ -26,14 +26,20 @@ class TokenBucket:
         self.rate = rate
         self.next_free = -math.inf  # when the link is free of every booking
         self.booked = 0  # bytes booked so far
+        self.bookings = 0  # acquires of more than 0 bytes so far (the link's operations)
 
     def acquire(self, nbytes: int, now: float) -> float:
         """Book ``nbytes`` at ``now``; returns the seconds to wait before writing them."""
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         self.booked += nbytes
+        self.bookings += nbytes > 0
         if self.rate is None or nbytes == 0:
             return 0.0
         start = max(now, self.next_free)
         self.next_free = start + nbytes / self.rate
         return self.next_free - now
+
+    def backlog(self, now: float) -> float:
+        """Seconds of booked bytes the link has not served yet at ``now`` (0 when idle or unpaced)."""
+        return max(0.0, self.next_free - now)

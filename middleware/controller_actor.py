@@ -5,7 +5,8 @@ writes the benchmark unit with fsync and times it
 (:func:`~iolab.middleware.volume_probe.benchmark_write`), reads the block
 device's counters when there is one, and feeds the response time, in spec
 seconds (wall / time_scale), and the sample's counters (writers, the volume's
-byte rate in spec bytes per spec second, in-flight I/O) to
+byte and operation rates per spec second, in-flight I/O, the seconds of transfers
+queued on the storage manager's link) to
 :class:`iolab.metrics.response_model.ResponsePredictor` (the simulator's too),
 and what it returns (the measured response, or the random forest's prediction
 under ``controller.prediction: forest``) to the pure
@@ -49,7 +50,8 @@ class _ControllerActor:
         self.bytes_scale = float(config.get("bytes_scale", 1.0))
         self.predictor = ResponsePredictor.from_args(config.get("prediction") or {})
         self.lock = threading.Lock()
-        # wall, volume, response (spec s), writers, bytes rate (spec B/s), in flight, score, fed to the window
+        # wall, volume, response (spec s), writers, bytes rate (spec B/s), in flight, score, fed to the window,
+        # operations rate (per spec s), queued (spec s)
         self.samples: list[list] = []
         self.moved: dict[str, tuple[float, int]] = {}  # volume -> (wall, bytes written so far) at its last sample
         self.devices = {v: device_of(d) for v, d in self.volumes.items()}
@@ -76,37 +78,46 @@ class _ControllerActor:
                     continue
                 dev = self.devices[v]
                 st = diskstats(dev) if dev else None
-                # bytes written: the block device's sectors, else the storage manager's booked bytes (tmpfs)
-                moved = st["sectors_written"] * 512 if st else self._manager_bytes(v)
+                mgr = self._manager_counters(v)
+                # bytes and operations written: the block device's sectors and writes completed, else the
+                # storage manager's booked bytes and bookings (tmpfs); the link's queued seconds: the manager's
+                moved, ops = ((st["sectors_written"] * 512, st["writes"]) if st else
+                              (mgr["bytes"], mgr["bookings"]) if mgr else (-1, -1))
+                queued = mgr["queued"] / self.time_scale if mgr else math.nan
                 with self.lock:
-                    rate = math.nan
+                    bytes_rate = ops_rate = math.nan
                     if moved >= 0:
                         if v in self.moved and t0 > self.moved[v][0]:
-                            w, m = self.moved[v]
-                            rate = (moved - m) / (t0 - w) / self.bytes_scale * self.time_scale
-                        self.moved[v] = (t0, moved)
+                            w, m, o = self.moved[v]
+                            bytes_rate = (moved - m) / (t0 - w) / self.bytes_scale * self.time_scale
+                            ops_rate = (ops - o) / (t0 - w) * self.time_scale
+                        self.moved[v] = (t0, moved, ops)
                     writers = self.writers.get(v, 0)
                     in_flight = float(st["in_flight"]) if st else math.nan
-                    fed = self.predictor.feed({"writers": writers, "bytes_rate": rate, "in_flight": in_flight}, r)
+                    counters = {"writers": writers, "bytes_rate": bytes_rate, "in_flight": in_flight,
+                                "ops_rate": ops_rate, "queued": queued}
+                    fed = self.predictor.feed(counters, r)
                     self.lc.observe(v, fed)
                     self.last[v] = fed
                     self.forecaster.add(v, fed)
                     self.bytes_written += self.unit
                     self.seconds += r * self.time_scale
-                    self.samples.append([t0, v, r, writers, rate, in_flight, self.lc.window(v).score(), fed])
+                    self.samples.append([t0, v, r, writers, bytes_rate, in_flight, self.lc.window(v).score(), fed,
+                                         ops_rate, queued])
             self.stop.wait(max(0.0, self.d_wall - (time.time() - t0)))
 
-    def _manager_bytes(self, volume: str) -> int:
-        """Real bytes the storage manager booked on ``volume``'s link so far, or -1 (no manager, no answer)."""
+    def _manager_counters(self, volume: str) -> dict | None:
+        """The storage manager's counters of ``volume``'s link (``StorageManager.counters``: real bytes,
+        bookings, queued wall seconds), or None (no manager, no answer)."""
         if not self.manager:
-            return -1
+            return None
         try:
             import ray  # lazy: only inside the actor, where Ray is up
 
             h = ray.get_actor(self.manager[0], namespace=self.manager[1])
-            return int(ray.get(h.counters.remote(), timeout=5.0).get(volume, -1))
+            return ray.get(h.counters.remote(), timeout=5.0).get(volume)
         except Exception:  # noqa: BLE001 - a counter is a bonus; the response time is the sample
-            return -1
+            return None
 
     def cycle(self, now: float, usages: list) -> dict:
         jobs = {u[0]: JobUsage(u[0], u[1], tuple(OpenFile(*f) for f in u[2])) for u in usages}

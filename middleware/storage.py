@@ -357,11 +357,14 @@ class StorageState:
             raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
         return self.buckets[link].acquire(int(nbytes), now)
 
-    def counters(self) -> dict[str, int]:
-        """Bytes booked on each link since the start (real bytes; the jobs' paced I/O, so with
-        ``bandwidth_cap`` on): where a volume has no block device to read (tmpfs, overlay), the load
-        controller's byte rate comes from these."""
-        return {link: b.booked for link, b in self.buckets.items()}
+    def counters(self, now: float) -> dict[str, dict]:
+        """Per link: ``bytes`` and ``bookings`` (operations) booked since the start (real bytes; the
+        jobs' paced I/O, so with ``bandwidth_cap`` on), and ``queued``, the seconds of booked transfers
+        the link has not served at ``now`` (the grants waiting for it). The load controller samples
+        them: its byte and operation rates come from them where a volume has no block device to
+        read (tmpfs, overlay), its ``queued`` always."""
+        return {link: {"bytes": b.booked, "bookings": b.bookings, "queued": b.backlog(now)}
+                for link, b in self.buckets.items()}
 
     # -- load-controller hooks (record only) ---------------------------------------------------
     def suspend(self, job: str, now: float) -> None:

@@ -157,7 +157,7 @@ class _StorageActor:
     # -- inspection -----------------------------------------------------------------------------------
     async def counters(self) -> dict:
         with self.lock:
-            return self.state.counters()
+            return self.state.counters(time.time())
 
     async def status(self) -> dict:
         with self.lock:

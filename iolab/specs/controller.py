@@ -40,7 +40,7 @@ PosSeconds = Annotated[float, _dur, Field(gt=0, allow_inf_nan=False)]
 PosBytes = Annotated[float, _size, Field(gt=0, allow_inf_nan=False)]
 Bytes = Annotated[float, _size, Field(ge=0, allow_inf_nan=False)]
 VOLUMES = ("lps", "hps")
-FEATURES = ("writers", "bytes_rate", "in_flight")  # the samples columns a response model may use (§4.2)
+FEATURES = ("writers", "bytes_rate", "in_flight", "ops_rate", "queued")  # samples columns a model may use (§4.2)
 
 
 class VolumeModelSpec(StrictModel):

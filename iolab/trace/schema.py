@@ -29,7 +29,11 @@ start of the run; volumes are the spec's data units (the emulator records
   in_flight (device I/O in flight; NaN without a device), score (the window's
   sum over beta, Eq. 8), predicted (what the window was fed: the response
   itself under ``prediction: measured``, the random forest's prediction from
-  the counters under ``prediction: forest``; NaN in traces older than it).
+  the counters under ``prediction: forest``; NaN in traces older than it),
+  ops_rate (write operations per spec second: the device's writes completed,
+  else the storage manager's bookings; NaN in the simulator), queued (spec
+  seconds of transfers booked on the storage manager's link and not yet
+  served: the grants waiting for the volume; NaN in the simulator).
 - ``predictions``: batch plan tracking (soysal2019, ``track_predictions``):
   one row each time a waiting job's planned start or planned node set
   changed: job, time (of the scheduling pass), start (planned), nodes
@@ -68,12 +72,14 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "samples": (
         ("time", "float"), ("volume", "str"), ("response", "float"), ("writers", "int"),
         ("bytes_rate", "float"), ("in_flight", "float"), ("score", "float"), ("predicted", "float"),
+        ("ops_rate", "float"), ("queued", "float"),
     ),
     "predictions": (("job", "str"), ("time", "float"), ("start", "float"), ("nodes", "str")),
 }
 
 # columns added after schema 1 was first written: a trace without them reads with their default
-ADDED_COLUMNS: frozenset[tuple[str, str]] = frozenset({("jobs", "node_ids"), ("samples", "predicted")})
+ADDED_COLUMNS: frozenset[tuple[str, str]] = frozenset({("jobs", "node_ids"), ("samples", "predicted"),
+                                                       ("samples", "ops_rate"), ("samples", "queued")})
 
 PHASE_KINDS = ("compute", "write", "read", "stage-in", "stage-out")
 JOB_STATUSES = ("ok", "failed", "killed", "pending")

@@ -110,7 +110,7 @@ class SimController:
         self.predictor = predictor or ResponsePredictor()
         self.rng = np.random.default_rng([seed, _SPREAD_STREAM]) if any(m.spread for m in models.values()) else None
         self.lc = LoadController(params)
-        self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score, predicted)
+        self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score, predicted, ops, queued)
         self.actions: list[tuple] = []  # (time, job, suspend|resume, volume, reason)
         self.last: dict[str, float] = {}
 
@@ -151,11 +151,11 @@ class SimController:
                 if self.rng is not None and m.spread:
                     r *= m.ratio(float(self.rng.random()))
                 rate = m.effective(k) if k else 0.0
-                fed = self.predictor.feed({"writers": k, "bytes_rate": rate, "in_flight": k}, r)
+                fed = self.predictor.feed({"writers": k, "bytes_rate": rate, "in_flight": k}, r)  # no ops, no queue
                 self.lc.observe(v, fed)
                 self.last[v] = fed
                 self.forecaster.add(v, fed)
-                self.samples.append((t, v, r, k, rate, float(k), self.lc.window(v).score(), fed))
+                self.samples.append((t, v, r, k, rate, float(k), self.lc.window(v).score(), fed, math.nan, math.nan))
             if live:
                 engine.push_control(t + self.params.d, _SAMPLE)
             return

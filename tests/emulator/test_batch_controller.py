@@ -114,6 +114,11 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
         assert trace.attrs["monitoring"]["devices"] == {"hps": None}
         rates = [r["bytes_rate"] for r in samples if r["bytes_rate"] == r["bytes_rate"]]
         assert rates and max(rates) > 0
+    # the volume's write operations per second and the seconds of transfers queued on its link (the storage
+    # manager's, which answered every sample)
+    assert all(r["queued"] >= 0 for r in samples)
+    ops = [r["ops_rate"] for r in samples[1:]]
+    assert all(o >= 0 for o in ops) and any(o > 0 for o in ops)
     # its cost is in the trace: one benchmark unit (p x bytes_scale real bytes) written per sample
     mon = trace.attrs["monitoring"]
     s = spec()

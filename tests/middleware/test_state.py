@@ -94,6 +94,16 @@ def test_token_bucket_paces_writers_sharing_a_node():
         TokenBucket(0.0)
 
 
+def test_token_bucket_counts_its_operations_and_its_queue():
+    b = TokenBucket(rate=1000.0)
+    for nbytes in (500, 500, 0):
+        b.acquire(nbytes, now=0.0)
+    assert (b.booked, b.bookings) == (1000, 2)  # an empty booking is no operation
+    assert b.backlog(0.0) == pytest.approx(1.0)  # two writers' bytes not served yet: 1 s of the link
+    assert b.backlog(0.75) == pytest.approx(0.25) and b.backlog(5.0) == 0.0
+    assert TokenBucket(None).backlog(0.0) == 0.0
+
+
 def test_cap_is_per_io_node_and_in_wall_time():
     st = two_apps("shared", cap=100.0)
     st.request("A", 1, "write", 10, 1.0)

@@ -235,3 +235,12 @@ def test_suspend_resume_are_recorded(tmp_path):
     with pytest.raises(RuntimeError):
         s.resume("j", 3.0)
     assert s.records()["actions"] == [["j", 1.0, 2.0]]
+
+
+def test_counters_give_each_links_bytes_operations_and_queue(tmp_path):
+    s = make(tmp_path, rates={"lps": 1000.0})
+    s.acquire("lps", 300, now=0.0)
+    s.acquire("lps", 700, now=0.0)
+    c = s.counters(now=0.4)
+    assert c["lps"] == {"bytes": 1000, "bookings": 2, "queued": pytest.approx(0.6)}
+    assert c["hps"]["bookings"] == 0 and c["hps"]["queued"] == 0.0

@@ -99,14 +99,17 @@ def test_atomic_files_get_the_usual_mode_and_leave_nothing_on_failure(tmp_path):
 
 def test_a_trace_written_before_an_added_column_reads_with_its_default(tmp_path):
     tb = TraceBuilder()
-    tb.extend("samples", [(1.0, "lps", 0.5, 2, 1e6, 0.0, 0.25, 0.4), (2.0, "lps", 0.7, 3, 2e6, 1.0, 0.5, 0.6)])
+    tb.extend("samples", [(1.0, "lps", 0.5, 2, 1e6, 0.0, 0.25, 0.4, 10.0, 0.1),
+                          (2.0, "lps", 0.7, 3, 2e6, 1.0, 0.5, 0.6, 20.0, 0.0)])
     path = tmp_path / "t.h5"
     write_trace(tb.build(runtime="test"), path)
     assert list(read_trace(path).samples.columns["predicted"]) == [0.4, 0.6]
-    with h5py.File(path, "r+") as f:  # as an iolab from before the column wrote it
-        del f["samples"]["predicted"]
+    with h5py.File(path, "r+") as f:  # as an iolab from before the columns wrote it
+        for c in ("predicted", "ops_rate", "queued"):
+            del f["samples"][c]
     old = read_trace(path).samples.columns
-    assert list(old["response"]) == [0.5, 0.7] and np.isnan(old["predicted"]).all()
+    assert list(old["response"]) == [0.5, 0.7]
+    assert all(np.isnan(old[c]).all() for c in ("predicted", "ops_rate", "queued"))
     with h5py.File(path, "r+") as f:  # a column that was always there is still required
         del f["samples"]["score"]
     with pytest.raises(TraceError, match="lacks column score"):

@@ -61,7 +61,7 @@ def test_without_a_probe_rate_the_model_is_the_tier_rate_as_before():
 
 def _real_trace(path, w, r, runtime="emulator-batch"):
     tb = TraceBuilder()
-    tb.extend("samples", [(float(i), "lps", float(x), int(k), 0.0, 0.0, 0.0, float(x))
+    tb.extend("samples", [(float(i), "lps", float(x), int(k), 0.0, 0.0, 0.0, float(x), 0.0, 0.0)
                           for i, (k, x) in enumerate(zip(w, r))])
     write_trace(tb.build(runtime=runtime, spec={"controller": {"p": P}}), path)
     return path
