@@ -6,8 +6,9 @@
   features, with its out-of-bag error (MAE and R² of the OOB predictions),
   saved and loaded with pickle;
 - :func:`forecast`: an AR(q) model (statsmodels ``AutoReg``) on a response
-  series, the next ``steps`` values.
-
+  series, the next ``steps`` values;
+- :func:`train_and_test`: a model fitted on the first samples of kept traces and measured
+  on the rest (``iolab controller train``);
 - :class:`ResponsePredictor`: what a runtime feeds the window of Eq. 8 every
   ``d``: the measured benchmark response (``prediction: measured``) or the
   forest's prediction from the volume's counters (``prediction: forest``),
