@@ -81,6 +81,7 @@ def allocated(trace) -> list[tuple]:
     return sorted((r["job"], r["disk"], round(r["bytes"] / GB, 3), r["status"]) for r in trace.allocations.rows())
 
 
+@pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_simulator_and_real_run_allocate_the_same_disks_and_bytes(tmp_path):

@@ -62,6 +62,7 @@ def executed(log: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
+@pytest.mark.long
 def test_sigkill_then_resume_runs_only_the_missing_runs(ray_local, tmp_path):
     camp = small_campaign(tmp_path / "c.yaml", name="resume", runtime="iolab_test_runtimes:counting")
     _, runs = load_runs(camp)

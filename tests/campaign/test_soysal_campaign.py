@@ -151,6 +151,7 @@ def test_campaign_file_is_a_campaign_sweep_accepts(kth_path, tmp_path):
     assert not (tmp_path / "results").exists()  # --campaign runs nothing
 
 
+@pytest.mark.long
 @pytest.mark.ray
 def test_campaign_file_runs_with_sweep_and_gives_the_study(kth_path, tmp_path):
     trace = small_swf(kth_path, tmp_path / "kth-120.swf", 120)

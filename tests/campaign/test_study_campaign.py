@@ -143,6 +143,7 @@ def test_results_read_with_pandas_in_two_lines(tmp_path):
 
 # ---- Ray: --campaign FILE runs with iolab sweep; SIGKILL mid-way, then resume
 
+@pytest.mark.long
 @pytest.mark.ray
 def test_campaign_file_runs_with_sweep_and_gives_the_study(tmp_path):
     camp = tmp_path / "lackner.json"
@@ -159,6 +160,7 @@ def test_campaign_file_runs_with_sweep_and_gives_the_study(tmp_path):
     assert same(swept["groups"], ref["groups"]) and (out / "fig3.png").stat().st_size > 10_000
 
 
+@pytest.mark.long
 @pytest.mark.ray
 def test_study_killed_mid_way_resumes_without_redoing_finished_runs(tmp_path):
     out = tmp_path / "killed"

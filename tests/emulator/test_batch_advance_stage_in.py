@@ -42,6 +42,7 @@ def spec(scheduler=None) -> BatchExperiment:
 @pytest.mark.mpi
 @pytest.mark.parametrize("scheduler", [None, {"kind": "fcfs", "hps_requests": True}],
                          ids=["random-tier-hps", "fcfs-hps-requests"])
+@pytest.mark.long
 def test_a_stable_plan_has_the_data_in_the_hps_directory_at_the_start(tmp_path, scheduler):
     """Under a tier-choosing policy and under FCFS with ``hps_requests``; the simulator, given
     the same spec, counts the same early copy and hidden time and runs b on HPS too."""

@@ -63,6 +63,7 @@ def run(tmp_path_factory):
     return trace, work / "w", killed
 
 
+@pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_sas_run_stages_for_real_and_matches_the_simulated_tiers(run):

@@ -120,6 +120,7 @@ def test_a_rank_killed_during_io_fails_only_its_app(session, tmp_path):
     assert not overlaps(trace)
 
 
+@pytest.mark.long
 def test_validate_prints_errors_and_json(session, tmp_path):
     from click.testing import CliRunner
 
@@ -169,6 +170,7 @@ def test_validate_prints_errors_and_json(session, tmp_path):
     assert missing.exit_code == 2 and "stretch.h5: no such trace" in missing.output
 
 
+@pytest.mark.long
 def test_validate_repeats_compares_the_real_runs_as_a_distribution(session, tmp_path):
     from click.testing import CliRunner
 

@@ -59,6 +59,7 @@ def start(cmd: list[str], **kw) -> subprocess.Popen:
         signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 @pytest.mark.parametrize("spec", [IO_SPEC, BATCH_SPEC], ids=["io", "batch"])
 def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, sig):

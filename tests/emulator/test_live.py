@@ -116,6 +116,7 @@ DRAWN = {"io": ("I/O nodes", (r"\bA\s.*running", r"\bB\s.*running")),
          "batch": ("tiers", (r"\bhps\s.*GB", r"\ba\s.*(stage-in|running)", r"\bb\s.*(stage-in|running)"))}
 
 
+@pytest.mark.long
 @pytest.mark.mpi
 @pytest.mark.ray
 @pytest.mark.parametrize("kind", ["io", "batch"])

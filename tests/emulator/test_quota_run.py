@@ -114,6 +114,7 @@ def run(tmp_path_factory):
     return trace, work, samples, sockets, modes
 
 
+@pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_a_job_cannot_write_past_its_allocation(run):

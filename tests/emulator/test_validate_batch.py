@@ -27,6 +27,7 @@ SPEC = {
 }
 
 
+@pytest.mark.long
 def test_validate_runs_the_batch_spec_for_real_and_reports_both_simulations(tmp_path):
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(SPEC))

@@ -20,6 +20,7 @@ TINY = {"name": "tiny", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "ban
         "emulator": {"ranks_per_app": 2, "unit_bytes": 1 << 20, "grid": 32, "lease": 20}}
 
 
+@pytest.mark.long
 def test_the_repeats_campaign_runs_under_sweep_and_validate_reads_its_traces(tmp_path):
     spec = tmp_path / "tiny.json"
     spec.write_text(json.dumps(TINY))
