@@ -23,8 +23,9 @@ and a real clock (docs/storage.md):
    ``mpiexec -n R python -m iolab.apps.jacobi --phases-json ...`` (read the input,
    compute segments and checkpoint writes, write the output; inside a Slurm
    allocation one ``srun`` step on the nodes its node ids name:
-   :mod:`iolab.emulator.batch_launch`) against its tier directory, every byte paced by the tier's token bucket (R_lps or
-   R_hps); then the manager stages the output out to ``WORK/lps/outputs``.
+   :mod:`iolab.emulator.batch_launch`) against its tier directory, every byte
+   paced by the tier's token bucket (R_lps or R_hps); then the manager stages
+   the output out to ``WORK/lps/outputs``.
    On LPS the job reads hard links of its input in its LPS directory and its
    output is moved to ``WORK/lps/outputs``.  At the end (or a crash) the
    job's directory is removed and its nodes and HPS bytes return.
@@ -38,8 +39,9 @@ re-raises ``KeyboardInterrupt``.
 
 The parts: :mod:`iolab.emulator.batch_checks` (step 1 and the settings),
 :mod:`iolab.emulator.batch_jobs` (the job record, inputs, processes and their outputs),
-:mod:`iolab.emulator.batch_launch` (``mpiexec`` or ``srun``: start, kill, pause, hosts), :mod:`iolab.emulator.batch_trace` (step 5); this module holds the
-loop and every job's state changes.
+:mod:`iolab.emulator.batch_launch` (``mpiexec`` or ``srun``: start, kill, pause, hosts),
+:mod:`iolab.emulator.batch_trace` (step 5); this module holds the loop and every job's
+state changes.
 """
 
 from __future__ import annotations

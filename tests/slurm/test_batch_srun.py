@@ -49,9 +49,9 @@ BATCH = {
                  "hps": {"rate": "10 GB/s", "capacity": "100 GB"}, "stage_rate": "1 GB/s"},
     "scheduler": "fcfs",
     "workload": [
-        {"id": "b", "submit": 0, "nodes": 1, "walltime": 400, "runtime": 150, "output": "1GB"},
-        {"id": "a", "submit": 0, "nodes": 2, "walltime": 1200, "runtime": 400, "output": "1GB"},
-        {"id": "c", "submit": 50, "nodes": 2, "walltime": 400, "runtime": 150, "output": "1GB"},
+        {"id": "b", "submit": 0, "nodes": 1, "walltime": 400, "runtime": 100, "output": "1GB"},
+        {"id": "a", "submit": 0, "nodes": 2, "walltime": 1200, "runtime": 250, "output": "1GB"},
+        {"id": "c", "submit": 50, "nodes": 2, "walltime": 400, "runtime": 100, "output": "1GB"},
     ],
     "emulator": {"time_scale": 0.01, "bytes_scale": 1e-4, "ranks_per_job": "nodes"},
 }
