@@ -8,11 +8,13 @@ launched the jobs:
 
 - every cycle (at the sleep Psi the last cycle returned, spec seconds) it
   lists, per running or suspended job, the files under each volume that the
-  job's process tree holds open (``/proc/PID/fd``) or that lie in the job's
+  job's processes hold open (``/proc/PID/fd``; the process tree of its ``mpiexec``,
+  under srun the pids of its step, ``scontrol listpids``) or that lie in the job's
   own directory there (a Jacobi checkpoint is open only while written), with
   their size in spec bytes (real / bytes_scale, as omega) and mtime in spec seconds;
-- a suspension stops the job's whole process tree
-  (:class:`~iolab.emulator.suspension.Suspender`), moves the kernel's job to
+- a suspension stops the job's whole process tree, or under srun signals its
+  step (:class:`~iolab.emulator.suspension.Suspender` with the run's job launcher's
+  lever: :mod:`iolab.emulator.batch_launch`), moves the kernel's job to
   ``suspended`` and calls the storage manager's hook (its ``actions`` rows
   become the trace's ``actions`` table); a resumption undoes the three;
 - if the actor dies or does not answer, every suspended job is resumed and the
@@ -31,7 +33,7 @@ from iolab.middleware.policies.batch.kernel import RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import SUSPEND, ControllerParams
 from iolab.middleware.volume_probe import open_files
 
-from .suspension import Suspender, process_tree
+from .suspension import Suspender
 
 __all__ = ["ControllerDriver"]
 
@@ -51,7 +53,7 @@ class ControllerDriver:
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
             ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace), bytes_scale=s.bytes_scale,
             prediction=predictor_args(c, run.spec.seed))
-        self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume)
+        self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume, lever=run.launcher.lever)
         self.next = 0.0
         self.dead = ""
         self.rows: list[tuple] = []  # (spec time, job, suspend|resume, volume, reason)
@@ -64,8 +66,7 @@ class ControllerDriver:
         for j in run.kernel.running.values():
             if j.state not in (RUNNING, SUSPENDED) or j.proc is None:
                 continue
-            pids = self.suspender.stopped[j.queued.id][1] if j.queued.id in self.suspender.stopped \
-                else process_tree(j.proc.pid)
+            pids = self.suspender.pids(j.queued.id, j.proc.pid)
             files = {}
             for v, root in self.volumes.items():
                 for path, size, mtime in open_files(pids, root):

@@ -5,9 +5,10 @@ job record plus its nodes, process and staging records.  :class:`JobProcesses` d
 touches a job's files and processes, apart from deciding when: it writes every
 job's input to ``WORK/lps/inputs/<job>/`` before the run (one HDF5 file per
 rank, ``iolab.apps.checkpoint``'s format, ``input * bytes_scale`` bytes together),
-launches a job as ``mpiexec -n R python -m iolab.apps.jacobi --phases-json ...``
-(:func:`app_phases`: read the input, compute segments and checkpoint writes,
-write the output) against its tier directory, and finds the files it wrote.
+launches a job as ``python -m iolab.apps.jacobi --phases-json ...`` (:func:`app_phases`:
+read the input, compute segments and checkpoint writes, write the output) against its tier
+directory, under the run's job launcher (:mod:`iolab.emulator.batch_launch`: ``mpiexec -n R``
+here, one ``srun`` step in a Slurm allocation), and finds the files it wrote.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from iolab.middleware.policies.batch.kernel import JobState
 from iolab.sim.batch.steps import job_steps
 from iolab.specs.batch import BatchExperiment
 
-from .launchers import mpiexec_command
-from .shell import kill_tree, spawn
+from .shell import spawn
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE_KINDS = ("stage-in", "stage-out")
@@ -70,10 +70,11 @@ def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[
 
 
 class JobProcesses:
-    """The jobs' inputs, ``mpiexec`` processes, logs (``WORK/logs/<job>.log``) and outputs."""
+    """The jobs' inputs, processes (started by ``launcher``: :mod:`iolab.emulator.batch_launch`), logs
+    (``WORK/logs/<job>.log``) and outputs."""
 
-    def __init__(self, spec: BatchExperiment, work: Path, mpiexec: str):
-        self.spec, self.s, self.work, self.mpiexec = spec, spec.emulator, work, mpiexec
+    def __init__(self, spec: BatchExperiment, work: Path, launcher):
+        self.spec, self.s, self.work, self.launcher = spec, spec.emulator, work, launcher
         self.lps = work / "lps"
 
     # -- inputs ----------------------------------------------------------------------------------------
@@ -97,8 +98,8 @@ class JobProcesses:
 
     # -- launching -----------------------------------------------------------------------------------------
     def launch(self, j: JobRun, session, actor: str) -> None:
-        """Start ``j``'s ``mpiexec`` in its tier directory ``j.directory`` (already open), with the
-        storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
+        """Start ``j`` (``mpiexec`` or its ``srun`` step) in its tier directory ``j.directory`` (already
+        open), with the storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
         from iolab.apps import checkpoint  # lazy: h5py only when a run launches a job
 
         s, job_id = self.s, j.queued.id
@@ -118,16 +119,15 @@ class JobProcesses:
         config = {"address": session.gcs_address, "namespace": session.namespace,
                   "actor": actor, "job": job_id, "directory": j.directory, "link": j.tier,
                   "capped": s.bandwidth_cap}
+        coordinator, config = self.launcher.coordinator("iolab.middleware.storage_client:coordinator", config)
         argv = [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", job_id, "--grid", str(s.grid),
                 "--phases-json", json.dumps(phases), "--compute-mode", "duration",
-                "--coordinator", "iolab.middleware.storage_client:coordinator",
+                "--coordinator", coordinator,
                 "--coordinator-config", json.dumps(config), "--out-dir", str(out_dir),
                 "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
         if not s.fsync:
             argv.append("--no-fsync")
-        cmd = mpiexec_command(j.ranks, argv, mpiexec=self.mpiexec)
-        if s.nice:
-            cmd = ["nice", "-n", str(s.nice)] + cmd
+        cmd = self.launcher.command(j, argv, s.nice)
         path = os.environ.get("PYTHONPATH", "")
         env = {"PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "PYTHONUNBUFFERED": "1",
                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -149,8 +149,7 @@ class JobProcesses:
             return []  # no write happened (the manifest still names the input)
         return [f["path"] for f in m["files"]]
 
-    @staticmethod
-    def kill_all(jobs: list[JobRun]) -> None:
+    def kill_all(self, jobs: list[JobRun]) -> None:
         for j in jobs:
             if j.proc is not None and j.proc.poll() is None:
-                j.rc = kill_tree(j.proc, grace=1.0)
+                j.rc = self.launcher.kill(j, grace=1.0)

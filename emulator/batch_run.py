@@ -21,9 +21,11 @@ and a real clock (docs/storage.md):
    on HPS the manager allocates its ``storage`` bytes, opens its HPS
    directory and stages the input in (paced at R_stage); the job runs as
    ``mpiexec -n R python -m iolab.apps.jacobi --phases-json ...`` (read the input,
-   compute segments and checkpoint writes, write the output) against its
-   tier directory, every byte paced by the tier's token bucket (R_lps or
-   R_hps); then the manager stages the output out to ``WORK/lps/outputs``.
+   compute segments and checkpoint writes, write the output; inside a Slurm
+   allocation one ``srun`` step on the nodes its node ids name:
+   :mod:`iolab.emulator.batch_launch`) against its tier directory, every byte
+   paced by the tier's token bucket (R_lps or R_hps); then the manager stages
+   the output out to ``WORK/lps/outputs``.
    On LPS the job reads hard links of its input in its LPS directory and its
    output is moved to ``WORK/lps/outputs``.  At the end (or a crash) the
    job's directory is removed and its nodes and HPS bytes return.
@@ -36,9 +38,10 @@ frees their space, writes the partial trace (``complete = False``) and
 re-raises ``KeyboardInterrupt``.
 
 The parts: :mod:`iolab.emulator.batch_checks` (step 1 and the settings),
-:mod:`iolab.emulator.batch_jobs` (the job record, inputs, ``mpiexec`` processes and
-their outputs), :mod:`iolab.emulator.batch_trace` (step 5); this module holds the
-loop and every job's state changes.
+:mod:`iolab.emulator.batch_jobs` (the job record, inputs, processes and their outputs),
+:mod:`iolab.emulator.batch_launch` (``mpiexec`` or ``srun``: start, kill, pause, hosts),
+:mod:`iolab.emulator.batch_trace` (step 5); this module holds the loop and every job's
+state changes.
 """
 
 from __future__ import annotations
@@ -65,34 +68,36 @@ from iolab.trace import Trace
 from .batch_checks import check_batch_runnable
 from .batch_controller import ControllerDriver
 from .batch_jobs import JobProcesses, JobRun
+from .batch_launch import MpiexecJobs, make_job_launcher
 from .batch_trace import batch_trace
 from .progress import StatusLine
-from .ray_session import RaySession
 from .run_clock import run_clock, save_partial
 from .settings import default_work_dir, settle_settings
-from .shell import kill_tree
 
 
 def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None, address: str | None = None,
                         work_dir: str | Path | None = None, progress: bool | StatusLine = False,
                         source: str = "<spec>", time_scale: float | None = None,
                         on_launch: Callable[[str, Any], None] | None = None, strict: bool | None = None,
-                        **overrides) -> Trace:
+                        launcher: str | None = None, **overrides) -> Trace:
     """Emulate the batch experiment ``spec``; returns the trace, also written to ``out`` if given.
 
-    ``on_launch(job, popen)`` is called right after each job's ``mpiexec`` starts (tests use it
-    to kill a job).  ``strict`` checks every decision and state change of the batch kernel
-    (default: ``IOLAB_STRICT``).  Raises SpecError/RunError before any process starts."""
+    ``on_launch(job, popen)`` is called right after each job's ``mpiexec`` (or ``srun``) starts
+    (tests use it to kill a job).  ``strict`` checks every decision and state change of the batch
+    kernel (default: ``IOLAB_STRICT``).  ``launcher``: ``"mpiexec"`` or ``"srun"`` (default: srun
+    inside a Slurm allocation, :mod:`iolab.emulator.batch_launch`).  Raises SpecError/RunError (or
+    an allocation too small for the spec) before any process starts."""
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
     work = (Path(s.work_dir) if s.work_dir else default_work_dir(spec, out)).resolve()
     jobs = load_workload(spec)
     mpiexec = check_batch_runnable(spec, jobs, work, source)
+    jobs_launcher = make_job_launcher(launcher, spec, jobs, work, mpiexec)
     run = BatchEmulation(spec, jobs, work, mpiexec, address,
                          progress if isinstance(progress, StatusLine) else StatusLine(bool(progress), prefix="batch",
                                                                                       every=s.progress_every),
-                         on_launch, strict=strict)
+                         on_launch, strict=strict, launcher=jobs_launcher)
     return run.run(out)
 
 
@@ -108,7 +113,7 @@ class BatchEmulation:
 
     def __init__(self, spec: BatchExperiment, jobs: list, work: Path, mpiexec: str, address: str | None,
                  progress: StatusLine, on_launch: Callable[[str, Any], None] | None = None,
-                 strict: bool | None = None):
+                 strict: bool | None = None, launcher=None):
         self.spec, self.work, self.address = spec, work, address
         self.s = spec.emulator
         self.progress, self.on_launch = progress, on_launch
@@ -124,7 +129,8 @@ class BatchEmulation:
         self.wall0 = time.time()
         self.lps = work / "lps"
         self.hps = work / "hps"
-        self.procs = JobProcesses(spec, work, mpiexec)
+        self.launcher = launcher if launcher is not None else MpiexecJobs(mpiexec)  # how jobs start, end, pause
+        self.procs = JobProcesses(spec, work, self.launcher)
         self.controller: ControllerDriver | None = None  # dheenadayalan2017's load controller, if the spec has one
         self.early_runs: dict[str, dict] = {}  # advance stage-in: job -> {"ref", "pending": alloc | stage, "dir"}
 
@@ -137,7 +143,7 @@ class BatchEmulation:
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
         self.procs.prepare_inputs(self.jobs)
-        session = RaySession.open(self.address)
+        session = self.launcher.open_ray(self.address)
         try:
             self.session = session
             p, s = self.spec.platform, self.s
@@ -300,13 +306,13 @@ class BatchEmulation:
         if rc is None:
             limit = self.s.kill_factor * float(j.job.walltime) * self.s.time_scale + 60  # the request, not the estimate
             if time.time() - j.launched > limit:
-                j.rc = kill_tree(j.proc, grace=2.0)
+                j.rc = self.launcher.kill(j, grace=2.0)
                 self.progress.note(f"{j.queued.id} killed: ran {limit:.0f} s wall (kill_factor x walltime)")
                 self._end(j, KILLED, f"ran longer than {limit:.0f} s wall")
             return
         j.rc, j.exited = rc, time.time()
         if rc != 0:
-            kill_tree(j.proc, grace=1.0)  # ranks left behind by a killed mpiexec
+            self.launcher.kill(j, grace=1.0)  # ranks left behind by a killed mpiexec (or srun)
             quota = self.mgr.quota_refusal(j.queued.id) if j.tier == "hps" else ""  # the manager refused a write
             self.progress.note(f"{j.queued.id} failed: exit {rc}{': ' + quota if quota else ''} "
                                f"(log: {self.procs.log(j)})")
@@ -329,7 +335,7 @@ class BatchEmulation:
         if self.controller is not None:
             self.controller.ended(self, j)
         if j.proc is not None and j.proc.poll() is None:
-            j.rc = kill_tree(j.proc, grace=1.0)
+            j.rc = self.launcher.kill(j, grace=1.0)
         if j.ref is not None:
             import ray  # lazy: Ray only when a run starts
 
@@ -464,7 +470,8 @@ class BatchEmulation:
         samples = self.controller.sample_rows() if self.controller is not None else []
         trace = batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
                             work=self.work, complete=complete, requests=requests, samples=samples,
-                            predictions=self.kernel.prediction_rows())
+                            predictions=self.kernel.prediction_rows(), hosts=self.launcher.hosts)
+        trace.attrs["launcher"] = self.launcher.name
         trace.attrs["advance_stage_in"] = dict(self.kernel.advance_stats)
         if self.controller is not None:  # the cost of watching the volumes: the benchmark units it wrote
             rec = self.controller.records or {}

@@ -13,6 +13,7 @@ import math
 import platform as _platform
 import time
 from pathlib import Path
+from typing import Callable
 
 from iolab import __version__, calibration
 from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
@@ -31,11 +32,12 @@ def spec_time(wall: float, t0: float, time_scale: float) -> float:
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
                 work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = (),
-                predictions: list[tuple] = ()) -> Trace:
+                predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
-    seconds), beside the manager's rows of the bytes it really holds."""
+    seconds), beside the manager's rows of the bytes it really holds.  ``hosts(job)``: the job's
+    ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on)."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
     hps_capacity = p.hps.total_capacity
@@ -84,7 +86,8 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
                    io_node=-1, pack=-1, status=status_, tier=j.tier, min_time=float(job.runtime),
                    compute_time=max(0.0, float(job.runtime) - (job.input + job.output + job.data) / p.lps.rate),
                    io_volume=float(job.input + job.output + job.data),
-                   hosts=",".join(f"n{h}" for h in j.hosts), node_ids=ranges(j.node_ids))
+                   hosts=hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts),
+                   node_ids=ranges(j.node_ids))
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)

@@ -44,6 +44,8 @@ __all__ = [
     "ray_start_commands",
     "scontrol_command",
     "scancel_signal_command",
+    "scancel_step_command",
+    "listpids_command",
     "expand_hostlist",
     "partition_nodes",
 ]
@@ -323,6 +325,26 @@ def scancel_signal_command(signal: str, step: str) -> list[str]:
     if not isinstance(step, str) or not _STEP_ID.match(step):
         raise ValueError(f"step must be a job step id like '42.0', got {step!r}")
     return ["scancel", f"--signal={signal}", step]
+
+
+def scancel_step_command(step: str) -> list[str]:
+    """``scancel JOBID.STEPID`` — end one job step: Slurm sends its tasks SIGCONT and SIGTERM,
+    then SIGKILL after ``KillWait``, wherever they run (they are children of ``slurmstepd``,
+    not of the ``srun`` that asked for the step)."""
+    if not isinstance(step, str) or not _STEP_ID.match(step):
+        raise ValueError(f"step must be a job step id like '42.0', got {step!r}")
+    return ["scancel", step]
+
+
+def listpids_command(step: str, node: str) -> list[str]:
+    """``scontrol listpids JOBID.STEPID NODE`` — the process ids of a step's tasks on ``node``.
+
+    It asks the slurmd of ``node`` *on this host* (the node name picks one of several slurmd of
+    one host, as on the local test cluster); on a real cluster it answers only on the node itself.
+    """
+    if not isinstance(step, str) or not _STEP_ID.match(step):
+        raise ValueError(f"step must be a job step id like '42.0', got {step!r}")
+    return ["scontrol", "listpids", step, _node_names("node", [node])[0]]
 
 
 # ---------------------------------------------------------------- hostlists

@@ -3,7 +3,8 @@
 The emulator launches every app with ``--coordinator iolab.emulator.slurm_hosts:coordinator``
 and a config that holds the real coordinator (``inner``, e.g.
 ``iolab.middleware.client:coordinator``) and ``hosts_dir``. Each rank, as it builds its
-coordinator (before the start gate), writes one file ``HOSTS_DIR/APP.RANK`` with the
+coordinator (before the start gate), writes one file ``HOSTS_DIR/APP.RANK`` (a batch job:
+``HOSTS_DIR/JOB.RANK``, from the config's ``job``) with the
 name of the node it sees: ``SLURMD_NODENAME`` under ``srun`` (on the local cluster every
 virtual node has the same ``hostname``; slurmd tells them apart), the host name
 otherwise. Then it hands over to the inner coordinator; nothing else changes.
@@ -44,7 +45,7 @@ def coordinator(config: dict[str, Any], rank: int, size: int):
     hosts_dir = cfg.pop("hosts_dir", None)
     if not inner or not hosts_dir:
         raise RuntimeError("iolab.emulator.slurm_hosts: coordinator config needs 'inner' and 'hosts_dir'")
-    app = str(cfg.get("app", "app"))
+    app = str(cfg.get("app") or cfg.get("job") or "app")  # an I/O app, or a batch job
     path = Path(hosts_dir) / f"{app}.{int(rank)}"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

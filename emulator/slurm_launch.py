@@ -56,7 +56,7 @@ from .slurm_ray import SlurmRay, enable_driver_auth
 from .suspension import signal_tree
 
 __all__ = ["LAUNCHERS", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps", "SrunApps",
-           "make_launcher"]
+           "make_launcher", "open_allocation_ray"]
 
 LAUNCHERS = ("srun", "mpiexec")
 
@@ -177,16 +177,9 @@ class SrunApps:
     def open_ray(self, address: str | None):
         """The Ray this process already joined, else ``address`` if given, else a new Ray
         cluster over the allocation (:class:`iolab.emulator.slurm_ray.SlurmRay`)."""
-        import ray  # lazy: Ray only when a run opens its session
-
-        if ray.is_initialized():  # the caller holds a Ray already (iolab validate): use it
-            return RaySession.open()
-        if address:
-            enable_driver_auth()
-            return RaySession.open(address)
         nodes = list(self.allocation.nodes[:self.ray_nodes] if self.ray_nodes else self.allocation.nodes)
-        self.ray = SlurmRay.start(nodes, log_dir=self.log_dir)
-        return _ClusterSession(self.ray)
+        session, self.ray = open_allocation_ray(nodes, address, self.log_dir)
+        return session
 
     def coordinator(self, inner: str, config: dict) -> tuple[str, dict]:
         return slurm_hosts.TARGET, slurm_hosts.wrap_config(inner, config, self.hosts_dir)
@@ -221,6 +214,21 @@ class SrunApps:
 
     def resume(self, app_id: str, proc) -> None:
         slurm_control.resume(self._step(app_id))
+
+
+def open_allocation_ray(nodes: Sequence[str], address: str | None, log_dir: Path):
+    """``(session, cluster)``: the Ray this process already joined (``iolab validate``), else
+    ``address`` if given, else a new Ray cluster over ``nodes`` (:class:`SlurmRay`, then
+    ``cluster`` is it and ``session.close()`` stops its steps; otherwise ``cluster`` is None)."""
+    import ray  # lazy: Ray only when a run opens its session
+
+    if ray.is_initialized():  # the caller holds a Ray already (iolab validate): use it
+        return RaySession.open(), None
+    if address:
+        enable_driver_auth()
+        return RaySession.open(address), None
+    cluster = SlurmRay.start(list(nodes), log_dir=log_dir)
+    return _ClusterSession(cluster), cluster
 
 
 class _ClusterSession:

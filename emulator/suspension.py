@@ -8,9 +8,11 @@ call ``setsid`` (measured here: ``mpiexec`` pgid P, ``hydra_pmi_proxy`` and
 each rank their own session), so ``killpg(P, SIGSTOP)`` would stop
 ``mpiexec`` alone while the ranks go on.  :class:`Suspender` therefore stops
 the job's *process tree* (``mpiexec`` and its descendants, from ``/proc``'s
-parent links), each member's group too, and continues the same set.  Under
-Slurm the same lever is ``scontrol suspend``/``resume``
-(:func:`iolab.emulator.launchers.scontrol_command`, docs/slurm.md).
+parent links), each member's group too, and continues the same set: that is
+:class:`TreeLever`.  Under Slurm a batch job is an ``srun`` step whose ranks run
+under ``slurmstepd``, not under the ``srun`` process, so the lever is a signal to the
+step (:class:`iolab.emulator.slurm_control.StepLever`: ``scancel --signal=STOP/CONT
+JOB.STEP``, docs/slurm.md); :class:`Suspender` takes either.
 
 :class:`Suspender` is the effector the batch loop uses for the controller's
 actions.  It keeps a ledger of the groups it stopped and resumes every one of
@@ -29,9 +31,9 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
-__all__ = ["Suspender", "group_members", "process_state", "process_tree", "signal_tree"]
+__all__ = ["Lever", "Suspender", "TreeLever", "group_members", "process_state", "process_tree", "signal_tree"]
 
 PROC = Path("/proc")
 
@@ -103,55 +105,98 @@ def signal_tree(pid: int, sig: int) -> bool:
     return bool(_signal_all(tree, sig) + sent)
 
 
+class Lever(Protocol):
+    """How a job's processes are stopped and continued (what :class:`Suspender` pulls).
+
+    ``pid`` is the process the batch loop started for the job (``mpiexec`` or ``srun``)."""
+
+    def stop(self, job: str, pid: int) -> list[int] | None:
+        """Stop ``job``; the processes stopped (as far as this machine sees them), None if
+        nothing was there to stop."""
+
+    def cont(self, job: str, pid: int, stopped: list[int]) -> bool:
+        """Continue what :meth:`stop` stopped; False if nothing was left to continue."""
+
+    def pids(self, job: str, pid: int) -> list[int]:
+        """The job's live processes now (for ``/proc/PID/fd``)."""
+
+
+class TreeLever:
+    """Here: SIGSTOP/SIGCONT of the process tree under ``pid`` (``mpiexec``, its proxy, every rank)."""
+
+    def stop(self, job: str, pid: int) -> list[int] | None:
+        tree = process_tree(pid)
+        if not tree or not _signal_all(tree, signal.SIGSTOP):
+            return None
+        late = [p for p in process_tree(pid) if p not in tree]  # forked while we stopped the rest
+        _signal_all(late, signal.SIGSTOP)
+        return tree + late
+
+    def cont(self, job: str, pid: int, stopped: list[int]) -> bool:
+        now = process_tree(pid)
+        return _signal_all(list(reversed(stopped)) + [p for p in now if p not in stopped], signal.SIGCONT) > 0
+
+    def pids(self, job: str, pid: int) -> list[int]:
+        return process_tree(pid)
+
+
 class Suspender:
-    """Stops and continues jobs' process groups, and never forgets one it stopped.
+    """Stops and continues jobs through a :class:`Lever` (default: :class:`TreeLever`), and never
+    forgets one it stopped.
 
     ``on_suspend``/``on_resume``: called with the job id after the signal (the storage
     manager's hooks)."""
 
     def __init__(self, on_suspend: Callable[[str], None] | None = None,
-                 on_resume: Callable[[str], None] | None = None):
-        self.stopped: dict[str, tuple[int, list[int]]] = {}  # job -> (root pid, the tree it stopped)
+                 on_resume: Callable[[str], None] | None = None, lever: Lever | None = None):
+        self.stopped: dict[str, tuple[int, list[int]]] = {}  # job -> (root pid, the processes it stopped)
         self.on_suspend, self.on_resume = on_suspend, on_resume
+        self.lever = lever if lever is not None else TreeLever()
         self.log: list[tuple[str, str]] = []  # (suspend|resume, job)
 
     def suspend(self, job: str, pid: int) -> bool:
-        """SIGSTOP ``job``'s process tree (``pid``: its ``mpiexec``, the root); False if it is gone."""
+        """Stop ``job`` (``pid``: the process the loop started for it); False if it is gone."""
         if job in self.stopped:
             raise RuntimeError(f"job {job!r} is already suspended")
-        tree = process_tree(pid)
-        if not tree or not _signal_all(tree, signal.SIGSTOP):
+        stopped = self.lever.stop(job, pid)
+        if stopped is None:
             return False
-        late = [p for p in process_tree(pid) if p not in tree]  # forked while we stopped the rest
-        _signal_all(late, signal.SIGSTOP)
-        self.stopped[job] = (pid, tree + late)
+        self.stopped[job] = (pid, stopped)
         self.log.append(("suspend", job))
         if self.on_suspend is not None:
             self.on_suspend(job)
         return True
 
     def resume(self, job: str) -> bool:
-        """SIGCONT ``job``'s tree (the processes stopped and any descendant now); False if all gone."""
-        pid, tree = self.stopped.pop(job)
-        now = process_tree(pid)
-        alive = _signal_all(list(reversed(tree)) + [p for p in now if p not in tree], signal.SIGCONT) > 0
-        self.log.append(("resume", job))
-        if self.on_resume is not None:
-            try:
-                self.on_resume(job)
-            except Exception:  # noqa: BLE001 - the signal went; the books must not stop the rest
-                pass
+        """Continue ``job`` (what was stopped and anything started since); False if all gone."""
+        pid, stopped = self.stopped.pop(job)
+        try:
+            alive = self.lever.cont(job, pid, stopped)
+        finally:  # even if the lever failed: the job is no longer ours to continue, the books say so
+            self.log.append(("resume", job))
+            if self.on_resume is not None:
+                try:
+                    self.on_resume(job)
+                except Exception:  # noqa: BLE001 - the signal went; the books must not stop the rest
+                    pass
         return alive
+
+    def pids(self, job: str, pid: int) -> list[int]:
+        """``job``'s processes: those stopped while it is suspended, else what the lever sees now."""
+        return self.stopped[job][1] if job in self.stopped else self.lever.pids(job, pid)
 
     def forget(self, job: str) -> None:
         """``job`` ended (killed) while stopped: nothing left to continue."""
         self.stopped.pop(job, None)
 
     def release_all(self) -> list[str]:
-        """Resume every group this suspender stopped; returns their jobs."""
+        """Resume every job this suspender stopped; returns their jobs."""
         jobs = list(self.stopped)
         for job in jobs:
-            self.resume(job)
+            try:
+                self.resume(job)
+            except Exception:  # noqa: BLE001 - one job's failed resume must not leave the others stopped
+                pass
         return jobs
 
     def __enter__(self) -> "Suspender":

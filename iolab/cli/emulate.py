@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -40,11 +39,13 @@ def example_path() -> Path:
 @click.option("--live", is_flag=True, help="live view on a terminal: per I/O node its grant and queue, per tier "
               "used/free capacity, per app/job its phase and progress (plain lines when stderr is not a terminal)")
 @click.option("--launcher", type=click.Choice(["srun", "mpiexec"], case_sensitive=False),
-              help="how apps start (default: srun inside a Slurm allocation, i.e. SLURM_JOB_ID set; else mpiexec)")
+              help="how apps and batch jobs start (default: srun inside a Slurm allocation, i.e. SLURM_JOB_ID set; "
+                   "else mpiexec)")
 def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quiet, launcher, live) -> None:
     """Emulate SPEC (default: the built-in carretero2020 Table 1 example) for real.
 
-    Every app runs under mpiexec; its I/O phases are granted by the Ray arbiter
+    Every app (or batch job) runs under mpiexec, or as an srun step inside a Slurm
+    allocation; its I/O phases are granted by the Ray arbiter
     under the policy; the trace (spec seconds) goes to --out.  Ctrl-C stops
     every app and writes a partial trace (attribute complete = False).
     """
@@ -53,16 +54,8 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
     path = spec_path or str(example_path())
     spec = load_spec(path)
     if spec.kind == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
-
-        if launcher is not None and launcher.lower() == "srun":
-            raise click.BadParameter("a batch experiment starts its jobs with mpiexec only (srun launching is "
-                                     "for io experiments; see docs/slurm.md)", param_hint="--launcher")
-        if launcher is None and os.environ.get("SLURM_JOB_ID"):
-            click.echo("note: inside a Slurm allocation, but a batch experiment starts its jobs with mpiexec "
-                       "on this node", err=True)
-
         return emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
-                             work_dir=work_dir, as_json=as_json, quiet=quiet, live=live)
+                             work_dir=work_dir, as_json=as_json, quiet=quiet, live=live, launcher=launcher)
     try:
         trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
                               progress=LiveView(not quiet) if live else not quiet, source=path,

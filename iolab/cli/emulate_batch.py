@@ -21,12 +21,12 @@ def batch_sink(spec, quiet: bool, live: bool):
 
 
 def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir, as_json: bool,
-                  quiet: bool, live: bool = False) -> None:
+                  quiet: bool, live: bool = False, launcher: str | None = None) -> None:
     if policy:
         raise click.UsageError("--policy applies to I/O experiments; a batch spec names its scheduler")
     try:
         trace = run_batch_emulation(spec, out=out, address=address, work_dir=work_dir, time_scale=time_scale,
-                                    progress=batch_sink(spec, quiet, live), source=path)
+                                    progress=batch_sink(spec, quiet, live), source=path, launcher=launcher)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = trace_batch_metrics(trace)
@@ -38,7 +38,7 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
                           "launch_overhead": a.get("launch_overhead", {})}))
         return
     click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs} jobs on {spec.platform.nodes} nodes, "
-               f"emulator (time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
+               f"emulator ({a.get('launcher', 'mpiexec')}, time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
                f"{a['wall_seconds']:.0f} s wall)")
     click.echo(table(["makespan s", "mean turnaround s", "node util.", "HPS util.", "jobs on HPS"],
                      [(m.makespan, m.mean_turnaround, m.node_utilisation, m.hps_utilisation, m.hps_jobs)]))

@@ -12,7 +12,6 @@ suspension: every suspended job must be resumed and finish.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -23,24 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from controller_runs import all_stopped, intervals, kill_controller_when, spec, summaries
 from iolab.middleware.volume_probe import device_of
-from iolab.specs.batch import BatchExperiment
-
-
-def spec(tier: str = "lps", **controller) -> BatchExperiment:
-    """Three checkpointing jobs on ``tier``'s volume (on HPS: each holds 5 GB of it, asked for)."""
-    hps = tier == "hps"
-    return BatchExperiment.model_validate({
-        "name": "controller-small",
-        "platform": {"nodes": 3, "memory_per_node": "1GB", "lps": {"rate": "1 GB/s"},
-                     "hps": {"rate": "10 GB/s", "capacity": "20 GB"}, "stage_rate": "1 GB/s"},
-        "scheduler": {"kind": "fcfs", "hps_requests": hps},
-        "workload": [{"id": j, "submit": i, "nodes": 1, "walltime": 2000, "runtime": 600, "data": "4GB",
-                      **({"storage": "5GB"} if hps else {})} for i, j in enumerate("abc")],
-        "emulator": {"time_scale": 0.02, "bytes_scale": 1e-4, "max_wall": 600},
-        "controller": {"d": 50, "ws": 150, "alpha": 0.6, "r_threshold": 1e-6, "t": 50, "short_sleep": 50,
-                       "omega": "500MB", "recent": 1e6, "p": "10MB", "volumes": [tier], **controller},
-    })
 
 
 def serial_residual(n: int, sweeps: int) -> float:
@@ -56,15 +39,6 @@ def serial_residual(n: int, sweeps: int) -> float:
 FOREST = {"prediction": "forest", "warmup": 5, "correlation_threshold": 0.0}
 
 
-def intervals(trace):
-    return [(r["job"], r["suspend"], r["resume"]) for r in trace.actions.rows()]
-
-
-def summaries(work):
-    return {j: json.loads((work / "apps" / j / f"{j}.summary.json").read_text())
-            if (work / "apps" / j / f"{j}.summary.json").exists() else None for j in "abc"}
-
-
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_path):
@@ -74,11 +48,11 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     procs = {}
 
     def watch():  # the processes, on /proc: a suspended job's whole tree is in state T
-        from iolab.emulator.suspension import process_state, process_tree
+        from iolab.emulator.suspension import process_tree
         while not done.is_set():
             for job, p in list(procs.items()):
                 tree = process_tree(p.pid)
-                if tree and all(process_state(q) in ("T", "t") for q in tree):
+                if all_stopped(tree):
                     stopped_seen.setdefault(job, set()).update(tree)
             time.sleep(0.1)
 
@@ -151,35 +125,15 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_killing_the_controller_actor_resumes_every_suspended_job(tmp_path):
-    import ray
-
     from iolab.emulator.batch_run import run_batch_emulation
-
-    from iolab.emulator.suspension import process_state, process_tree
+    from iolab.emulator.suspension import process_tree
 
     killed, procs = {}, {}
 
     def stopped_jobs():
-        out = []
-        for job, p in list(procs.items()):
-            tree = process_tree(p.pid)
-            if tree and all(process_state(q) in ("T", "t") for q in tree):
-                out.append(job)
-        return out
+        return [job for job, p in list(procs.items()) if all_stopped(process_tree(p.pid))]
 
-    def kill_controller():
-        deadline = time.time() + 200
-        while time.time() < deadline:
-            stopped = stopped_jobs()
-            if stopped and ray.is_initialized():  # a job is really stopped: kill the controller now
-                for a in ray.util.list_named_actors(all_namespaces=True):
-                    if a["name"].startswith("controller-"):
-                        ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=True)
-                        killed.update(at=time.time(), stopped=stopped)
-                        return
-            time.sleep(0.1)
-
-    threading.Thread(target=kill_controller, daemon=True).start()
+    kill_controller_when(stopped_jobs, killed)
     t0 = time.time()
     # the actor forecasts with an AR(3) fitted online (Eq. 9): a failing forecast would lose the controller
     # before any job is stopped

@@ -15,7 +15,7 @@ from iolab.emulator import slurm_hosts
 from iolab.emulator.launchers import scancel_signal_command
 from iolab.emulator.slurm_control import command
 from iolab.emulator.slurm_launch import SlurmAllocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
-from iolab.errors import RunError
+from iolab.errors import IolabError, RunError
 from iolab.middleware.policies.plan import make_plan
 from iolab.specs.load import parse_spec
 
@@ -87,15 +87,58 @@ def test_cli_refuses_srun_outside_an_allocation(tmp_path, monkeypatch):
     assert "needs a Slurm allocation" in res.output
 
 
-def test_cli_refuses_srun_for_a_batch_experiment(tmp_path, monkeypatch):
+def test_a_batch_spec_refuses_an_allocation_smaller_than_its_platform_before_anything_starts(tmp_path, monkeypatch):
+    """Under srun, node id k is the allocation's k-th node: fewer nodes than platform.nodes is bad usage
+    (exit 2, one line naming both sizes and the --nodes= to ask for), found before any process starts."""
+    import ray
+
     from iolab.cli import cli
 
     monkeypatch.setenv("SLURM_JOB_ID", "42")
-    res = CliRunner().invoke(cli, ["emulate", str(REPO / "examples" / "lackner-sas.yaml"), "--launcher", "srun",
-                                   "--out", str(tmp_path / "r.h5")])
-    assert res.exit_code == 2
-    assert "--launcher" in res.output and "mpiexec only" in res.output
-    assert not (tmp_path / "r.h5").exists()
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
+    spec = REPO / "examples" / "controller-small.yaml"  # platform.nodes: 4
+    for launcher in (["--launcher", "srun"], []):  # asked for, and the default inside an allocation
+        res = CliRunner().invoke(cli, ["emulate", str(spec), *launcher, "--out", str(tmp_path / "r.h5"),
+                                       "--work-dir", str(tmp_path / "w")])
+        assert res.exit_code == 2, res.output
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in res.output, res.output
+        assert "2 node(s) (n1,n2)" in lines[0] and "platform has 4" in lines[0] and "--nodes=4" in lines[0]
+    assert not ray.is_initialized()
+    assert not (tmp_path / "r.h5").exists() and not (tmp_path / "w" / "logs").exists()  # nothing started
+
+
+def test_batch_jobs_run_on_the_allocation_nodes_their_node_ids_name(monkeypatch):
+    from types import SimpleNamespace
+
+    from iolab.emulator.batch_launch import MpiexecJobs, SrunJobs, job_nodes, make_job_launcher
+    from iolab.emulator.slurm_control import StepLever
+    from iolab.emulator.suspension import TreeLever
+    from iolab.specs.load import load_spec
+
+    assert job_nodes(["n1", "n2", "n3", "n4"], [0, 3], 2) == ["n1", "n4"]  # id k -> the k-th node
+    assert job_nodes(["n1", "n2", "n3", "n4"], [1, 2], 1) == ["n2"]        # 1 rank: the first node of its set
+    spec = load_spec(REPO / "examples" / "controller-small.yaml")
+    local = make_job_launcher(None, spec, [], Path("/w"), "/venv/bin/mpiexec", {})
+    assert isinstance(local, MpiexecJobs) and isinstance(local.lever, TreeLever)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    srun = make_job_launcher(None, spec, [], Path("/w"), "/venv/bin/mpiexec",
+                             {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-5]"})
+    assert isinstance(srun, SrunJobs) and srun.nodes == ("n1", "n2", "n3", "n4")  # the first platform.nodes
+    assert isinstance(srun.lever, StepLever) and srun.lever.job_id == "42"
+    j = SimpleNamespace(queued=SimpleNamespace(id="c"), hosts=[0, 3], ranks=2)
+    assert srun.command(j, ["python", "-m", "iolab.apps.jacobi"], nice=10) == [
+        "srun", "--nodes=2", "--ntasks=2", "--nodelist=n1,n4", "--mpi=pmi2", "--overcommit", "--job-name=iolab-c",
+        "--export=ALL,MPIR_CVAR_CH4_NETMOD=ofi", "--overlap", "--kill-on-bad-exit=1", "nice", "-n", "10", "python", "-m",
+        "iolab.apps.jacobi"]
+    assert srun.coordinator("iolab.middleware.storage_client:coordinator", {"job": "c"}) == (
+        "iolab.emulator.slurm_hosts:coordinator",
+        {"job": "c", "inner": "iolab.middleware.storage_client:coordinator", "hosts_dir": "/w/hosts"})
+    assert local.coordinator("x:y", {"job": "c"}) == ("x:y", {"job": "c"})  # the local way is unchanged
+    assert local.hosts(SimpleNamespace(hosts=[0, 3])) == "n0,n3"
+    with pytest.raises(IolabError, match="cannot name a Slurm step"):
+        make_job_launcher(None, spec, [SimpleNamespace(id="my job")], Path("/w"), "mpiexec",
+                          {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-4]"})
 
 
 def test_command_lines(monkeypatch):
