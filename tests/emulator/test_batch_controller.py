@@ -39,6 +39,7 @@ def serial_residual(n: int, sweeps: int) -> float:
 FOREST = {"prediction": "forest", "warmup": 5, "correlation_threshold": 0.0}
 
 
+@pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_path):

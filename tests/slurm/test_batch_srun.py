@@ -143,6 +143,7 @@ def test_killing_a_job_ends_its_step_also_while_it_is_stopped(allocation, tmp_pa
     _wait(lambda: gone(pids) and find_step(job, "iolab-k") is None, "the step and its ranks gone", timeout=20)
 
 
+@pytest.mark.long
 def test_the_controller_suspends_job_steps_and_its_death_resumes_every_one(allocation, tmp_path):
     from iolab.emulator.batch_run import run_batch_emulation
 
