@@ -239,11 +239,12 @@ def dheenadayalan(quick: bool, no_emulate: bool, seed: int | None, out_dir: str,
         for r in em["runs"]:
             if "sim_max_abs_error" in r:
                 click.echo(f"{r['run']}: per-job completion error sim vs real max {100 * r['sim_max_abs_error']:.1f} %, "
-                           f"mean {100 * r['sim_mean_abs_error']:.1f} % (calibrated with the run's costs: "
-                           f"{100 * r['calibrated_max_abs_error']:.1f} %, {100 * r['calibrated_mean_abs_error']:.1f} %)"
+                           f"mean {100 * r['sim_mean_abs_error']:.1f} % (twin fitted to the run: "
+                           f"{100 * r['fitted_max_abs_error']:.1f} %, {100 * r['fitted_mean_abs_error']:.1f} %)"
                            + ("; reused" if r["reused"] else f"; {r['wall_seconds']:.0f} s wall"))
         click.echo(f"EASY not run for real: {em['easy']['why']}")
-    click.echo(f"{s['runs']} simulated runs, {s['wall_seconds']:.1f} s; wrote {out_dir}/results.h5, runs.csv, jobs.csv, "
+    real = f" + {len(em['runs'])} real" if em else ""
+    click.echo(f"{s['runs']} simulated runs{real}, {s['wall_seconds']:.1f} s; wrote {out_dir}/results.h5, runs.csv, jobs.csv, "
                "suspensions.csv, summary.json" + ("" if no_figures else ", fig1-gantt.png")
                + (", emulated/*.h5, emulated-vs-sim.csv" if em else "")
                + (", fig1-gantt-emulated.png" if s.get("figure_emulated") else ""))

@@ -164,7 +164,8 @@ def _row(name: str, spec: BatchExperiment, records: list[dict], size: int, io: i
     flow = sum(r["end"] - r["submit"] for r in records) if records else math.nan
     return {"dataset": "DS1", "size": size, "cpu_jobs": size - io, "io_jobs": io,
             "scheduler": spec.scheduler.kind, "controller": spec.controller.enabled, "runtime": runtime,
-            "scale": "small", "total_completion": comp, "total_flow": flow, "completion_hms": hms(comp) if records else "",
+            "scale": "small", "total_completion": comp, "total_flow": flow,
+            "completion_hms": hms(comp) if records else "",
             "flow_hms": hms(flow) if records else "", "suspensions": suspensions, "run": name}
 
 
@@ -189,7 +190,11 @@ def _fitted_twin(spec: BatchExperiment, trace) -> BatchExperiment | None:
     twin = calibrated(spec, cal)
     samples = [r for r in trace.samples.rows() if r["volume"] == "lps"]
     if spec.controller.enabled and len(samples) >= 2:
-        fit = fit_volume_model([r["writers"] for r in samples], [r["response"] for r in samples], spec.controller.p)
+        try:
+            fit = fit_volume_model([r["writers"] for r in samples], [r["response"] for r in samples],
+                                   spec.controller.p)
+        except ValueError:  # no usable sample: the twin keeps the spec's volume
+            return twin
         data = twin.model_dump(mode="json")
         data["controller"]["model"] = fit.spec()
         twin = type(spec).model_validate(data)
@@ -258,8 +263,8 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
             sim = run_batch(spec, strict=False)  # the same spec on the simulator: the real run's twin
             sim_jobs = _sim_tables(sim, data)
             n, io = len(jobs), len(data)
-            res["rows"].append({**_row(name, spec, sim_jobs, n, io, sum(j["suspensions"] for j in sim_jobs), "sim", hms),
-                                "status": "ok", "error": ""})
+            sim_row = _row(name, spec, sim_jobs, n, io, sum(j["suspensions"] for j in sim_jobs), "sim", hms)
+            res["rows"].append({**sim_row, "status": "ok", "error": ""})
             if trace is None:
                 res["rows"].append({**_row(name, spec, [], n, io, 0, "emulated", hms), "status": "failed",
                                     "error": run["error"]})
@@ -268,7 +273,8 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
             real_jobs, susp = _trace_tables(trace, data)
             bad = [j["job"] for j in real_jobs if j["status"] != "ok"]
             if bad:
-                run.update(status="failed", error=f"jobs {bad} did not end ok (work dir kept: {path.with_suffix('.work')})")
+                run.update(status="failed",
+                           error=f"jobs {bad} did not end ok (logs in {path.with_suffix('.work') / 'logs'})")
             res["rows"].append({**_row(name, spec, real_jobs, n, io, len(susp), "emulated", hms),
                                 "status": run["status"], "error": run["error"]})
             label = {"dataset": "DS1", "scheduler": scheduler, "controller": on, "runtime": "emulated",
@@ -277,22 +283,23 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
             res["suspensions"] += [{**label, **x} for x in susp]
             by_sim = {j["job"]: j for j in sim_jobs}
             twin = _fitted_twin(spec, trace)
-            by_cal = {j["job"]: j for j in _sim_tables(run_batch(twin, strict=False), data)} if twin else {}
+            by_fit = {j["job"]: j for j in _sim_tables(run_batch(twin, strict=False), data)} if twin else {}
             for j in real_jobs:
-                s, c = by_sim[j["job"]], by_cal.get(j["job"])
+                s, c = by_sim[j["job"]], by_fit.get(j["job"])
                 real_c, sim_c = j["end"] - j["start"], s["end"] - s["start"]
-                cal_c = c["end"] - c["start"] if c else math.nan
+                fit_c = c["end"] - c["start"] if c else math.nan
                 res["compare"].append({
                     "run": name, "controller": on, "job": j["job"], "io": j["io"], "real_start": j["start"],
                     "real_end": j["end"], "real_completion": real_c, "sim_start": s["start"], "sim_end": s["end"],
-                    "sim_completion": sim_c, "error": _err(sim_c, real_c), "calibrated_completion": cal_c,
-                    "calibrated_error": _err(cal_c, real_c), "real_suspensions": j["suspensions"],
+                    "sim_completion": sim_c, "error": _err(sim_c, real_c), "fitted_completion": fit_c,
+                    "fitted_error": _err(fit_c, real_c), "real_suspensions": j["suspensions"],
                     "sim_suspensions": s["suspensions"],
-                    "calibrated_suspensions": c["suspensions"] if c else -1})
+                    "fitted_suspensions": c["suspensions"] if c else -1})
             mine = [c for c in res["compare"] if c["run"] == name]
-            run.update(jobs=len(real_jobs), suspensions=len(susp), sim_suspensions=sum(s["suspensions"] for s in sim_jobs),
-                       calibrated_suspensions=sum(c["suspensions"] for c in by_cal.values()) if by_cal else -1,
-                       **_error_stats(mine, "error", "sim"), **_error_stats(mine, "calibrated_error", "calibrated"),
+            run.update(jobs=len(real_jobs), suspensions=len(susp),
+                       sim_suspensions=sum(s["suspensions"] for s in sim_jobs),
+                       fitted_suspensions=sum(c["suspensions"] for c in by_fit.values()) if by_fit else -1,
+                       **_error_stats(mine, "error", "sim"), **_error_stats(mine, "fitted_error", "fitted"),
                        monitoring=trace.attrs.get("monitoring", {}))
             res["runs"].append(run)
     finally:

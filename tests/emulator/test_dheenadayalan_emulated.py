@@ -58,7 +58,8 @@ def test_the_real_ds1_runs_give_table1_rows_and_the_controller_suspends_io_jobs(
     assert all(x["scale"] == "small" and x["dataset"] == "DS1" and x["scheduler"] == "fcfs" for x in em["rows"])
     # runs.csv: the 12 simulated rows of the paper's scale, then per real run its twin and itself
     table = csv_rows(out / "runs.csv")
-    assert [(x["runtime"], x["scale"]) for x in table] == [("sim", "paper")] * 12 + [("sim", "small"), ("emulated", "small")] * 2
+    assert [(x["runtime"], x["scale"]) for x in table] == \
+        [("sim", "paper")] * 12 + [("sim", "small"), ("emulated", "small")] * 2
     jobs = [x for x in csv_rows(out / "jobs.csv") if x["runtime"] == "emulated"]
     susp = [x for x in csv_rows(out / "suspensions.csv") if x["runtime"] == "emulated"]
     drawn = D.datasets(D.QUICK)["DS1"]
