@@ -33,8 +33,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..calibration import calibrated
+from ..emulator.batch_checks import check_batch_runnable
+from ..emulator.batch_run import run_batch_emulation
+from ..emulator.ray_session import RaySession
 from ..errors import TraceError
 from ..sim.batch.run import run_batch
+from ..sim.batch.volume_fit import fit_volume_model
+from ..sim.workloads import load_workload
 from ..specs import parse_spec
 from ..specs.batch import BatchExperiment
 from ..trace import read_trace
@@ -88,10 +93,10 @@ class EmulatedDS1:
 
 
 FULL = EmulatedDS1()
-# CI: the jobs a fifth as long (400-700 s, 30 GB of checkpoints), half the time scale, and every benchmark
+# CI: the jobs a tenth as long (200-350 s, 15 GB of checkpoints), half the time scale, and every benchmark
 # write counted high (r_threshold 1 us): the volume is loaded after ceil(alpha x beta) = 3 samples whatever the
 # disk does, so the test of the pipeline does not depend on the machine's load
-QUICK = EmulatedDS1(time_scale=0.005, job_factor=0.2, max_wall=300.0, controller={
+QUICK = EmulatedDS1(time_scale=0.005, job_factor=0.1, max_wall=300.0, controller={
     "d": 50.0, "ws": 150.0, "alpha": 0.75, "t": 100.0, "short_sleep": 50.0, "r_threshold": 1e-6,
     "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"], "model": {"gamma": 0.0, "knee": 1}})
 
@@ -182,8 +187,6 @@ def _fitted_twin(spec: BatchExperiment, trace) -> BatchExperiment | None:
     """The spec with the real run's own costs (launch, exit, I/O phase: ``platform.overheads``) and, when the
     controller sampled the volume, its volume model fitted to those samples (line and spread,
     ``iolab controller fit``): in-sample, what is left of the difference once the machine is known."""
-    from ..sim.batch.volume_fit import fit_volume_model  # lazy: scipy only when a model is fitted
-
     cal = trace.attrs.get("calibration")
     if not (isinstance(cal, dict) and isinstance(cal.get("wall"), dict)):
         return None
@@ -248,9 +251,9 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
                 say(f"emulated run {i}/{len(RUNS)} ({name}: {what}), real processes, time scale "
                     f"{settings.time_scale:g}, bytes scale {settings.bytes_scale:g} ({why})")
                 try:
+                    # what the emulator checks first (sizes, wall estimate, mpiexec), before Ray starts
+                    check_batch_runnable(spec, load_workload(spec), path.with_suffix(".work"), str(path))
                     if session is None:
-                        from ..emulator.ray_session import RaySession  # lazy: Ray only when a real run starts
-
                         session = RaySession.open()  # one local Ray for the runs (they start none of their own)
                     trace = _run_one(spec, path, progress, keep_work)
                 except KeyboardInterrupt:
@@ -311,8 +314,6 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
 def _run_one(spec: BatchExperiment, path: Path, progress: bool, keep_work: bool):
     """One real run into ``path``; its work directory (the checkpoints: ~150 MB per I/O job at the full
     scale) is removed when every job ended ok, kept otherwise (the jobs' logs are there)."""
-    from ..emulator.batch_run import run_batch_emulation  # lazy: Ray and MPI only when a real run starts
-
     work = path.with_suffix(".work")
     shutil.rmtree(work, ignore_errors=True)  # a run cut short left its files: start clean
     trace = run_batch_emulation(spec, out=path, work_dir=work, progress=progress, source=str(path))
