@@ -44,7 +44,7 @@ def test_every_command_that_prints_results_has_json():
 
 
 def test_study_json_is_its_summary(tmp_path):
-    s = iolab_json("study", "dheenadayalan", "--quick", "--no-ray", "--no-figures", "--out", str(tmp_path / "d"), cwd=tmp_path)
+    s = iolab_json("study", "dheenadayalan", "--quick", "--no-ray", "--no-emulate", "--no-figures", "--out", str(tmp_path / "d"), cwd=tmp_path)
     assert json.loads((tmp_path / "d" / "summary.json").read_text())["rows"] == s["rows"]
     assert {r["scheduler"] for r in s["rows"]} == {"fcfs", "easy"}
 

@@ -13,6 +13,7 @@ from ..errors import IolabError
 
 from ..studies import carretero as carretero_study
 from ..studies import dheenadayalan as dheenadayalan_study
+from ..studies import dheenadayalan_emulated as emulated_ds1
 from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
 from ..studies import soysal as soysal_study
@@ -186,7 +187,9 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
 
 
 @study.command("dheenadayalan")
-@click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10")
+@click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10; the real DS1 runs' jobs a "
+                                            "tenth as long at half the time scale (~15 s wall each)")
+@click.option("--no-emulate", is_flag=True, help="skip DS1's real runs (MPI jobs, real suspensions): simulate only")
 @click.option("--seed", type=click.IntRange(0), help="seed of the drawn data sets (default 2017)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/dheenadayalan",
               show_default=True,
@@ -194,18 +197,24 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 @engine_options
 @click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
-def dheenadayalan(quick: bool, seed: int | None, out_dir: str, no_figures: bool, as_json: bool, engine: Engine,
-                  campaign_file: str | None) -> None:
-    """The storage load controller against FCFS and EASY (dheenadayalan2017 Table 1, Fig. 1), simulated."""
+def dheenadayalan(quick: bool, no_emulate: bool, seed: int | None, out_dir: str, no_figures: bool, as_json: bool,
+                  engine: Engine, campaign_file: str | None) -> None:
+    """The storage load controller against FCFS and EASY (dheenadayalan2017 Table 1, Fig. 1), simulated; DS1
+    also on real processes at a small scale (after the simulations, one real run after the other)."""
     size = dheenadayalan_study.QUICK if quick else dheenadayalan_study.DheenadayalanSize()
     if seed is not None:
         size = replace(size, seed=seed)
     if campaign_file:
         write_campaign(campaign_file, "dheenadayalan", dheenadayalan_study.params_of(size))
         return
-    s = dheenadayalan_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine)
+    emulate = None if no_emulate else (emulated_ds1.QUICK if quick else emulated_ds1.FULL)
+    s = dheenadayalan_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine, emulate=emulate,
+                                      say=lambda msg: click.echo(msg, err=True))
+    failed = any(r["status"] != "ok" for r in s.get("emulated", {}).get("runs", []))
     if as_json:
         click.echo(dumps(s))
+        if failed:
+            raise click.exceptions.Exit(1)
         return
     click.echo(f"{'data set':8s} {'sched':5s} {'completion':>12s} {'+controller':>12s} {'flow':>12s} "
                f"{'+controller':>12s} {'suspensions':>11s}   paper (completion, flow)")
@@ -218,8 +227,29 @@ def dheenadayalan(quick: bool, seed: int | None, out_dir: str, no_figures: bool,
         paper = f"{p[0]} -> {p[1]}, {p[2]} -> {p[3]}" if p else "-"
         click.echo(f"{ds:8s} {sched:5s} {r['completion_hms']:>12s} {c['completion_hms']:>12s} {r['flow_hms']:>12s} "
                    f"{c['flow_hms']:>12s} {c['suspensions']:11d}   {paper}")
-    click.echo(f"{s['runs']} runs, {s['wall_seconds']:.1f} s; wrote {out_dir}/results.h5, runs.csv, jobs.csv, "
-               "suspensions.csv, summary.json" + ("" if no_figures else ", fig1-gantt.png"))
+    em = s.get("emulated")
+    if em:
+        st = em["settings"]
+        click.echo(f"\nDS1 on real processes (time scale {st['time_scale']:g}, bytes scale {st['bytes_scale']:g}, "
+                   f"jobs x {st['job_factor']:g}; spec seconds) and the same spec simulated:")
+        click.echo(f"{'run':20s} {'runtime':8s} {'completion':>11s} {'flow':>11s} {'suspensions':>11s}  status")
+        for r in em["rows"]:
+            click.echo(f"{r['run']:20s} {r['runtime']:8s} {r['completion_hms'] or '-':>11s} {r['flow_hms'] or '-':>11s} "
+                       f"{r['suspensions']:11d}  {r['status']}{': ' + r['error'] if r['error'] else ''}")
+        for r in em["runs"]:
+            if "sim_max_abs_error" in r:
+                click.echo(f"{r['run']}: per-job completion error sim vs real max {100 * r['sim_max_abs_error']:.1f} %, "
+                           f"mean {100 * r['sim_mean_abs_error']:.1f} % (twin fitted to the run: "
+                           f"{100 * r['fitted_max_abs_error']:.1f} %, {100 * r['fitted_mean_abs_error']:.1f} %)"
+                           + ("; reused" if r["reused"] else f"; {r['wall_seconds']:.0f} s wall"))
+        click.echo(f"EASY not run for real: {em['easy']['why']}")
+    real = f" + {len(em['runs'])} real" if em else ""
+    click.echo(f"{s['runs']} simulated runs{real}, {s['wall_seconds']:.1f} s; wrote {out_dir}/results.h5, runs.csv, jobs.csv, "
+               "suspensions.csv, summary.json" + ("" if no_figures else ", fig1-gantt.png")
+               + (", emulated/*.h5, emulated-vs-sim.csv" if em else "")
+               + (", fig1-gantt-emulated.png" if s.get("figure_emulated") else ""))
+    if failed:
+        raise click.exceptions.Exit(1)  # a real run failed (its row says why); the simulated results are written
 
 
 @study.command("soysal")

@@ -15,8 +15,13 @@ I/O-bound job writes checkpoints of 1 GB for most of its run (10-100 GB,
 §5); a CPU-bound job does no I/O.  The controller runs with §5's parameters.
 Each data set runs under FCFS and EASY, with and without the controller;
 Table 1's totals are the sums of completion (end - start) and flow (end -
-submit) times.  All runs are simulated; DS1 on real processes is
-``tests/emulator/test_batch_controller.py``'s shape, not part of this study.
+submit) times.
+
+DS1 also runs on real processes at a small scale (:mod:`.dheenadayalan_emulated`: MPI Jacobi jobs,
+the controller's real benchmark writes and SIGSTOP/SIGCONT suspensions), FCFS without and with the
+controller, after the simulated campaign and one run after the other; the same small-scale spec is
+simulated too, job by job against the real run.  ``runtime`` (``sim`` / ``emulated``) and ``scale``
+(``paper`` / ``small``) label every row of ``runs.csv``, ``jobs.csv`` and ``suspensions.csv``.
 
 The twelve runs (data set x scheduler x controller) are a campaign
 (:mod:`.engine`: Ray, resumable, ``results.h5``); Table 1 and Fig. 1 are
@@ -39,6 +44,7 @@ from ..atomic import atomic_write_text
 from ..sim.batch.run import run_batch
 from ..specs import parse_spec
 from .common import write_csv
+from .dheenadayalan_emulated import EmulatedDS1, run_emulated
 from .engine import Engine, rows_of, run_as_campaign
 
 __all__ = ["PAPER", "QUICK", "DheenadayalanSize", "campaign_runs", "campaign_summary", "campaign_task", "datasets",
@@ -130,7 +136,8 @@ def run_one(dataset: str, scheduler: str, controller: bool, size: DheenadayalanS
     comp = sum(s.end - s.start for s in rec.jobs)
     flow = sum(s.end - s.queued.submit for s in rec.jobs)
     row = {"dataset": dataset, "size": len(jobs), "cpu_jobs": len(jobs) - io_jobs, "io_jobs": io_jobs,
-           "scheduler": scheduler, "controller": controller, "total_completion": comp, "total_flow": flow,
+           "scheduler": scheduler, "controller": controller, "runtime": "sim", "scale": "paper",
+           "total_completion": comp, "total_flow": flow,
            "completion_hms": hms(comp), "flow_hms": hms(flow),
            "suspensions": sum(len(s.suspensions) for s in rec.jobs)}
     job_rows = [{"job": s.id, "io": s.id in data, "data": data.get(s.id, 0.0), "submit": float(s.queued.submit),
@@ -179,33 +186,77 @@ def campaign_task(args: dict[str, Any]) -> dict:
     return run_one(**run, size=size_of(args))
 
 
+LABELS = ("dataset", "scheduler", "controller", "runtime", "scale")
+
+
 def run_study(out: Path, size: DheenadayalanSize = DheenadayalanSize(), *, figures: bool = True,
-              progress: bool = True, engine: Engine | None = None) -> dict:
-    """Run (or resume) the study as a campaign in ``out``, then Table 1, its summary and Fig. 1."""
+              progress: bool = True, engine: Engine | None = None, emulate: EmulatedDS1 | None = None,
+              say=None) -> dict:
+    """Run (or resume) the study as a campaign in ``out``, then Table 1, its summary and Fig. 1.
+
+    ``emulate``: then also DS1 on real processes at that scale (:func:`.dheenadayalan_emulated.run_emulated`),
+    after the simulated results are written; its rows join ``runs.csv``, ``jobs.csv``, ``suspensions.csv``
+    and the summary's ``emulated``, and ``fig1-gantt-emulated.png`` is drawn."""
     engine = engine or Engine(progress=progress)
     t0 = time.perf_counter()
     res, _ = run_as_campaign("dheenadayalan", params_of(size), out, engine)
-    rows = rows_of(res)  # Table 1: one row per run, in campaign order
+    rows = [{**r, "runtime": r.get("runtime", "sim"), "scale": r.get("scale", "paper")}  # results before v2: no label
+            for r in rows_of(res)]  # Table 1: one row per run, in campaign order
     ok = [int(i) for i, s in zip(res.columns["index"], res.columns["status"]) if s == "ok"]
     run_of = dict(zip(ok, rows))
 
-    def labelled(table: str) -> list[dict]:  # a further table's rows, named by their run's data set, scheduler, controller
+    def labelled(table: str) -> list[dict]:  # a further table's rows, named by their run's data set, scheduler, ...
         if table not in res.tables:
             return []
-        return [{**{c: run_of[x["index"]][c] for c in ("dataset", "scheduler", "controller")},
+        return [{**{c: run_of[x["index"]][c] for c in LABELS},
                  **{k: v for k, v in x.items() if k != "index"}} for x in rows_of(res, table)]
 
     jobs, susp = labelled("jobs"), labelled("suspensions")
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "runs.csv", rows)
-    write_csv(out / "jobs.csv", jobs)
-    write_csv(out / "suspensions.csv", susp)  # empty when no run suspended a job
     summary = {"rows": rows, "paper": PAPER, "wall_seconds": time.perf_counter() - t0, "runs": len(rows),
                "size": asdict(size)}
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1, default=str))
+    easy = _easy_equals_fcfs(rows)
+    summary["ds1_easy_equals_fcfs"] = easy
+    _write(out, summary, rows, jobs, susp)  # the simulated results first: a failed real run cannot lose them
     if figures:
         summary["figure"] = str(gantt_figure(jobs, susp, out / "fig1-gantt.png"))
+    if emulate is not None:
+        em = run_emulated(out, _datasets(size)["DS1"], size.seed, emulate, hms=hms, say=say, progress=progress)
+        summary["emulated"] = {
+            "settings": asdict(emulate), "runs": em["runs"], "rows": em["rows"], "compare": em["compare"],
+            "easy": {"run": False, "why": "all six DS1 jobs start at once on 12 nodes, so EASY has nothing to "
+                                          "backfill and gives FCFS's schedule: the simulated DS1 rows of both "
+                                          "are equal" + ("" if easy else " (NOT here: see ds1_easy_equals_fcfs)")}}
+        summary["wall_seconds"] = time.perf_counter() - t0
+        write_csv(out / "emulated-vs-sim.csv", em["compare"])
+        _write(out, summary, rows + em["rows"], jobs + em["jobs"], susp + em["suspensions"])
+        if figures and any(r["runtime"] == "emulated" and r["controller"] for r in em["jobs"]):
+            summary["figure_emulated"] = str(gantt_figure(em["jobs"], em["suspensions"],
+                                                          out / "fig1-gantt-emulated.png", runtime="emulated"))
+            atomic_write_text(out / "summary.json", json.dumps(summary, indent=1, default=str))
     return summary
+
+
+def _easy_equals_fcfs(rows: list[dict]) -> bool:
+    """Whether the simulated DS1 rows of FCFS and EASY are equal (with the controller and without)."""
+    by = {(r["scheduler"], r["controller"]): r for r in rows if r["dataset"] == "DS1"}
+    if len(by) != 4:  # a run failed
+        return False
+    return all(by[("fcfs", on)][k] == by[("easy", on)][k] for on in (False, True)
+               for k in ("total_completion", "total_flow", "suspensions"))
+
+
+def _write(out: Path, summary: dict, rows: list[dict], jobs: list[dict], susp: list[dict]) -> None:
+    write_csv(out / "runs.csv", _same_columns(rows))
+    write_csv(out / "jobs.csv", _same_columns(jobs))
+    write_csv(out / "suspensions.csv", _same_columns(susp))  # empty when no run suspended a job
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1, default=str))
+
+
+def _same_columns(rows: list[dict]) -> list[dict]:
+    """Every row with every column any row has (in first-seen order; missing: empty)."""
+    cols = list(dict.fromkeys(c for r in rows for c in r))
+    return [{c: r.get(c, "") for c in cols} for r in rows]
 
 
 def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True) -> dict:
@@ -214,7 +265,7 @@ def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True
 
 
 def gantt_figure(jobs: list[dict], suspensions: list[dict], path: Path, dataset: str = "DS1",
-                 scheduler: str = "fcfs") -> Path:
+                 scheduler: str = "fcfs", runtime: str = "sim") -> Path:
     """Fig. 1's shape (one run with the controller): a bar per job from start to end, its suspensions in grey."""
     import matplotlib  # lazy: figures only when asked
 
@@ -222,7 +273,8 @@ def gantt_figure(jobs: list[dict], suspensions: list[dict], path: Path, dataset:
     import matplotlib.pyplot as plt  # lazy: figures only when asked
 
     def of_run(rows):
-        return [r for r in rows if r["dataset"] == dataset and r["scheduler"] == scheduler and r["controller"]]
+        return [r for r in rows if r["dataset"] == dataset and r["scheduler"] == scheduler and r["controller"]
+                and r.get("runtime", "sim") == runtime]
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
     run_jobs = sorted(of_run(jobs), key=lambda j: j["job"])
@@ -234,7 +286,9 @@ def gantt_figure(jobs: list[dict], suspensions: list[dict], path: Path, dataset:
                 edgecolor="grey")
     ax.set_yticks(range(len(run_jobs)), [j["job"] for j in run_jobs])
     ax.set_xlabel("time (s)")
-    ax.set_title(f"{dataset} under {scheduler.upper()} with the load controller (grey: suspended)")
+    where = "real processes, " if runtime == "emulated" else ""
+    ax.set_title(f"{dataset} under {scheduler.upper()} with the load controller ({where}grey: suspended)")
+    ax.set_xlabel("time (spec s)" if runtime == "emulated" else "time (s)")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

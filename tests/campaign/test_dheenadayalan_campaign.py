@@ -82,7 +82,7 @@ def test_engine_gives_the_rows_of_a_bare_loop(tmp_path):
 
 def test_rerun_redoes_nothing_and_a_cut_short_study_runs_only_the_rest(tmp_path):
     out = tmp_path / "d"
-    args = ["study", "dheenadayalan", "--quick", "--no-ray", "--no-figures", "--out", str(out)]
+    args = ["study", "dheenadayalan", "--quick", "--no-ray", "--no-emulate", "--no-figures", "--out", str(out)]
     first = CliRunner().invoke(cli, args)
     assert first.exit_code == 0, first.output
     journal = out / "journal.jsonl"

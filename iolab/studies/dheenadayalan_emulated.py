@@ -1,0 +1,322 @@
+"""DS1 of dheenadayalan2017 on real processes: the study's emulated part.
+
+The six DS1 jobs the study draws (:func:`.dheenadayalan.datasets`, 2 CPU-bound and 4 I/O-bound) become
+a real batch spec: one ``mpiexec`` Jacobi job each on the study's platform (12 one-slot nodes, LPS
+100 MB/s), every time scaled by ``time_scale`` (wall seconds per spec second) and every size by
+``bytes_scale`` (real bytes per spec byte), the load controller's benchmark write fsync'd to the real
+disk and its suspensions real SIGSTOP/SIGCONT of a job's process tree (docs/controller.md).  It runs
+under FCFS without and with the controller, one run after the other in the study's driver process
+(they share the machine's cores), after the simulated campaign; EASY is not run: all six jobs start at
+once on 12 nodes, so EASY gives FCFS's schedule (the simulated DS1 rows show the equality).
+
+Each run's trace is ``OUT/emulated/<name>.h5``; a rerun reuses a trace that is complete, whose jobs all
+ended ok and whose spec (its ``spec`` attribute, the work directory left out) is the one it would run,
+and reruns it otherwise.  Each run gives Table 1's row in spec seconds (``runtime: emulated``), its jobs
+and suspensions (the trace's ``jobs`` and ``actions`` tables), and the same spec simulated
+(:func:`iolab.sim.batch.run.run_batch`): its row (``runtime: sim, scale: small``) and every job's
+completion time in both runtimes (``compare``).
+
+Scales (:data:`FULL`, :data:`QUICK`) and why each controller parameter differs from §5: see
+:class:`EmulatedDS1` and docs/studies.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..calibration import calibrated
+from ..emulator.batch_checks import check_batch_runnable
+from ..emulator.batch_run import run_batch_emulation
+from ..emulator.ray_session import RaySession
+from ..errors import TraceError
+from ..sim.batch.run import run_batch
+from ..sim.batch.volume_fit import fit_volume_model
+from ..sim.workloads import load_workload
+from ..specs import parse_spec
+from ..specs.batch import BatchExperiment
+from ..trace import read_trace
+
+__all__ = ["FULL", "QUICK", "EmulatedDS1", "RUNS", "emulated_spec", "run_emulated", "spec_digest"]
+
+
+@dataclass(frozen=True)
+class EmulatedDS1:
+    """How DS1 runs for real: the scales, the jobs' shortening and the controller's parameters.
+
+    ``job_factor`` multiplies every job's runtime, walltime and checkpoint bytes (1: the drawn DS1;
+    the quick size shortens the jobs).  ``controller`` holds the parameters that differ from §5
+    (spec seconds and spec bytes; the run scales them, ``ControllerSpec.scaled``):
+
+    - ``d`` 45 s (§5: 10 s): one sample is a fsync'd write of ``p x bytes_scale`` real bytes (1 MB),
+      3-10 ms on this machine's quiet disk and up to a few hundred ms when it is busy; at ``time_scale``
+      0.01 a sample every 10 s would be 0.1 s wall, too close to that.  45 s keeps ws = 3 min
+      (beta = 4 instead of 18);
+    - ``r_threshold`` 0.25 s (§5: 60 s, the response of a 1 GB write on a loaded NetApp filer): 2.5 ms wall,
+      about the median fsync of the 1 MB unit on this machine's disk while the jobs write (measured in a
+      full run: medians 0.20-0.25 spec s with 0-4 writers, 75th percentile 0.35 s; with 1 s, 6 % of the
+      samples were high and the window never called the volume loaded: no suspension).  The jobs' paced
+      writes (10 MB/s real together) barely move this disk's response, so the controller reacts mostly to
+      the disk's own noise, as with ``examples/controller-small.yaml`` (docs/controller.md);
+    - ``recent`` 300 s (§5: 60 s): four jobs sharing the paced LPS link write a 1 GB checkpoint every
+      ~45 spec s, plus the real run's jitter; 60 s (0.6 s wall) would let a job that waits for the link
+      drop out of the candidates now and then;
+    - ``omega`` 500 MB (§5: 4000 MB): a Jacobi job keeps only its latest checkpoint on the volume (1 GB:
+      ``nodes x memory_per_node``), so with 4000 MB no job would ever be a candidate (measured: a run with
+      it suspended nothing); 500 MB still leaves out a job that has written nothing yet.
+
+    ``alpha`` 0.75, ``ws`` and ``t`` 3 min and ``p`` 1 GB are §5's.  ``model`` is what
+    the emulator's LPS is: a paced fair-share link that loses no throughput (gamma 0), so the same
+    spec simulated is the real run's twin (the paper-scale study's gamma 0.5 is an assumption about a
+    filer; it is not in the real run).
+    """
+
+    time_scale: float = 0.01
+    bytes_scale: float = 1e-3
+    job_factor: float = 1.0
+    controller: dict = field(default_factory=lambda: {
+        "d": 45.0, "ws": 180.0, "alpha": 0.75, "t": 180.0, "short_sleep": 60.0, "r_threshold": 0.25,
+        "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"], "model": {"gamma": 0.0, "knee": 1}})
+    max_wall: float = 900.0  # wall seconds: the emulator refuses a spec whose estimate is longer
+
+    def check(self) -> "EmulatedDS1":
+        if not (0 < self.time_scale <= 1 and 0 < self.bytes_scale <= 1 and 0 < self.job_factor <= 1):
+            raise ValueError(f"need 0 < time_scale, bytes_scale, job_factor <= 1, got {asdict(self)}")
+        return self
+
+
+FULL = EmulatedDS1()
+# CI: the jobs a tenth as long (200-350 s, 15 GB of checkpoints), half the time scale, and every benchmark
+# write counted high (r_threshold 1 us): the volume is loaded after ceil(alpha x beta) = 3 samples whatever the
+# disk does, so the test of the pipeline does not depend on the machine's load
+QUICK = EmulatedDS1(time_scale=0.005, job_factor=0.1, max_wall=300.0, controller={
+    "d": 50.0, "ws": 150.0, "alpha": 0.75, "t": 100.0, "short_sleep": 50.0, "r_threshold": 1e-6,
+    "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"], "model": {"gamma": 0.0, "knee": 1}})
+
+# the real runs, in order: name -> (scheduler, controller)
+RUNS = {"ds1-fcfs": ("fcfs", False), "ds1-fcfs-controller": ("fcfs", True)}
+
+
+def _jobs(jobs: list[dict], factor: float) -> list[dict]:
+    out = []
+    for j in jobs:
+        j = dict(j)
+        for k in ("runtime", "walltime", "data"):
+            if k in j:
+                j[k] = round(float(j[k]) * factor, 3)
+        out.append(j)
+    return out
+
+
+def emulated_spec(jobs: list[dict], scheduler: str, controller: bool, settings: EmulatedDS1,
+                  seed: int) -> BatchExperiment:
+    """DS1 as a real batch spec at ``settings``' scale (the simulator reads the same spec)."""
+    return parse_spec({
+        "kind": "batch", "name": f"dheenadayalan-ds1-{scheduler}{'-controller' if controller else ''}",
+        "seed": seed, "scheduler": scheduler,
+        "platform": {"nodes": 12, "memory_per_node": "1GB", "lps": {"rate": "100MB/s"},
+                     "hps": {"rate": "1GB/s", "capacity": "1TB"}, "stage_rate": "1GB/s"},
+        "workload": {"source": "inline", "jobs": _jobs(jobs, settings.job_factor)},
+        "emulator": {"time_scale": settings.time_scale, "bytes_scale": settings.bytes_scale,
+                     "max_wall": settings.max_wall, "progress_every": 10.0},
+        "controller": {"enabled": controller, **settings.controller},
+    })
+
+
+def _canonical(spec_json: dict) -> dict:
+    """A spec's JSON without what does not change a run: the work directory."""
+    spec_json = json.loads(json.dumps(spec_json))
+    spec_json.get("emulator", {}).pop("work_dir", None)
+    return spec_json
+
+
+def spec_digest(spec: BatchExperiment | dict) -> str:
+    data = spec if isinstance(spec, dict) else spec.model_dump(mode="json")
+    return hashlib.sha256(json.dumps(_canonical(data), sort_keys=True).encode()).hexdigest()
+
+
+def reusable(path: Path, digest: str) -> tuple[Any, str]:
+    """``(trace, "")`` if ``path`` is a complete trace of the spec ``digest`` whose jobs all ended ok,
+    else ``(None, why not)``."""
+    if not path.is_file():
+        return None, "no trace yet"
+    try:
+        trace = read_trace(path)
+    except TraceError as exc:
+        return None, str(exc)
+    if not trace.attrs.get("complete", False):
+        return None, "the trace is incomplete (the run was cut short)"
+    spec = trace.attrs.get("spec")
+    if not isinstance(spec, dict) or spec_digest(spec) != digest:
+        return None, "the trace was made from another spec"
+    bad = [r["id"] for r in trace.jobs.rows() if r["status"] != "ok"]
+    if bad:
+        return None, f"jobs {bad} did not end ok"
+    return trace, ""
+
+
+def _row(name: str, spec: BatchExperiment, records: list[dict], size: int, io: int, suspensions: int,
+         runtime: str, hms: Callable[[float], str]) -> dict:
+    """Table 1's row of one run (spec seconds): total completion sum(end - start), flow sum(end - submit)."""
+    comp = sum(r["end"] - r["start"] for r in records) if records else math.nan
+    flow = sum(r["end"] - r["submit"] for r in records) if records else math.nan
+    return {"dataset": "DS1", "size": size, "cpu_jobs": size - io, "io_jobs": io,
+            "scheduler": spec.scheduler.kind, "controller": spec.controller.enabled, "runtime": runtime,
+            "scale": "small", "total_completion": comp, "total_flow": flow,
+            "completion_hms": hms(comp) if records else "",
+            "flow_hms": hms(flow) if records else "", "suspensions": suspensions, "run": name}
+
+
+def _trace_tables(trace, data: dict[str, float]) -> tuple[list[dict], list[dict]]:
+    acts = list(trace.actions.rows())
+    jobs = [{"job": r["id"], "io": r["id"] in data, "data": data.get(r["id"], 0.0), "submit": float(r["release"]),
+             "start": float(r["start"]), "end": float(r["end"]), "status": r["status"],
+             "suspensions": sum(1 for a in acts if a["job"] == r["id"])} for r in trace.jobs.rows()]
+    susp = [{"job": a["job"], "start": float(a["suspend"]), "end": float(a["resume"])} for a in acts]
+    return jobs, susp
+
+
+def _fitted_twin(spec: BatchExperiment, trace) -> BatchExperiment | None:
+    """The spec with the real run's own costs (launch, exit, I/O phase: ``platform.overheads``) and, when the
+    controller sampled the volume, its volume model fitted to those samples (line and spread,
+    ``iolab controller fit``): in-sample, what is left of the difference once the machine is known."""
+    cal = trace.attrs.get("calibration")
+    if not (isinstance(cal, dict) and isinstance(cal.get("wall"), dict)):
+        return None
+    twin = calibrated(spec, cal)
+    samples = [r for r in trace.samples.rows() if r["volume"] == "lps"]
+    if spec.controller.enabled and len(samples) >= 2:
+        try:
+            fit = fit_volume_model([r["writers"] for r in samples], [r["response"] for r in samples],
+                                   spec.controller.p)
+        except ValueError:  # no usable sample: the twin keeps the spec's volume
+            return twin
+        data = twin.model_dump(mode="json")
+        data["controller"]["model"] = fit.spec()
+        twin = type(spec).model_validate(data)
+    return twin
+
+
+def _err(sim: float, real: float) -> float:
+    return (sim - real) / real if real > 0 and sim == sim else math.nan
+
+
+def _error_stats(rows: list[dict], column: str, prefix: str) -> dict:
+    errs = [abs(r[column]) for r in rows if r[column] == r[column]]
+    return {f"{prefix}_max_abs_error": max(errs) if errs else math.nan,
+            f"{prefix}_mean_abs_error": sum(errs) / len(errs) if errs else math.nan}
+
+
+def _sim_tables(rec, data: dict[str, float]) -> list[dict]:
+    return [{"job": s.id, "io": s.id in data, "submit": float(s.queued.submit), "start": float(s.start),
+             "end": float(s.end), "suspensions": len(s.suspensions)} for s in rec.jobs]
+
+
+def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 = FULL, *,
+                 hms: Callable[[float], str] = str, say: Callable[[str], None] | None = None,
+                 progress: bool = True, keep_work: bool = False) -> dict:
+    """Run (or reuse) DS1's real runs into ``out/emulated/``, one after the other; simulate the same specs.
+
+    Returns ``{"rows", "jobs", "suspensions", "compare", "runs"}``: Table 1's rows (emulated and the
+    same spec simulated), the real runs' jobs and suspensions, every job's completion time in both
+    runtimes, and per run its trace, wall time, whether it was reused, its status and error.  A failed
+    run gives a row with ``status: failed`` and its ``error``; the other runs go on."""
+    settings.check()
+    say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    folder = out / "emulated"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {j["id"]: float(j["data"]) * settings.job_factor for j in jobs if "data" in j}
+    res: dict[str, list] = {"rows": [], "jobs": [], "suspensions": [], "compare": [], "runs": []}
+    session = None
+    try:
+        for i, (name, (scheduler, on)) in enumerate(RUNS.items(), 1):
+            spec = emulated_spec(jobs, scheduler, on, settings, seed)
+            digest = spec_digest(spec)
+            path = folder / f"{name}.h5"
+            what = f"DS1 {scheduler.upper()} {'with' if on else 'without'} the controller"
+            trace, why = reusable(path, digest)
+            t0 = time.perf_counter()
+            run = {"run": name, "trace": str(path), "spec_sha256": digest, "reused": trace is not None,
+                   "status": "ok", "error": ""}
+            if trace is not None:
+                say(f"emulated run {i}/{len(RUNS)} ({name}: {what}): reusing {path}")
+            else:
+                say(f"emulated run {i}/{len(RUNS)} ({name}: {what}), real processes, time scale "
+                    f"{settings.time_scale:g}, bytes scale {settings.bytes_scale:g} ({why})")
+                try:
+                    # what the emulator checks first (sizes, wall estimate, mpiexec), before Ray starts
+                    check_batch_runnable(spec, load_workload(spec), path.with_suffix(".work"), str(path))
+                    if session is None:
+                        session = RaySession.open()  # one local Ray for the runs (they start none of their own)
+                    trace = _run_one(spec, path, progress, keep_work)
+                except KeyboardInterrupt:
+                    raise
+                except Exception as exc:  # a failed run loses neither the simulated results nor the other run
+                    run.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+                    say(f"emulated run {name} failed: {run['error']}")
+            run["wall_seconds"] = (time.perf_counter() - t0 if not run["reused"]
+                                   else float(trace.attrs.get("wall_seconds", math.nan)))
+            sim = run_batch(spec, strict=False)  # the same spec on the simulator: the real run's twin
+            sim_jobs = _sim_tables(sim, data)
+            n, io = len(jobs), len(data)
+            sim_row = _row(name, spec, sim_jobs, n, io, sum(j["suspensions"] for j in sim_jobs), "sim", hms)
+            res["rows"].append({**sim_row, "status": "ok", "error": ""})
+            if trace is None:
+                res["rows"].append({**_row(name, spec, [], n, io, 0, "emulated", hms), "status": "failed",
+                                    "error": run["error"]})
+                res["runs"].append(run)
+                continue
+            real_jobs, susp = _trace_tables(trace, data)
+            bad = [j["job"] for j in real_jobs if j["status"] != "ok"]
+            if bad:
+                run.update(status="failed",
+                           error=f"jobs {bad} did not end ok (logs in {path.with_suffix('.work') / 'logs'})")
+            res["rows"].append({**_row(name, spec, real_jobs, n, io, len(susp), "emulated", hms),
+                                "status": run["status"], "error": run["error"]})
+            label = {"dataset": "DS1", "scheduler": scheduler, "controller": on, "runtime": "emulated",
+                     "scale": "small"}
+            res["jobs"] += [{**label, **j} for j in real_jobs]
+            res["suspensions"] += [{**label, **x} for x in susp]
+            by_sim = {j["job"]: j for j in sim_jobs}
+            twin = _fitted_twin(spec, trace)
+            by_fit = {j["job"]: j for j in _sim_tables(run_batch(twin, strict=False), data)} if twin else {}
+            for j in real_jobs:
+                s, c = by_sim[j["job"]], by_fit.get(j["job"])
+                real_c, sim_c = j["end"] - j["start"], s["end"] - s["start"]
+                fit_c = c["end"] - c["start"] if c else math.nan
+                res["compare"].append({
+                    "run": name, "controller": on, "job": j["job"], "io": j["io"], "real_start": j["start"],
+                    "real_end": j["end"], "real_completion": real_c, "sim_start": s["start"], "sim_end": s["end"],
+                    "sim_completion": sim_c, "error": _err(sim_c, real_c), "fitted_completion": fit_c,
+                    "fitted_error": _err(fit_c, real_c), "real_suspensions": j["suspensions"],
+                    "sim_suspensions": s["suspensions"],
+                    "fitted_suspensions": c["suspensions"] if c else -1})
+            mine = [c for c in res["compare"] if c["run"] == name]
+            run.update(jobs=len(real_jobs), suspensions=len(susp),
+                       sim_suspensions=sum(s["suspensions"] for s in sim_jobs),
+                       fitted_suspensions=sum(c["suspensions"] for c in by_fit.values()) if by_fit else -1,
+                       **_error_stats(mine, "error", "sim"), **_error_stats(mine, "fitted_error", "fitted"),
+                       monitoring=trace.attrs.get("monitoring", {}))
+            res["runs"].append(run)
+    finally:
+        if session is not None:
+            session.close()
+    return res
+
+
+def _run_one(spec: BatchExperiment, path: Path, progress: bool, keep_work: bool):
+    """One real run into ``path``; its work directory (the checkpoints: ~150 MB per I/O job at the full
+    scale) is removed when every job ended ok, kept otherwise (the jobs' logs are there)."""
+    work = path.with_suffix(".work")
+    shutil.rmtree(work, ignore_errors=True)  # a run cut short left its files: start clean
+    trace = run_batch_emulation(spec, out=path, work_dir=work, progress=progress, source=str(path))
+    if not keep_work and all(r["status"] == "ok" for r in trace.jobs.rows()):
+        shutil.rmtree(work, ignore_errors=True)
+    return trace
