@@ -47,7 +47,7 @@ class ControllerDriver:
         self.volumes = {v: str(run.work / v) for v in c.volumes}
         self.ts = s.time_scale
         self.bs = s.bytes_scale  # file sizes go to the policy in spec bytes, like omega
-        self.t0 = run.t0
+        self.t0 = run.t0  # None until the run's clock starts (the run sets it then)
         self.actor = LoadControllerActor.create(
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
@@ -141,6 +141,7 @@ class ControllerDriver:
         return [((wall - self.t0) / self.ts, v, float(r), int(writers), float(rate), float(in_flight), float(score),
                  float(fed), float(ops), float(queued))
                 for wall, v, r, writers, rate, in_flight, score, fed, ops, queued in self.records.get("samples", [])]
+        # (the actor's first sample is taken as it starts, a moment before the run's clock: time < 0)
 
     def stop(self, run) -> None:
         self.release(run, "run ends")
