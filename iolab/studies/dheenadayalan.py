@@ -224,11 +224,13 @@ def run_study(out: Path, size: DheenadayalanSize = DheenadayalanSize(), *, figur
         em = run_emulated(out, _datasets(size)["DS1"], size.seed, emulate, hms=hms, say=say, progress=progress)
         summary["emulated"] = {
             "settings": asdict(emulate), "runs": em["runs"], "rows": em["rows"], "compare": em["compare"],
+            "model": em["model"],
             "easy": {"run": False, "why": "all six DS1 jobs start at once on 12 nodes, so EASY has nothing to "
                                           "backfill and gives FCFS's schedule: the simulated DS1 rows of both "
                                           "are equal" + ("" if easy else " (NOT here: see ds1_easy_equals_fcfs)")}}
         summary["wall_seconds"] = time.perf_counter() - t0
         write_csv(out / "emulated-vs-sim.csv", em["compare"])
+        write_csv(out / "forecast.csv", [r for r in em["model"]["forecast"] if "error" not in r])
         _write(out, summary, rows + em["rows"], jobs + em["jobs"], susp + em["suspensions"])
         if figures and any(r["runtime"] == "emulated" and r["controller"] for r in em["jobs"]):
             summary["figure_emulated"] = str(gantt_figure(em["jobs"], em["suspensions"],

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..calibration import calibrated
+from ..metrics.forecast import forecast_skill
+from ..metrics.response_model import train_and_test
 from ..emulator.batch_checks import check_batch_runnable
 from ..emulator.batch_run import run_batch_emulation
 from ..emulator.ray_session import RaySession
@@ -44,7 +46,9 @@ from ..specs import parse_spec
 from ..specs.batch import BatchExperiment
 from ..trace import read_trace
 
-__all__ = ["FULL", "QUICK", "EmulatedDS1", "RUNS", "emulated_spec", "run_emulated", "spec_digest"]
+__all__ = ["FULL", "QUICK", "EmulatedDS1", "RUNS", "emulated_spec", "model_report", "run_emulated", "spec_digest"]
+
+FORECAST_STEPS = (1, 2, 4, 8)  # samples ahead the forecast is scored at (t = steps x d)
 
 
 @dataclass(frozen=True)
@@ -233,7 +237,8 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
     folder = out / "emulated"
     folder.mkdir(parents=True, exist_ok=True)
     data = {j["id"]: float(j["data"]) * settings.job_factor for j in jobs if "data" in j}
-    res: dict[str, list] = {"rows": [], "jobs": [], "suspensions": [], "compare": [], "runs": []}
+    res: dict[str, Any] = {"rows": [], "jobs": [], "suspensions": [], "compare": [], "runs": []}
+    sampled = []  # the traces with controller samples: the regression and forecast are measured on them
     session = None
     try:
         for i, (name, (scheduler, on)) in enumerate(RUNS.items(), 1):
@@ -273,6 +278,8 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
                                     "error": run["error"]})
                 res["runs"].append(run)
                 continue
+            if len(trace.samples):
+                sampled.append((name, trace))
             real_jobs, susp = _trace_tables(trace, data)
             bad = [j["job"] for j in real_jobs if j["status"] != "ok"]
             if bad:
@@ -308,7 +315,34 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
     finally:
         if session is not None:
             session.close()
+    res["model"] = model_report(sampled, seed)
     return res
+
+
+def model_report(traces: list[tuple[str, Any]], seed: int = 0) -> dict:
+    """§4.2 measured on real runs' samples: the random forest's held-out accuracy (the first 75 % of
+    each ``(name, trace)``'s samples train it, the rest test it: :func:`iolab.metrics.response_model.train_and_test`)
+    and the AR(3) forecast's error t ahead against persistence on each trace's measured response
+    (:func:`iolab.metrics.forecast.forecast_skill`; t = steps x the spec's d, the state against its
+    r_threshold).  What cannot be measured (too few samples, no counter correlating) says why."""
+    out: dict[str, Any] = {"traces": len(traces), "regression": {}, "forecast": []}
+    if not traces:
+        out["regression"] = {"error": "no real run with controller samples"}
+        return out
+    try:
+        _, out["regression"] = train_and_test([t.samples.columns for _, t in traces], seed=seed)
+    except ValueError as exc:
+        out["regression"] = {"error": str(exc)}
+    for name, t in traces:
+        c = t.attrs["spec"]["controller"]
+        d, thr = float(c["d"]), float(c["r_threshold"])
+        try:
+            rows = forecast_skill(t.samples.columns["response"], FORECAST_STEPS, threshold=thr)
+        except ValueError as exc:
+            out["forecast"].append({"run": name, "error": str(exc)})
+            continue
+        out["forecast"] += [{"run": name, "t": r["steps"] * d, **r} for r in rows]
+    return out
 
 
 def _run_one(spec: BatchExperiment, path: Path, progress: bool, keep_work: bool):

@@ -56,6 +56,12 @@ def test_the_real_ds1_runs_give_table1_rows_and_the_controller_suspends_io_jobs(
     twin = {x["run"]: x for x in em["rows"] if x["runtime"] == "sim"}
     assert set(real) == set(twin) == set(RUNS)
     assert all(x["scale"] == "small" and x["dataset"] == "DS1" and x["scheduler"] == "fcfs" for x in em["rows"])
+    # §4.2 on the real samples: the forest's held-out accuracy (or why not) and the forecast t ahead
+    m = em["model"]
+    assert m["traces"] >= 1 and ("test_mae" in m["regression"] or "error" in m["regression"])
+    scored = [x for x in m["forecast"] if "error" not in x]
+    assert scored and all(0 <= x["state_accuracy"] <= 1 and x["t"] > 0 for x in scored)
+    assert len(csv_rows(out / "forecast.csv")) == len(scored)
     # runs.csv: the 12 simulated rows of the paper's scale, then per real run its twin and itself
     table = csv_rows(out / "runs.csv")
     assert [(x["runtime"], x["scale"]) for x in table] == \

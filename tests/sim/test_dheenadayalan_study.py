@@ -41,3 +41,24 @@ def test_quick_study_writes_table1_and_the_gantt(tmp_path):
     assert on["suspensions"] > 0 and on["total_completion"] < off["total_completion"]
     assert (tmp_path / "fig1-gantt.png").stat().st_size > 0
     assert (tmp_path / "runs.csv").read_text().count("\n") == 13
+
+
+def test_the_model_report_measures_the_forest_and_the_forecast_on_kept_samples():
+    """The study's §4.2 report, on simulated controller samples (what it does with the real runs' traces)."""
+    from iolab.metrics.forecast import forecast_skill
+    from iolab.metrics.response_model import train_and_test
+    from iolab.sim.batch.run import simulate_batch
+    from iolab.studies.dheenadayalan import datasets, size_of, spec_for
+    from iolab.studies.dheenadayalan_emulated import FORECAST_STEPS, model_report
+
+    size = size_of({"ds2_jobs": 40, "ds2_io": 13, "ds3_jobs": 10})
+    tr = simulate_batch(spec_for(datasets(size)["DS1"], "fcfs", True, size.seed))
+    rep = model_report([("ds1", tr)], seed=3)
+    _, want = train_and_test([tr.samples.columns], seed=3)  # the same split, fitted again
+    assert rep["traces"] == 1 and rep["regression"] == want and want["held_out"] > 0
+    d, thr = tr.attrs["spec"]["controller"]["d"], tr.attrs["spec"]["controller"]["r_threshold"]
+    skill = forecast_skill(tr.samples.columns["response"], FORECAST_STEPS, threshold=thr)
+    assert rep["forecast"] == [{"run": "ds1", "t": r["steps"] * d, **r} for r in skill]
+    assert model_report([])["regression"]["error"].startswith("no real run")
+    short = simulate_batch(spec_for(datasets(size)["DS1"][:1], "fcfs", True, size.seed))  # one job: few samples
+    assert all("error" in r or r["n"] > 0 for r in model_report([("one", short)])["forecast"])
