@@ -47,6 +47,18 @@ class Cluster:
         """Run a client command (sinfo, sbatch, ...) against this cluster."""
         return execute_wait(cmd, timeout=timeout, env=self.env)
 
+    def sbatch_wait(self, template: Path, args: list[str], *, nodes: int, job_name: str, workdir: Path) -> str:
+        """``sbatch --wait`` of one of iolab's templates (``IOLAB_REPO`` set) on ``nodes`` nodes, run in
+        ``workdir``; asserts it succeeded and returns the job's output (``workdir/job.out``)."""
+        log = workdir / "job.out"
+        rc, _, se = execute_wait(
+            ["sbatch", "--wait", "--parsable", f"--nodes={nodes}", f"--job-name={job_name}", f"--output={log}",
+             f"--chdir={workdir}", str(template), *args],
+            timeout=150, env={**self.env, "IOLAB_REPO": str(REPO)})
+        text = log.read_text() if log.exists() else "<no job output>"
+        assert rc == 0, f"sbatch rc={rc} {se}\n{text[-3000:]}"
+        return text
+
 
 def _controller_refuses(conf: Path) -> str | None:
     """Why slurmctld cannot be reached, found in ~ms by a TCP connect (``sinfo``

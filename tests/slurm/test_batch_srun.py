@@ -30,7 +30,7 @@ import yaml
 
 from controller_runs import all_stopped, intervals, kill_controller_when, spec
 from iolab.emulator.launchers import expand_hostlist
-from iolab.emulator.shell import execute_wait, spawn
+from iolab.emulator.shell import spawn
 from iolab.emulator.slurm_control import StepLever, find_step
 from iolab.emulator.suspension import process_state
 from iolab.middleware.policies.batch.nodes import parse_ranges
@@ -68,13 +68,8 @@ def test_sbatch_batch_emulation_runs_each_job_on_the_nodes_its_ids_name(cluster,
         pytest.skip(f"needs 4 idle nodes, the cluster has {cluster.idle_nodes}")
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(BATCH))
-    out, log = tmp_path / "run.h5", tmp_path / "job.out"
-    rc, so, se = execute_wait(
-        ["sbatch", "--wait", "--parsable", "--nodes=4", f"--job-name={job_name}", f"--output={log}",
-         f"--chdir={tmp_path}", str(TEMPLATE), str(path), str(out)],
-        timeout=150, env={**cluster.env, "IOLAB_REPO": str(REPO)})
-    text = log.read_text() if log.exists() else "<no job output>"
-    assert rc == 0, f"sbatch rc={rc} {se}\n{text[-3000:]}"
+    out = tmp_path / "run.h5"
+    text = cluster.sbatch_wait(TEMPLATE, [str(path), str(out)], nodes=4, job_name=job_name, workdir=tmp_path)
 
     trace = read_trace(out)
     assert trace.attrs["launcher"] == "srun" and trace.attrs["complete"] is True

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from iolab.emulator.launchers import expand_hostlist, srun_command
-from iolab.emulator.shell import execute_wait, kill_tree, spawn
+from iolab.emulator.shell import kill_tree, spawn
 from iolab.emulator.slurm_control import find_step, resume, suspend
 from iolab.trace import read_trace
 
@@ -46,15 +46,10 @@ def test_sbatch_emulation_runs_each_app_on_its_partition(cluster, job_name, tmp_
         pytest.skip(f"needs 4 idle nodes, the cluster has {cluster.idle_nodes}")
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    out, log = tmp_path / "run.h5", tmp_path / "job.out"
+    out = tmp_path / "run.h5"
     t = time.monotonic()
-    rc, so, se = execute_wait(
-        ["sbatch", "--wait", "--parsable", "--nodes=4", f"--job-name={job_name}", f"--output={log}",
-         f"--chdir={tmp_path}", str(TEMPLATE), str(spec), str(out)],
-        timeout=150, env={**cluster.env, "IOLAB_REPO": str(REPO)})
+    text = cluster.sbatch_wait(TEMPLATE, [str(spec), str(out)], nodes=4, job_name=job_name, workdir=tmp_path)
     wall = time.monotonic() - t
-    text = log.read_text() if log.exists() else "<no job output>"
-    assert rc == 0, f"sbatch rc={rc} {se}\n{text[-3000:]}"
 
     trace = read_trace(out)
     assert trace.attrs["launcher"] == "srun" and trace.attrs["complete"] is True

@@ -14,7 +14,6 @@ from pathlib import Path
 import h5py
 import pytest
 
-from iolab.emulator.shell import execute_wait
 
 pytestmark = [pytest.mark.slurm, pytest.mark.ray]
 
@@ -26,13 +25,8 @@ CAMPAIGN = REPO / "examples" / "campaigns" / "quick.yaml"
 def test_sbatch_sweep_runs_the_campaign_on_a_ray_cluster_over_two_nodes(cluster, job_name, tmp_path):
     if len(cluster.idle_nodes) < 2:
         pytest.skip(f"needs 2 idle nodes, the cluster has {cluster.idle_nodes}")
-    out, log = tmp_path / "sweep", tmp_path / "job.out"
-    rc, so, se = execute_wait(
-        ["sbatch", "--wait", "--parsable", "--nodes=2", f"--job-name={job_name}", f"--output={log}",
-         f"--chdir={tmp_path}", str(TEMPLATE), str(CAMPAIGN), str(out)],
-        timeout=150, env={**cluster.env, "IOLAB_REPO": str(REPO)})
-    text = log.read_text() if log.exists() else "<no job output>"
-    assert rc == 0, f"sbatch rc={rc} {se}\n{text[-3000:]}"
+    out = tmp_path / "sweep"
+    text = cluster.sbatch_wait(TEMPLATE, [str(CAMPAIGN), str(out)], nodes=2, job_name=job_name, workdir=tmp_path)
 
     # a raylet on each node (the worker joined the head), and the sweep used the cluster
     assert sorted(p.name for p in (out / "ray-logs").iterdir()) == ["ray-n1.log", "ray-n2.log"]
