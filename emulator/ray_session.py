@@ -44,6 +44,10 @@ class RaySession:
                     # Ray's memory monitor kills workers when the host runs low, and the
                     # arbiter actor is a worker: a neighbour's memory spike must not end the run.
                     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
+                    # Ray starts its workers, and so every actor of the control plane, at nice 15: under the
+                    # apps' load (nice 10) an actor got a few % of a core, a grant or a controller cycle
+                    # took seconds, and an actor importing scikit-learn needed 77 s instead of 2
+                    os.environ.setdefault("RAY_worker_niceness", "0")
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                              namespace=namespace, log_to_driver=False, logging_level="ERROR")
             except Exception as exc:

@@ -46,7 +46,7 @@ from .launchers import ray_start_commands
 from .ray_session import RaySession
 from .shell import execute_wait, kill_tree, spawn
 
-__all__ = ["SlurmRay", "head_address", "free_port", "auth_env", "enable_driver_auth"]
+__all__ = ["SlurmRay", "head_address", "free_port", "auth_env", "node_env", "enable_driver_auth"]
 
 DEFAULT_PORT = 6390  # outside Ray's worker port range 10002-19999
 
@@ -54,6 +54,12 @@ DEFAULT_PORT = 6390  # outside Ray's worker port range 10002-19999
 def auth_env() -> dict[str, str]:
     """The Ray auth setting every process of the run must share (see the module doc)."""
     return {"RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "token")}
+
+
+def node_env() -> dict[str, str]:
+    """The environment of every ``ray start``: the auth setting, and the actors at the apps' priority or
+    above (Ray starts its workers at nice 15 by default; the apps run at nice 10)."""
+    return {**auth_env(), "RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0")}
 
 
 def enable_driver_auth() -> None:
@@ -145,13 +151,14 @@ class SlurmRay:
         t0 = time.monotonic()
         ip = head_ip or head_address(nodes[0])
         port = port or free_port(ip)
-        env = auth_env()
+        env = node_env()
         head_cmd = ray_start_commands(nodes[:1], head_ip=ip, port=port, num_cpus=num_cpus,
                                       extra=["--include-dashboard=false", "--disable-usage-stats"])[0]
         worker_cmds = ray_start_commands(nodes, head_ip=ip, port=port, num_cpus=num_cpus,
                                          extra=["--disable-usage-stats"])[1:]
         logs = Path(log_dir)
-        steps = [spawn(head_cmd, log_path=logs / f"ray-{nodes[0]}.log")]
+        steps = [spawn(head_cmd, env={"RAY_worker_niceness": env["RAY_worker_niceness"]},
+                       log_path=logs / f"ray-{nodes[0]}.log")]
         try:
             deadline = t0 + timeout
             _wait_listening(ip, port, steps[0], deadline, logs / f"ray-{nodes[0]}.log")

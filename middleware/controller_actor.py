@@ -84,19 +84,22 @@ class _ControllerActor:
                 moved, ops = ((st["sectors_written"] * 512, st["writes"]) if st else
                               (mgr["bytes"], mgr["bookings"]) if mgr else (-1, -1))
                 queued = mgr["queued"] / self.time_scale if mgr else math.nan
+                bytes_rate = ops_rate = math.nan
+                if moved >= 0:
+                    if v in self.moved and t0 > self.moved[v][0]:
+                        w, m, o = self.moved[v]
+                        bytes_rate = (moved - m) / (t0 - w) / self.bytes_scale * self.time_scale
+                        ops_rate = (ops - o) / (t0 - w) * self.time_scale
+                    self.moved[v] = (t0, moved, ops)
                 with self.lock:
-                    bytes_rate = ops_rate = math.nan
-                    if moved >= 0:
-                        if v in self.moved and t0 > self.moved[v][0]:
-                            w, m, o = self.moved[v]
-                            bytes_rate = (moved - m) / (t0 - w) / self.bytes_scale * self.time_scale
-                            ops_rate = (ops - o) / (t0 - w) * self.time_scale
-                        self.moved[v] = (t0, moved, ops)
                     writers = self.writers.get(v, 0)
-                    in_flight = float(st["in_flight"]) if st else math.nan
-                    counters = {"writers": writers, "bytes_rate": bytes_rate, "in_flight": in_flight,
-                                "ops_rate": ops_rate, "queued": queued}
-                    fed = self.predictor.feed(counters, r)
+                in_flight = float(st["in_flight"]) if st else math.nan
+                counters = {"writers": writers, "bytes_rate": bytes_rate, "in_flight": in_flight,
+                            "ops_rate": ops_rate, "queued": queued}
+                # outside the lock: training the online forest takes seconds on a loaded machine, and a
+                # cycle of the batch loop must not wait for it (it did, past the loop's 30 s timeout)
+                fed = self.predictor.feed(counters, r)
+                with self.lock:
                     self.lc.observe(v, fed)
                     self.last[v] = fed
                     self.forecaster.add(v, fed)
@@ -133,6 +136,7 @@ class _ControllerActor:
 
     def records(self) -> dict:
         self.stop.set()
+        self.thread.join(timeout=30.0)  # the predictor is the sampler's: let its last sample finish
         with self.lock:
             return {"samples": [list(s) for s in self.samples], "bytes_written": self.bytes_written,
                     "seconds": self.seconds, "devices": dict(self.devices), "prediction": self.predictor.stats()}

@@ -164,6 +164,10 @@ class ResponsePredictor:
         self.fed_predicted = 0
         self._memo: dict[tuple, float] = {}
         self._abs_err = 0.0  # |predicted - measured| over the predicted samples
+        if kind == "forest" and model is None:
+            # import scikit-learn now, not at the warm-up's last sample: the import alone took seconds on a
+            # loaded machine, inside the real run's sampling cycle
+            import sklearn.ensemble  # noqa: F401
 
     @classmethod
     def from_args(cls, args: dict) -> "ResponsePredictor":
