@@ -136,9 +136,8 @@ class RayCoordinator(ActorProxy):
 
     def throttle(self, nbytes: int) -> None:
         t = time.time()
-        if self.capped:
-            wait = self._call(self.actor.acquire.remote(self.app, int(nbytes)))
-            delay = t + wait - time.time()
+        if self.capped:  # until the bytes are paid for (the actor's clock: same host, or NTP under Slurm)
+            delay = self._call(self.actor.acquire_until.remote(self.app, int(nbytes))) - time.time()
             if delay > 0:
                 time.sleep(delay)
         elif t - self._last_beat > self.lease / 4:

@@ -119,9 +119,11 @@ class _StorageActor:
         return rec
 
     # -- the jobs' side ------------------------------------------------------------------------------
-    async def acquire(self, link: str, nbytes: int) -> float:
+    async def acquire_until(self, link: str, nbytes: int) -> float:
+        """Book ``nbytes`` on ``link``: the wall time when they are paid for (absolute, as the arbiter's)."""
         with self.lock:
-            return self.state.acquire(link, nbytes, time.time())
+            now = time.time()
+            return now + self.state.acquire(link, nbytes, now)
 
     async def reserve(self, job: str, key: str, nbytes: int, paths: list[str]) -> int:
         with self.lock:
@@ -213,7 +215,7 @@ class StorageManager(ActorHandle):
         return call(self.stage_async(job, direction, sources, dest))
 
     def acquire(self, link: str, nbytes: int) -> float:
-        return call(self._h.acquire.remote(link, int(nbytes)))
+        return max(0.0, call(self._h.acquire_until.remote(link, int(nbytes))) - time.time())
 
     def room(self, job: str) -> int:
         return call(self._h.room.remote(check_job_name(job)), timeout=60)

@@ -68,9 +68,8 @@ class StorageCoordinator(ActorProxy):
     def throttle(self, nbytes: int) -> None:
         if not self.capped:
             return
-        t = time.time()
-        wait = self._call(self.actor.acquire.remote(self.link, int(nbytes)))
-        delay = t + wait - time.time()
+        # until the bytes are paid for: an absolute time of the actor's clock (same host, or NTP under Slurm)
+        delay = self._call(self.actor.acquire_until.remote(self.link, int(nbytes))) - time.time()
         if delay > 0:
             time.sleep(delay)
 

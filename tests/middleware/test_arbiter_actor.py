@@ -106,3 +106,46 @@ def test_errors_come_back_as_themselves(ray_up):
             arb.request("B", 0, "compute", 1)
     finally:
         arb.kill()
+
+
+def test_a_writer_waits_until_its_bytes_are_paid_for_however_slow_the_actor_answers(ray_up):
+    """The client sleeps until the booking's end on the actor's clock: the latency of the call does not shorten
+    the wait (it did: a wait counted from the send let a loaded machine's phase end 27 % faster than the cap)."""
+    import asyncio
+
+    import ray
+
+    from iolab.middleware.bucket import TokenBucket
+
+    @ray.remote(num_cpus=0)
+    class SlowArbiter:  # the arbiter's booking (a real TokenBucket), answered 0.3 s after the request arrives
+        def __init__(self):
+            self.bucket, self.booked_until = TokenBucket(1_000_000.0), []
+
+        async def arrive(self, app, rank, size):
+            return {"lease": 30.0, "cap": 1_000_000.0, "start": time.time()}
+
+        async def acquire_until(self, app, nbytes):
+            now = time.time()
+            until = now + self.bucket.acquire(nbytes, now)
+            self.booked_until.append(until)
+            await asyncio.sleep(0.3)  # a busy actor: the answer comes late
+            return until
+
+        async def booked(self):
+            return self.booked_until
+
+    actor = SlowArbiter.options(name="slow-arbiter", namespace="iolab-test").remote()
+    try:
+        c = RayCoordinator({"address": ray_up, "namespace": "iolab-test", "actor": "slow-arbiter", "app": "A"}, 0, 1)
+        done = []
+        for _ in range(3):
+            c.throttle(400_000)  # 0.4 s of the link each
+            done.append(time.time())
+        booked = ray.get(actor.booked.remote())
+        assert len(booked) == 3
+        assert all(d >= b - 1e-3 for d, b in zip(done, booked)), (done, booked)  # never before it is paid for
+        # the booking is the link's: each one starts where the previous ended or later, 0.4 s long
+        assert all(b2 - b1 >= 0.4 - 1e-6 for b1, b2 in zip(booked, booked[1:]))
+    finally:
+        ray.kill(actor)
