@@ -76,6 +76,22 @@ def socket_inodes(pid: int) -> set[int]:
     return out
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _exiting(pid: int) -> str:
+    """The command of a process whose command line is gone (an exiting process reads as empty: seen once in
+    CI, a Ray worker on the host's address): its parent's, so marked, or ``?`` if that is gone too."""
+    ppid = _parent(pid)
+    parent = command(ppid) if ppid else ""
+    return f"(exiting, child of) {parent}" if parent else "?"
+
+
 def listening(root: int) -> list[tuple[int, str, str, int]]:
     """``(pid, command, address, port)`` of every listening socket held by ``root``'s tree."""
     table = listening_inodes()
@@ -83,7 +99,7 @@ def listening(root: int) -> list[tuple[int, str, str, int]]:
     for pid in process_tree(root):
         for inode in socket_inodes(pid):
             if inode in table:
-                rows.append((pid, command(pid) or "?", *table[inode]))
+                rows.append((pid, command(pid) or _exiting(pid), *table[inode]))
     return rows
 
 
