@@ -12,7 +12,9 @@ number (``strict=True``, the default; an :class:`iolab.errors.IolabError`, so
 the command line prints it and exits 2), or **collected** in
 :attr:`SWFTrace.problems` as ``(line, reason)`` and skipped
 (``strict=False``); :func:`swf_jobs` then warns (:class:`iolab.errors.InputWarning`)
-with the count of skipped lines and the first few.
+with the count of skipped lines and the first few.  The lines are converted and
+checked as columns (numpy), a block at a time; a line that fails is parsed again on
+its own for the reason (docs/performance.md, "Columnar SWF loading").
 
 Turning a record into a :class:`iolab.specs.batch.Job` (:meth:`SWFTrace.jobs`):
 
@@ -27,15 +29,19 @@ Turning a record into a :class:`iolab.specs.batch.Job` (:meth:`SWFTrace.jobs`):
 
 from __future__ import annotations
 
+import gc
 import gzip
 import math
 import warnings
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from iolab.errors import DataError, InputWarning
+import numpy as np
+
 from iolab.specs.base import MAX_TIME
 from iolab.specs.batch import Job
 
@@ -85,13 +91,46 @@ _INT_MASK = tuple(name in _INT_FIELDS for name in FIELDS)
 _MAX_NODES = next(m.le for m in Job.model_fields["nodes"].metadata if hasattr(m, "le"))  # Job.nodes' bound
 
 
+@contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector while hundreds of thousands of acyclic objects (tokens, rows,
+    jobs) are made: its passes over them were a third of SDSC-BLUE's load time.  Nothing made here
+    forms a cycle; the collector runs again (if it ran before) as soon as the block ends."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+_NCOL = len(FIELDS)
+_COL = {name: i for i, name in enumerate(FIELDS)}
+_INT_COLS = np.array(_INT_MASK)
+
+
 @dataclass
 class SWFTrace:
+    """A read SWF file.  Its records are columns: ``table`` (one row per accepted record, the 18
+    fields as floats, -1 where unknown) and ``lines`` (each row's line number); :attr:`records`
+    gives them as :class:`SWFRecord` objects, built on first use."""
+
     path: str
     header: dict[str, str] = field(default_factory=dict)
-    records: list[SWFRecord] = field(default_factory=list)
+    table: np.ndarray = field(default_factory=lambda: np.empty((0, _NCOL)))
+    lines: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     problems: list[tuple[int, str]] = field(default_factory=list)
     unusable: list[tuple[int, str]] = field(default_factory=list)
+    _records: list[SWFRecord] | None = field(default=None, repr=False)
+
+    @property
+    def records(self) -> list[SWFRecord]:
+        if self._records is None:
+            self._records = [SWFRecord(int(n), *[None if v == -1 else (int(v) if i else float(v))
+                                                 for v, i in zip(row, _INT_MASK)])
+                             for n, row in zip(self.lines.tolist(), self.table.tolist())]
+        return self._records
 
     def _int(self, key: str) -> int | None:
         v = self.header.get(key)
@@ -121,26 +160,48 @@ class SWFTrace:
 
     def jobs(self, procs_per_node: int | None = None) -> list[Job]:
         ppn = procs_per_node or self.procs_per_node
+        t = self.table
+        req, alloc = t[:, _COL["req_procs"]], t[:, _COL["alloc_procs"]]
+        # requested processors if known and not 0, else allocated (unknown: 0)
+        procs = np.where((req != -1) & (req != 0), req, np.where(alloc == -1, 0.0, alloc))
+        usable = procs > 0
+        self.unusable = [(n, f"job {j}: no processor count (fields 5 and 8 unknown)")
+                         for n, j in zip(self.lines[~usable].tolist(), t[~usable, 0].astype(np.int64).tolist())]
+        rt = t[:, _COL["run_time"]]
+        runtime = np.where(rt >= 0, rt, 0.0)
+        rq = t[:, _COL["req_time"]]
+        walltime = np.where(rq > 0, rq, np.maximum(runtime, 1.0))
+        nodes = np.ceil(procs / ppn)
+        user = t[:, _COL["user"]]
+        # read_swf has checked every value Job would (finite, within MAX_TIME, submit >= 0, positive
+        # job number); only the node bound is left.  Validating 243 k jobs again through pydantic
+        # (or even model_construct) was a third of SDSC-BLUE's load time (docs/performance.md).
         out: list[Job] = []
-        self.unusable = []
-        for r in self.records:
-            procs = r.req_procs if r.req_procs else r.alloc_procs
-            if not procs or procs <= 0:
-                self.unusable.append((r.line, f"job {r.job}: no processor count (fields 5 and 8 unknown)"))
-                continue
-            runtime = r.run_time if r.run_time is not None and r.run_time >= 0 else 0.0
-            walltime = r.req_time if r.req_time is not None and r.req_time > 0 else max(runtime, 1.0)
-            fields = dict(id=str(r.job), user="unknown" if r.user is None else str(r.user),
-                          submit=float(r.submit), nodes=int(math.ceil(procs / ppn)),
-                          walltime=float(walltime), runtime=float(runtime))
-            # _parse_line has checked every value Job would (finite, within MAX_TIME, submit >= 0,
-            # positive job number); only the node bound is left.  Validating 243 k jobs again
-            # through pydantic was a third of SDSC-BLUE's load time (docs/performance.md).
-            if fields["nodes"] <= _MAX_NODES:
-                out.append(Job.model_construct(**fields))
-            else:
-                out.append(Job.model_validate(fields))  # raises, naming the field
+        for j, u, sub, n, w, r in zip(t[usable, 0].astype(np.int64).tolist(), user[usable].tolist(),
+                                      t[usable, 1].tolist(), nodes[usable].astype(np.int64).tolist(),
+                                      walltime[usable].tolist(), runtime[usable].tolist()):
+            fields = dict(id=str(j), user="unknown" if u == -1 else str(int(u)), submit=sub, nodes=n,
+                          walltime=w, runtime=r)
+            out.append(_trusted_job(fields) if n <= _MAX_NODES else Job.model_validate(fields))  # raises, naming the field
         return out
+
+
+_JOB_DEFAULTS = {name: (f.get_default(call_default_factory=True) if not f.is_required() else None)
+                 for name, f in Job.model_fields.items()}
+assert all(v is None or isinstance(v, (str, int, float)) for v in _JOB_DEFAULTS.values())  # shared safely
+
+
+def _trusted_job(fields: dict) -> Job:
+    """A :class:`Job` of values already checked, built as ``Job.model_construct(**fields)`` builds it
+    (the same ``__dict__``, field order and ``model_fields_set``), without its per-field default lookups."""
+    job = Job.__new__(Job)
+    d = dict(_JOB_DEFAULTS)
+    d.update(fields)
+    object.__setattr__(job, "__dict__", d)
+    object.__setattr__(job, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(job, "__pydantic_extra__", None)
+    object.__setattr__(job, "__pydantic_private__", None)
+    return job
 
 
 def _open_text(path: Path) -> Iterator[str]:
@@ -196,43 +257,120 @@ def _check_fields(parts: list[str], lineno: int) -> SWFRecord | str:
     return SWFRecord(line=lineno, **values)  # type: ignore[arg-type]
 
 
+_BLOCK = 1 << 16  # lines converted at once
+
+
+def _block(parts: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """A block of split data lines as a float array (NaN where a line is not 18 numbers) and which of
+    them pass the checks of :func:`_parse_line` (finite, within MAX_TIME, integral where the field is
+    an integer or -1, job number > 0, submit >= 0)."""
+    n = len(parts)
+    table = np.full((n, _NCOL), np.nan)
+    shaped = np.fromiter((len(x) == _NCOL for x in parts), dtype=bool, count=n)
+    rows = [x for x, good in zip(parts, shaped) if good]
+    if rows:
+        try:
+            table[shaped] = np.array(rows, dtype=np.float64)
+        except ValueError:  # a token that is not a number: convert line by line (the bad ones stay NaN)
+            for i in np.flatnonzero(shaped).tolist():
+                try:
+                    table[i] = [float(v) for v in parts[i]]
+                except ValueError:
+                    pass
+    with np.errstate(invalid="ignore"):
+        ok = shaped & (np.abs(table) <= MAX_TIME).all(axis=1)
+        ints = table[:, _INT_COLS]
+        ok &= ((ints == -1) | (ints == np.trunc(ints))).all(axis=1)
+        ok &= (table[:, 0] > 0) & (table[:, 1] >= 0)
+    return table, ok
+
+
 def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None) -> SWFTrace:
-    """Read an SWF file (``.gz`` detected by content).  See the module doc for errors."""
+    """Read an SWF file (``.gz`` detected by content).  See the module doc for errors.
+
+    Columnar: the data lines are converted to one float array at once and checked as columns;
+    only a line that fails a check is parsed again on its own (:func:`_parse_line`), for the reason
+    that names its first bad field.  The result is that of reading line by line: the same records,
+    the same problems, the same first error, and nothing past ``limit`` accepted records is judged."""
     p = Path(path)
     if not p.is_file():
         raise SWFError(str(p), 0, "no such SWF file")
     trace = SWFTrace(path=str(p))
-    seen: dict[int, int] = {}
+    numbers: list[int] = []  # every data line's number
+    blocks: list[np.ndarray] = []  # their fields, a block of lines at a time (bounded memory)
+    oks: list[np.ndarray] = []  # which lines pass every check but the duplicate one
+    texts: dict[int, str] = {}  # the lines that do not: their text, to say why
+    parts: list[list[str]] = []
+
+    def convert() -> None:
+        base = len(numbers) - len(parts)
+        block, ok = _block(parts)
+        for i in np.flatnonzero(~ok).tolist():
+            texts[base + i] = " ".join(parts[i])
+        blocks.append(block)
+        oks.append(ok)
+        parts.clear()
+
+    def enough() -> bool:  # ``limit`` records accepted already: the distinct job numbers of the good lines
+        good = [b[o, 0] for b, o in zip(blocks, oks)]
+        return limit is not None and len(np.unique(np.concatenate(good))) >= limit
+
+    block = _BLOCK if limit is None else min(_BLOCK, max(1024, 2 * limit))
     try:
-        lines = list(enumerate(_open_text(p), start=1))
+        for lineno, line in enumerate(_open_text(p), start=1):
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith(";"):
+                body = text[1:].strip()
+                if ":" in body:
+                    key, _, value = body.partition(":")
+                    key = key.strip()
+                    if key and " " not in key:
+                        trace.header.setdefault(key, value.strip())
+                continue
+            numbers.append(lineno)
+            parts.append(text.split())
+            if len(parts) == block:
+                convert()
+                if enough():
+                    break
     except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz, an unreadable file
         raise SWFError(str(p), 0, f"cannot read: {exc}") from None
-    for lineno, raw in lines:
-        text = raw.strip()
-        if not text:
-            continue
-        if text.startswith(";"):
-            body = text[1:].strip()
-            if ":" in body:
-                key, _, value = body.partition(":")
-                key = key.strip()
-                if key and " " not in key:
-                    trace.header.setdefault(key, value.strip())
-            continue
-        rec = _parse_line(text, lineno)
-        if not isinstance(rec, str):
-            if rec.job in seen:
-                rec = f"job number {rec.job} already used on line {seen[rec.job]}"
-            else:
-                seen[rec.job] = lineno
-        if isinstance(rec, str):
-            if strict:
-                raise SWFError(str(p), lineno, rec)
-            trace.problems.append((lineno, rec))
-            continue
-        trace.records.append(rec)
-        if limit is not None and len(trace.records) >= limit:
-            break
+    convert()
+    n = len(numbers)
+    table = np.concatenate(blocks) if blocks else np.empty((0, _NCOL))
+    ok = np.concatenate(oks) if oks else np.empty(0, dtype=bool)
+    # a job number already used by an earlier accepted line
+    good = np.flatnonzero(ok)
+    dup = np.zeros(n, dtype=bool)
+    first_line = {}
+    if len(good):
+        _, first, inverse = np.unique(table[good, 0], return_index=True, return_inverse=True)
+        later = first[inverse] != np.arange(len(good))
+        dup[good[later]] = True
+        first_line = {i: numbers[good[first[inverse[k]]]] for k, i in zip(np.flatnonzero(later).tolist(),
+                                                                           good[later].tolist())}
+    accepted = ok & ~dup
+    end = n
+    if limit is not None:
+        idx = np.flatnonzero(accepted)
+        if len(idx) >= limit:
+            end = int(idx[limit - 1]) + 1 if limit > 0 else 0
+    for i in np.flatnonzero(~accepted[:end]).tolist():  # in line order: the first is the error of strict
+        if dup[i]:
+            reason = f"job number {int(table[i, 0])} already used on line {first_line[i]}"
+        else:
+            reason = _parse_line(texts[i], numbers[i])
+            if not isinstance(reason, str):  # cannot happen: the columns' checks are _parse_line's
+                raise AssertionError(f"{p}:{numbers[i]}: refused by the column checks, accepted line by line")
+        if strict:
+            raise SWFError(str(p), numbers[i], reason)
+        trace.problems.append((numbers[i], reason))
+    keep = accepted.copy()
+    keep[end:] = False
+    trace.table = table[keep]
+    trace.lines = np.asarray(numbers, dtype=np.int64)[keep]
     return trace
 
 
@@ -240,8 +378,9 @@ def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
              procs_per_node: int | None = None) -> list[Job]:
     """Jobs of an SWF file, in file order.  Skipped lines and unusable records are counted in an
     :class:`iolab.errors.InputWarning`."""
-    trace = read_swf(path, strict=strict, limit=limit)
-    jobs = trace.jobs(procs_per_node)
+    with _gc_paused():
+        trace = read_swf(path, strict=strict, limit=limit)
+        jobs = trace.jobs(procs_per_node)
     dropped = trace.problems + trace.unusable
     if dropped:
         first = "; ".join(f"line {n}: {r}" for n, r in sorted(dropped)[:3])
