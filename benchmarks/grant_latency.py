@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -56,8 +55,11 @@ def main() -> None:
     from iolab.middleware.arbiter import Arbiter
     from iolab.middleware.policies.io_apps import IOApp
 
-    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="bench")
+    from iolab.emulator.ray_session import RaySession
+
+    # the local Ray of a run (memory monitor off, actors at nice 0); RAY_worker_niceness=15 in the
+    # environment measures Ray's default instead
+    session = RaySession.open(namespace="bench")
     busy = [subprocess.Popen(["nice", "-n", "10", sys.executable, "-c", "while True: pass"])
             for _ in range(args.busy)]
     try:
@@ -84,7 +86,7 @@ def main() -> None:
     finally:
         for b in busy:
             b.kill()
-        ray.shutdown()
+        session.close()
     print(f"clients {k}, rounds {args.rounds}, busy processes {args.busy}")
     for name, xs in (("begin_io (request -> grant)", grant), ("end_io (release)", release)):
         ms = np.array(xs) * 1e3

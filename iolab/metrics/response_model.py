@@ -165,9 +165,7 @@ class ResponsePredictor:
         self._memo: dict[tuple, float] = {}
         self._abs_err = 0.0  # |predicted - measured| over the predicted samples
         if kind == "forest" and model is None:
-            # import scikit-learn now, not at the warm-up's last sample: the import alone took seconds on a
-            # loaded machine, inside the real run's sampling cycle
-            import sklearn.ensemble  # noqa: F401
+            import sklearn.ensemble  # noqa: F401  # lazy: only a forest needs it; now, not inside a sampling cycle
 
     @classmethod
     def from_args(cls, args: dict) -> "ResponsePredictor":
