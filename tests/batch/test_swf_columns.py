@@ -129,3 +129,10 @@ def test_a_trusted_job_is_what_model_construct_builds():
         assert a.model_copy(update={"nodes": 3}).nodes == 3 and hash(a.id) == hash(b.id)
         c = a.model_copy()
         assert c == a and c is not a and c.__dict__ is not a.__dict__
+    # the jobs of a trace share one fields set: a copy with an update must leave the others' alone
+    x, y = (_trusted_job(dict(id=i, user="1", submit=0.0, nodes=1, walltime=1.0, runtime=1.0)) for i in "xy")
+    z = x.model_copy(update={"input": 5.0})
+    assert z.model_fields_set == {"id", "user", "submit", "nodes", "walltime", "runtime", "input"}
+    assert x.model_fields_set == y.model_fields_set == {"id", "user", "submit", "nodes", "walltime", "runtime"}
+    with pytest.raises(Exception, match="frozen"):
+        x.nodes = 2
