@@ -23,6 +23,13 @@ from iolab.errors import RunError
 
 _counter = itertools.count()
 
+# The control plane above the apps (docs/emulator.md).  Ray starts its workers, and so every actor, at nice
+# 15: below the apps' nice 10, an actor got a few % of a core under their load (a controller cycle timed
+# out after 30 s; an actor's import of scikit-learn took 77 s instead of 2).  At nice 0, Ray's idle workers
+# started ahead (num_cpus of them, at init and for the first driver) competed with the first run's apps (a
+# 0.5 s phase took 2.4 s in CI), so none is: an actor starts its own worker, before the run's clock starts.
+PRIORITY_ENV = {"RAY_worker_niceness": "0", "RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
+
 
 @dataclass
 class RaySession:
@@ -44,10 +51,8 @@ class RaySession:
                     # Ray's memory monitor kills workers when the host runs low, and the
                     # arbiter actor is a worker: a neighbour's memory spike must not end the run.
                     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
-                    # Ray starts its workers, and so every actor of the control plane, at nice 15: under the
-                    # apps' load (nice 10) an actor got a few % of a core, a grant or a controller cycle
-                    # took seconds, and an actor importing scikit-learn needed 77 s instead of 2
-                    os.environ.setdefault("RAY_worker_niceness", "0")
+                    for key, value in PRIORITY_ENV.items():
+                        os.environ.setdefault(key, value)
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                              namespace=namespace, log_to_driver=False, logging_level="ERROR")
             except Exception as exc:

@@ -43,10 +43,10 @@ from pathlib import Path
 from iolab.errors import RunError
 
 from .launchers import ray_start_commands
-from .ray_session import RaySession
+from .ray_session import PRIORITY_ENV, RaySession
 from .shell import execute_wait, kill_tree, spawn
 
-__all__ = ["SlurmRay", "head_address", "free_port", "auth_env", "node_env", "enable_driver_auth"]
+__all__ = ["SlurmRay", "head_address", "free_port", "auth_env", "node_env", "priority_env", "enable_driver_auth"]
 
 DEFAULT_PORT = 6390  # outside Ray's worker port range 10002-19999
 
@@ -56,10 +56,16 @@ def auth_env() -> dict[str, str]:
     return {"RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "token")}
 
 
+def priority_env() -> dict[str, str]:
+    """The actors above the apps (Ray starts its workers at nice 15 by default; the apps run at nice 10),
+    and no idle workers started ahead to compete with the apps at that priority (the local Ray's too:
+    :class:`~iolab.emulator.ray_session.RaySession`; docs/emulator.md)."""
+    return {k: os.environ.get(k, v) for k, v in PRIORITY_ENV.items()}
+
+
 def node_env() -> dict[str, str]:
-    """The environment of every ``ray start``: the auth setting, and the actors at the apps' priority or
-    above (Ray starts its workers at nice 15 by default; the apps run at nice 10)."""
-    return {**auth_env(), "RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0")}
+    """The environment of every ``ray start``: the auth setting and :func:`priority_env`."""
+    return {**auth_env(), **priority_env()}
 
 
 def enable_driver_auth() -> None:
@@ -157,7 +163,7 @@ class SlurmRay:
         worker_cmds = ray_start_commands(nodes, head_ip=ip, port=port, num_cpus=num_cpus,
                                          extra=["--disable-usage-stats"])[1:]
         logs = Path(log_dir)
-        steps = [spawn(head_cmd, env={"RAY_worker_niceness": env["RAY_worker_niceness"]},
+        steps = [spawn(head_cmd, env=priority_env(),
                        log_path=logs / f"ray-{nodes[0]}.log")]
         try:
             deadline = t0 + timeout

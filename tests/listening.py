@@ -99,7 +99,11 @@ def listening(root: int) -> list[tuple[int, str, str, int]]:
     for pid in process_tree(root):
         for inode in socket_inodes(pid):
             if inode in table:
-                rows.append((pid, command(pid) or _exiting(pid), *table[inode]))
+                cmd = command(pid) or _exiting(pid)
+                ppid = _parent(pid)
+                if ppid and cmd == command(ppid):  # forked, not yet exec'd (Popen): its sockets are its parent's
+                    pid = ppid
+                rows.append((pid, cmd, *table[inode]))
     return rows
 
 

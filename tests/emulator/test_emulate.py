@@ -59,11 +59,11 @@ def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
         with h5py.File(f, "r") as h:
             assert h["u"].shape[0] > 0 and int(h.attrs["ranks"]) == 2
     # I/O phases last about v / b = 0.5 spec seconds under the cap: never much faster (the cap holds), typically
-    # close to it; a loaded 2-core CI machine stretches single phases (1.03 s seen), so the upper bound is on
-    # the median and only a generous one on each phase
+    # close to it; a loaded 2-core CI machine stretches single phases (1.03 s and 2.44 s seen), so the upper
+    # bound is on the median and only a generous one on each phase, well below the 20 s a lost grant would cost
     io = sorted(e - s for k, s, e in zip(t.phases["kind"], t.phases["start"], t.phases["end"]) if k == "write")
     assert io[0] >= 0.45, io
-    assert io[len(io) // 2] <= 0.8 and io[-1] <= 2.0, io
+    assert io[len(io) // 2] <= 0.8 and io[-1] <= 5.0, io
     # No time unexplained by the phases (a lost grant would wait out the 20 s lease): under FIFO one app is always
     # computing, writing, or waiting for the other's write, so the run ends within the first phase's start plus
     # all phases back to back plus a small per-phase RPC gap (sim: 4.3 s; 6.15 s seen on a loaded CI machine,

@@ -2,13 +2,17 @@
 apps (nice 10).
 
 Ray starts its workers at nice 15 by default; under the apps' load an actor then got a few per cent of a core
-(a load controller's cycle timed out after 30 s; importing scikit-learn in an actor took 77 s instead of 2)."""
+(a load controller's cycle timed out after 30 s; importing scikit-learn in an actor took 77 s instead of 2).
+At nice 0, no idle workers may be started ahead: their start-up competed with the first run's apps."""
 
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
+
+from listening import command, process_tree
 
 pytestmark = pytest.mark.ray
 
@@ -28,6 +32,9 @@ def test_the_actors_of_a_local_ray_run_at_the_driver_s_priority():
         pytest.skip("a Ray is already up in this process: its workers keep the niceness it was started with")
     with RaySession.open() as session:
         assert session.owned
+        time.sleep(3)  # Ray's prestart happens at init and for the first driver: give it time to show
+        idle = [p for p in process_tree(os.getpid()) if command(p).startswith("ray::IDLE")]
+        assert not idle, f"idle workers started ahead, competing with the apps: {idle}"
 
         @ray.remote(num_cpus=0)
         class Probe:
