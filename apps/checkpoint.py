@@ -155,7 +155,8 @@ def write_rank_file(
 ) -> int:
     """Write one rank's file of ``nbytes`` bytes (at least its block) atomically; return its size.
 
-    ``throttle(n)`` is called before every write of ``n`` bytes; ``fill`` is
+    ``throttle(n)`` is called before every write of ``n`` bytes, and ``throttle(0)`` once the file is
+    in place (a paced writer waits there for the link to carry its last bytes); ``fill`` is
     one chunk of filler bytes (its size is the chunk size).  ``quota``: see
     the module's doc (reserve the file's bytes first, settle them after).
     The file is 0600, its new folders 0700.
@@ -182,6 +183,7 @@ def write_rank_file(
         if fsync:
             _fsync_file(tmp)
         os.replace(tmp, path)
+        throttle(0)  # the file ends once the link has carried its last bytes (a paced writer's booking)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -240,6 +242,7 @@ def read_rank_file(path: Path, nbytes: int, throttle: Throttle, chunk: int = DEF
                 throttle(n)
                 filler[offset : offset + n]
                 done += n
+        throttle(0)  # the read ends once the link has carried its last bytes (a paced reader's booking)
         return block, done
 
 

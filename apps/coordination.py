@@ -53,7 +53,8 @@ class IOCoordinator(Protocol):
         """Rank 0: record a finished phase (kind 'compute', 'write' or 'read'; wall-clock times)."""
 
     def throttle(self, nbytes: int) -> None:
-        """Any rank: block until ``nbytes`` more may be transferred under the cap (no-op if none)."""
+        """Any rank: block until ``nbytes`` more may be transferred under the cap (no-op if none); the
+        bytes are then moved while the link carries them, and ``throttle(0)`` waits until it has."""
 
     def finish(self, ok: bool, message: str = "") -> None:
         """Rank 0: the app ended (ok) or failed (message says why)."""

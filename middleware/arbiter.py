@@ -139,14 +139,13 @@ class _ArbiterActor:
         self.state.release(app, phase, time.time())
         self._settle()
 
-    async def acquire_until(self, app: str, nbytes: int) -> float:
-        """Book ``nbytes`` on the app's I/O node's link: the wall time (``time.time()``, this host's) when
-        they are paid for.  An absolute time, not a wait: a wait counted from the caller's send would
-        let it write early by the call's latency (a phase 27 % shorter than the cap allows was seen on
-        a loaded machine)."""
+    async def book(self, app: str, nbytes: int) -> tuple[float, float]:
+        """Book ``nbytes`` on the app's I/O node's link: the interval ``(start, end)`` of wall times
+        (``time.time()``, this host's) in which the link carries them.  Absolute times, not a wait: a
+        wait counted from the caller's send let it write early by the call's latency (a phase 27 %
+        shorter than the cap allows was seen on a loaded machine)."""
         self._check()
-        now = time.time()
-        return now + self.state.acquire(app, nbytes, now)
+        return self.state.book(app, nbytes, time.time())
 
     async def heartbeat(self, app: str) -> None:
         self._check()
@@ -286,7 +285,7 @@ class Arbiter(ActorHandle):
     def acquire(self, app: str, nbytes: int) -> float:
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
-        return max(0.0, call(self._h.acquire_until.remote(_app(app), int(nbytes))) - time.time())
+        return max(0.0, call(self._h.book.remote(_app(app), int(nbytes)))[1] - time.time())
 
     def finish(self, app: str, ok: bool, message: str = "") -> None:
         call(self._h.finish.remote(_app(app), bool(ok), str(message)))

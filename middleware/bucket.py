@@ -30,15 +30,21 @@ class TokenBucket:
 
     def acquire(self, nbytes: int, now: float) -> float:
         """Book ``nbytes`` at ``now``; returns the seconds to wait before writing them."""
+        return self.book(nbytes, now)[1] - now
+
+    def book(self, nbytes: int, now: float) -> tuple[float, float]:
+        """Book ``nbytes`` at ``now``: the interval ``(start, end)`` in which the link carries them
+        (``(now, now)`` unpaced or for 0 bytes).  A writer that moves its bytes inside it, and books more
+        only after ``end``, is never faster than the rate."""
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         self.booked += nbytes
         self.bookings += nbytes > 0
         if self.rate is None or nbytes == 0:
-            return 0.0
+            return now, now
         start = max(now, self.next_free)
         self.next_free = start + nbytes / self.rate
-        return self.next_free - now
+        return start, self.next_free
 
     def backlog(self, now: float) -> float:
         """Seconds of booked bytes the link has not served yet at ``now`` (0 when idle or unpaced)."""

@@ -267,9 +267,14 @@ class ArbiterState:
 
     def acquire(self, app: str, nbytes: int, now: float) -> float:
         """Seconds a rank of ``app`` waits before moving ``nbytes`` (its I/O node's cap)."""
+        return self.book(app, nbytes, now)[1] - now
+
+    def book(self, app: str, nbytes: int, now: float) -> tuple[float, float]:
+        """The interval in which ``app``'s I/O node's link carries ``nbytes`` of a rank of ``app``
+        (:meth:`TokenBucket.book`)."""
         a = self._running(app)
         a.last_seen = now
-        return self.buckets[a.info.io_node].acquire(int(nbytes), now)
+        return self.buckets[a.info.io_node].book(int(nbytes), now)
 
     def heartbeat(self, app: str, now: float) -> None:
         self._running(app).last_seen = now

@@ -353,9 +353,13 @@ class StorageState:
     # -- pacing --------------------------------------------------------------------------------
     def acquire(self, link: str, nbytes: int, now: float) -> float:
         """Book ``nbytes`` on ``link``; seconds to wait before moving them."""
+        return self.book(link, nbytes, now)[1] - now
+
+    def book(self, link: str, nbytes: int, now: float) -> tuple[float, float]:
+        """Book ``nbytes`` on ``link``: the interval that carries them (:meth:`TokenBucket.book`)."""
         if link not in self.buckets:
             raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
-        return self.buckets[link].acquire(int(nbytes), now)
+        return self.buckets[link].book(int(nbytes), now)
 
     def counters(self, now: float) -> dict[str, dict]:
         """Per link: ``bytes`` and ``bookings`` (operations) booked since the start (real bytes; the

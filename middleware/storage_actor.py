@@ -119,11 +119,10 @@ class _StorageActor:
         return rec
 
     # -- the jobs' side ------------------------------------------------------------------------------
-    async def acquire_until(self, link: str, nbytes: int) -> float:
-        """Book ``nbytes`` on ``link``: the wall time when they are paid for (absolute, as the arbiter's)."""
+    async def book(self, link: str, nbytes: int) -> tuple[float, float]:
+        """Book ``nbytes`` on ``link``: the interval of wall times that carries them (as the arbiter's)."""
         with self.lock:
-            now = time.time()
-            return now + self.state.acquire(link, nbytes, now)
+            return self.state.book(link, nbytes, time.time())
 
     async def reserve(self, job: str, key: str, nbytes: int, paths: list[str]) -> int:
         with self.lock:
@@ -215,7 +214,7 @@ class StorageManager(ActorHandle):
         return call(self.stage_async(job, direction, sources, dest))
 
     def acquire(self, link: str, nbytes: int) -> float:
-        return max(0.0, call(self._h.acquire_until.remote(link, int(nbytes))) - time.time())
+        return max(0.0, call(self._h.book.remote(link, int(nbytes)))[1] - time.time())
 
     def room(self, job: str) -> int:
         return call(self._h.room.remote(check_job_name(job)), timeout=60)

@@ -68,10 +68,8 @@ class StorageCoordinator(ActorProxy):
     def throttle(self, nbytes: int) -> None:
         if not self.capped:
             return
-        # until the bytes are paid for: an absolute time of the actor's clock (same host, or NTP under Slurm)
-        delay = self._call(self.actor.acquire_until.remote(self.link, int(nbytes))) - time.time()
-        if delay > 0:
-            time.sleep(delay)
+        # inside their booked interval: the actor's clock (same host, or NTP under Slurm)
+        self._pace(lambda n: self.actor.book.remote(self.link, n), nbytes)
 
 
 def coordinator(config: dict[str, Any], rank: int, size: int) -> StorageCoordinator:

@@ -108,9 +108,11 @@ def test_errors_come_back_as_themselves(ray_up):
         arb.kill()
 
 
-def test_a_writer_waits_until_its_bytes_are_paid_for_however_slow_the_actor_answers(ray_up):
-    """The client sleeps until the booking's end on the actor's clock: the latency of the call does not shorten
-    the wait (it did: a wait counted from the send let a loaded machine's phase end 27 % faster than the cap)."""
+def test_a_writer_moves_its_bytes_inside_their_booking_however_slow_the_actor_answers(ray_up):
+    """The client writes each chunk inside the interval booked for it, on the actor's clock: never before the
+    interval starts (each one after the previous), and ``throttle(0)`` returns only once
+    the link has carried its last bytes; the call's latency does not shorten a wait (a wait counted from the
+    send let a loaded machine's phase end 27 % faster than the cap)."""
     import asyncio
 
     import ray
@@ -120,32 +122,36 @@ def test_a_writer_waits_until_its_bytes_are_paid_for_however_slow_the_actor_answ
     @ray.remote(num_cpus=0)
     class SlowArbiter:  # the arbiter's booking (a real TokenBucket), answered 0.3 s after the request arrives
         def __init__(self):
-            self.bucket, self.booked_until = TokenBucket(1_000_000.0), []
+            self.bucket, self.log = TokenBucket(1_000_000.0), []
 
         async def arrive(self, app, rank, size):
             return {"lease": 30.0, "cap": 1_000_000.0, "start": time.time()}
 
-        async def acquire_until(self, app, nbytes):
+        async def book(self, app, nbytes):
             now = time.time()
-            until = now + self.bucket.acquire(nbytes, now)
-            self.booked_until.append(until)
+            self.bucket.next_free = max(self.bucket.next_free, now + 0.2)  # another writer holds the link 0.2 s
+            start, end = self.bucket.book(nbytes, now)
+            self.log.append((now, start, end))
             await asyncio.sleep(0.3)  # a busy actor: the answer comes late
-            return until
+            return start, end
 
         async def booked(self):
-            return self.booked_until
+            return self.log
 
     actor = SlowArbiter.options(name="slow-arbiter", namespace="iolab-test").remote()
     try:
         c = RayCoordinator({"address": ray_up, "namespace": "iolab-test", "actor": "slow-arbiter", "app": "A"}, 0, 1)
-        done = []
+        writes = []
         for _ in range(3):
             c.throttle(400_000)  # 0.4 s of the link each
-            done.append(time.time())
-        booked = ray.get(actor.booked.remote())
-        assert len(booked) == 3
-        assert all(d >= b - 1e-3 for d, b in zip(done, booked)), (done, booked)  # never before it is paid for
-        # the booking is the link's: each one starts where the previous ended or later, 0.4 s long
-        assert all(b2 - b1 >= 0.4 - 1e-6 for b1, b2 in zip(booked, booked[1:]))
+            writes.append(time.time())
+        c.throttle(0)
+        done = time.time()
+        log = ray.get(actor.booked.remote())
+        assert len(log) == 3
+        assert all(w >= start - 1e-3 for w, (_, start, _) in zip(writes, log)), (writes, log)  # not before its turn
+        assert all(b[1] >= a[2] - 1e-9 for a, b in zip(log, log[1:])), log  # one interval after another
+        assert done >= log[-1][2] - 1e-3  # the end waits for the last bytes
+        assert all(end - start == pytest.approx(0.4) for _, start, end in log)
     finally:
         ray.kill(actor)
