@@ -96,14 +96,18 @@ class ActorProxy:
         The caller then writes them while the link carries them, and books the next ones while it still
         does: a writer's own write time, its CPU share and the call's latency overlap the bookings instead
         of adding to them (booking only after each interval ended cost a busy machine's phases 20 %).
-        ``nbytes=0`` waits until the last interval has ended (a file's end: the phase is never shorter
-        than its bytes at the rate)."""
-        if nbytes > 0:
-            start, end = self._call(book(int(nbytes)))
-            self._served_at = end
-            delay = start - time.time()
-        else:
-            delay = self._served_at - time.time()
+        ``nbytes=0`` is :meth:`_carried` (a file's end: the phase is never shorter than its bytes at the
+        rate)."""
+        if nbytes <= 0:
+            return self._carried()
+        start, self._served_at = self._call(book(int(nbytes)))
+        delay = start - time.time()
+        if delay > 0:
+            time.sleep(delay)
+
+    def _carried(self) -> None:
+        """Wait until the link has carried this writer's last booked bytes."""
+        delay = self._served_at - time.time()
         if delay > 0:
             time.sleep(delay)
 
@@ -152,7 +156,7 @@ class RayCoordinator(ActorProxy):
         return Grant(g["directory"], float(g["granted_at"]), float(g["lease"]))
 
     def end_io(self, phase: int, nbytes: int) -> None:
-        self._pace(lambda n: None, 0)  # the grant ends once the link has carried this rank's last bytes
+        self._carried()  # the grant ends once the link has carried this rank's last bytes
         self._call(self.actor.release.remote(self.app, int(phase)))
 
     def throttle(self, nbytes: int) -> None:

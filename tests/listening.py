@@ -34,16 +34,21 @@ def listening_inodes() -> dict[int, tuple[str, int]]:
     return out
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def process_tree(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d))
+            ppid = _parent(int(d))
+            if ppid is not None:
+                children.setdefault(ppid, []).append(int(d))
     out, todo = [], [root]
     while todo:
         p = todo.pop()
@@ -74,14 +79,6 @@ def socket_inodes(pid: int) -> set[int]:
         if target.startswith("socket:["):
             out.add(int(target[8:-1]))
     return out
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _exiting(pid: int) -> str:

@@ -24,11 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from iolab.emulator.launchers import expand_hostlist
 from iolab.emulator.shell import CommandTimeout, execute_wait
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CONF = REPO / "slurm" / ".local" / "slurm.conf"
+EMULATE = REPO / "slurm" / "templates" / "emulate.sbatch"
 HOW = 'start one with: eval "$(slurm/start-cluster.sh)"'
 
 
@@ -58,6 +61,17 @@ class Cluster:
         text = log.read_text() if log.exists() else "<no job output>"
         assert rc == 0, f"sbatch rc={rc} {se}\n{text[-3000:]}"
         return text
+
+    def emulate(self, spec: dict, workdir: Path, job_name: str, nodes: int = 4) -> tuple[Path, str, list[str]]:
+        """``slurm/templates/emulate.sbatch SPEC OUT`` on ``nodes`` nodes (skipped if fewer are idle), ``spec``
+        written to ``workdir/spec.yaml``: the trace's path, the job's output, and the allocation's nodes in
+        order (from the output's first line, "job J on n[1-4], spec ...")."""
+        if len(self.idle_nodes) < nodes:
+            pytest.skip(f"needs {nodes} idle nodes, the cluster has {self.idle_nodes}")
+        path, out = workdir / "spec.yaml", workdir / "run.h5"
+        path.write_text(yaml.safe_dump(spec))
+        text = self.sbatch_wait(EMULATE, [str(path), str(out)], nodes=nodes, job_name=job_name, workdir=workdir)
+        return out, text, expand_hostlist(text.split(" on ", 1)[1].split(",", 1)[0])
 
 
 def _controller_refuses(conf: Path) -> str | None:

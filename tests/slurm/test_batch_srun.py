@@ -26,7 +26,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from controller_runs import all_stopped, intervals, kill_controller_when, spec
 from iolab.emulator.launchers import expand_hostlist
@@ -39,8 +38,6 @@ from iolab.trace import read_trace
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi, pytest.mark.ray]
 
-REPO = Path(__file__).resolve().parents[2]
-TEMPLATE = REPO / "slurm" / "templates" / "emulate.sbatch"
 
 # FCFS on 4 nodes: b takes id 0, a ids 1-2; c (2 nodes) waits for b's end and gets ids 0 and 3
 BATCH = {
@@ -64,17 +61,11 @@ def named_nodes(trace, nodes: list[str]) -> dict[str, tuple[list[str], list[str]
 
 
 def test_sbatch_batch_emulation_runs_each_job_on_the_nodes_its_ids_name(cluster, job_name, tmp_path):
-    if len(cluster.idle_nodes) < 4:
-        pytest.skip(f"needs 4 idle nodes, the cluster has {cluster.idle_nodes}")
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(BATCH))
-    out = tmp_path / "run.h5"
-    text = cluster.sbatch_wait(TEMPLATE, [str(path), str(out)], nodes=4, job_name=job_name, workdir=tmp_path)
+    out, text, nodes = cluster.emulate(BATCH, tmp_path, job_name)
 
     trace = read_trace(out)
     assert trace.attrs["launcher"] == "srun" and trace.attrs["complete"] is True
     assert {r["id"]: r["status"] for r in trace.jobs.rows()} == {"a": "ok", "b": "ok", "c": "ok"}, text[-3000:]
-    nodes = expand_hostlist(text.split(" on ", 1)[1].split(",", 1)[0])  # "job J on n[1-4], spec ..."
     where = named_nodes(trace, nodes)
     assert all(hosts == named for hosts, named in where.values()), where
     assert where["c"][0] == [nodes[0], nodes[3]]  # ids 0 and 3: the mapping is by id, not by position

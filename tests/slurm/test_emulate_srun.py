@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from iolab.emulator.launchers import expand_hostlist, srun_command
+from iolab.emulator.launchers import srun_command
 from iolab.emulator.shell import kill_tree, spawn
 from iolab.emulator.slurm_control import find_step, resume, suspend
 from iolab.trace import read_trace
@@ -28,7 +27,6 @@ from iolab.trace import read_trace
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi, pytest.mark.ray]
 
 REPO = Path(__file__).resolve().parents[2]
-TEMPLATE = REPO / "slurm" / "templates" / "emulate.sbatch"
 
 SPEC = {
     "name": "srun-small",
@@ -42,20 +40,14 @@ SPEC = {
 
 
 def test_sbatch_emulation_runs_each_app_on_its_partition(cluster, job_name, tmp_path):
-    if len(cluster.idle_nodes) < 4:
-        pytest.skip(f"needs 4 idle nodes, the cluster has {cluster.idle_nodes}")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    out = tmp_path / "run.h5"
     t = time.monotonic()
-    text = cluster.sbatch_wait(TEMPLATE, [str(spec), str(out)], nodes=4, job_name=job_name, workdir=tmp_path)
+    out, text, nodes = cluster.emulate(SPEC, tmp_path, job_name)
     wall = time.monotonic() - t
 
     trace = read_trace(out)
     assert trace.attrs["launcher"] == "srun" and trace.attrs["complete"] is True
     assert list(trace.jobs["id"]) == ["A", "B"]
     assert list(trace.jobs["status"]) == ["ok", "ok"], text[-3000:]
-    nodes = expand_hostlist(text.split(" on ", 1)[1].split(",", 1)[0])  # "job J on n[1-4], spec ..."
     partitions = [nodes[0:2], nodes[2:4]]
     hosts = {j: h.split(",") for j, h in zip(trace.jobs["id"], trace.jobs["hosts"])}
     assert hosts["A"] == partitions[0]            # 2 ranks: one on each node of partition 0
