@@ -125,6 +125,12 @@ class EventEngine:
 
     # -- main loop --------------------------------------------------------
     def run(self) -> Recorder:
+        if self.exclusive:
+            return self._run_exclusive()
+        return self._run_general()
+
+    def _run_general(self) -> Recorder:
+        """Any policy (``shared`` needs it); list policies run :meth:`_run_exclusive`."""
         sc = self.sc
         check = self.check
         self._start_when_due(self.turns.initial())
@@ -166,3 +172,132 @@ class EventEngine:
                 self._changed_link[node] = False
         self.rec.events = events
         return self.rec
+
+    def _run_exclusive(self) -> Recorder:
+        """The loop for list policies (one transfer at a time per I/O node).
+
+        The same transitions as :meth:`run` with :meth:`_advance`, :meth:`_finish_io` and
+        :meth:`_dispatch`, in the same order and with the same float operations (so the
+        same times, bit for bit; ``tests/sim/test_event_exclusive.py`` runs both on random
+        specs), written out in one function: a call per transition was most of the
+        simulator's time (docs/performance.md, "The I/O simulator's loop").  The I/O
+        nodes' arbiters and the policies are the same objects.
+        """
+        sc = self.sc
+        apps = sc.apps
+        rec = self.rec
+        rows = rec.rows
+        check = self.check
+        turns = self.turns
+        due = turns.due
+        factors = self.factors
+        arbiters = self.arbiters
+        idx, io_recv, phase_start = self.idx, self.io_recv, self.phase_start
+        req_time, grant_time = self.req_time, self.grant_time
+        start_t, end_t, wait, io_busy = rec.start, rec.end, rec.wait, rec.io_busy
+        kinds_of = [a.kinds for a in apps]
+        amounts_of = [a.amounts for a in apps]
+        node_of = [a.io_node for a in apps]
+        heap = self._heap  # with whatever was pushed before the run (tests inject events)
+        push, pop = heapq.heappush, heapq.heappop
+        seq = seq0 = next(self._seq)
+        given = len(heap)
+        for r in turns.initial():
+            push(heap, (due(r), seq, _START, r))
+            seq += 1
+        touched: list[int] = []  # I/O nodes touched at this instant, each once
+        flagged = [False] * sc.io_nodes
+        while heap:
+            t, _, ev, rank = pop(heap)
+            while True:  # every event at t, in the order they were pushed
+                kinds, amounts = kinds_of[rank], amounts_of[rank]
+                if ev == _COMPUTE_END:
+                    i = idx[rank]
+                    if rows:
+                        rec.phase(rank, i, COMPUTE, phase_start[rank], t, 0.0)
+                    if check is not None:
+                        check.phase(rank, i, COMPUTE, 0.0, t)
+                elif ev == _IO_END:  # _finish_io
+                    i = idx[rank]
+                    g = grant_time[rank]
+                    if rows:
+                        rec.phase(rank, i, kinds[i], g, t, amounts[i])
+                        rec.grant(rank, i, req_time[rank], g, t)
+                    else:  # Recorder.grant's sums
+                        wait[rank] += g - req_time[rank]
+                        io_busy[rank] += t - g
+                    node = node_of[rank]
+                    arbiters[node].release(apps[rank].id)
+                    if check is not None:
+                        check.release(rank, i, t)
+                        check.phase(rank, i, kinds[i], amounts[i], t)
+                    if not flagged[node]:
+                        flagged[node] = True
+                        touched.append(node)
+                    io_recv[rank] += t - g
+                else:  # _START
+                    start_t[rank] = t
+                    if check is not None:
+                        check.start(rank, t)
+                # _advance: begin the app's next phase at t
+                i = idx[rank] + 1
+                n = len(kinds)
+                while i < n:
+                    amount = amounts[i]
+                    if kinds[i] == COMPUTE:
+                        idx[rank] = i
+                        phase_start[rank] = t
+                        f = factors[rank]
+                        push(heap, (t + (amount * f[i] if f else amount), seq, _COMPUTE_END, rank))
+                        seq += 1
+                        break
+                    if amount > 0:
+                        idx[rank] = i
+                        req_time[rank] = t
+                        req = apps[rank].request(i, t, start_t[rank], io_recv[rank])
+                        if check is not None:
+                            check.request(req, t)
+                        node = node_of[rank]
+                        arbiters[node].submit(req)
+                        if not flagged[node]:
+                            flagged[node] = True
+                            touched.append(node)
+                        break
+                    if rows:  # empty I/O phase: nothing to arbitrate
+                        rec.phase(rank, i, kinds[i], t, t, 0.0)
+                    if check is not None:
+                        check.phase(rank, i, kinds[i], 0.0, t)
+                    i += 1
+                else:  # the app has no phase left
+                    idx[rank] = i
+                    end_t[rank] = t
+                    if check is not None:
+                        check.end(rank, t)
+                    for r in turns.end(rank, t):
+                        push(heap, (due(r), seq, _START, r))
+                        seq += 1
+                if heap and heap[0][0] == t:
+                    _, _, ev, rank = pop(heap)
+                else:
+                    break
+            if touched:  # _dispatch, in node order
+                if len(touched) > 1:
+                    touched.sort()
+                for node in touched:
+                    flagged[node] = False
+                    arb = arbiters[node]
+                    if arb.active:  # transferring: no grant before its end (dispatch would say [])
+                        continue
+                    granted = arb.dispatch(t)
+                    if granted:
+                        if check is not None:
+                            check.grant(node, granted, t)
+                        for req in granted:
+                            r = req.rank
+                            grant_time[r] = t
+                            f = factors[r]
+                            push(heap, (t + req.io_time * (f[req.phase] if f else 1.0), seq, _IO_END, r))
+                            seq += 1
+                touched.clear()
+        rec.events = given + seq - seq0  # every event pushed was taken (none goes stale here)
+        return rec

@@ -142,13 +142,16 @@ class App(StrictModel):
 
     def phase_list(self) -> list[tuple[str, float]]:
         """The phases in order as ``(kind, amount)``; kind is compute/write/read."""
+        return list(zip(*self.phase_columns()))
+
+    def phase_columns(self) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """The phases as two columns, kinds and amounts (what :meth:`phase_list` zips);
+        the periodic form repeats its pattern without a loop (thousands of phases)."""
         if self.phases is not None:
-            return [(p.kind, p.amount) for p in self.phases]
-        out: list[tuple[str, float]] = []
-        for _ in range(self.iterations or 0):
-            out.append(("compute", float(self.compute)))
-            out.append((self.io_kind, float(self.io_volume)))
-        return out
+            kinds = tuple(p.kind for p in self.phases)
+            return kinds, tuple(float(getattr(p, k)) for p, k in zip(self.phases, kinds))
+        n = self.iterations or 0
+        return ("compute", self.io_kind) * n, (float(self.compute), float(self.io_volume)) * n
 
     def compute_time(self) -> float:
         if self.phases is None:

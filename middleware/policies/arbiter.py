@@ -30,15 +30,19 @@ class IONodeArbiter:
         self._heap: list[tuple[tuple, int, IORequest]] = []  # static-key policies
         self._waiting: dict[str, IORequest] = {}  # every waiting request, by app
         self.active: dict[str, IORequest] = {}
+        # the policy's nature, read once (dispatch and submit run per request)
+        self._exclusive = policy.exclusive
+        self._static = policy.exclusive and not policy.time_dependent
+        self._key = getattr(policy, "key", None)
 
     # -- recording -------------------------------------------------------
     def submit(self, req: IORequest) -> None:
-        if req.app in self._waiting or req.app in self.active:
-            raise RuntimeError(f"app {req.app!r} already has an I/O request on node {self.node}")
-        self._waiting[req.app] = req
-        if self.policy.exclusive and not self.policy.time_dependent:
-            key = self.policy.key(req, req.requested_at)
-            heapq.heappush(self._heap, (key, next(self._seq), req))
+        app = req.app
+        if app in self._waiting or app in self.active:
+            raise RuntimeError(f"app {app!r} already has an I/O request on node {self.node}")
+        self._waiting[app] = req
+        if self._static:
+            heapq.heappush(self._heap, (self._key(req, req.requested_at), next(self._seq), req))
 
     def release(self, app: str) -> IORequest:
         try:
@@ -60,7 +64,7 @@ class IONodeArbiter:
         """Grant what the policy allows at time ``now``; returns the new grants."""
         if not self._waiting:
             return []
-        if not self.policy.exclusive:
+        if not self._exclusive:
             granted = sorted(self._waiting.values(), key=lambda r: (r.requested_at, r.rank))
             self._waiting.clear()
             for r in granted:
@@ -68,10 +72,10 @@ class IONodeArbiter:
             return granted
         if self.active:
             return []
-        if self.policy.time_dependent:
-            req = self.policy.pick(list(self._waiting.values()), now)
-        else:
+        if self._static:
             req = heapq.heappop(self._heap)[2]
+        else:
+            req = self.policy.pick(list(self._waiting.values()), now)
         del self._waiting[req.app]
         self.active[req.app] = req
         return [req]

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Sequence
 
 from .io_order import IORequest
 
 COMPUTE = "compute"
 KINDS = (COMPUTE, "write", "read")
+_KIND_SET = frozenset(KINDS)
 
 
 @dataclass(frozen=True)
@@ -57,22 +59,23 @@ class IOApp:
     done: tuple[float, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        kinds, amounts = tuple(self.kinds), tuple(float(x) for x in self.amounts)
+        kinds, amounts = tuple(self.kinds), tuple(map(float, self.amounts))
         if len(kinds) != len(amounts):
             raise ValueError(f"app {self.id!r}: {len(kinds)} phase kinds but {len(amounts)} amounts")
-        for i, (k, x) in enumerate(zip(kinds, amounts)):
-            if k not in KINDS:
-                raise ValueError(f"app {self.id!r}: phase {i} has kind {k!r}; known: {', '.join(KINDS)}")
-            if not x >= 0:
-                raise ValueError(f"app {self.id!r}: phase {i} has amount {x!r} (must be >= 0)")
+        # checked as a whole first (an app of the carretero study has ~1 000 phases and is
+        # built once per strategy); phase by phase only to name the first bad one
+        if not (_KIND_SET.issuperset(kinds) and (not amounts or min(amounts) >= 0)
+                and not any(map(math.isnan, amounts))):
+            for i, (k, x) in enumerate(zip(kinds, amounts)):
+                if k not in KINDS:
+                    raise ValueError(f"app {self.id!r}: phase {i} has kind {k!r}; known: {', '.join(KINDS)}")
+                if not x >= 0:
+                    raise ValueError(f"app {self.id!r}: phase {i} has amount {x!r} (must be >= 0)")
         b = float(self.bandwidth)
         if not b > 0:
             raise ValueError(f"app {self.id!r}: bandwidth must be > 0, got {self.bandwidth!r}")
         cf = tuple(x if k == COMPUTE else x / b for k, x in zip(kinds, amounts))
-        done, acc = [0.0], 0.0
-        for c in cf:
-            acc += c
-            done.append(acc)
+        done = list(accumulate(cf, initial=0.0))  # left to right, as a running sum
         compute = self.compute_time
         if compute is None:
             compute = sum(x for k, x in zip(kinds, amounts) if k == COMPUTE)
@@ -108,9 +111,8 @@ def io_apps(spec, plan) -> list[IOApp]:
     out = []
     for rank, a in enumerate(spec.apps):
         node, pack = where[rank]
-        phases = a.phase_list()
-        out.append(IOApp(id=a.id, rank=rank, nodes=a.nodes, release=a.release,
-                         kinds=tuple(k for k, _ in phases), amounts=tuple(float(x) for _, x in phases),
+        kinds, amounts = a.phase_columns()
+        out.append(IOApp(id=a.id, rank=rank, nodes=a.nodes, release=a.release, kinds=kinds, amounts=amounts,
                          bandwidth=b, io_node=node, pack=pack, compute_time=a.compute_time(),
                          io_volume=a.io_total()))
     return out

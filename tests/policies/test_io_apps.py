@@ -41,6 +41,23 @@ def test_bad_apps_are_refused_by_field():
         app(amounts=[1.0, -1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="bandwidth must be > 0"):
         app(bandwidth=0)
+    # the whole-app check lets nothing through that the phase-by-phase one names
+    with pytest.raises(ValueError, match="phase 3 has amount nan"):
+        app(amounts=[1.0, 2.0, 3.0, math.nan])
+    with pytest.raises(ValueError, match="phase 0 has amount nan"):
+        app(amounts=[math.nan, 2.0, -1.0, 1.0])
+    assert app(amounts=[0.0, math.inf, 0.0, 1.0]).cf[1] == math.inf  # allowed before as well
+
+
+def test_the_periodic_form_lists_its_pattern_iteration_by_iteration():
+    spec = parse_spec({"platform": {"io_nodes": 1, "nodes_per_io_node": 8, "bandwidth": 1.0},
+                       "apps": [{"id": "A", "nodes": 1, "iterations": 3, "compute": 2, "io_volume": 0.5,
+                                 "io_kind": "read"},
+                                {"id": "B", "nodes": 1, "phases": [{"write": 1}, {"compute": 4}]}]})
+    a, b = spec.apps
+    assert a.phase_list() == [("compute", 2.0), ("read", 0.5)] * 3
+    assert b.phase_list() == [("write", 1.0), ("compute", 4.0)]
+    assert a.phase_columns() == (("compute", "read") * 3, (2.0, 0.5) * 3)
 
 
 def test_io_apps_take_the_specs_numbers_and_the_plans_places():
