@@ -161,6 +161,19 @@ def test_same_start_for_every_job(reference_easy, tmp_path, policy, seed):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
+def test_same_start_for_every_job_of_a_few_thousand(reference_easy, tmp_path, policy):
+    """One long trace (3 000 jobs, 64 nodes): long queues and many decisions per job."""
+    p = tmp_path / "w.swf"
+    p.write_text(random_swf(300, 3000, nodes=64, zero_runtime=0.02))
+    mine = reference_starts(reference_easy, p, 64, policy)
+    theirs = iolab_starts(p, 64, policy)
+    assert len(mine) > 2900
+    assert disagreements(mine, theirs) == []
+    submit = {j.id: j.submit for j in swf_jobs(p)}
+    assert sum(mine[j] > submit[j] for j in mine) > 2000  # a queue most jobs wait in
+
+
+@pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("seed", range(2))
 def test_same_start_for_every_job_with_runtime0_jobs(reference_easy, tmp_path, policy, seed):
     p = tmp_path / "w.swf"
