@@ -36,7 +36,7 @@ OVERHEADS = frozenset((LAUNCH, EXIT, FIXED))  # timed steps without a link or a 
 LINKS = {"stage-in": "stage", "stage-out": "stage"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Step:
     kind: str  # compute, read, write, stage-in, stage-out
     amount: float  # seconds (compute) or bytes

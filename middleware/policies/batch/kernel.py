@@ -68,7 +68,7 @@ __all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED
            "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "JobState", "make_policy"]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: SDSC-BLUE holds 243 306 of them
 class JobState:
     """One job of a batch run, as the kernel tracks it (times in spec seconds).
 
