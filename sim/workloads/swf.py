@@ -267,7 +267,7 @@ def _check_fields(parts: list[str], lineno: int) -> SWFRecord | str:
     return SWFRecord(line=lineno, **values)  # type: ignore[arg-type]
 
 
-_BLOCK = 1 << 16  # lines converted at once
+_BLOCK = 1 << 13  # lines converted at once: their split text is the load's peak (KTH: 95 -> 77 MB against 1 << 16)
 
 
 def _block(parts: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
