@@ -359,3 +359,27 @@ def test_tracking_continued_after_arrivals_equals_replaying_every_pass(scheduler
             replayed = _tables(simulate_batch(sp, strict=True))
         assert continued == replayed, estimate
         assert len(continued[0]) > 160  # plans were tracked
+
+
+@pytest.mark.parametrize("scheduler", [RANDOM_HPS, {"kind": "fcfs", "hps_requests": True},
+                                       {"kind": "conservative", "hps_requests": True}])
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 3), st.integers(100, 2000), st.integers(1, 40),
+                          st.floats(0.05, 1.0)), min_size=2, max_size=25))
+def test_the_kept_advance_due_is_the_plans_answer(scheduler, rows):
+    """``advance_due`` is kept between changes of the plan, the queue, the tracker and the early
+    copies; strict mode recomputes it at every call and raises if the kept answer differs.  Jobs
+    end before their walltime, so decisions move plans without any job starting or arriving."""
+    from iolab.middleware.policies.batch.kernel import BatchKernel
+    from iolab.sim.batch.engine import BatchEngine
+    from iolab.sim.workloads import load_workload
+    jobs = [{**job(f"j{i}", sub, n, w, max(1.0, round(w * f))), "input": f"{gb}GB", "storage": f"{gb}GB"}
+            for i, (sub, n, w, gb, f) in enumerate(rows)]
+    sp = adv_spec(jobs, 3, capacity="50GB", scheduler=scheduler)
+    kernel = BatchKernel.from_spec(sp, load_workload(sp), strict=True)
+    fresh, asked = [0], [0]
+    compute, ask = kernel._advance_due, kernel.advance_due
+    kernel._advance_due = lambda: (fresh.__setitem__(0, fresh[0] + 1), compute())[1]
+    kernel.advance_due = lambda: (asked.__setitem__(0, asked[0] + 1), ask())[1]
+    BatchEngine.around(kernel, memory_per_node=sp.platform.memory_per_node).run()
+    assert fresh[0] >= asked[0]  # strict: every call computed afresh too (and compared)

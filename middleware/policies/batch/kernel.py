@@ -184,6 +184,7 @@ class BatchKernel:
         self._queued.append(s.queued)
         self._sizes[s.queued.nodes] = self._sizes.get(s.queued.nodes, 0) + 1
         self.changed = True
+        self._due = None
 
     def snapshot(self, t: float) -> Snapshot:
         return Snapshot.trusted(
@@ -195,6 +196,7 @@ class BatchKernel:
             rates=self.rates)
 
     def _dequeue(self, q: QueuedJob) -> None:
+        self._due = None
         del self.queue[q.id]
         self._queued.remove(q)  # the head, mostly: found at once (identity first)
         left = self._sizes[q.nodes] - 1
@@ -222,6 +224,7 @@ class BatchKernel:
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         snap = self.snapshot(t)
         d = self.policy.decide(snap)
+        self._due = None  # a new plan
         self.decisions += 1
         if self.checker is not None:
             self.checker.decision(snap, d)
@@ -395,6 +398,7 @@ class BatchKernel:
         s.node_ids = m
         if self.tracker is not None:
             self.tracker.forget(s.queued.id)
+            self._due = None
         if self.early:
             self._advance_started(s)
 
@@ -482,6 +486,7 @@ class BatchKernel:
         self.advance_stats = {"early_copies": 0, "hidden_seconds": 0.0, "early_bytes": 0.0,
                               "wasted_bytes": 0.0, "wasted_link_seconds": 0.0, "wasted_copies": 0}
         self.early_staged: dict[str, float] = {}  # job -> bytes already on HPS at its start
+        self._due: float | None = None  # advance_due's answer until the plan, queue or copies change
 
     def _copied(self, began: float, t: float, nbytes: float) -> tuple[float, float]:
         """Bytes an early copy begun at ``began`` moved by ``t`` and the link seconds it took
@@ -520,13 +525,28 @@ class BatchKernel:
             self.early[e.job] = (t, last[0], last[1])
             self.early_bytes += q.storage
             self.advance_stats["early_copies"] += 1
+            self._due = None
 
     def advance_due(self) -> float:
         """The next time a waiting job becomes eligible for an early copy under the current plan
         (``inf`` if none): the runtime calls :meth:`advance_check` then (no decision is needed,
-        nothing changed)."""
+        nothing changed).
+
+        It depends on the plan, the queue, the tracker and the early copies only, not on the
+        time: kept until one of them changes (the simulator asks after every instant, and on
+        all of KTH a scan of the plan per instant was a third of an advance run).  Strict mode
+        computes it afresh every time and checks the kept answer."""
         if self.advance is None:
             return math.inf
+        due = self._due
+        if due is None:
+            due = self._due = self._advance_due()
+        elif self.checker is not None and due != self._advance_due():
+            raise InvariantViolation("advance-due-kept", math.nan, "the kernel",
+                                     f"kept {due}, the plan says {self._advance_due()}")
+        return due
+
+    def _advance_due(self) -> float:
         theta, margin = self.advance
         due = math.inf
         for e in self.policy.plan():
@@ -547,6 +567,7 @@ class BatchKernel:
 
     def _waste(self, job: str, t: float) -> None:
         began, _, _ = self.early.pop(job)
+        self._due = None
         q = self.by_id[job].queued
         self.early_bytes -= q.storage
         moved, secs = self._copied(began, t, q.input)
@@ -565,6 +586,7 @@ class BatchKernel:
             self._waste(job, s.start)
             return
         del self.early[job]
+        self._due = None
         self.early_bytes -= s.queued.storage
         moved, secs = self._copied(began, s.start, s.job.input)
         self.early_staged[job] = moved
