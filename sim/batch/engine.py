@@ -194,6 +194,7 @@ class BatchEngine:
         events = 0
         submitted = 0
         report = PROGRESS_EVERY if self.progress is not None else math.inf
+        advance_at: set[float] = set()  # times of the early-copy checks in the heap
         while heap:
             t = heap[0][0]
             if events >= report:
@@ -229,6 +230,7 @@ class BatchEngine:
                 elif ev == _CONTROL:
                     self.controller.event(self, arg, t)
                 elif ev == _ADVANCE:  # an early stage-in may be due under the current plan
+                    advance_at.discard(t)
                     k.advance_check(t)
                 elif ev == _ESTIMATE:  # still running at its predicted end: the prediction doubles
                     s = self.state[arg]
@@ -245,7 +247,8 @@ class BatchEngine:
                     self._begin(s, t)
             if k.advance is not None and (decided or heap and heap[0][0] > t):
                 due = k.advance_due()
-                if t < due < math.inf:
+                if t < due < math.inf and due not in advance_at:  # one check per due time
+                    advance_at.add(due)
                     self._push(due, _ADVANCE, None)
             for name in sorted(self._touched_links):
                 link = self.links[name]
