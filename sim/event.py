@@ -176,9 +176,9 @@ class EventEngine:
     def _run_exclusive(self) -> Recorder:
         """The loop for list policies (one transfer at a time per I/O node).
 
-        The same transitions as :meth:`run` with :meth:`_advance`, :meth:`_finish_io` and
-        :meth:`_dispatch`, in the same order and with the same float operations (so the
-        same times, bit for bit; ``tests/sim/test_event_exclusive.py`` runs both on random
+        The same transitions as :meth:`_run_general` with :meth:`_advance`, :meth:`_finish_io`
+        and :meth:`_dispatch`, in the same order and with the same float operations (so the
+        same times, bit for bit; ``tests/sim/test_event_loops.py`` runs both on random
         specs), written out in one function: a call per transition was most of the
         simulator's time (docs/performance.md, "The I/O simulator's loop").  The I/O
         nodes' arbiters and the policies are the same objects.
