@@ -39,6 +39,7 @@ from .launchers import (expand_hostlist, listpids_command, scancel_signal_comman
                         scontrol_command)
 from .shell import execute_wait
 from .slurm_state import SlurmJobState, parse_state
+from .suspension import wait_halted
 
 __all__ = ["SlurmControlError", "StepLever", "cancel", "command", "find_step", "job_state", "resume",
            "step_nodes", "step_pids", "suspend"]
@@ -88,6 +89,22 @@ def _run(action: str, target: str | int, env: Mapping[str, str] | None, timeout:
 def suspend(target: str | int, *, env: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
     """Stop every process of a job (``"42"``) or of one job step (``"42.3"``)."""
     _run("suspend", target, env, timeout)
+
+
+def stop_step(step: str, *, env: Mapping[str, str] | None = None, timeout: float = 30.0,
+              settle: float = 5.0) -> list[int]:
+    """Stop step ``"42.3"`` and return once its tasks that this host sees are stopped (state T)
+    or gone, at most ``settle`` seconds later; returns their pids.
+
+    ``scancel --signal=STOP`` returns when slurmctld has taken the signal; slurmstepd delivers
+    it after that (:func:`~iolab.emulator.suspension.wait_halted`).  Without the wait a CI run
+    saw a job's write phase end after the suspension the batch loop had recorded.  On a real
+    cluster the tasks of other nodes are not seen here: for them the stop stays asynchronous
+    (docs/slurm.md)."""
+    pids = step_pids(step, env=env, timeout=timeout)
+    suspend(step, env=env, timeout=timeout)
+    wait_halted(pids, settle)
+    return pids
 
 
 def resume(target: str | int, *, env: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
@@ -176,9 +193,8 @@ class StepLever:
         step = self.step(job)
         if step is None:
             return None
-        pids = step_pids(step, env=self.env)
         try:
-            suspend(step, env=self.env)
+            pids = stop_step(step, env=self.env)
         except SlurmControlError:  # the step ended between the look-up and the signal
             return None
         self.steps[job] = step

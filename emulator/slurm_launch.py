@@ -209,8 +209,9 @@ class SrunApps:
         return step
 
     def suspend(self, app_id: str, proc) -> None:
-        """Stop the tasks of the app's step (``scancel --signal=STOP JOB.STEP``)."""
-        slurm_control.suspend(self._step(app_id))
+        """Stop the tasks of the app's step (``scancel --signal=STOP JOB.STEP``), returning once
+        the tasks this host sees are stopped (:func:`~iolab.emulator.slurm_control.stop_step`)."""
+        slurm_control.stop_step(self._step(app_id))
 
     def resume(self, app_id: str, proc) -> None:
         slurm_control.resume(self._step(app_id))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -51,6 +52,23 @@ def process_state(pid: int) -> str:
     """The one-letter state of ``pid`` (``R``, ``S``, ``T`` stopped, ``Z`` ...), '' if gone."""
     f = _stat(pid)
     return f[0] if f else ""
+
+
+_HALTED = frozenset({"T", "t", "Z", "X", ""})  # stopped, traced, zombie, dead, gone
+
+
+def wait_halted(pids: list[int], settle: float = 5.0) -> bool:
+    """Wait (at most ``settle`` s) until every one of ``pids`` is stopped or gone; whether they are.
+
+    A SIGSTOP takes effect when the process next leaves the kernel: a rank inside ``fsync`` (state
+    D) goes on until the call returns, and a Slurm step's tasks are signalled by slurmstepd after
+    ``scancel`` has returned.  A suspension is recorded once its processes have really stopped."""
+    deadline = time.monotonic() + settle
+    while any(process_state(p) not in _HALTED for p in pids):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def group_members(pgid: int) -> list[int]:
@@ -130,6 +148,7 @@ class TreeLever:
             return None
         late = [p for p in process_tree(pid) if p not in tree]  # forked while we stopped the rest
         _signal_all(late, signal.SIGSTOP)
+        wait_halted(tree + late)
         return tree + late
 
     def cont(self, job: str, pid: int, stopped: list[int]) -> bool:

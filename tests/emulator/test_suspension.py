@@ -123,3 +123,26 @@ def test_mpiexec_apps_suspend_stops_the_real_ranks(tmp_path):
         assert wait_for(lambda: all(c > f for c, f in zip(counts(tmp_path, 2), frozen)))
     finally:
         kill_tree(proc, grace=1.0)
+
+
+def test_wait_halted_returns_once_the_processes_are_stopped_and_not_before():
+    """A suspension is recorded once its processes really stopped (``wait_halted``): True when every
+    one is in state T or gone, False after ``settle`` if one still runs."""
+    import signal
+    import subprocess
+
+    from iolab.emulator.suspension import wait_halted
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        t0 = time.monotonic()
+        assert wait_halted([busy.pid], settle=0.3) is False  # running: not halted
+        assert time.monotonic() - t0 >= 0.3
+        busy.send_signal(signal.SIGSTOP)
+        assert wait_halted([busy.pid], settle=5.0) is True
+        assert process_state(busy.pid) == "T"  # stopped when it returned
+        busy.send_signal(signal.SIGCONT)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert wait_halted([busy.pid], settle=0.0) is True  # gone counts as halted
