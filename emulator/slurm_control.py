@@ -42,7 +42,7 @@ from .slurm_state import SlurmJobState, parse_state
 from .suspension import wait_halted
 
 __all__ = ["SlurmControlError", "StepLever", "cancel", "command", "find_step", "job_state", "resume",
-           "step_nodes", "step_pids", "suspend"]
+           "step_nodes", "step_pids", "stop_step", "suspend"]
 
 _STEP = re.compile(r"[^.]+\.[^.]+\Z")
 

@@ -148,8 +148,7 @@ class App(StrictModel):
         """The phases as two columns, kinds and amounts (what :meth:`phase_list` zips);
         the periodic form repeats its pattern without a loop (thousands of phases)."""
         if self.phases is not None:
-            kinds = tuple(p.kind for p in self.phases)
-            return kinds, tuple(float(getattr(p, k)) for p, k in zip(self.phases, kinds))
+            return tuple(p.kind for p in self.phases), tuple(p.amount for p in self.phases)
         n = self.iterations or 0
         return ("compute", self.io_kind) * n, (float(self.compute), float(self.io_volume)) * n
 
