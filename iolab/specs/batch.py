@@ -278,7 +278,8 @@ class FeitelsonWorkload(StrictModel):
 class IOModelSpec(StrictModel):
     """I/O volumes drawn for jobs that carry none (an SWF trace has no I/O): lackner2019 §IV-B's
     model, the one of ``source: feitelson`` (``iolab.sim.workloads.feitelson.lackner_io``), applied
-    to each job's nodes and real runtime and seeded from the experiment's ``seed``.  The volumes
+    to each job's nodes and real runtime and seeded from the experiment's ``seed`` (and the workload's
+    ``skip``, so two windows of a trace draw from different streams).  The volumes
     fill fractions of the runtime at R_lps, so on LPS a job still runs its recorded runtime; its
     walltime (the request) is left as the trace has it.  Short form: ``io: lackner``."""
 
@@ -297,7 +298,9 @@ class IOModelSpec(StrictModel):
 class SWFWorkload(StrictModel):
     source: Literal["swf"] = "swf"
     path: str = Field(..., min_length=1, description="SWF file (.gz allowed), relative to the spec's folder")
-    limit: int | None = Field(None, ge=1, le=100_000_000, description="read only the first jobs")
+    limit: int | None = Field(None, ge=1, le=100_000_000, description="read only the first jobs (after ``skip``)")
+    skip: int = Field(0, ge=0, le=100_000_000, description="leave out the trace's first jobs: with ``limit``, a "
+                                                          "window of the trace (jobs skip+1 .. skip+limit)")
     strict: bool = Field(True, description="raise on a malformed line instead of skipping it (skipped "
                                            "lines are counted and reported)")
     io: IOModelSpec | None = Field(None, description="give the jobs I/O volumes from a model (``io: lackner``); "

@@ -28,17 +28,32 @@ def load_workload(experiment: Any) -> list[Any]:
         return feitelson_jobs(w, seed=experiment.seed, max_nodes=pl.nodes, lps_rate=pl.lps.rate,
                               memory_per_node=pl.memory_per_node)
     if src == "swf":
-        jobs = swf_jobs(w.path, strict=w.strict, limit=w.limit)
-        if w.io is None:
-            return jobs
-        pl = experiment.platform
-        return with_io(jobs, w.io, seed=experiment.seed, lps_rate=pl.lps.rate, memory_per_node=pl.memory_per_node)
+        skip = w.skip
+        jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit)
+        if skip:
+            if skip >= len(jobs):
+                raise SWFError(str(w.path), 0, f"workload.skip: {skip} leaves no job (the file has {len(jobs)})")
+            jobs = jobs[skip:]
+        return swf_window_io(jobs, experiment)
     if src == "theta":
         return theta_jobs(w.path)
     raise ValueError(f"unknown workload source {src!r}")
 
 
+def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
+    """The jobs of an SWF workload's window (``skip`` already applied) with the I/O of its ``io``
+    model, if any: drawn from ``SeedSequence(seed)``, or ``SeedSequence([seed, skip])`` for a
+    window that skips jobs (two windows draw from different streams; no skip keeps the plain seed).
+    The one place that does it: ``load_workload`` and studies that cut a trace they read once."""
+    w = experiment.workload
+    if w.io is None:
+        return jobs
+    pl = experiment.platform
+    entropy = experiment.seed if not w.skip else [experiment.seed, w.skip]
+    return with_io(jobs, w.io, seed=entropy, lps_rate=pl.lps.rate, memory_per_node=pl.memory_per_node)
+
+
 __all__ = [
     "SWFError", "SWFTrace", "ThetaTrace", "feitelson_jobs", "load_workload", "read_swf", "swf_jobs",
-    "theta_jobs", "theta_trace", "with_io",
+    "swf_window_io", "theta_jobs", "theta_trace", "with_io",
 ]

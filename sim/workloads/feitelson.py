@@ -207,10 +207,10 @@ def feitelson_jobs(params: FeitelsonWorkload | None = None, *, seed: int = 0, ma
     return jobs
 
 
-def with_io(jobs: list[Job], io: Any, *, seed: int, lps_rate: float, memory_per_node: float) -> list[Job]:
+def with_io(jobs: list[Job], io: Any, *, seed: int | list[int], lps_rate: float, memory_per_node: float) -> list[Job]:
     """``jobs`` (an SWF trace's, which carry no I/O) with the volumes of the I/O model ``io`` (an
     ``IOModelSpec``: lackner2019 §IV-B, :func:`lackner_io`) drawn for their nodes and runtimes,
-    in list order, from ``default_rng(seed)``; walltimes, runtimes and the rest unchanged."""
+    in list order, from ``default_rng(SeedSequence(seed))``; walltimes, runtimes and the rest unchanged."""
     if not jobs:
         return []
     rng = np.random.default_rng(np.random.SeedSequence(seed))

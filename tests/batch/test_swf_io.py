@@ -18,8 +18,10 @@ from iolab.specs import parse_spec
 GB = 1e9
 
 
-def spec(path, *, seed=0, io="lackner", limit=300, lps=GB, memory=16 * GB):
+def spec(path, *, seed=0, io="lackner", limit=300, lps=GB, memory=16 * GB, skip=None):
     wl = {"source": "swf", "path": str(path), "limit": limit}
+    if skip is not None:
+        wl["skip"] = skip
     if io is not None:
         wl["io"] = io
     return parse_spec({"kind": "batch", "seed": seed, "scheduler": "sas",
@@ -68,6 +70,40 @@ def test_swf_io_volumes_follow_the_documented_rule(kth):
         assert j.data == k * ckpt
         assert j.storage == max(j.input, j.output) + (ckpt if k > 0 else 0)
     assert any(jobs[i].data > 0 for i in long)  # the checkpoint branch was exercised
+
+
+def test_a_window_of_the_trace_is_its_jobs_skip_plus_one_to_skip_plus_limit(kth):
+    """``skip`` with ``limit`` cuts a window: the same jobs as the plain read's slice (ids, times,
+    sizes), with I/O drawn from ``SeedSequence([seed, skip])``, so two windows draw different
+    fractions for their k-th job, and ``skip: 0`` keeps the plain seed's volumes."""
+    plain = swf_jobs(kth, limit=500)
+    keep = ("id", "user", "submit", "nodes", "walltime", "runtime")
+    w0, w1 = load_workload(spec(kth, seed=3, limit=200, skip=0)), load_workload(spec(kth, seed=3, limit=200, skip=250))
+    assert [[getattr(j, k) for k in keep] for j in w1] == [[getattr(j, k) for k in keep] for j in plain[250:450]]
+    assert w0 == load_workload(spec(kth, seed=3, limit=200))  # no skip: as before the field existed
+    frac = lambda js: [j.input / j.runtime for j in js if j.runtime > 0]  # noqa: E731
+    assert len(frac(w1)) > 150 and frac(w0)[:150] != frac(w1)[:150]
+    # the window draws its own stream, by hand: the k-th input draw of SeedSequence([3, 250])
+    draws = np.random.default_rng(np.random.SeedSequence([3, 250])).normal(0.05, 0.02, len(w1))
+    i = next(i for i, j in enumerate(w1) if j.runtime > 0)
+    assert w1[i].input == math.floor(min(max(float(draws[i]), 0.0), 0.1) * w1[i].runtime * GB)
+
+
+def test_a_skip_past_the_end_is_refused_naming_the_field_and_file(kth, tmp_path):
+    from click.testing import CliRunner
+
+    from iolab.cli import cli
+    f = tmp_path / "w.yaml"
+    f.write_text(json.dumps({"kind": "batch", "scheduler": "fcfs",
+                             "platform": {"nodes": 100, "lps": {"rate": GB}, "hps": {"rate": 15 * GB, "capacity": GB},
+                                          "stage_rate": 5 * GB},
+                             "workload": {"source": "swf", "path": str(kth), "skip": 40000, "limit": 10}}))
+    r = CliRunner().invoke(cli, ["simulate", str(f), "--out", str(tmp_path / "o.h5")])
+    assert r.exit_code == 2, r.output
+    assert "workload.skip: 40000 leaves no job" in r.output and "KTH" in r.output
+    assert "Traceback" not in r.output and not (tmp_path / "o.h5").exists()
+    with pytest.raises(SpecError, match="skip"):
+        spec(kth, skip=-1)
 
 
 def test_io_field_is_checked(kth):
