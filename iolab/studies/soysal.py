@@ -34,6 +34,7 @@ import numpy as np
 from ..atomic import atomic_write_text
 from ..metrics import TNAP_CLASSES, tnap_summary
 from ..sim.batch.run import simulate_batch
+from ..sim.workloads import swf_window_io
 from ..sim.workloads.swf import read_swf, swf_jobs
 from ..specs import parse_spec
 from ..specs.batch import HPS_REQUEST_SCHEDULERS
@@ -70,6 +71,10 @@ class Size:
     io_seed: int = 0  # seed of the I/O volumes drawn for the trace's jobs
     theta_stable: float = 600.0
     margin: float = 60.0
+    # the advance runs cut the trace into windows of at most this many jobs, each its own workload
+    # from an empty machine (lackner2019 simulates workloads of 500 jobs, Table I); None: one run
+    # of the whole trace.  Its I/O overloads a year of KTH: docs/studies.md
+    advance_window: int | None = 500
 
 
 QUICK = Size(lambdas=(1.0, 0.1, 0.0), limit=600, advance_schedulers=("fcfs", "sas"), advance_lambdas=(1.0, 0.0))
@@ -107,13 +112,15 @@ def _checked(path: str, sha256: str) -> str:
 
 
 def experiment(path: str, nodes: int, scheduler: str, est: str | float, limit: int | None, *,
-               io: bool = False, advance: bool = False, hps_capacity_gb: float = 1000.0, seed: int = 0,
+               skip: int = 0, io: bool = False, advance: bool = False, hps_capacity_gb: float = 1000.0, seed: int = 0,
                theta_stable: float = 600.0, margin: float = 60.0):
     """The batch spec of one run (the platform of lackner2019 §IV-A: R_lps = 1 GB/s, R_hps = 15
     R_lps, R_stage = 5 R_lps, 16 GB per node)."""
     wl: dict[str, Any] = {"source": "swf", "path": path}
     if limit:
         wl["limit"] = limit
+    if skip:
+        wl["skip"] = skip
     sched: Any = scheduler
     if io:
         wl["io"] = "lackner"
@@ -149,21 +156,44 @@ def one_run(path: str, nodes: int, scheduler: str, est: str | float, limit: int 
             "prediction_rows": len(tr.predictions), "seconds": time.perf_counter() - t0, "quantiles": q}
 
 
+def windows(n: int, window: int | None) -> list[tuple[int, int]]:
+    """``(skip, size)`` of the consecutive windows the advance runs cut ``n`` jobs into: ``ceil(n /
+    window)`` windows of near-equal size (at most ``window`` jobs each; one window if None)."""
+    if not window or n <= window:
+        return [(0, n)]
+    k = -(-n // window)
+    sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+    starts = [sum(sizes[:i]) for i in range(k)]
+    return list(zip(starts, sizes))
+
+
 def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | None, advance: bool,
-                hps_capacity_gb: float, io_seed: int, theta_stable: float, margin: float) -> dict[str, Any]:
-    """One run of the trace with I/O (lackner2019's model), advance stage-in on or off."""
+                hps_capacity_gb: float, io_seed: int, theta_stable: float, margin: float,
+                window: int | None = None) -> dict[str, Any]:
+    """One configuration of the trace with I/O (lackner2019's model), advance stage-in on or off:
+    the trace cut into :func:`windows`, each simulated from an empty machine as its own workload
+    (the spec ``workload: {source: swf, skip, limit, io: lackner}``, whose I/O draws from
+    ``[io_seed, skip]``); counters and turnarounds summed over the windows."""
     t0 = time.perf_counter()
-    spec = experiment(path, nodes, scheduler, lam, limit, io=True, advance=advance,
-                      hps_capacity_gb=hps_capacity_gb, seed=io_seed, theta_stable=theta_stable, margin=margin)
-    tr = simulate_batch(spec, strict=False)
-    j = tr.jobs
-    turnaround = np.asarray(j["end"], dtype=float) - np.asarray(j["release"], dtype=float)
-    stats = dict(tr.attrs.get("advance_stage_in") or {})
+    trace = _trace_jobs(path, limit)
+    turnaround = []
+    hps_jobs = 0
+    stats = dict.fromkeys(ADVANCE_STATS, 0.0)
+    cuts = windows(len(trace), window)
+    for skip, n in cuts:
+        spec = experiment(path, nodes, scheduler, lam, n, skip=skip, io=True, advance=advance,
+                          hps_capacity_gb=hps_capacity_gb, seed=io_seed, theta_stable=theta_stable, margin=margin)
+        tr = simulate_batch(spec, swf_window_io(list(trace[skip:skip + n]), spec), strict=False)
+        j = tr.jobs
+        turnaround.append(np.asarray(j["end"], dtype=float) - np.asarray(j["release"], dtype=float))
+        hps_jobs += int(np.sum(np.asarray(j["tier"]) == "hps"))
+        got = tr.attrs.get("advance_stage_in") or {}
+        for k in ADVANCE_STATS:
+            stats[k] += float(got.get(k, 0.0))
+    t = np.concatenate(turnaround) if turnaround else np.zeros(0)
     return {"kind": "advance", "scheduler": scheduler, "estimate": label_of(lam), "lam": float(lam),
-            "advance": bool(advance), "jobs": len(turnaround),
-            "hps_jobs": int(np.sum(np.asarray(j["tier"]) == "hps")),
-            "mean_turnaround": float(np.mean(turnaround)) if len(turnaround) else math.nan,
-            **{k: float(stats.get(k, 0.0)) for k in ADVANCE_STATS},
+            "advance": bool(advance), "windows": len(cuts), "jobs": len(t), "hps_jobs": hps_jobs,
+            "mean_turnaround": float(np.mean(t)) if len(t) else math.nan, **stats,
             "seconds": time.perf_counter() - t0}
 
 
@@ -205,7 +235,7 @@ def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
         lams = size.lambdas if size.advance_lambdas is None else size.advance_lambdas
         runs += [{"kind": "advance", **base, "scheduler": s, "estimate": float(lam), "advance": on,
                   "hps_capacity_gb": size.hps_capacity_gb, "io_seed": size.io_seed,
-                  "theta_stable": size.theta_stable, "margin": size.margin}
+                  "theta_stable": size.theta_stable, "margin": size.margin, "window": size.advance_window}
                  for s in size.advance_schedulers for lam in lams for on in (False, True)]
     return runs
 
@@ -217,12 +247,13 @@ def campaign_task(args: dict[str, Any]) -> dict:
         q = r.pop("quantiles")
         return {"rows": [r], "tables": {"cdf": [{"q": i / 100, "tnap": v} for i, v in enumerate(q)]}}
     return advance_run(path, args["nodes"], args["scheduler"], args["estimate"], args["limit"], args["advance"],
-                       args["hps_capacity_gb"], args["io_seed"], args["theta_stable"], args["margin"])
+                       args["hps_capacity_gb"], args["io_seed"], args["theta_stable"], args["margin"],
+                       args.get("window"))
 
 
 TNAP_COLUMNS = ("scheduler", "estimate", "lam", "jobs", *(f"share_{k}" for k in TNAP_CLASSES), "prediction_rows",
                 "seconds")
-ADVANCE_COLUMNS = ("scheduler", "estimate", "lam", "advance", "jobs", "hps_jobs", "mean_turnaround",
+ADVANCE_COLUMNS = ("scheduler", "estimate", "lam", "advance", "windows", "jobs", "hps_jobs", "mean_turnaround",
                    *ADVANCE_STATS, "seconds")
 
 

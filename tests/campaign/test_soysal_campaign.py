@@ -29,7 +29,7 @@ from test_resume import kill_after_records
 IN_PROCESS = Engine(use_ray=False, progress=False)
 STUDY = [sys.executable, "-c", "from iolab.cli import main; main()", "study", "soysal"]
 SMALL = S.Size(lambdas=(1.0, 0.0), predictor=True, schedulers=("fcfs", "conservative"), limit=200,
-               advance_schedulers=("fcfs", "sas"), advance_lambdas=(0.0,))
+               advance_schedulers=("fcfs", "sas"), advance_lambdas=(0.0,), advance_window=120)
 STAGE_RATE = 5e9  # the study's platform: R_stage = 5 R_lps
 
 
@@ -63,7 +63,7 @@ def test_engine_rows_equal_a_bare_loop(small, kth_path):
     assert same_records(s["records"], [without(r, "kind") for r in bare])
     assert all(len(r["quantiles"]) == 101 for r in s["records"])
     adv = [S.advance_run(str(kth_path), nodes, sc, lam, SMALL.limit, on, SMALL.hps_capacity_gb, SMALL.io_seed,
-                         SMALL.theta_stable, SMALL.margin)
+                         SMALL.theta_stable, SMALL.margin, SMALL.advance_window)
            for sc in SMALL.advance_schedulers for lam in SMALL.advance_lambdas for on in (False, True)]
     assert same_records([without(r, "kind") for r in adv], s["advance"])
     res = load_results(out)
@@ -78,9 +78,12 @@ def test_advance_rows_are_consistent(small, kth_path):
     rows = s["advance"]
     for r in (r for r in rows if not r["advance"]):  # advance staging off: the counters stay zero
         assert all(r[k] == 0 for k in S.ADVANCE_STATS) and r["turnaround_change"] == 0
-    spec = S.experiment(str(kth_path), 100, "sas", 0.0, SMALL.limit, io=True, seed=SMALL.io_seed,
-                        hps_capacity_gb=SMALL.hps_capacity_gb)
-    jobs = load_workload(spec)
+    jobs = [j for skip, n in S.windows(SMALL.limit, SMALL.advance_window)  # each window's spec, read alone
+            for j in load_workload(S.experiment(str(kth_path), 100, "sas", 0.0, n, skip=skip, io=True,
+                                                seed=SMALL.io_seed, hps_capacity_gb=SMALL.hps_capacity_gb))]
+    assert [j.id for j in jobs] == [j.id for j in load_workload(S.experiment(str(kth_path), 100, "sas", 0.0,
+                                                                              SMALL.limit))]
+    assert all(r["windows"] == 2 and r["jobs"] == SMALL.limit for r in rows)
     max_input = max(j.input for j in jobs)
     on = {r["scheduler"]: r for r in rows if r["advance"]}
     for r in on.values():
@@ -100,6 +103,34 @@ def test_advance_rows_are_consistent(small, kth_path):
     assert off["fcfs"]["hps_jobs"] == asking > 0
     # SAS puts jobs on HPS: some stage-in is hidden behind the wait
     assert on["sas"]["hps_jobs"] > 0 and on["sas"]["hidden_seconds"] > 0
+
+
+@pytest.mark.parametrize("n,w", [(200, 120), (600, 500), (27992, 500), (7, 3), (10, 10), (10, None), (1, 5)])
+def test_windows_cut_the_jobs_into_consecutive_near_equal_parts(n, w):
+    cuts = S.windows(n, w)
+    assert cuts[0][0] == 0 and sum(k for _, k in cuts) == n
+    assert all(a + k == b for (a, k), (b, _) in zip(cuts, cuts[1:]))  # consecutive, no gap, no overlap
+    sizes = [k for _, k in cuts]
+    assert max(sizes) - min(sizes) <= 1 and (w is None or max(sizes) <= w)
+    assert len(cuts) == (1 if w is None else -(-n // w))
+
+
+def test_a_windowed_advance_row_is_the_sum_of_its_windows_run_from_their_specs(kth_path):
+    """The study reads the trace once and cuts it; each window is also a spec of its own
+    (``skip``/``limit``/``io``) that ``iolab simulate`` runs from the file: the same numbers."""
+    from iolab.sim.batch.run import simulate_batch
+    import numpy as np
+    row = S.advance_run(str(kth_path), 100, "sas", 0.0, 150, True, 2048.0, 0, 600.0, 60.0, 60)
+    turn, hps, copies = [], 0, 0.0
+    for skip, n in S.windows(150, 60):
+        tr = simulate_batch(S.experiment(str(kth_path), 100, "sas", 0.0, n, skip=skip, io=True, advance=True,
+                                         hps_capacity_gb=2048.0, seed=0), strict=False)
+        turn += list(np.asarray(tr.jobs["end"], dtype=float) - np.asarray(tr.jobs["release"], dtype=float))
+        hps += int(np.sum(np.asarray(tr.jobs["tier"]) == "hps"))
+        copies += tr.attrs["advance_stage_in"]["early_copies"]
+    assert row["windows"] == 3 and row["jobs"] == len(turn) == 150
+    assert row["hps_jobs"] == hps > 0 and row["early_copies"] == copies
+    assert math.isclose(row["mean_turnaround"], sum(turn) / len(turn), rel_tol=1e-12)
 
 
 def test_quick_killed_mid_way_resumes_in_process_without_redoing_runs(tmp_path):
