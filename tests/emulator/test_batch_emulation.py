@@ -220,3 +220,34 @@ def test_the_run_measures_its_launch_and_exit_costs_and_validate_compares_job_by
     # text output names both comparisons
     r = CliRunner().invoke(cli, ["validate", str(path), "--traces", str(kept)])
     assert r.exit_code == 0 and "simulated with the calibration" in r.output and "in-sample" in r.output
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_an_swf_window_with_io_is_the_same_jobs_in_both_runtimes(tmp_path):
+    """``workload: {source: swf, skip, limit, io: lackner}`` (the soysal study's windows) means the
+    same jobs, volumes and schedule in a real run as in the simulator: jobs 3 and 4 of a 6-job file."""
+    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.sim.batch.run import simulate_batch
+
+    swf = tmp_path / "six.swf"
+    # 18 fields: id submit wait runtime procs cpu mem req_procs req_time req_mem status user ...
+    swf.write_text("; MaxNodes: 2\n" + "".join(
+        f"{i} {10 * i} 0 {rt} 1 -1 -1 1 {rt + 100} -1 1 {i % 2} 1 1 1 1 -1 -1\n"
+        for i, rt in enumerate((300, 200, 400, 250, 350, 300), start=1)))
+    s = BatchExperiment.model_validate({
+        "name": "swf-window", "seed": 5,
+        "platform": {"nodes": 2, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
+                     "hps": {"rate": "15 GB/s", "capacity": "150 GB"}, "stage_rate": "5 GB/s"},
+        "scheduler": "fcfs",
+        "workload": {"source": "swf", "path": str(swf), "skip": 2, "limit": 2, "io": "lackner"},
+        "emulator": {"time_scale": 0.01, "bytes_scale": BS}})
+    real = {r["id"]: r for r in run_batch_emulation(s, out=tmp_path / "run.h5", work_dir=tmp_path / "w").jobs.rows()}
+    sim = {r["id"]: r for r in simulate_batch(s).jobs.rows()}
+    assert sorted(real) == sorted(sim) == ["3", "4"]
+    for j in ("3", "4"):
+        assert real[j]["status"] == "ok" and real[j]["tier"] == sim[j]["tier"] == "lps"
+        assert real[j]["io_volume"] == sim[j]["io_volume"] > 0  # the window's draw, in both
+        assert real[j]["release"] == sim[j]["release"] == {"3": 30.0, "4": 40.0}[j]
+        assert real[j]["start"] == pytest.approx(sim[j]["start"], abs=5.0)
