@@ -13,10 +13,12 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Callable
 
-from iolab.calibration import calibrated, overheads_of, read_calibration
+from iolab.calibration import LINKS, calibrated, overheads_of, read_calibration
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
@@ -66,7 +68,8 @@ def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_di
         "spec": spec.name, "scheduler": spec.scheduler.kind, "level": "batch",
         "time_scale": spec.emulator.time_scale, "bytes_scale": spec.emulator.bytes_scale,
         "calibration": {"source": cal_source, "in_sample": calibration is None, "wall": cal["wall"],
-                        "samples": cal.get("samples", {}), "spec_seconds": overheads_of(cal, spec.emulator.time_scale)},
+                        "samples": cal.get("samples", {}), "spec_seconds": overheads_of(cal, spec.emulator.time_scale),
+                        "delivered": {k: (cal.get("delivered") or {}).get(k, math.nan) for k in LINKS}},
         "real": {"wall_seconds": real.attrs.get("wall_seconds"), "complete": real.attrs.get("complete"),
                  "failures": real.attrs.get("failures", {}), "host": real.attrs.get("host"),
                  "versions": real.attrs.get("versions", {})},

@@ -128,8 +128,10 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
         spec = calibrated(spec, cal)
         o = spec.platform.overheads
         if not as_json:
+            d = o.delivered
             click.echo(f"calibration: launch {o.launch:.4g} s, exit {o.exit:.4g} s, I/O phase {o.io_phase:.4g} s "
-                       f"(spec seconds at time_scale {spec.emulator.time_scale:g})", err=True)
+                       f"(spec seconds at time_scale {spec.emulator.time_scale:g}); links deliver lps {d.lps:.3g}, "
+                       f"hps {d.hps:.3g}, stage {d.stage:.3g} of their rates", err=True)
     batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
     trace = simulate_batch(spec, progress=SimProgress(spec.name))
     m = trace_batch_metrics(trace)

@@ -51,6 +51,9 @@ def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calib
     click.echo(f"calibration from {cal['source']}: launch {cal['wall']['launch']:.3g} s, exit "
                f"{cal['wall']['exit']:.3g} s, I/O phase {cal['wall']['io_phase']:.3g} s wall = {o['launch']:.4g}, "
                f"{o['exit']:.4g}, {o['io_phase']:.4g} spec s")
+    d = cal.get("delivered") or {}
+    click.echo("delivered link shares: " + ", ".join(
+        f"{k} {v:.3g}" if v == v else f"{k} not measured (1)" for k, v in d.items()))
     print_comparison("simulated as written (no launch/exit costs unless the spec sets platform.overheads):",
                      report["uncalibrated"])
     print_comparison("simulated with the calibration:", report["calibrated"])

@@ -155,6 +155,15 @@ class HPSTier(StrictModel):
         return out
 
 
+class DeliveredRates(StrictModel):
+    """Shares of each link's spec rate a real run delivered (1: the spec's rate).  The simulator's
+    links run at ``share x rate``; its scheduler still plans with the spec's rates."""
+
+    lps: float = Field(1.0, gt=0, le=2, description="R_lps delivered / R_lps")
+    hps: float = Field(1.0, gt=0, le=2, description="R_hps delivered / R_hps")
+    stage: float = Field(1.0, gt=0, le=2, description="R_stage delivered / R_stage")
+
+
 class Overheads(StrictModel):
     """Costs of a real job the simulator adds to its steps (spec seconds; all 0 by default, the
     lackner2019 model).  Measured by a real run (its trace's ``calibration`` attribute, wall
@@ -167,6 +176,8 @@ class Overheads(StrictModel):
                                            "(before its stage-out)")
     io_phase: Seconds = Field(0.0, description="fixed cost of every read or write phase of the job, before "
                                                "its bytes move (not of staging)")
+    delivered: DeliveredRates = Field(default_factory=DeliveredRates,
+                                      description="shares of the link rates a real run delivered")
 
 
 class BatchPlatform(StrictModel):

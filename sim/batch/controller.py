@@ -130,7 +130,8 @@ class SimController:
 
     def install(self, engine, control: bool = True) -> None:
         """Replace the engine's volume links by contention links (a spec's ``controller.model``
-        is the platform's: also when the controller is off) and attach the controller."""
+        is the platform's: also when the controller is off) and attach the controller.  The model is
+        the volume's delivered rate: ``platform.overheads.delivered`` does not scale it again."""
         for v, m in self.models.items():
             engine.links[v] = ContentionLink(m)
         if control:

@@ -90,8 +90,10 @@ class BatchEngine:
         self.rates = kernel.rates
         self.memory = memory_per_node
         self.rows = rows
-        self.links = {LPS: FairShareLink(self.rates.lps), HPS: FairShareLink(self.rates.hps),
-                      "stage": FairShareLink(self.rates.stage)}
+        d = getattr(overheads, "delivered", None)  # the links deliver these shares; the plans use the rates
+        share = (d.lps, d.hps, d.stage) if d is not None else (1.0, 1.0, 1.0)
+        self.links = {LPS: FairShareLink(self.rates.lps * share[0]), HPS: FairShareLink(self.rates.hps * share[1]),
+                      "stage": FairShareLink(self.rates.stage * share[2])}
         self.rec = BatchRecord(self.state)
         self._heap: list[tuple] = []
         self._seq = itertools.count()

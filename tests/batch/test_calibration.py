@@ -8,7 +8,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from iolab.calibration import alone, calibrated, measure, overheads_of, read_calibration
+from iolab.calibration import alone, calibrated, delivered_of, measure, overheads_of, read_calibration
 from iolab.cli import cli as main
 from iolab.errors import TraceError
 from iolab.specs import parse_spec
@@ -40,6 +40,54 @@ def test_measure_takes_medians_and_the_fixed_cost_over_the_paced_time():
     assert cal["per_job"]["c"] == {"launch": 2.0, "exit": math.nan} or math.isnan(cal["per_job"]["c"]["exit"])
     unpaced = measure(launch={}, exit={}, io_phases=[("hps", 5.0, 5.3, 100.0)], wall_rates=None, time_scale=1)
     assert all(math.isnan(v) for v in unpaced["wall"].values())
+
+
+def test_measure_separates_the_fixed_cost_from_the_delivered_rate():
+    """Phases alone on their tier, built as wall = 0.05 s + bytes / (0.8 x 100 B/s) on lps and
+    0.02 s + bytes / (1.0 x 1000 B/s) on hps: the lines (scipy's least squares, checked here against
+    the exact values they were built from) give the shares and the fixed cost; staging
+    alone at 0.9 of its rate gives 0.9 (an overlapping pair is left out)."""
+    io = []
+    t = 0.0
+    for nbytes in (10.0, 40.0, 100.0, 200.0):
+        io.append(("lps", t, t + 0.05 + nbytes / 80.0, nbytes))
+        t += 10.0
+    for nbytes in (100.0, 500.0, 1000.0):
+        io.append(("hps", t, t + 0.02 + nbytes / 1000.0, nbytes))
+        t += 10.0
+    staging = [(0.0, 100 / 45, 100.0), (50.0, 50 + 300 / 45, 300.0),  # alone: 45 of 50 B/s
+               (80.0, 90.0, 10.0), (85.0, 95.0, 10.0)]  # overlapping: left out
+    cal = measure(launch={}, exit={}, io_phases=io, wall_rates={"lps": 100.0, "hps": 1000.0}, time_scale=0.01,
+                  staging=staging, stage_wall_rate=50.0)
+    d = cal["delivered"]
+    assert d["lps"] == pytest.approx(0.8) and d["hps"] == pytest.approx(1.0) and d["stage"] == pytest.approx(0.9)
+    assert cal["fits"]["lps"]["intercept"] == pytest.approx(0.05) and cal["fits"]["lps"]["n"] == 4
+    # the fixed cost of each phase at its tier's delivered rate: 0.05 (lps) and 0.02 (hps); the median
+    assert cal["wall"]["io_phase"] == pytest.approx(0.05) and cal["samples"]["io_phase"] == 7
+    assert delivered_of(cal) == pytest.approx({"lps": 0.8, "hps": 1.0, "stage": 0.9})
+    # too few phases, or sizes too alike for a slope: not measured (the paced rate is assumed)
+    same = [("lps", 10.0 * i, 10.0 * i + 0.1 + 50 / 80.0, 50.0) for i in range(5)]
+    few = measure(launch={}, exit={}, io_phases=same + io[4:6], wall_rates={"lps": 100.0, "hps": 1000.0},
+                  time_scale=1)
+    assert math.isnan(few["delivered"]["lps"]) and math.isnan(few["delivered"]["hps"])
+    assert few["wall"]["io_phase"] == pytest.approx(0.1 + 50 / 80 - 0.5)  # lps median over the paced rate
+    assert delivered_of(few) == {} and delivered_of({"wall": {}}) == {}  # nothing measured / a version-1 record
+    # a fixed cost that comes out below 0 is refitted through the origin; scattered times are not a line
+    neg = [("lps", 10.0 * i, 10.0 * i + t, b) for i, (b, t) in enumerate([(10.0, 0.01), (100.0, 1.0), (200.0, 2.3)])]
+    c = measure(launch={}, exit={}, io_phases=neg, wall_rates={"lps": 100.0}, time_scale=1)
+    slope = (10 * 0.01 + 100 * 1.0 + 200 * 2.3) / (10 ** 2 + 100 ** 2 + 200 ** 2)
+    assert c["fits"]["lps"]["intercept"] == 0.0 and c["delivered"]["lps"] == pytest.approx(1 / slope / 100.0)
+    noisy = [("lps", 10.0 * i, 10.0 * i + t, b) for i, (b, t) in enumerate([(10.0, 2.0), (100.0, 0.5), (200.0, 2.2),
+                                                                             (50.0, 0.1)])]
+    c = measure(launch={}, exit={}, io_phases=noisy, wall_rates={"lps": 100.0}, time_scale=1)
+    assert math.isnan(c["delivered"]["lps"]) and c["fits"]["lps"]["r2"] < 0.9 and "r2" in c["fits"]["lps"]["why"]
+
+
+def test_a_calibration_sets_the_measured_shares_and_keeps_the_others():
+    cal = {"wall": {"launch": 0.1}, "delivered": {"lps": 0.7, "hps": math.nan, "stage": 0.95}}
+    o = calibrated(spec(), cal).platform.overheads
+    assert (o.delivered.lps, o.delivered.hps, o.delivered.stage) == (0.7, 1.0, 0.95)
+    assert spec().platform.overheads.delivered.lps == 1.0
 
 
 def test_wall_costs_become_the_seconds_of_the_spec_they_are_applied_to():

@@ -192,6 +192,13 @@ def test_the_run_measures_its_launch_and_exit_costs_and_validate_compares_job_by
         assert cal["per_job"][job]["launch"] == pytest.approx(trace.attrs["launch_overhead"][job])
         assert 0 < cal["per_job"][job]["exit"] < 30
     assert 0 < cal["wall"]["launch"] < 30 and cal["samples"]["io_phase"] >= 1 and cal["wall"]["io_phase"] >= 0
+    # the delivered shares: staging (a and d stage in, paced at R_stage) and, where the phases allow a
+    # line, the tiers; a measured share is what the calibrated simulation's links run at
+    d = cal["delivered"]
+    assert set(d) == {"lps", "hps", "stage"} and 0.2 < d["stage"] <= 1.2
+    o = calibrated(spec(), cal).platform.overheads.delivered
+    for k, v in d.items():
+        assert getattr(o, k) == (v if v == v else 1.0)
 
     # validate from the kept trace: the errors are those of the two traces
     kept = tmp_path / "kept"
@@ -203,6 +210,7 @@ def test_the_run_measures_its_launch_and_exit_costs_and_validate_compares_job_by
     assert r.exit_code == 0, r.output
     rep = json.loads(r.output)
     assert rep["level"] == "batch" and rep["calibration"]["in_sample"] is True
+    assert rep["calibration"]["delivered"]["stage"] == pytest.approx(d["stage"])
     sim = simulate_batch(calibrated(spec(), cal))
     c = rep["calibrated"]
     assert c["not_compared"] == ["k"] and c["tier_differs"] == [] and set(c["jobs"]) == {"a", "b", "d"}

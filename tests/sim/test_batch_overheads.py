@@ -61,6 +61,25 @@ def test_exit_comes_before_the_stage_out_and_the_fixed_cost_counts_in_each_io_ph
             assert s == pytest.approx(s0 + shift, abs=1e-9), (i, k)
 
 
+def test_a_delivered_share_stretches_that_links_phases_and_not_the_plan():
+    """``delivered`` scales what the links move per second, not the spec's rates: at half of R_hps
+    every HPS phase lasts twice as long, staging and compute do not change; at half of R_stage the
+    stage-in doubles.  SAS still picks HPS for ``a`` (it plans with the spec's rates)."""
+    base = simulate_batch(spec(JOBS[:1]), strict=True)
+    half = simulate_batch(spec(JOBS[:1], delivered={"hps": 0.5}), strict=True)
+    slow_stage = simulate_batch(spec(JOBS[:1], delivered={"stage": 0.5}), strict=True)
+    assert base.jobs["tier"][0] == half.jobs["tier"][0] == slow_stage.jobs["tier"][0] == "hps"
+    dur = lambda t: {(i, k): e - s for i, k, s, e in rows(t, "a")}  # noqa: E731
+    b, h, st = dur(base), dur(half), dur(slow_stage)
+    for key, d in b.items():
+        kind = key[1]
+        assert h[key] == pytest.approx(2 * d if kind in ("read", "write") else d, abs=1e-9), key
+        assert st[key] == pytest.approx(2 * d if kind in ("stage-in", "stage-out") else d, abs=1e-9), key
+    assert any(k in ("read", "write") for _, k in b) and any(k == "stage-in" for _, k in b)
+    with pytest.raises(Exception, match="delivered"):
+        spec(JOBS[:1], delivered={"lps": 0})
+
+
 def test_a_job_holds_its_nodes_through_its_overheads():
     base = simulate_batch(spec(), strict=True)
     t = simulate_batch(spec(launch=3.0, exit=2.0), strict=True)
