@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from itertools import accumulate
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -163,8 +164,7 @@ def windows(n: int, window: int | None) -> list[tuple[int, int]]:
         return [(0, n)]
     k = -(-n // window)
     sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
-    starts = [sum(sizes[:i]) for i in range(k)]
-    return list(zip(starts, sizes))
+    return list(zip(accumulate(sizes[:-1], initial=0), sizes))
 
 
 def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | None, advance: bool,
