@@ -87,7 +87,10 @@ def run_as_campaign(study: str, params: dict[str, Any], out: str | Path, engine:
 
 
 def rows_of(res: Results, table: str = "runs", *, ok_only: bool = True) -> list[dict[str, Any]]:
-    """The study's own rows of a results table (the engine's columns dropped), in campaign order."""
+    """The study's own rows of a results table (the engine's columns dropped), in campaign order;
+    none if no run wrote that table (e.g. a campaign of only some of a study's kinds of run)."""
+    if table != "runs" and table not in res.tables:
+        return []
     cols = res.table(table)
     keep = [c for c in cols if c not in ENGINE_COLUMNS]
     status = res.columns["status"]

@@ -327,6 +327,9 @@ def _figures(out: Path, s: dict[str, Any]) -> None:
 
     recs = s["records"]
     scheds = list(dict.fromkeys(r["scheduler"] for r in recs))
+    if not scheds:  # a campaign of advance runs only: no T_NAP figures
+        _fig_advance_if_any(plt, out, s)
+        return
     fig, axes = plt.subplots(1, len(scheds), figsize=(4.5 * len(scheds), 3.5), sharey=True, squeeze=False)
     for ax, sc in zip(axes[0], scheds):
         rs = [r for r in recs if r["scheduler"] == sc]
@@ -361,6 +364,10 @@ def _figures(out: Path, s: dict[str, Any]) -> None:
     fig.savefig(out / "fig5.png", dpi=120)
     plt.close(fig)
 
+    _fig_advance_if_any(plt, out, s)
+
+
+def _fig_advance_if_any(plt, out: Path, s: dict[str, Any]) -> None:
     adv = [r for r in s.get("advance", []) if r["advance"]]
     if adv:
         _fig_advance(plt, out, s, adv)

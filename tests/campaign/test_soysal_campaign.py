@@ -197,3 +197,13 @@ def test_campaign_file_runs_with_sweep_and_gives_the_study(kth_path, tmp_path):
     ref = S.run_study(tmp_path / "ref", S.QUICK, trace=str(trace), figures=False, engine=IN_PROCESS)
     assert same_records(swept["records"], ref["records"]) and same_records(swept["advance"], ref["advance"])
     assert (out / "fig_advance.png").is_file()
+
+
+def test_a_campaign_of_advance_runs_only_gives_its_table_and_figure(tmp_path):
+    """No T_NAP run (``schedulers: []``): no ``cdf`` table in the results, and the summary, CSVs and
+    the advance figure still come out (it crashed on the missing table before)."""
+    size = S.Size(schedulers=(), predictor=False, limit=120, advance_schedulers=("sas",), advance_lambdas=(0.0,))
+    s = S.run_study(tmp_path, size, trace="kth", figures=True, engine=IN_PROCESS)
+    assert s["records"] == [] and len(s["advance"]) == 2 and {r["advance"] for r in s["advance"]} == {False, True}
+    assert (tmp_path / "fig_advance.png").is_file() and not (tmp_path / "fig4.png").exists()
+    assert (tmp_path / "advance.csv").read_text().count("\n") == 3
