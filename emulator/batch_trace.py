@@ -105,7 +105,6 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     cal = calibration.measure(
         launch=launch_overhead, exit=exit_overhead, io_phases=io_phases, time_scale=s.time_scale,
         wall_rates={"lps": s.wall_rate(p.lps.rate), "hps": s.wall_rate(p.hps.rate)} if s.bandwidth_cap else None,
-        stage_ratio=stage_achieved / s.wall_rate(p.stage_rate) if s.bandwidth_cap else math.nan,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
         runtime="emulator-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,

@@ -95,14 +95,15 @@ def delivered_share(samples: list[tuple[float, float]], wall_rate: float) -> tup
 
 def measure(*, launch: dict[str, float], exit: dict[str, float],
             io_phases: list[tuple[str, float, float, float]], wall_rates: dict[str, float] | None,
-            time_scale: float, stage_ratio: float = math.nan,
-            staging: list[tuple[float, float, float]] | None = None, stage_wall_rate: float = math.nan
-            ) -> dict[str, Any]:
+            time_scale: float, staging: list[tuple[float, float, float]] | None = None,
+            stage_wall_rate: float = math.nan) -> dict[str, Any]:
     """The calibration record of a run: ``launch``/``exit`` per job (wall s), ``io_phases`` as
     ``(tier, wall start, wall end, real bytes)``, ``wall_rates`` the paced real B/s per tier (None:
     not paced, no ``io_phase`` and no delivered rates), ``staging`` as ``(wall start, wall end,
-    real bytes)`` transfers paced at ``stage_wall_rate``."""
+    real bytes)`` transfers paced at ``stage_wall_rate`` (``stage_rate_ratio``: all of them,
+    overlapping ones too, over that rate; ``delivered["stage"]``: those alone)."""
     fixed: list[float] = []
+    stage_ratio = math.nan
     delivered = dict.fromkeys(LINKS, math.nan)
     fits: dict[str, dict[str, float]] = {}
     if wall_rates:
@@ -117,6 +118,9 @@ def measure(*, launch: dict[str, float], exit: dict[str, float],
                 share = delivered[tier] if delivered[tier] == delivered[tier] else 1.0
                 fixed.append(max(0.0, (e - s) - nbytes / (rate * share)))
         if staging and stage_wall_rate > 0:
+            moving = [(b, e - s) for s, e, b in staging if e > s]
+            if moving:
+                stage_ratio = sum(b for b, _ in moving) / sum(t for _, t in moving) / stage_wall_rate
             lone_st = [staging[i] for i in alone([("stage", s, e, b) for s, e, b in staging])]
             secs = sum(e - s for s, e, _ in lone_st)
             fits["stage"] = {"n": len(lone_st)}

@@ -33,7 +33,7 @@ def test_only_phases_with_their_tier_to_themselves_count():
 def test_measure_takes_medians_and_the_fixed_cost_over_the_paced_time():
     cal = measure(launch={"a": 1.0, "b": 3.0, "c": 2.0}, exit={"a": 0.5, "b": 0.7},
                   io_phases=[("lps", 0.0, 1.2, 100.0), ("hps", 5.0, 5.3, 100.0), ("lps", 0.5, 0.6, 1.0)],
-                  wall_rates={"lps": 100.0, "hps": 1000.0}, time_scale=0.01, stage_ratio=0.9)
+                  wall_rates={"lps": 100.0, "hps": 1000.0}, time_scale=0.01)
     assert cal["wall"]["launch"] == 2.0 and cal["wall"]["exit"] == pytest.approx(0.6)
     # the two lps phases overlap: only the hps one counts, 0.3 s for 0.1 s of paced transfer
     assert cal["wall"]["io_phase"] == pytest.approx(0.2) and cal["samples"]["io_phase"] == 1
