@@ -56,7 +56,9 @@ class _ControllerActor:
         self.moved: dict[str, tuple[float, int]] = {}  # volume -> (wall, bytes written so far) at its last sample
         self.devices = {v: device_of(d) for v, d in self.volumes.items()}
         # a volume without a block device (tmpfs, overlay): its byte counter is the storage manager's
-        self.manager = config.get("manager")  # (actor name, namespace) or None
+        # the storage manager's handle, looked up here, before the sampler thread starts: a lookup from
+        # that thread while this one unpickles a call's arguments can deadlock inside Ray
+        self.manager = self._lookup(config.get("manager"))
         self.last: dict[str, float] = {}
         self.writers: dict[str, int] = {}  # jobs with files on the volume at the last cycle
         self.bytes_written = 0
@@ -109,16 +111,27 @@ class _ControllerActor:
                                          ops_rate, queued])
             self.stop.wait(max(0.0, self.d_wall - (time.time() - t0)))
 
+    @staticmethod
+    def _lookup(manager: list | None) -> Any:
+        """The handle of the actor ``manager`` = (name, namespace) names, or None (none named, none found)."""
+        if not manager:
+            return None
+        import ray  # lazy: only inside the actor, where Ray is up
+
+        try:
+            return ray.get_actor(manager[0], namespace=manager[1])
+        except ValueError:
+            return None
+
     def _manager_counters(self, volume: str) -> dict | None:
         """The storage manager's counters of ``volume``'s link (``StorageManager.counters``: real bytes,
         bookings, queued wall seconds), or None (no manager, no answer)."""
-        if not self.manager:
+        if self.manager is None:
             return None
         try:
             import ray  # lazy: only inside the actor, where Ray is up
 
-            h = ray.get_actor(self.manager[0], namespace=self.manager[1])
-            return ray.get(h.counters.remote(), timeout=5.0).get(volume)
+            return ray.get(self.manager.counters.remote(), timeout=5.0).get(volume)
         except Exception:  # noqa: BLE001 - a counter is a bonus; the response time is the sample
             return None
 

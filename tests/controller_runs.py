@@ -6,6 +6,8 @@ jobs' results, and a thread that kills the controller actor once a job is really
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from typing import Callable
@@ -44,11 +46,29 @@ def all_stopped(pids) -> bool:
     return bool(pids) and all(process_state(p) in ("T", "t") for p in pids)
 
 
+KILL_CONTROLLER = """
+import json, sys, time
+import ray
+ray.init(address=sys.argv[1], log_to_driver=False)
+for a in ray.util.list_named_actors(all_namespaces=True):
+    if a["name"].startswith("controller-"):
+        ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=True)
+        print(json.dumps({"at": time.time()}), flush=True)
+        break
+ray.shutdown()
+"""
+
+
 def kill_controller_when(stopped: Callable[[], list[str]], killed: dict, ready: Callable[[], bool] = lambda: True,
                          timeout: float = 200.0) -> threading.Thread:
     """A daemon thread that kills the run's controller actor (``controller-*``, any namespace) as soon
     as ``stopped()`` names a job whose processes are really stopped and ``ready()`` holds; it fills
-    ``killed`` with ``at`` (wall time) and ``stopped`` (those jobs)."""
+    ``killed`` with ``at`` (wall time) and ``stopped`` (those jobs).
+
+    The kill comes from a driver process of its own that joins the run's Ray: a thread of the run's
+    driver that looks up an actor while the run waits on results can deadlock inside Ray (seen in CI:
+    a thread stuck unpickling an actor class held Ray's lock, and every later ``ray.get`` of the
+    session hung)."""
     import ray
 
     def run():
@@ -56,11 +76,12 @@ def kill_controller_when(stopped: Callable[[], list[str]], killed: dict, ready: 
         while time.time() < deadline:
             jobs = stopped()
             if jobs and ready() and ray.is_initialized():
-                for a in ray.util.list_named_actors(all_namespaces=True):
-                    if a["name"].startswith("controller-"):
-                        ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=True)
-                        killed.update(at=time.time(), stopped=jobs)
-                        return
+                out = subprocess.run([sys.executable, "-c", KILL_CONTROLLER, ray.get_runtime_context().gcs_address],
+                                     capture_output=True, text=True, timeout=120)
+                lines = out.stdout.strip().splitlines()
+                if lines:
+                    killed.update(json.loads(lines[-1]), stopped=jobs)
+                    return
             time.sleep(0.1)
 
     t = threading.Thread(target=run, daemon=True)

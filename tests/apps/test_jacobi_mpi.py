@@ -81,14 +81,17 @@ def test_distributed_solution_equals_serial_jacobi(tmp_path, ranks):
 
 
 def test_duration_mode_phases_last_their_time(tmp_path):
-    # 4 ranks on 2 cores (oversubscribed). Measured |error| <= 8 ms (grids 256-2048, 1-4 ranks);
-    # the 50 ms bound leaves room for a loaded CI machine.
+    # 4 ranks on 2 cores (oversubscribed). Measured |error| <= 8 ms (grids 256-2048, 1-4 ranks) here; a
+    # loaded CI machine once gave one phase 98 ms (a rank descheduled in its last sweep). So the typical
+    # phases are held to 25 ms (three of four) and every phase to 150 ms; a mode that ignored its time would
+    # miss by far more.
     plan = json.dumps([["compute", 0.4]] * 4)
     s = summary(launch(4, "--app-id", "d", "--grid", "64", "--phases-json", plan, "--out-dir", str(tmp_path),
                        cwd=tmp_path))
     errors = [p["seconds"] - p["target"] for p in s["phases"]]
     assert len(errors) == 4
-    assert max(abs(e) for e in errors) <= 0.05, errors
+    assert sorted(abs(e) for e in errors)[2] <= 0.025, errors  # three phases of four
+    assert max(abs(e) for e in errors) <= 0.15, errors
     assert all(p["sweeps"] > 10 and p["paused"] == 0 for p in s["phases"])
     # the next phase starts right after the previous one ends: no hidden gaps
     for a, b in zip(s["phases"], s["phases"][1:]):

@@ -1,9 +1,12 @@
-"""The arbiter as a real Ray actor, driven through the app-side client from two threads."""
+"""The arbiter as a real Ray actor, driven through the app-side client from two processes."""
 
 from __future__ import annotations
 
-import threading
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -29,40 +32,35 @@ def make(policy, name, cap=None, phases=4):
                           name=name, namespace="iolab-test")
 
 
-def client_run(arb, gcs, app, spans, errors, phases=4, hold=0.05, nbytes=0):
+CLIENT = Path(__file__).with_name("arbiter_client.py")
+
+
+def run_two(arb, gcs, phases=4, hold=0.05, nbytes=0):
+    """Apps A and B, each a process of its own (as app ranks are), against ``arb``; the gate opens once
+    the actor counts both as arrived. Returns their spans, sorted by grant time, and the gate's time."""
+    procs = [subprocess.Popen([sys.executable, str(CLIENT), gcs, arb.namespace, arb.name, a, str(phases), str(hold),
+                               str(nbytes)], stdout=subprocess.PIPE, text=True) for a in "AB"]
     try:
-        c = RayCoordinator({"address": gcs, "namespace": arb.namespace, "actor": arb.name, "app": app}, 0, 1)
-        for p in range(phases):
-            g = c.begin_io(p, "write", 1)
-            t = time.time()
-            if nbytes:
-                c.throttle(nbytes)
-            time.sleep(hold)
-            spans.append((app, g.granted_at, time.time()))
-            c.end_io(p, 1)
-            c.report(p, "write", g.granted_at, time.time(), 1)
-        c.finish(True)
-    except Exception as exc:  # pragma: no cover - reported below
-        errors.append(exc)
-
-
-def run_two(arb, gcs, **kw):
-    spans, errors = [], []
-    threads = [threading.Thread(target=client_run, args=(arb, gcs, a, spans, errors), kwargs=kw) for a in "AB"]
-    for t in threads:
-        t.start()
-    time.sleep(0.3)  # both wait at their start gates
-    arb.start()
-    for t in threads:
-        t.join(60)
+        deadline = time.time() + 120
+        while sum(s["arrived"] for s in arb.status().values()) < 2:
+            assert time.time() < deadline, "the clients never reached their start gates"
+            assert all(p.poll() is None for p in procs), "a client ended before its start gate"
+            time.sleep(0.05)
+        gate = arb.start()
+        outs = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    errors = [o["error"] for o in outs if "error" in o]
     assert not errors, errors
-    return sorted(spans, key=lambda s: s[1])
+    return sorted((tuple(s) for o in outs for s in o["spans"]), key=lambda s: s[1]), gate
 
 
 def test_exclusive_grants_never_overlap(ray_up):
     arb = make("fifo", "excl")
     try:
-        spans = run_two(arb, ray_up)
+        spans, _ = run_two(arb, ray_up)
         assert len(spans) == 8
         for (_, _, end), (_, start, _) in zip(spans, spans[1:]):
             assert start >= end - 1e-3  # next grant only after the previous transfer ended
@@ -77,7 +75,7 @@ def test_exclusive_grants_never_overlap(ray_up):
 def test_shared_policy_lets_transfers_overlap(ray_up):
     arb = make("shared", "shared")
     try:
-        spans = run_two(arb, ray_up, hold=0.2)
+        spans, _ = run_two(arb, ray_up, hold=0.2)
         assert any(b[1] < a[2] for a, b in zip(spans, spans[1:]))
     finally:
         arb.kill()
@@ -86,9 +84,8 @@ def test_shared_policy_lets_transfers_overlap(ray_up):
 def test_cap_paces_both_writers_together(ray_up):
     arb = make("shared", "capped", cap=1_000_000.0, phases=1)
     try:
-        t = time.time()
-        run_two(arb, ray_up, phases=1, hold=0.0, nbytes=250_000)
-        assert 0.45 <= time.time() - t - 0.3 <= 1.5  # 2 x 250 kB at 1 MB/s, after the gate
+        spans, gate = run_two(arb, ray_up, phases=1, hold=0.0, nbytes=250_000)
+        assert 0.45 <= max(end for _, _, end in spans) - gate <= 1.5  # 2 x 250 kB at 1 MB/s, after the gate
     finally:
         arb.kill()
 
