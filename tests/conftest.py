@@ -32,3 +32,24 @@ def _no_ray_leaks_between_modules():
         import warnings
 
         warnings.warn("a test module left Ray initialised; shut it down", stacklevel=1)
+
+
+_RAY_TIMED_OUT: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A Ray test that ran into pytest-timeout leaves this process's Ray in an unknown state: a
+    thread stuck inside Ray may hold its lock, and then every later ``ray.get`` of the session
+    hangs until its own timeout (a CI run once went past its 90 minutes that way). Note it."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and item.get_closest_marker("ray") and "Timeout" in str(report.longrepr):
+        _RAY_TIMED_OUT.append(item.nodeid)
+
+
+def pytest_runtest_setup(item):
+    """After a Ray test timed out, stop the session at the next Ray test, naming the first one."""
+    if _RAY_TIMED_OUT and item.get_closest_marker("ray"):
+        pytest.exit(f"{_RAY_TIMED_OUT[0]} timed out inside Ray; later Ray tests in this process could only "
+                    "hang, so the session stops here", returncode=1)
