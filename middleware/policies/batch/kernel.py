@@ -137,7 +137,9 @@ class BatchKernel:
         Snapshot.check_jobs([s.queued for s in self.jobs], total_nodes)
         self.by_id = {s.queued.id: s for s in self.jobs}
         self.queue: dict[str, JobState] = {}  # insertion order = submit order
-        self._queued: list[QueuedJob] = []  # what the queue holds, in its order (the snapshot's tuple)
+        # what the queue holds, in its order (the snapshot's tuple), by id: a start deep in the queue (a
+        # backfill) is removed without comparing it with every job ahead of it
+        self._queued: dict[str, QueuedJob] = {}
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self.running: dict[str, JobState] = {}  # every job holding nodes
         self.free_nodes = total_nodes
@@ -181,7 +183,7 @@ class BatchKernel:
         if self.predictor is not None:
             self._predict(s)
         self.queue[s.queued.id] = s
-        self._queued.append(s.queued)
+        self._queued[s.queued.id] = s.queued
         self._sizes[s.queued.nodes] = self._sizes.get(s.queued.nodes, 0) + 1
         self.changed = True
         self._due = None
@@ -189,7 +191,7 @@ class BatchKernel:
     def snapshot(self, t: float) -> Snapshot:
         return Snapshot.trusted(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
-            queue=tuple(self._queued),
+            queue=tuple(self._queued.values()),
             running=tuple(self._running_view(s) for s in self.running.values()),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
@@ -198,7 +200,7 @@ class BatchKernel:
     def _dequeue(self, q: QueuedJob) -> None:
         self._due = None
         del self.queue[q.id]
-        self._queued.remove(q)  # the head, mostly: found at once (identity first)
+        del self._queued[q.id]
         left = self._sizes[q.nodes] - 1
         if left:
             self._sizes[q.nodes] = left

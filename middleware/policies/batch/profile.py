@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 
 from .snapshot import HPS, Snapshot
 
 
-def _expected_end(r) -> float:
-    return r.expected_end
+_expected_end = operator.attrgetter("expected_end")  # the sort key, without a Python call per job
 
 
 class Profile:
@@ -48,11 +48,14 @@ class Profile:
         prof = cls(now, snap.free_nodes, float(snap.hps_free or 0.0), eps)
         grace_end = now + snap.overrun_grace
         running = sorted(snap.running, key=_expected_end)
-        ends = [r.expected_end if r.expected_end > now else grace_end for r in running]
-        if any(a > b for a, b in zip(ends, ends[1:])):  # an overrun's stand-in end is out of order
-            for r, end in zip(running, ends):
-                prof.add(end, math.inf, -r.nodes, -(r.storage if r.tier == HPS else 0.0))
-            return prof
+        if running and running[0].expected_end <= now:  # an overrun (the earliest end is the first)
+            ends = [r.expected_end if r.expected_end > now else grace_end for r in running]
+            if any(a > b for a, b in zip(ends, ends[1:])):  # an overrun's stand-in end is out of order
+                for r, end in zip(running, ends):
+                    prof.add(end, math.inf, -r.nodes, -(r.storage if r.tier == HPS else 0.0))
+                return prof
+        else:  # nobody overran: the ends are the sorted expected ends
+            ends = [r.expected_end for r in running]
         times, nodes, hps = prof.times, prof.nodes, prof.hps
         n, h = nodes[0], hps[0]
         for r, end in zip(running, ends):
