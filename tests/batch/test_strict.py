@@ -172,6 +172,30 @@ def test_a_runtime_that_queues_a_job_early_or_moves_it_illegally():
     assert (err.value.rule, err.value.subject, err.value.time) == ("job-state", "a", 60.0)
 
 
+def test_a_running_job_changed_behind_the_kernels_back():
+    """The kernel keeps the snapshot's running jobs between decisions; a change it was not told of
+    (here an expected end moved by hand) is caught at the next decision, in strict mode."""
+    k = kernel()
+    k.submit(k.by_id["a"], 0.0)
+    (a,) = k.decide(0.0)
+    assert k.snapshot(1.0).running[0].expected_end == 100.0  # the kept tuple is built here
+    k.submit(k.by_id["b"], 5.0)
+    a.expected_end += 500.0  # not through resume or extend_estimate
+    with pytest.raises(InvariantViolation) as err:
+        k.decide(5.0)
+    assert (err.value.rule, err.value.time) == ("running-view", 5.0)
+    # told through the kernel (a suspension and its resume), the kept tuple follows
+    k = kernel()
+    k.submit(k.by_id["a"], 0.0)
+    (a,) = k.decide(0.0)
+    assert k.snapshot(1.0).running[0].expected_end == 100.0
+    k.suspend(a, 1.0)
+    k.resume(a, 3.0)
+    k.submit(k.by_id["b"], 5.0)
+    k.decide(5.0)
+    assert k.snapshot(5.0).running[0].expected_end == a.expected_end == 102.0
+
+
 def test_without_strict_the_decision_checks_are_off_but_the_books_still_refuse_double_booking():
     s = spec([dict(j, submit=0) for j in JOBS])
     with pytest.raises(InvariantViolation) as err:

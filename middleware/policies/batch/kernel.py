@@ -142,6 +142,9 @@ class BatchKernel:
         self._queued: dict[str, QueuedJob] = {}
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self.running: dict[str, JobState] = {}  # every job holding nodes
+        # the snapshot's running tuple, kept until a job starts or ends or a running job's view changes
+        # (its tier, storage or expected end: _start, fall_back, resume, extend_estimate, finish)
+        self._views: tuple[RunningJob, ...] | None = None
         self.free_nodes = total_nodes
         self.hps_free = hps_capacity
         self.changed = False  # something happened since the last decision
@@ -192,7 +195,7 @@ class BatchKernel:
         return Snapshot.trusted(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
             queue=tuple(self._queued.values()),
-            running=tuple(self._running_view(s) for s in self.running.values()),
+            running=self._running_views(t),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
             rates=self.rates)
@@ -206,6 +209,19 @@ class BatchKernel:
             self._sizes[q.nodes] = left
         else:
             del self._sizes[q.nodes]
+
+    def _running_views(self, t: float) -> tuple[RunningJob, ...]:
+        """The running jobs as the policy sees them, in start order; built again only after a change
+        (strict mode checks the kept tuple against a fresh one)."""
+        v = self._views
+        if v is None:
+            v = self._views = tuple(self._running_view(s) for s in self.running.values())
+        elif self.checker is not None:
+            fresh = tuple(self._running_view(s) for s in self.running.values())
+            if fresh != v:
+                raise InvariantViolation("running-view", t, "",
+                                         "the kernel's kept running jobs differ from its running set")
+        return v
 
     @staticmethod
     def _running_view(s: JobState) -> RunningJob:
@@ -259,6 +275,7 @@ class BatchKernel:
         self.free_nodes -= q.nodes
         self.hps_free -= storage
         s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
+        self._views = None
         self._take_nodes(s)
         if tier == HPS:
             s.state = ALLOCATING
@@ -296,6 +313,7 @@ class BatchKernel:
         self.hps_free += s.storage
         s.tier, s.storage, s.parts, s.fell_back, s.message = LPS, 0.0, (), True, reason
         s.expected_end = t + s.queued.walltime
+        self._views = None
         s.state = RUNNING
         self.changed = True  # the HPS bytes the policy reserved are back
         if self.checker is not None:
@@ -334,6 +352,7 @@ class BatchKernel:
         s.state, s.resume_state = s.resume_state, ""
         s.suspensions.append((s.suspended_at, t))
         s.expected_end += t - s.suspended_at
+        self._views = None
         s.suspended_at = math.nan
         self.changed = True  # a reservation behind it moved
 
@@ -348,6 +367,7 @@ class BatchKernel:
             self.checker.finish(s, state, t)
         s.end = t
         del self.running[s.queued.id]
+        self._views = None
         self.free_nodes += s.queued.nodes
         self._give_nodes(s, t)
         if s.tier == HPS:
@@ -432,6 +452,7 @@ class BatchKernel:
         if w <= s.queued.walltime:
             return False
         s.expected_end += w - s.queued.walltime
+        self._views = None
         s.queued = replace(s.queued, walltime=w)
         self.changed = True
         return True

@@ -108,20 +108,19 @@ class Profile:
         self.add(start, start + duration, nodes, hps)
 
     # -- queries --------------------------------------------------------------
-    def _ok(self, k: int, nodes: int, hps: float) -> bool:
-        return self.nodes[k] >= nodes and self.hps[k] + self.eps >= hps
-
     def fits(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> bool:
-        i = bisect.bisect_right(self.times, start) - 1
-        if i < 0:
+        """Whether ``nodes`` and ``hps`` bytes are free throughout ``[start, start + duration)``."""
+        times, free, room, eps = self.times, self.nodes, self.hps, self.eps
+        k = bisect.bisect_right(times, start) - 1
+        if k < 0:
             return False
         end = start + duration
-        k = i
+        n = len(times)
         while True:
-            if not self._ok(k, nodes, hps):
+            if free[k] < nodes or not room[k] + eps >= hps:  # segment k lacks nodes or bytes
                 return False
             k += 1
-            if k >= len(self.times) or self.times[k] >= end:
+            if k >= n or times[k] >= end:
                 return True
 
     def earliest_fit(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None) -> float:
@@ -135,7 +134,7 @@ class Profile:
             k = i
             blocked = -1
             while True:
-                if free[k] < nodes or not room[k] + eps >= hps:  # not _ok(k), inline (same floats)
+                if free[k] < nodes or not room[k] + eps >= hps:  # segment k lacks nodes or bytes (as in fits)
                     blocked = k
                     break
                 k += 1
