@@ -173,12 +173,12 @@ def test_a_runtime_that_queues_a_job_early_or_moves_it_illegally():
 
 
 def test_a_running_job_changed_behind_the_kernels_back():
-    """The kernel keeps the snapshot's running jobs between decisions; a change it was not told of
+    """The kernel keeps what the policies see of its running jobs; a change it was not told of
     (here an expected end moved by hand) is caught at the next decision, in strict mode."""
     k = kernel()
     k.submit(k.by_id["a"], 0.0)
     (a,) = k.decide(0.0)
-    assert k.snapshot(1.0).running[0].expected_end == 100.0  # the kept tuple is built here
+    assert k.snapshot(1.0).running[0].expected_end == 100.0
     k.submit(k.by_id["b"], 5.0)
     a.expected_end += 500.0  # not through resume or extend_estimate
     with pytest.raises(InvariantViolation) as err:

@@ -97,7 +97,6 @@ class JobState:
     step: int = -1
     step_start: float = 0.0
     node_ids: int = 0  # mask of the node ids it holds (bit i = node i; see .nodes), 0 before its start
-    view: Any = field(default=None, repr=False)  # the RunningJob the policies last saw (BatchKernel._running_view)
 
     @property
     def id(self) -> str:
@@ -142,9 +141,10 @@ class BatchKernel:
         self._queued: dict[str, QueuedJob] = {}
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self.running: dict[str, JobState] = {}  # every job holding nodes
-        # the snapshot's running tuple, kept until a job starts or ends or a running job's view changes
-        # (its tier, storage or expected end: _start, fall_back, resume, extend_estimate, finish)
-        self._views: tuple[RunningJob, ...] | None = None
+        # what the policies see of each running job, in start order (the snapshot's running tuple), kept
+        # as jobs start and end and as a running job's tier, storage or expected end changes (_start,
+        # fall_back, resume, extend_estimate, finish): a snapshot copies it instead of building it
+        self._views: dict[str, RunningJob] = {}
         self.free_nodes = total_nodes
         self.hps_free = hps_capacity
         self.changed = False  # something happened since the last decision
@@ -211,25 +211,21 @@ class BatchKernel:
             del self._sizes[q.nodes]
 
     def _running_views(self, t: float) -> tuple[RunningJob, ...]:
-        """The running jobs as the policy sees them, in start order; built again only after a change
-        (strict mode checks the kept tuple against a fresh one)."""
-        v = self._views
-        if v is None:
-            v = self._views = tuple(self._running_view(s) for s in self.running.values())
-        elif self.checker is not None:
-            fresh = tuple(self._running_view(s) for s in self.running.values())
-            if fresh != v:
-                raise InvariantViolation("running-view", t, "",
-                                         "the kernel's kept running jobs differ from its running set")
+        """The running jobs as the policy sees them, in start order (strict mode checks the kept views
+        against views built afresh from the running jobs)."""
+        v = tuple(self._views.values())
+        if self.checker is not None and v != tuple(map(self._running_view, self.running.values())):
+            raise InvariantViolation("running-view", t, "", "the kernel's kept running jobs differ from its running set")
         return v
 
     @staticmethod
     def _running_view(s: JobState) -> RunningJob:
-        """What the policy sees of a running job; rebuilt only when what it shows changed."""
-        v = s.view
-        if v is None or v.expected_end != s.expected_end or v.tier != s.tier or v.storage != s.storage:
-            v = s.view = RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
-        return v
+        """What the policy sees of the running job ``s``."""
+        return RunningJob(s.queued.id, s.queued.nodes, s.expected_end, s.tier, s.storage)
+
+    def _seen(self, s: JobState) -> None:
+        """``s`` started, or its tier, storage or expected end changed: the policies see it so."""
+        self._views[s.queued.id] = self._running_view(s)
 
     def decide(self, t: float) -> list[JobState]:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
@@ -275,7 +271,7 @@ class BatchKernel:
         self.free_nodes -= q.nodes
         self.hps_free -= storage
         s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
-        self._views = None
+        self._seen(s)
         self._take_nodes(s)
         if tier == HPS:
             s.state = ALLOCATING
@@ -313,7 +309,7 @@ class BatchKernel:
         self.hps_free += s.storage
         s.tier, s.storage, s.parts, s.fell_back, s.message = LPS, 0.0, (), True, reason
         s.expected_end = t + s.queued.walltime
-        self._views = None
+        self._seen(s)
         s.state = RUNNING
         self.changed = True  # the HPS bytes the policy reserved are back
         if self.checker is not None:
@@ -352,7 +348,7 @@ class BatchKernel:
         s.state, s.resume_state = s.resume_state, ""
         s.suspensions.append((s.suspended_at, t))
         s.expected_end += t - s.suspended_at
-        self._views = None
+        self._seen(s)
         s.suspended_at = math.nan
         self.changed = True  # a reservation behind it moved
 
@@ -367,7 +363,7 @@ class BatchKernel:
             self.checker.finish(s, state, t)
         s.end = t
         del self.running[s.queued.id]
-        self._views = None
+        del self._views[s.queued.id]
         self.free_nodes += s.queued.nodes
         self._give_nodes(s, t)
         if s.tier == HPS:
@@ -452,7 +448,7 @@ class BatchKernel:
         if w <= s.queued.walltime:
             return False
         s.expected_end += w - s.queued.walltime
-        self._views = None
+        self._seen(s)
         s.queued = replace(s.queued, walltime=w)
         self.changed = True
         return True
