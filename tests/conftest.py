@@ -40,8 +40,9 @@ _RAY_TIMED_OUT: list[str] = []
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A Ray test that ran into pytest-timeout leaves this process's Ray in an unknown state: a
-    thread stuck inside Ray may hold its lock, and then every later ``ray.get`` of the session
-    hangs until its own timeout (a CI run once went past its 90 minutes that way). Note it."""
+    thread stuck inside Ray may hold its lock, and then later ``ray.get`` calls of the session can
+    hang until their own timeouts (a CI run once lost 20 minutes to four such tests, and did not
+    finish in its 90). Note it."""
     outcome = yield
     report = outcome.get_result()
     if report.failed and item.get_closest_marker("ray") and "Timeout" in str(report.longrepr):
@@ -49,7 +50,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_setup(item):
-    """After a Ray test timed out, stop the session at the next Ray test, naming the first one."""
+    """After a Ray test timed out, stop the session at the next Ray test, naming the first one: a
+    clear failure now rather than a run that times out with nothing said."""
     if _RAY_TIMED_OUT and item.get_closest_marker("ray"):
-        pytest.exit(f"{_RAY_TIMED_OUT[0]} timed out inside Ray; later Ray tests in this process could only "
-                    "hang, so the session stops here", returncode=1)
+        pytest.exit(f"{_RAY_TIMED_OUT[0]} timed out inside Ray; later Ray tests in this process may hang "
+                    "on what it left, so the session stops here", returncode=1)

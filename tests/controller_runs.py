@@ -67,8 +67,8 @@ def kill_controller_when(stopped: Callable[[], list[str]], killed: dict, ready: 
 
     The kill comes from a driver process of its own that joins the run's Ray: a thread of the run's
     driver that looks up an actor while the run waits on results can deadlock inside Ray (seen in CI:
-    a thread stuck unpickling an actor class held Ray's lock, and every later ``ray.get`` of the
-    session hung)."""
+    a thread stuck unpickling an actor class held Ray's lock, and the calls waiting on that lock
+    hung until pytest-timeout stopped their tests)."""
     import ray
 
     def run():

@@ -1,6 +1,6 @@
 """One app of test_arbiter_actor.py, as its own process (an app rank is a process, never a thread of the
 driver: Ray's driver can deadlock when several threads look up an actor while others wait on results, and
-a stuck thread holding Ray's lock would hang every later Ray test of the session).
+a stuck thread holding Ray's lock can hang later Ray calls of the session).
 
     python arbiter_client.py GCS NAMESPACE ACTOR APP PHASES HOLD NBYTES
 
