@@ -48,14 +48,13 @@ class Profile:
         prof = cls(now, snap.free_nodes, float(snap.hps_free or 0.0), eps)
         grace_end = now + snap.overrun_grace
         running = sorted(snap.running, key=_expected_end)
-        if running and running[0].expected_end <= now:  # an overrun (the earliest end is the first)
-            ends = [r.expected_end if r.expected_end > now else grace_end for r in running]
+        ends = [r.expected_end for r in running]
+        if ends and ends[0] <= now:  # an overran job (sorted: the first end is the earliest)
+            ends = [e if e > now else grace_end for e in ends]
             if any(a > b for a, b in zip(ends, ends[1:])):  # an overrun's stand-in end is out of order
                 for r, end in zip(running, ends):
                     prof.add(end, math.inf, -r.nodes, -(r.storage if r.tier == HPS else 0.0))
                 return prof
-        else:  # nobody overran: the ends are the sorted expected ends
-            ends = [r.expected_end for r in running]
         times, nodes, hps = prof.times, prof.nodes, prof.hps
         n, h = nodes[0], hps[0]
         for r, end in zip(running, ends):
