@@ -44,13 +44,16 @@ class _ArbiterActor:
         self.calls = 0
 
     # -- the ticker ------------------------------------------------------------------------
-    def _settle(self) -> None:
+    def _settle(self, wake: bool = True) -> None:
+        """Decide now; ``wake``: a call changed the state, so the ticker recomputes when it is next due.
+        The ticker itself settles with ``wake=False``: waking itself would make it spin (it did, until
+        2026-11-24: one core of the machine busy in the arbiter throughout every real run)."""
         try:
             self._decide()
         except InvariantViolation as exc:  # strict mode: the run stops; every waiting app is told
             for app in list(self.gate_waiters) + list(self.grant_waiters):
                 self._fail_waiters(app, exc)
-        if self._wake is not None:
+        if wake and self._wake is not None:
             self._wake.set()
 
     def _check(self) -> None:
@@ -89,7 +92,7 @@ class _ArbiterActor:
             except asyncio.TimeoutError:
                 pass
             self._wake.clear()
-            self._settle()
+            self._settle(wake=False)
 
     def _ensure_ticker(self) -> None:
         if self._task is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab.middleware.actor_handle import call
 from iolab.middleware.arbiter import AppFailed, Arbiter
 from iolab.middleware.client import RayCoordinator
 from iolab.middleware.policies.io_apps import IOApp
@@ -55,6 +57,30 @@ def run_two(arb, gcs, phases=4, hold=0.05, nbytes=0):
     errors = [o["error"] for o in outs if "error" in o]
     assert not errors, errors
     return sorted((tuple(s) for o in outs for s in o["spans"]), key=lambda s: s[1]), gate
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_started_actor_sleeps_between_decisions(ray_up):
+    """Once started, the ticker waits for a call or the next due time; it must not wake itself.
+    (It did: every settle re-armed its wake event, and the actor took a whole core through every real
+    run, on a 2-core machine half of what the apps had.)"""
+    arb = make("fifo", "idle")
+    try:
+        arb.start()
+        pid = call(arb.handle.__ray_call__.remote(lambda self: os.getpid()), timeout=60)
+        time.sleep(0.5)
+        c0, t0 = _cpu_seconds(pid), time.monotonic()
+        time.sleep(3.0)
+        share = (_cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+        assert share < 0.1, f"the idle arbiter actor used {share:.0%} of a core"
+        assert sum(s["arrived"] for s in arb.status().values()) == 0  # it was idle: nobody had arrived
+    finally:
+        arb.kill()
 
 
 def test_exclusive_grants_never_overlap(ray_up):
