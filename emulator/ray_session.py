@@ -31,6 +31,18 @@ _counter = itertools.count()
 PRIORITY_ENV = {"RAY_worker_niceness": "0", "RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
 
 
+def prepare_local_ray() -> None:
+    """Set, unless already set, the environment a local Ray that runs real apps starts with (before
+    ``ray.init``): workers at nice 0, none started ahead (:data:`PRIORITY_ENV`), and no memory monitor.
+    Ray's memory monitor kills workers when the host runs low, and the arbiter actor is a worker: a
+    neighbour's memory spike must not end the run.  Used by :meth:`RaySession.open` and by a sweep of
+    real runs (``runtime: emulate``), so that a spec's apps and actors run at the same priorities
+    either way."""
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
+    for key, value in PRIORITY_ENV.items():
+        os.environ.setdefault(key, value)
+
+
 @dataclass
 class RaySession:
     gcs_address: str
@@ -48,11 +60,7 @@ class RaySession:
                 if address:
                     ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level="ERROR")
                 else:
-                    # Ray's memory monitor kills workers when the host runs low, and the
-                    # arbiter actor is a worker: a neighbour's memory spike must not end the run.
-                    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
-                    for key, value in PRIORITY_ENV.items():
-                        os.environ.setdefault(key, value)
+                    prepare_local_ray()
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                              namespace=namespace, log_to_driver=False, logging_level="ERROR")
             except Exception as exc:

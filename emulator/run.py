@@ -272,7 +272,20 @@ class Emulation:
             exit_codes=self.exit_codes, bytes_booked=rec["bytes_booked"], t0=self.t0,
             wall_seconds=time.time() - self.t0, launch_seconds=self.t0 - self.wall0, work_dir=str(self.work),
             launcher=self.launcher.name, app_launch_seconds=self.launcher.launch_seconds(self.launched),
+            nice=self._niceness(),
         )
+
+    def _niceness(self) -> dict[str, int]:
+        """The priorities this run had: the driver's, the arbiter actor's, and the apps' (``nice -n
+        emulator.nice`` adds to the launching process's, up to 19; under Slurm, to the job step's)."""
+        driver = os.nice(0)
+        out = {"driver": driver, "apps": min(19, driver + self.spec.emulator.nice)
+               if self.launcher.name == "mpiexec" else self.spec.emulator.nice}
+        try:
+            out["arbiter"] = self.arbiter.nice()
+        except Exception:  # a dead actor: the trace is still written, without its priority
+            pass
+        return out
 
 
 def versions() -> dict[str, str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 from typing import Any
 
@@ -107,6 +108,9 @@ class _ArbiterActor:
     # -- the run ---------------------------------------------------------------------------
     async def ping(self) -> float:
         return time.time()
+
+    async def nice(self) -> int:
+        return os.nice(0)
 
     async def start(self, t0: float) -> None:
         self._ensure_ticker()
@@ -262,6 +266,11 @@ class Arbiter(ActorHandle):
 
     def status(self) -> dict[str, dict]:
         return call(self._h.status.remote(), timeout=60)
+
+    def nice(self) -> int:
+        """The actor process's niceness (a run's trace records it: an actor at Ray's default nice 15
+        answers late when the apps keep the cores busy)."""
+        return call(self._h.nice.remote(), timeout=60)
 
     def progress(self) -> dict:
         return call(self._h.progress.remote(), timeout=60)

@@ -69,7 +69,7 @@ def write_manifest(out: Path, campaign, source: str, runs: list[Run]) -> dict[st
 class _Ray:
     """Start a local Ray, join a cluster, or reuse the connection the caller made."""
 
-    def __init__(self, address: str | None, workers: int | None):
+    def __init__(self, address: str | None, workers: int | None, real_runs: bool = False):
         import ray  # lazy: Ray only for a sweep with --ray
 
         self.ray = ray
@@ -78,6 +78,10 @@ class _Ray:
             if address:
                 ray.init(address=address, log_to_driver=False)
             else:
+                if real_runs:  # the priorities `iolab emulate` gives the apps and actors (not Ray's nice 15)
+                    from iolab.emulator.ray_session import prepare_local_ray  # lazy: emulator only for real runs
+
+                    prepare_local_ray()
                 ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
                          include_dashboard=False, log_to_driver=False)
         self.where = address or ("local" if self.owned else "existing connection")
@@ -137,7 +141,7 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     return drive(campaign.name, out, manifest, runs, execute, lambda recs: R.build(manifest, recs),
                  cpus_per_run=campaign.cpus_per_run, workers=workers, address=address, traces_dir=traces_dir,
                  retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
-                 stop_on_sigterm=stop_on_sigterm, use_ray=use_ray)
+                 stop_on_sigterm=stop_on_sigterm, use_ray=use_ray, real_runs=campaign.runtime == "emulate")
 
 
 def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, out: str | Path | None = None, *,
@@ -160,9 +164,11 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
           build: Callable[[dict[str, dict[str, Any]]], R.Results], *, cpus_per_run: float = 1.0,
           workers: int | None = None, address: str | None = None, traces_dir: str | None = None,
           retry_failed: bool = False, flush_every: float = 10.0, progress: bool | Callable = True,
-          stream: TextIO | None = None, stop_on_sigterm: bool = False, use_ray: bool = True) -> SweepSummary:
+          stream: TextIO | None = None, stop_on_sigterm: bool = False, use_ray: bool = True,
+          real_runs: bool = False) -> SweepSummary:
     """The loop every campaign goes through: skip journaled runs, run the rest as Ray tasks
-    (``task(run.payload(), traces_dir) -> record``), journal each record, keep results.h5 fresh."""
+    (``task(run.payload(), traces_dir) -> record``), journal each record, keep results.h5 fresh.
+    ``real_runs``: the tasks start real apps; a local Ray is started as ``iolab emulate`` starts it."""
     stream = stream or sys.stderr
     journal = Journal(out / R.JOURNAL, nested_params="study" in manifest)
     records = journal.load()
@@ -183,7 +189,7 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
         return summary
 
     t0 = time.perf_counter()
-    ray_ = _Ray(address, workers) if use_ray else None  # after ray.init: Ray installs its own SIGTERM handler
+    ray_ = _Ray(address, workers, real_runs) if use_ray else None  # after ray.init: Ray installs its own SIGTERM handler
     previous = signal.signal(signal.SIGTERM, raise_interrupt) if stop_on_sigterm else None
     summary.startup_seconds = time.perf_counter() - t0
     in_flight = (workers or ray_.cpus()) if ray_ else 1

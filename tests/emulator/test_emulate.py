@@ -50,6 +50,8 @@ def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
     for key in ("bandwidth", "io_nodes", "nodes_per_io_node", "packed", "packs", "policy", "seed", "spec",
                 "unit_bytes", "time_scale", "host", "versions"):
         assert key in t.attrs, key
+    me = os.nice(0)  # the actor runs at this process's priority (not Ray's nice 15), the apps 10 below it
+    assert t.attrs["nice"] == {"driver": me, "arbiter": me, "apps": min(19, me + 10)}
     assert list(t.jobs["status"]) == ["ok", "ok"]
     assert len(t.grants) == 6 and not overlaps(t)
     assert len(t.phases) == 12

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from iolab.campaign.journal import Journal
 from iolab.cli import cli
+from iolab.trace import read_trace
 
 pytestmark = [pytest.mark.mpi, pytest.mark.ray]
 
@@ -38,6 +39,9 @@ def test_the_repeats_campaign_runs_under_sweep_and_validate_reads_its_traces(tmp
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     recs = sorted(Journal(out / "journal.jsonl").load().values(), key=lambda rec: rec["params"]["seed"])
     assert [rec["status"] for rec in recs] == ["ok", "ok"] and all(rec["trace"] for rec in recs)
+    # the same priorities as `iolab validate` runs them with, not Ray's default nice 15 for its workers
+    for rec in recs:
+        assert read_trace(rec["trace"]).attrs["nice"] == {"driver": 0, "arbiter": 0, "apps": 10}
 
     v = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "2", "--seeds", "6",
                                  "--traces", str(out), "--json"])
