@@ -197,14 +197,32 @@ assert all(v is None or isinstance(v, (str, int, float)) for v in _JOB_DEFAULTS.
 _SWF_FIELDS_SET = {"id", "user", "submit", "nodes", "walltime", "runtime"}  # what an SWF job sets
 
 
+def _shared_key_dict() -> dict:
+    """A ``Job``'s defaults as an instance dict that shares its keys with every copy of it.
+
+    CPython keeps the attributes of a class's instances in *split* dicts, one table of keys for all
+    of them, when they are set one by one; ``copy()`` of such a dict is split too.  A ``Job``'s dict
+    built as a plain dict (what pydantic does) has a table of its own: 464 B against 296 B.  Nothing
+    else differs (same keys in the same order, same values; equality, pickling and ``model_copy`` as
+    before), and where an interpreter does not split it, it is simply the plain dict."""
+    probe = Job.__new__(Job)
+    for name, value in _JOB_DEFAULTS.items():
+        object.__setattr__(probe, name, value)
+    return probe.__dict__
+
+
+_JOB_DICT = _shared_key_dict()
+
+
 def _trusted_job(fields: dict) -> Job:
     """A :class:`Job` of values already checked, built as ``Job.model_construct(**fields)`` builds it
     (the same ``__dict__``, field order and ``model_fields_set``), without its per-field default lookups.
 
     The jobs of an SWF trace share one ``model_fields_set`` (472 B each otherwise, 115 MB on SDSC-BLUE):
-    a ``Job`` is frozen, so nothing changes it in place, and ``model_copy`` copies it before adding to it."""
+    a ``Job`` is frozen, so nothing changes it in place, and ``model_copy`` copies it before adding to it.
+    Their dicts share one table of keys (:func:`_shared_key_dict`: 168 B less a job)."""
     job = Job.__new__(Job)
-    d = dict(_JOB_DEFAULTS)
+    d = _JOB_DICT.copy()
     d.update(fields)
     object.__setattr__(job, "__dict__", d)
     object.__setattr__(job, "__pydantic_fields_set__",

@@ -136,3 +136,24 @@ def test_a_trusted_job_is_what_model_construct_builds():
     assert x.model_fields_set == y.model_fields_set == {"id", "user", "submit", "nodes", "walltime", "runtime"}
     with pytest.raises(Exception, match="frozen"):
         x.nodes = 2
+
+
+def test_trusted_jobs_share_their_dicts_keys_and_nothing_else():
+    """Their dicts are copies of one key-sharing dict: smaller than model_construct's (CPython), each
+    with its own values, and the template is left as it was; a pickled job comes back equal."""
+    import pickle
+    import platform
+    import sys
+
+    from iolab.specs.batch import Job
+    from iolab.sim.workloads import swf
+
+    template = dict(swf._JOB_DICT)
+    jobs = [swf._trusted_job(dict(id=str(i), user="1", submit=float(i), nodes=1 + i, walltime=9.0, runtime=float(i)))
+            for i in range(3)]
+    assert [(j.id, j.submit, j.nodes) for j in jobs] == [("0", 0.0, 1), ("1", 1.0, 2), ("2", 2.0, 3)]
+    assert dict(swf._JOB_DICT) == template and swf._JOB_DICT["id"] != "2"
+    assert pickle.loads(pickle.dumps(jobs)) == jobs
+    if platform.python_implementation() == "CPython":
+        plain = Job.model_construct(id="0", user="1", submit=0.0, nodes=1, walltime=9.0, runtime=0.0)
+        assert sys.getsizeof(jobs[0].__dict__) < sys.getsizeof(plain.__dict__)
