@@ -51,7 +51,7 @@ def test_a_suspended_compute_step_ends_later_by_the_suspension():
     jobs = run_scripted(spec, [(100.0, "suspend", "a"), (150.0, "resume", "a")])
     a = jobs["a"]
     assert a.state == DONE and a.end == pytest.approx(1050.0)
-    assert a.suspensions == [(100.0, 150.0)]
+    assert a.suspensions == ((100.0, 150.0),)
 
 
 def test_a_suspended_stream_leaves_its_link_to_the_others():
