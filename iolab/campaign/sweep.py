@@ -27,6 +27,7 @@ from typing import Any, Callable, TextIO
 
 from ..atomic import atomic_write_text
 from ..errors import RunError, SpecError
+from ..emulator.ray_session import prepare_local_ray
 from ..signals import raise_interrupt
 from ..specs.load import read_document
 from . import results as R
@@ -79,8 +80,6 @@ class _Ray:
                 ray.init(address=address, log_to_driver=False)
             else:
                 if real_runs:  # the priorities `iolab emulate` gives the apps and actors (not Ray's nice 15)
-                    from iolab.emulator.ray_session import prepare_local_ray  # lazy: emulator only for real runs
-
                     prepare_local_ray()
                 ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
                          include_dashboard=False, log_to_driver=False)

@@ -53,8 +53,8 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         "min_time": [float(s.job.runtime) for s in js],
         "compute_time": [compute_seconds(s.job, rate) for s in js],
         "io_volume": [float(s.job.input + s.job.output + s.job.data) for s in js],
-        "node_ids": [ranges(s.node_ids) for s in js]})
-    tb.extend("phases", rec.phases)
+        "node_ids": [ranges(s.node_ids) for s in js]}, take=True)
+    tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
     if len(preds):
         text = dict.fromkeys(preds.mask)  # each distinct node set written once (KTH, FCFS: 808 008 rows, 70 735 sets)

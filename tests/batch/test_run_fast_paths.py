@@ -79,6 +79,40 @@ def _default(kind):
     return {"str": "", "int": -1, "float": float("nan")}[kind]
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_canonical_tables_given_as_columns_sort_as_rows_do(seed):
+    """Phases and grants given column-wise come out in the rows' canonical order (job, index, start),
+    ties in insertion order: on rows recorded as a runtime records them (each job's in order, jobs
+    interleaved: the fast path), and on rows out of order within a job, with ties or NaN (the whole key)."""
+    from array import array
+
+    rng = random.Random(seed)
+    disorder = rng.choice([0.0, 0.0, 0.1, 0.5])
+    n_jobs, rows = rng.randint(1, 12), []
+    next_index = {}
+    t = 0.0
+    for _ in range(rng.randint(0, 300)):
+        job = f"j{rng.randint(0, n_jobs)}"
+        t += rng.choice([0.0, 0.0, 1.0, rng.random()])
+        index = next_index.get(job, 0) + rng.choice([0, 1, 1, 1])  # a repeated index: a tie on index
+        next_index[job] = index
+        if rng.random() < disorder:
+            index, t_row = rng.randint(0, 5), rng.choice([t, math.nan, 0.0, 7.0])
+        else:
+            t_row = t
+        rows.append((job, index, t_row, float(rng.randint(0, 3)), rng.choice(["", "hps"])))
+    shapes = {"phases": lambda j, i, t, v, tier: (j, i, "write", t, t + 1.0, v, -1, tier),
+              "grants": lambda j, i, t, v, tier: (j, i, 0, t, t + v, t + 1.0)}
+    for table, shape in shapes.items():
+        mine = [shape(*r) for r in rows]
+        by_rows, by_cols = TraceBuilder(), TraceBuilder()
+        by_rows.extend(table, mine)
+        columns = {c: (array("d", [r[i] for r in mine]) if k == "float" else [r[i] for r in mine])
+                   for i, (c, k) in enumerate(TABLES[table])}
+        by_cols.extend_columns(table, columns, take=rng.random() < 0.5)
+        _same_table(by_rows.build().tables[table], by_cols.build().tables[table])
+
+
 def test_extend_columns_checks_names_and_lengths():
     tb = TraceBuilder()
     with pytest.raises(ValueError, match="unknown column"):
@@ -121,8 +155,10 @@ def test_simulate_batch_tables_equal_the_row_by_row_tables(seed):
                    compute_time=job_steps(j, LPS, p.lps.rate, p.memory_per_node).compute_time,
                    io_volume=float(j.input + j.output + j.data), node_ids=ranges(s.node_ids))
     tb.extend("predictions", [(job, t, start, ranges(m)) for job, t, start, m in rec.predictions])
+    tb.extend("phases", rec.phases.rows())  # the tuples the engine recorded before it kept columns
     plain = tb.build()
-    assert len(plain.predictions) > 0
+    assert len(plain.predictions) > 0 and len(plain.phases) >= len(rec.jobs)
+    _same_table(fast.phases, plain.phases)
     _same_table(fast.jobs, plain.jobs)
     _same_table(fast.predictions, plain.predictions)
     assert repr(list(tnap(fast).items())) == repr(list(tnap(plain).items()))  # NaN != NaN: the text
