@@ -184,7 +184,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
         report["figure"] = str(figure(runs, figure_path))
     a = runs[0].emulated.attrs if runs else {}
     if emit(report, as_json=as_json, report_dir=report_dir, command=command_line(ctx, spec_path),
-            machine={"host": a.get("host"), "versions": a.get("versions")}):
+            machine={"host": a.get("host"), "versions": a.get("versions"), "nice": a.get("nice")}):
         return
     s = report["summary"]
     click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "

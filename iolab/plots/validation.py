@@ -153,6 +153,9 @@ def write_report(report: dict, directory: str | Path, *, command: str = "", mach
     versions = machine.get("versions") or {}
     if versions:
         head += ["Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".", ""]
+    nice = machine.get("nice") or {}
+    if nice:
+        head += ["Priorities (nice): " + ", ".join(f"{k} {v}" for k, v in sorted(nice.items())) + ".", ""]
     head += ["Errors are `|real - sim| / sim`; geo-mean `exp(mean |ln(real/sim)|) - 1` (docs/validation.md).", "",
              f"![simulated against real](scatter.png)", ""]
     _scatter(fig["points"], d / "scatter.png", fig["what"])

@@ -203,6 +203,8 @@ def test_validate_repeats_compares_the_real_runs_as_a_distribution(session, tmp_
     assert again.exit_code == 0 and json.loads(again.output)["policies"]["fifo"]["distribution"] == d
     md = (page / "report.md").read_text()
     assert "## I/O level: per policy" in md and "### fifo" in md and "2 real runs against 8 simulations" in md
+    me = os.nice(0)
+    assert f"Priorities (nice): apps {min(19, me + 10)}, arbiter {me}, driver {me}." in md  # what the runs ran at
     assert (page / "scatter.png").stat().st_size > 0 and json.loads((page / "report.json").read_text())["spec"]
     # a third repeat was never run: refused, naming the file
     more = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "3", "--traces",
