@@ -117,7 +117,8 @@ class TraceBuilder:
         column left out takes its default (as with ``add_*``; no column at all: no row).  The
         same table as the rows would give, without a tuple per row (the batch simulator's
         10^6 prediction rows).  ``take``: the caller hands its lists and arrays over and will not
-        change them; the builder keeps them instead of a copy (SDSC-BLUE's jobs table: 28 MB)."""
+        change them; the builder keeps them instead of a copy (SDSC-BLUE's jobs table: 28 MB), and
+        appends a later ``extend_columns`` of the table to them."""
         names, defaults = _ROW_SCHEMA[table]
         if not names.issuperset(columns):
             raise ValueError(f"unknown column(s) for {table}: {sorted(set(columns) - names)}")
@@ -127,11 +128,7 @@ class TraceBuilder:
         n = next(iter(lengths.values()), 0)
         if not n:
             return
-        # a slice copies a list or an array.array in C (the batch simulator's times come as
-        # arrays of doubles: no boxed float per row), anything else becomes a list
-        cols = [(columns[c] if take and isinstance(columns[c], (list, array)) else columns[c][:]
-                 if isinstance(columns[c], (list, array)) else list(columns[c])) if c in columns
-                else [d] * n for c, d in defaults]
+        cols = [_column(columns[c], take) if c in columns else [d] * n for c, d in defaults]
         if self._rows[table]:  # keep one representation: rows
             self._rows[table].extend(zip(*cols))
         elif table in self._cols:
@@ -188,6 +185,15 @@ class TraceBuilder:
                 columns[c] = np.array([r[i] for r in rows], dtype=_NP[k]) if rows else np.array([], dtype=_NP[k])
             tables[name] = Table(name, columns)
         return Trace(tables, {**self.attrs, **attrs})
+
+
+def _column(values: Any, take: bool) -> Any:
+    """The builder's own appendable copy of a given column: a list or an array.array as given
+    (``take``) or sliced (a copy in C: the batch simulator's times come as arrays of doubles, no
+    boxed float per row); anything else as a list."""
+    if isinstance(values, (list, array)):
+        return values if take else values[:]
+    return list(values)
 
 
 def _canonical_order(job, index, start) -> np.ndarray:
