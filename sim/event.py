@@ -3,7 +3,13 @@
 Everything that happens at one instant is recorded first, then every I/O node
 touched at that instant dispatches once (so all requests present compete).
 Under a list policy an I/O node serves one transfer at a time at bandwidth b,
-without preemption; under ``shared`` its transfers split b equally.
+without preemption; under ``shared`` its transfers split b equally.  With
+``platform.overheads.io_phase`` = c, a granted transfer first holds its I/O node
+for c seconds (a shared one joins its link after c): a list policy's transfer of
+v units lasts c + v/b.  Its ``launch``, ``gap`` and ``exit`` delay an app's first
+phase after its start, each next phase after the end of the one before, and the
+app's end after its last phase (a ``_NEXT`` event begins the phase); all 0, no
+event is added and the run is what it was without them.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from .fairshare import FairShareLink
 from .recorder import Recorder
 from .scenario import Scenario
 
-_START, _COMPUTE_END, _IO_END, _SHARED = 0, 1, 2, 3
+_START, _COMPUTE_END, _IO_END, _SHARED, _JOIN, _NEXT = 0, 1, 2, 3, 4, 5
 
 
 class EventEngine:
@@ -42,6 +48,8 @@ class EventEngine:
         self._seq = itertools.count()
         self._touched: set[int] = set()
         self.factors = scenario.factors  # jitter: actual vs stated duration of each phase
+        self.fixed = scenario.io_fixed  # platform.overheads.io_phase
+        self.delayed = scenario.launch > 0 or scenario.gap > 0 or scenario.exit > 0
         self.turns = scenario.turns()
         self.check = (IOChecker(scenario.apps, scenario.plan.nodes, packed=scenario.plan.packed,
                                 exclusive=self.exclusive) if strict_default(strict) else None)
@@ -56,6 +64,17 @@ class EventEngine:
             self._push(due(r), _START, r)
 
     # -- transitions ------------------------------------------------------
+    def _after(self, rank: int, t: float, started: bool = False) -> None:
+        """The app's phase ended (or, ``started``, the app started) at t: begin its next phase
+        after the platform's gap, exit or launch delay (at once without one)."""
+        if self.delayed:
+            sc = self.sc
+            d = sc.launch if started else (sc.gap if self.idx[rank] + 1 < len(sc.apps[rank].kinds) else sc.exit)
+            if d > 0:
+                self._push(t + d, _NEXT, rank)
+                return
+        self._advance(rank, t)
+
     def _advance(self, rank: int, t: float) -> None:
         """Finish nothing; begin the app's next phase at time t."""
         app = self.sc.apps[rank]
@@ -83,6 +102,12 @@ class EventEngine:
             if check is not None:
                 check.phase(rank, i, kinds[i], 0.0, t)
             i += 1
+            if self.delayed:
+                d = self.sc.gap if i < len(kinds) else self.sc.exit
+                if d > 0:
+                    self.idx[rank] = i - 1
+                    self._push(t + d, _NEXT, rank)
+                    return
         self.idx[rank] = i
         self.rec.end[rank] = t
         if check is not None:
@@ -103,7 +128,7 @@ class EventEngine:
             self.check.phase(rank, i, app.kinds[i], volume, t)
         self._touched.add(app.io_node)
         self.io_recv[rank] += t - self.grant_time[rank]
-        self._advance(rank, t)
+        self._after(rank, t)
 
     def _dispatch(self, node: int, t: float) -> None:
         granted = self.arbiters[node].dispatch(t)
@@ -115,7 +140,9 @@ class EventEngine:
             factors = self.factors[req.rank]
             f = factors[req.phase] if factors else 1.0
             if self.exclusive:
-                self._push(t + req.io_time * f, _IO_END, req.rank)
+                self._push(t + self.fixed + req.io_time * f, _IO_END, req.rank)
+            elif self.fixed > 0:  # its bytes join the link after the fixed cost
+                self._push(t + self.fixed, _JOIN, (node, req.rank, req.volume * f))
             else:
                 link.add(req.rank, req.volume * f, t)
         if not self.exclusive and (granted or self._changed_link[node]):
@@ -148,14 +175,21 @@ class EventEngine:
                     self.rec.phase(arg, i, COMPUTE, self.phase_start[arg], t, 0.0)
                     if check is not None:
                         check.phase(arg, i, COMPUTE, 0.0, t)
-                    self._advance(arg, t)
+                    self._after(arg, t)
                 elif ev == _IO_END:
                     self._finish_io(arg, t)
                 elif ev == _START:
                     self.rec.start[arg] = t
                     if check is not None:
                         check.start(arg, t)
+                    self._after(arg, t, started=True)
+                elif ev == _NEXT:
                     self._advance(arg, t)
+                elif ev == _JOIN:  # a shared transfer's fixed cost is over: its bytes join the link
+                    node, rank, amount = arg
+                    self.links[node].add(rank, amount, t)
+                    self._changed_link[node] = True
+                    self._touched.add(node)
                 else:  # _SHARED completion check
                     node, version = arg
                     link = self.links[node]
@@ -191,6 +225,9 @@ class EventEngine:
         turns = self.turns
         due = turns.due
         factors = self.factors
+        fixed = self.fixed
+        delayed = self.delayed
+        launch, gap, exit_ = sc.launch, sc.gap, sc.exit
         arbiters = self.arbiters
         idx, io_recv, phase_start = self.idx, self.io_recv, self.phase_start
         req_time, grant_time = self.req_time, self.grant_time
@@ -235,47 +272,62 @@ class EventEngine:
                         flagged[node] = True
                         touched.append(node)
                     io_recv[rank] += t - g
-                else:  # _START
+                elif ev == _START:
                     start_t[rank] = t
                     if check is not None:
                         check.start(rank, t)
-                # _advance: begin the app's next phase at t
+                # (_NEXT: a delay is over; nothing ended)
                 i = idx[rank] + 1
                 n = len(kinds)
-                while i < n:
-                    amount = amounts[i]
-                    if kinds[i] == COMPUTE:
-                        idx[rank] = i
-                        phase_start[rank] = t
-                        f = factors[rank]
-                        push(heap, (t + (amount * f[i] if f else amount), seq, _COMPUTE_END, rank))
+                if delayed and ev != _NEXT:  # _after: begin the next phase after a delay
+                    d = launch if ev == _START else (gap if i < n else exit_)
+                    if d > 0:
+                        push(heap, (t + d, seq, _NEXT, rank))
                         seq += 1
-                        break
-                    if amount > 0:
-                        idx[rank] = i
-                        req_time[rank] = t
-                        req = apps[rank].request(i, t, start_t[rank], io_recv[rank])
+                        i = -1  # nothing begins now
+                # _advance: begin the app's next phase at t
+                if i >= 0:
+                    while i < n:
+                        amount = amounts[i]
+                        if kinds[i] == COMPUTE:
+                            idx[rank] = i
+                            phase_start[rank] = t
+                            f = factors[rank]
+                            push(heap, (t + (amount * f[i] if f else amount), seq, _COMPUTE_END, rank))
+                            seq += 1
+                            break
+                        if amount > 0:
+                            idx[rank] = i
+                            req_time[rank] = t
+                            req = apps[rank].request(i, t, start_t[rank], io_recv[rank])
+                            if check is not None:
+                                check.request(req, t)
+                            node = node_of[rank]
+                            arbiters[node].submit(req)
+                            if not flagged[node]:
+                                flagged[node] = True
+                                touched.append(node)
+                            break
+                        if rows:  # empty I/O phase: nothing to arbitrate
+                            rec.phase(rank, i, kinds[i], t, t, 0.0)
                         if check is not None:
-                            check.request(req, t)
-                        node = node_of[rank]
-                        arbiters[node].submit(req)
-                        if not flagged[node]:
-                            flagged[node] = True
-                            touched.append(node)
-                        break
-                    if rows:  # empty I/O phase: nothing to arbitrate
-                        rec.phase(rank, i, kinds[i], t, t, 0.0)
-                    if check is not None:
-                        check.phase(rank, i, kinds[i], 0.0, t)
-                    i += 1
-                else:  # the app has no phase left
-                    idx[rank] = i
-                    end_t[rank] = t
-                    if check is not None:
-                        check.end(rank, t)
-                    for r in turns.end(rank, t):
-                        push(heap, (due(r), seq, _START, r))
-                        seq += 1
+                            check.phase(rank, i, kinds[i], 0.0, t)
+                        i += 1
+                        if delayed:
+                            d = gap if i < n else exit_
+                            if d > 0:
+                                idx[rank] = i - 1
+                                push(heap, (t + d, seq, _NEXT, rank))
+                                seq += 1
+                                break
+                    else:  # the app has no phase left
+                        idx[rank] = i
+                        end_t[rank] = t
+                        if check is not None:
+                            check.end(rank, t)
+                        for r in turns.end(rank, t):
+                            push(heap, (due(r), seq, _START, r))
+                            seq += 1
                 if heap and heap[0][0] == t:
                     _, _, ev, rank = pop(heap)
                 else:
@@ -296,7 +348,7 @@ class EventEngine:
                             r = req.rank
                             grant_time[r] = t
                             f = factors[r]
-                            push(heap, (t + req.io_time * (f[req.phase] if f else 1.0), seq, _IO_END, r))
+                            push(heap, (t + fixed + req.io_time * (f[req.phase] if f else 1.0), seq, _IO_END, r))
                             seq += 1
                 touched.clear()
         rec.events = given + seq - seq0  # every event pushed was taken (none goes stale here)

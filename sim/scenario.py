@@ -27,6 +27,15 @@ class Scenario:
     # time times its factor); empty lists without jitter.  Apps and policies keep the
     # nominal amounts: the trace records what the app moved, the policies see what it states.
     factors: list[list[float]] = field(default_factory=list)
+    # platform.overheads (not scaled by jitter): io_fixed, the seconds every granted transfer
+    # holds its I/O node before its bytes move (a shared transfer joins its link after them);
+    # launch, from an app's start to its first phase; gap, from the end of a phase to the start
+    # of the app's next (an I/O phase starts with its request); exit, from the last phase's end
+    # to the app's end
+    io_fixed: float = 0.0
+    launch: float = 0.0
+    gap: float = 0.0
+    exit: float = 0.0
 
     @classmethod
     def from_spec(cls, spec: IOExperiment, plan: Plan | None = None) -> "Scenario":
@@ -34,6 +43,8 @@ class Scenario:
         apps = io_apps(spec, plan)
         sc = cls(apps, plan, spec.platform.io_nodes, spec.platform.nodes_per_io_node, spec.platform.bandwidth,
                  [[] for _ in apps])
+        o = spec.platform.overheads
+        sc.io_fixed, sc.launch, sc.gap, sc.exit = o.io_phase, o.launch, o.gap, o.exit
         if spec.sim.jitter.active:
             _apply_jitter(sc, spec.sim.jitter.compute, spec.sim.jitter.io, spec.seed)
         return sc

@@ -6,6 +6,12 @@ the next pack start, and every I/O node dispatches.  Then each running phase
 progresses by one step: a compute phase by dt seconds, an exclusive transfer
 by b*dt units, a shared transfer by (b/k)*dt units.
 
+With ``platform.overheads.io_phase`` = c, a granted transfer first spends c
+seconds (whole steps, like every duration here) before its bytes move; a shared
+transfer in its fixed cost takes no share of b.  Its ``launch``, ``gap`` and
+``exit`` are delays counted like compute seconds: before an app's first phase,
+between two of its phases, after its last.
+
 So every phase lasts a whole number of steps: a phase boundary is rounded up
 to the next multiple of dt.  When every duration is a multiple of dt the
 result equals the event engine's exactly; otherwise each phase can end up
@@ -40,7 +46,8 @@ class SteppedEngine:
         n = len(scenario.apps)
         self.idx = [-1] * n
         self.left = [0.0] * n  # remaining seconds (compute) or units (I/O) of the current phase
-        self.state = ["new"] * n  # new, compute, wait, io, done
+        self.fixed_left = [0.0] * n  # seconds of a granted transfer's fixed cost still to pay
+        self.state = ["new"] * n  # new, compute, wait, io, delay, done
         self.io_recv = [0.0] * n
         self.phase_start = [0.0] * n
         self.req_time = [0.0] * n
@@ -78,6 +85,10 @@ class SteppedEngine:
             if check is not None:
                 check.phase(rank, i, app.kinds[i], 0.0, t)
             i += 1
+            d = self.sc.gap if i < len(app.kinds) else self.sc.exit
+            if d > 0:
+                self.idx[rank], self.state[rank], self.left[rank] = i - 1, "delay", d
+                return
         self.idx[rank], self.state[rank] = i, "done"
         self.rec.end[rank] = t
         if check is not None:
@@ -100,6 +111,16 @@ class SteppedEngine:
                 check.release(rank, i, t)
                 check.phase(rank, i, app.kinds[i], app.amounts[i], t)
             self.io_recv[rank] += t - self.grant_time[rank]
+        self._after(rank, t)
+
+    def _after(self, rank: int, t: float, started: bool = False) -> None:
+        """A phase of the app ended (``started``: the app started) at t: its next phase begins
+        after the platform's gap, exit or launch delay, at once without one."""
+        sc = self.sc
+        d = sc.launch if started else (sc.gap if self.idx[rank] + 1 < len(sc.apps[rank].kinds) else sc.exit)
+        if d > 0:
+            self.state[rank], self.left[rank] = "delay", d
+            return
         self._begin_next(rank, t)
 
     def run(self) -> Recorder:
@@ -112,15 +133,18 @@ class SteppedEngine:
             t = k * dt
             # 1. phases that ran out during the last step end now, in rank order.
             for r in range(n):
-                if self.state[r] in ("compute", "io") and self.left[r] <= _TOL * max(1.0, dt):
-                    self._end_phase(r, t)
+                if self.state[r] in ("compute", "io", "delay") and self.left[r] <= _TOL * max(1.0, dt):
+                    if self.state[r] == "delay":
+                        self._begin_next(r, t)
+                    else:
+                        self._end_phase(r, t)
             # 2. apps whose start time has come start (a pack opened in 1 may start now).
             for r in range(n):
                 if self.state[r] == "new" and self.start_at[r] <= t + _TOL * dt:
                     self.rec.start[r] = t
                     if check is not None:
                         check.start(r, t)
-                    self._begin_next(r, t)
+                    self._after(r, t, started=True)
             # 3. every I/O node dispatches.
             for node, arb in enumerate(self.arbiters):
                 granted = arb.dispatch(t)
@@ -128,18 +152,25 @@ class SteppedEngine:
                     check.grant(node, granted, t)
                 for req in granted:
                     self.state[req.rank], self.grant_time[req.rank] = "io", t
+                    self.fixed_left[req.rank] = sc.io_fixed
             if all(s == "done" for s in self.state):
                 break
             # 4. progress by one step.
             active = False
+            fixed_left = self.fixed_left
             for node, arb in enumerate(self.arbiters):
                 if arb.active:
-                    share = sc.bandwidth * dt / (1 if arb.policy.exclusive else len(arb.active))
+                    moving = [req.rank for req in arb.active.values() if fixed_left[req.rank] <= _TOL * dt]
                     for req in arb.active.values():
-                        self.left[req.rank] -= share
+                        if fixed_left[req.rank] > _TOL * dt:
+                            fixed_left[req.rank] -= dt
+                    if moving:
+                        share = sc.bandwidth * dt / (1 if arb.policy.exclusive else len(moving))
+                        for r in moving:
+                            self.left[r] -= share
                     active = True
             for r in range(n):
-                if self.state[r] == "compute":
+                if self.state[r] == "compute" or self.state[r] == "delay":
                     self.left[r] -= dt
                     active = True
             steps += 1

@@ -57,6 +57,24 @@ def normalise_policy(value: object) -> object:
     return value
 
 
+class IOOverheads(StrictModel):
+    """Costs of a real run the simulator adds (spec seconds; all 0 by default, carretero2020's
+    model).  Measured by ``iolab validate`` from a real run's trace (docs/validation.md) and
+    settable by hand; the emulator ignores them (it pays the real ones)."""
+
+    io_phase: NonNegFloat = Field(
+        0.0, le=1e9, description="fixed cost of every granted transfer: the I/O node is held this long "
+                                 "before the bytes move (a shared transfer joins the link after it)")
+    launch: NonNegFloat = Field(0.0, le=1e9, description="from an app's start to the start of its first phase")
+    gap: NonNegFloat = Field(0.0, le=1e9, description="from the end of one phase of an app to the start of its "
+                                                      "next (an I/O phase starts when its request reaches the arbiter)")
+    exit: NonNegFloat = Field(0.0, le=1e9, description="from the end of an app's last phase to the app's end")
+
+    @property
+    def any(self) -> bool:
+        return bool(self.io_phase or self.launch or self.gap or self.exit)
+
+
 class Platform(StrictModel):
     """R I/O nodes, each serving a partition of P compute nodes at bandwidth b."""
 
@@ -67,6 +85,8 @@ class Platform(StrictModel):
     bandwidth: PosFloat = Field(
         ..., description="b: data units per second one I/O node transfers"
     )
+    overheads: IOOverheads = Field(default_factory=IOOverheads,
+                                   description="costs of a real transfer the simulator models (spec s)")
 
     @property
     def compute_nodes(self) -> int:
@@ -274,6 +294,11 @@ class IOExperiment(StrictModel):
             own = f"apps[{i}].compute" if a.phases is None else f"apps[{i}].phases"
             vol = f"apps[{i}].io_volume" if a.phases is None else f"apps[{i}].phases"
             terms += [(own, a.compute_time()), ("platform.bandwidth" if a.io_total() <= 1e15 else vol, io)]
+            o = p.overheads
+            if o.any:
+                kinds, amounts = a.phase_columns()
+                n_io = sum(k != "compute" and v > 0 for k, v in zip(kinds, amounts))
+                terms.append(("platform.overheads", o.io_phase * n_io + o.launch + o.gap * len(kinds) + o.exit))
         problems += finite_sum(terms, "the run's times would overflow")
         if self.sim.mode == "step" and not problems:
             total = sum(a.min_time(p.bandwidth) for a in self.apps)

@@ -12,28 +12,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iolab.sim.event import EventEngine
 from iolab.sim.scenario import Scenario
 from iolab.specs import parse_spec
 from iolab.specs.io import LIST_POLICIES
 
 from io_strategies import experiments
-
-
-def both(sc_of, policy: str):
-    fast = EventEngine(sc_of(), policy, rows=True, strict=True)
-    assert fast.exclusive
-    slow = EventEngine(sc_of(), policy, rows=True, strict=True)
-    return fast.run(), slow._run_general()
-
-
-def same(a, b) -> None:
-    # repr: NaN (an app that never started) equals itself, and 0.1 + 0.2 != 0.3 is seen
-    for name in ("start", "end", "wait", "io_busy"):
-        assert repr(getattr(a, name)) == repr(getattr(b, name)), name
-    assert a.phases == b.phases
-    assert a.grants == b.grants
-    assert a.events == b.events
+from loop_compare import both, same
 
 
 @settings(max_examples=60, deadline=None)
