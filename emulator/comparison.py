@@ -1,5 +1,5 @@
-"""One real run against its simulation: the measured bandwidth, per-app slowdown and
-makespan errors (:func:`compare`), the geometric-mean error, and whether two runtimes
+"""One real run against its simulation: the bandwidth it got (:func:`measured_bandwidth`), per-app
+slowdown and makespan errors (:func:`compare`), the geometric-mean error, and whether two runtimes
 rank the policies alike (:func:`ranking`).  Used by :mod:`iolab.emulator.validate` and
 :mod:`iolab.emulator.validate_spread`."""
 

@@ -27,7 +27,7 @@ import uuid
 from importlib.metadata import version
 from pathlib import Path
 
-from iolab import __version__
+from iolab import __version__, calibration
 from iolab.errors import RunError
 from iolab.middleware.arbiter import Arbiter
 from iolab.middleware.policies.plan import Plan, make_plan
@@ -261,7 +261,7 @@ class Emulation:
         tb.extend("phases", [tuple(r) for r in rec["phases"]])
         tb.extend("grants", [tuple(r) for r in rec["grants"]])
         tb.extend("actions", [tuple(r) for r in rec["actions"]])
-        return tb.build(
+        trace = tb.build(
             runtime="emulator", policy=spec.policy, mode="emulator", dt=0.0, seed=spec.seed,
             spec=spec.model_dump(mode="json"), bandwidth=spec.platform.bandwidth,
             io_nodes=spec.platform.io_nodes, nodes_per_io_node=spec.platform.nodes_per_io_node,
@@ -274,6 +274,8 @@ class Emulation:
             launcher=self.launcher.name, app_launch_seconds=self.launcher.launch_seconds(self.launched),
             nice=self._niceness(),
         )
+        trace.attrs["calibration"] = calibration.measure_io(trace)  # what the simulator must know of this run
+        return trace
 
     def _niceness(self) -> dict[str, int]:
         """The priorities this run had: the driver's, the arbiter actor's, and the apps' (``nice -n

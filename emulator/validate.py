@@ -1,8 +1,10 @@
 """Validate the simulator against real runs (carretero2020 §6.2.1, Fig. 9).
 
-For each policy: emulate the spec, measure the bandwidth the run really gave
-(:func:`iolab.emulator.comparison.measured_bandwidth`), simulate the same spec at that bandwidth, and
-compare per app and per run:
+For each policy: emulate the spec, measure what the run really cost (the bandwidth its transfers
+got, their fixed cost, the apps' launch, the gaps between their phases and their exit:
+:func:`iolab.calibration.measure_io`), simulate the same spec with those (``platform.bandwidth``
+and ``platform.overheads``; or with one given calibration for every policy, e.g. another spec's
+run), and compare per app and per run:
 
 - stretch, as the *slowdown* ``(C_i - r_i) / T_i`` (>= 1, the quantity
   carretero2020 plots), with the same ``T_i`` (the simulator's, at the measured
@@ -27,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from iolab.calibration import calibrated, io_overheads, median_calibration, trace_calibration
 from iolab.metrics.distribution import compare_samples
 from iolab.sim.run import simulate
 from iolab.specs.io import IOExperiment, Jitter
@@ -45,6 +48,7 @@ class PolicyRun:
     simulated: Trace
     bandwidth: float
     comparison: dict
+    calibration: dict | None = None  # the record the simulation was given (iolab.calibration.measure_io)
     spread: dict | None = None  # where the real run falls among jittered simulations (seeds > 0)
     distribution: dict | None = None  # the real runs against the jittered simulations, value by value
 
@@ -73,7 +77,8 @@ def load_kept_trace(spec: IOExperiment, traces: str | Path | dict[str, list[Path
         path = Path(traces) / trace_name(policy, repeat)
     if not path.is_file():
         raise TraceMismatch(f"{path}: no such trace; make it with `iolab validate SPEC --work-dir {path.parent}`")
-    trace = checked_trace(path, spec, "emulator", ("apps", "platform", "mapping"))
+    # platform.overheads is the simulator's alone (validate measures it from the trace)
+    trace = checked_trace(path, spec, "emulator", ("apps", "platform", "mapping"), {"platform": "overheads"})
     if trace.attrs.get("policy") != policy:
         raise TraceMismatch(f"{path}: policy is {trace.attrs.get('policy')!r}, expected {policy!r}")
     return trace
@@ -104,7 +109,7 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
              work_dir: str | Path | None = None, progress: bool = False,
              on_policy: Callable[[PolicyRun], None] | None = None, seeds: int = 0,
              jitter: Jitter | str = "auto", traces: str | Path | dict[str, list[Path]] | None = None,
-             repeats: int = 1) -> tuple[dict, list[PolicyRun]]:
+             repeats: int = 1, calibration: dict | None = None) -> tuple[dict, list[PolicyRun]]:
     """Emulate then simulate ``spec`` under every policy; returns (report, runs).
 
     ``seeds`` > 0 also simulates each policy ``seeds`` times with jittered phase
@@ -114,6 +119,8 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
     of an earlier run instead of emulating (every trace is checked first).  ``repeats`` > 1 runs
     each policy that many times (kept as ``POLICY-rK.h5``) and compares the real runs with the
     ``seeds`` jittered simulations as distributions (:mod:`iolab.metrics.distribution`).
+    ``calibration``: simulate every policy with this record (:func:`iolab.calibration.read_calibration`
+    of a real I/O run, e.g. of another spec) instead of each run's own.
     """
     if seeds < 0:
         raise ValueError(f"seeds must be >= 0, got {seeds}")
@@ -133,18 +140,22 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
                     out = Path(work_dir) / trace_name(p, k) if work_dir is not None else None  # kept for later
                     emus.append(run_emulation(spec, p, work_dir=wd, out=out, progress=progress))
             emu = emus[0]
-            b = measured_bandwidth(emu)
-            sim = simulate_at(spec, p, b)  # the deterministic simulation
-            run = PolicyRun(p, emu, sim, b, compare(emu, sim))
+            cal = calibration if calibration is not None else trace_calibration(emu)
+            cspec = calibrated(spec, cal)
+            b = cspec.platform.bandwidth
+            sim = simulate_at(cspec, p, b)  # the deterministic simulation
+            run = PolicyRun(p, emu, sim, b, compare(emu, sim), cal)
             if seeds:
-                law = ({"ratios": duration_ratios(emu, spec, b)} if jitter == "auto" else {"jitter": jitter})
-                run.spread = compare_spread(run.comparison, simulate_spread(spec, p, b, seeds, **law))
+                law = ({"ratios": duration_ratios(emu, spec, b, cspec.platform.overheads.io_phase)}
+                       if jitter == "auto" else {"jitter": jitter})
+                run.spread = compare_spread(run.comparison, simulate_spread(cspec, p, b, seeds, **law))
             if repeats > 1:
-                run.distribution = distribution_of(spec, p, emus, seeds, jitter)
+                run.distribution = distribution_of(spec, p, emus, seeds, jitter, calibration)
             runs.append(run)
             if on_policy is not None:
                 on_policy(run)
     per = {r.policy: {"bandwidth_spec": spec.platform.bandwidth, "bandwidth_measured": r.bandwidth,
+                      "calibration": r.calibration, "simulated_with": _simulated_with(spec, r.calibration),
                       "wall_seconds": r.emulated.attrs.get("wall_seconds"), **r.comparison,
                       **({"spread": r.spread} if r.spread else {}),
                       **({"distribution": r.distribution} if r.distribution else {})} for r in runs}
@@ -190,34 +201,47 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
     return report, runs
 
 
-def distribution_of(spec: IOExperiment, policy: str, emus: list[Trace], seeds: int, jitter) -> dict:
+def distribution_of(spec: IOExperiment, policy: str, emus: list[Trace], seeds: int, jitter,
+                    calibration: dict | None = None) -> dict:
     """The real runs of one policy against ``seeds`` jittered simulations, value by value.
 
-    Every real run's slowdowns use the same yardstick: ``T_i`` at the median of the runs'
-    measured bandwidths, which the simulations use too; the durations of the simulations
-    are resampled from all the real runs' phases (``jitter="auto"``) or drawn from ``jitter``.
+    The simulations take every cost's median over the runs' calibrations (or ``calibration``), and
+    every real run's slowdowns use the same yardstick: ``T_i`` at that bandwidth (``bandwidth_median``;
+    ``bandwidths`` are the runs' mean bandwidths, :func:`measured_bandwidth`, for the record).  The
+    durations of the simulations are resampled from all the real runs' phases (``jitter="auto"``)
+    or drawn from ``jitter``.
     """
+    cal = calibration if calibration is not None else median_calibration([trace_calibration(e) for e in emus])
     bws = [measured_bandwidth(e) for e in emus]
-    bm = float(np.median(bws))
-    sim = simulate_at(spec, policy, bm)
+    cspec = calibrated(spec, cal)
+    bm = cspec.platform.bandwidth
+    sim = simulate_at(cspec, policy, bm)
     real = [compare(e, sim) for e in emus]
     if jitter == "auto":
         ratios: dict[str, list[float]] = {"compute": [], "io": []}
         for e in emus:
-            for key, v in duration_ratios(e, spec, bm).items():
+            for key, v in duration_ratios(e, spec, bm, cspec.platform.overheads.io_phase).items():
                 ratios[key] += v
-        spread = simulate_spread(spec, policy, bm, seeds, ratios=ratios)
+        spread = simulate_spread(cspec, policy, bm, seeds, ratios=ratios)
     else:
-        spread = simulate_spread(spec, policy, bm, seeds, jitter=jitter)
+        spread = simulate_spread(cspec, policy, bm, seeds, jitter=jitter)
     apps = {a: compare_samples([c["apps"][a]["emulator"] for c in real if a in c["apps"]], spread.slowdown[a])
             for a in real[0]["apps"] if a in spread.slowdown}
     makespan = compare_samples([c["makespan"]["emulator"] for c in real], spread.makespan)
     return {"repeats": len(emus), "seeds": seeds, "bandwidths": bws, "bandwidth_median": bm,
+            "calibration": cal, "simulated_with": _simulated_with(spec, cal),
             "apps": apps, "makespan": makespan, **_tally([*apps.values(), makespan])}
 
 
+def _simulated_with(spec: IOExperiment, cal: dict) -> dict:
+    """The ``platform.bandwidth`` and ``platform.overheads`` (spec units and seconds) ``cal`` gives ``spec``."""
+    bandwidth, over = io_overheads(cal, spec)
+    return {"bandwidth": bandwidth, "overheads": over}
+
+
 def simulate_at(spec: IOExperiment, policy: str, bandwidth: float) -> Trace:
-    """The deterministic simulation of ``spec`` under ``policy`` at a measured ``bandwidth`` (no jitter)."""
+    """The deterministic simulation of ``spec`` (with its ``platform.overheads``) under ``policy``
+    at a measured ``bandwidth``, no jitter."""
     measured = spec.model_copy(update={"platform": spec.platform.model_copy(update={"bandwidth": bandwidth}),
                                        "sim": spec.sim.model_copy(update={"jitter": Jitter()})})
     return simulate(measured, policy=policy, mode="event")

@@ -6,8 +6,8 @@ are not exactly periodic, and a policy that can starve an app
 (docs/validation.md).  So, per policy:
 
 1. :func:`duration_ratios` reads the real run's phase durations over their
-   nominal length (compute: the spec's seconds; transfers: volume over the
-   measured bandwidth);
+   nominal length (compute: the spec's seconds; transfers: their hold time less
+   the measured fixed cost, over volume / measured bandwidth);
 2. :func:`simulate_spread` simulates the spec ``seeds`` times (seeds
    ``spec.seed + k``), each phase's duration scaled by a factor drawn from
    those ratios (``resample``, the default: it keeps their shape — compute
@@ -38,8 +38,10 @@ from .comparison import geo_error
 __all__ = ["Spread", "measured_jitter", "simulate_spread", "compare_spread", "duration_ratios"]
 
 
-def duration_ratios(trace: Trace, spec: IOExperiment, bandwidth: float) -> dict[str, list[float]]:
-    """Real duration / nominal duration of every finished phase, by ``compute`` and ``io``."""
+def duration_ratios(trace: Trace, spec: IOExperiment, bandwidth: float, fixed: float = 0.0) -> dict[str, list[float]]:
+    """Real duration / nominal duration of every finished phase, by ``compute`` and ``io``; a
+    transfer's ``fixed`` cost (``platform.overheads.io_phase``) is taken off first, since the
+    simulator scales only the rest."""
     plans = {a.id: a.phase_list() for a in spec.apps}
     out: dict[str, list[float]] = {"compute": [], "io": []}
     p = trace.phases
@@ -54,6 +56,7 @@ def duration_ratios(trace: Trace, spec: IOExperiment, bandwidth: float) -> dict[
         else:
             nominal = float(vol) / bandwidth
             key = "io"
+            start = float(start) + fixed
         if nominal > 0:
             out[key].append((float(end) - float(start)) / nominal)
     return out
@@ -80,8 +83,9 @@ class Spread:
 
 def simulate_spread(spec: IOExperiment, policy: str, bandwidth: float, seeds: int, *,
                     ratios: dict[str, list[float]] | None = None, jitter: Jitter | None = None) -> Spread:
-    """Simulate ``spec`` at ``bandwidth``, ``seeds`` times (seeds ``spec.seed + k``), with
-    durations resampled from ``ratios`` (see :func:`duration_ratios`) or jittered by ``jitter``."""
+    """Simulate ``spec`` at ``bandwidth`` (with its ``platform.overheads``), ``seeds`` times (seeds
+    ``spec.seed + k``), with durations resampled from ``ratios`` (see :func:`duration_ratios`) or
+    jittered by ``jitter``."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     if (ratios is None) == (jitter is None):

@@ -1,4 +1,4 @@
-"""Calibration: the costs of a real batch run the simulator must know, measured once, applied anywhere.
+"""Calibration: the costs of a real run the simulator must know, measured once, applied anywhere.
 
 A real job pays what lackner2019's model leaves out: its processes start
 (``mpiexec``, Python, MPI, joining Ray) before its first phase, stop after its
@@ -138,13 +138,131 @@ def measure(*, launch: dict[str, float], exit: dict[str, float],
     }
 
 
+# -- the I/O level --------------------------------------------------------------------------------
+# A real I/O run (carretero2020's model: apps alternating compute and I/O phases, one I/O node's
+# transfers arbitrated by a list policy) pays the same kinds of costs: an app's processes start
+# before its first phase and stop after its last; every transfer holds its I/O node for a fixed
+# time (the grant's message, opening the file, the release) besides its bytes; and between two
+# phases an app spends a few milliseconds (the request's round trip, a barrier) that belong to
+# neither.  :func:`measure_io` computes them from an I/O trace's tables (the emulator stores them
+# as the trace's ``calibration`` attribute; :func:`read_calibration` measures an older trace's on
+# the fly) and :func:`calibrated` turns them into the ``platform.bandwidth`` and
+# ``platform.overheads`` of any I/O spec.
+
+IO_KEYS = ("launch", "gap", "exit", "io_phase")
+
+
+def _io_tables(trace) -> tuple[list[tuple[float, float]], dict[str, list[float]]]:
+    """``(volume, hold)`` of every finished, non-empty transfer a list policy granted alone on its
+    I/O node, and the apps' delays (trace seconds): ``launch`` (start -> first phase), ``gap``
+    (a phase's end -> the next's begin; an I/O phase begins with its request) and ``exit`` (last
+    phase -> end), over the apps that ended ok."""
+    p, g, j = trace.phases, trace.grants, trace.jobs
+    volume = {(str(a), int(i)): float(v) for a, i, k, v in zip(p["job"], p["index"], p["kind"], p["volume"])
+              if k != "compute"}
+    held = [((str(a), int(ph)), int(n), float(gr), float(rl))
+            for a, ph, n, gr, rl in zip(g["job"], g["phase"], g["io_node"], g["grant"], g["release"])
+            if math.isfinite(gr) and math.isfinite(rl) and rl > gr and volume.get((str(a), int(ph)), 0.0) > 0]
+    by_node: dict[int, list[tuple[float, float, tuple]]] = {}
+    for key, n, gr, rl in held:
+        by_node.setdefault(n, []).append((gr, rl, key))
+    samples = []
+    for spans in by_node.values():
+        spans.sort()
+        for k, (gr, rl, key) in enumerate(spans):  # alone: no other transfer of the node overlapped it
+            if (k == 0 or spans[k - 1][1] <= gr + 1e-9) and (k + 1 == len(spans) or spans[k + 1][0] >= rl - 1e-9):
+                samples.append((volume[key], rl - gr))
+    requested = {(str(a), int(ph)): float(r) for a, ph, r in zip(g["job"], g["phase"], g["request"])}
+    rows: dict[str, list[tuple[int, float, float]]] = {}
+    for a, i, kind, start, end in zip(p["job"], p["index"], p["kind"], p["start"], p["end"]):
+        a, i = str(a), int(i)
+        begin = float(start) if kind == "compute" else requested.get((a, i), float(start))
+        rows.setdefault(a, []).append((i, begin, float(end)))
+    delays: dict[str, list[float]] = {"launch": [], "gap": [], "exit": []}
+    for a, start, end, status in zip(j["id"], j["start"], j["end"], j["status"]):
+        mine = sorted(rows.get(str(a), []))
+        if status != "ok" or not mine or not all(math.isfinite(x) for r in mine for x in r[1:]):
+            continue
+        delays["launch"].append(mine[0][1] - float(start))
+        delays["gap"] += [b[1] - a_[2] for a_, b in zip(mine, mine[1:])]
+        delays["exit"].append(float(end) - mine[-1][2])
+    return samples, delays
+
+
+def measure_io(trace) -> dict[str, Any]:
+    """The calibration record of a real I/O run (an ``iolab.trace.Trace`` of ``runtime: emulator``).
+
+    Like :func:`measure`'s, in wall seconds (trace seconds times the run's ``time_scale``), medians:
+    ``launch``, ``gap`` and ``exit`` over the apps that ended ok (clipped at 0); ``io_phase``, a
+    transfer's hold time minus its volume at the delivered bandwidth, over the transfers that held
+    their I/O node alone; ``delivered["io"]``, the share of the spec's bandwidth those transfers
+    were delivered at (:func:`delivered_share`: a least-squares line through (volume, hold); not
+    measured, NaN, when the volumes are too few or too alike, as in a run with one volume per phase).
+    """
+    spec = trace.attrs.get("spec") or {}
+    ts = float(trace.attrs.get("time_scale") or (spec.get("emulator") or {}).get("time_scale") or 1.0)
+    b = float((spec.get("platform") or {}).get("bandwidth") or trace.attrs.get("bandwidth") or math.nan)
+    samples, delays = _io_tables(trace)
+    share, fit = delivered_share(samples, b) if b > 0 else (math.nan, {"n": len(samples), "why": "no bandwidth"})
+    rate = b * (share if share == share else 1.0)
+    fixed = [max(0.0, hold - v / rate) for v, hold in samples] if rate > 0 else []
+    wall = {k: max(0.0, _median(delays[k])) * ts if delays[k] else math.nan for k in ("launch", "gap", "exit")}
+    wall["io_phase"] = _median(fixed) * ts if fixed else math.nan
+    return {
+        "version": CALIBRATION_VERSION, "level": "io", "wall": wall,
+        "samples": {**{k: len(v) for k, v in delays.items()}, "io_phase": len(fixed)},
+        "delivered": {"io": share}, "fits": {"io": fit}, "time_scale": ts,
+    }
+
+
+def io_overheads(cal: dict[str, Any], spec) -> tuple[float, dict[str, float]]:
+    """``(bandwidth, overheads)`` of an I/O ``spec`` under ``cal``: the delivered share times the
+    spec's bandwidth (the spec's own where not measured), and the costs in the spec's seconds
+    (wall / its ``emulator.time_scale``; 0 where not measured)."""
+    share = (cal.get("delivered") or {}).get("io", math.nan)
+    ok = isinstance(share, (int, float)) and share == share and 0 < share <= DELIVERED_MAX
+    bandwidth = spec.platform.bandwidth * (float(share) if ok else 1.0)
+    ts = spec.emulator.time_scale
+    over = {}
+    for key in IO_KEYS:
+        w = cal["wall"].get(key, math.nan)
+        over[key] = float(w) / ts if isinstance(w, (int, float)) and w == w and w >= 0 else 0.0
+    return bandwidth, over
+
+
+def describe_io(cal: dict[str, Any], spec) -> str:
+    """One line for what an I/O calibration record gives the simulation of ``spec`` (its units and seconds)."""
+    bandwidth, o = io_overheads(cal, spec)
+    share = (cal.get("delivered") or {}).get("io", math.nan)
+    how = f"{share:.4g} of the spec's" if share == share else "the spec's: not measured"
+    return (f"bandwidth {bandwidth:.4g} units/s ({how}), {o['io_phase']:.3g} s fixed per transfer; "
+            f"launch {o['launch']:.3g} s, gap between phases {o['gap']:.3g} s, exit {o['exit']:.3g} s")
+
+
+def trace_calibration(trace) -> dict[str, Any]:
+    """A real I/O run's calibration record: the one its trace stores, else measured now."""
+    cal = trace.attrs.get("calibration")
+    return cal if isinstance(cal, dict) and cal.get("level") == "io" else measure_io(trace)
+
+
+def median_calibration(cals: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several I/O runs' records as one: every cost's and share's median over the runs that measured it."""
+    wall = {k: _median([c["wall"].get(k, math.nan) for c in cals]) for k in IO_KEYS}
+    share = _median([(c.get("delivered") or {}).get("io", math.nan) for c in cals])
+    return {"version": CALIBRATION_VERSION, "level": "io", "wall": wall, "delivered": {"io": share},
+            "time_scale": _median([c.get("time_scale", math.nan) for c in cals]), "runs": len(cals)}
+
+
 def read_calibration(path: str | Path) -> dict[str, Any]:
-    """The calibration record of the real batch run traced in ``path`` (a TraceError otherwise)."""
+    """The calibration record of the real run traced in ``path`` (a TraceError otherwise); a real I/O
+    run's trace written before the emulator stored its record is measured now."""
     trace = read_trace(path)
     cal = trace.attrs.get("calibration")
+    if trace.attrs.get("runtime") == "emulator":
+        return trace_calibration(trace)
     if not isinstance(cal, dict) or not isinstance(cal.get("wall"), dict):
         runtime = trace.attrs.get("runtime", "?")
-        raise TraceError(f"{path}: no calibration in this trace (runtime {runtime}; a real batch run's trace "
+        raise TraceError(f"{path}: no calibration in this trace (runtime {runtime}; a real run's trace "
                          "from `iolab emulate SPEC --out TRACE` has one)")
     if int(cal.get("version", 0)) > CALIBRATION_VERSION:
         raise TraceError(f"{path}: calibration version {cal.get('version')} is newer than this iolab's")
@@ -174,11 +292,19 @@ def delivered_of(cal: dict[str, Any]) -> dict[str, float]:
 
 
 def calibrated(spec, cal: dict[str, Any]):
-    """``spec`` (a batch experiment) with ``platform.overheads`` from ``cal``, converted with the
-    spec's own ``emulator.time_scale``, and the delivered link shares; a cost or share the run
-    could not measure keeps the spec's value."""
-    if getattr(spec, "kind", None) != "batch":
-        raise TypeError("a calibration applies to batch specs (kind: batch)")
+    """``spec`` with the costs ``cal`` measured, converted with the spec's own
+    ``emulator.time_scale``.  A batch spec gets ``platform.overheads`` and the delivered link shares
+    (a cost or share the run could not measure keeps the spec's value); an I/O spec its
+    ``platform.bandwidth`` and ``platform.overheads`` (:func:`io_overheads`).  The levels must match."""
+    level = "io" if cal.get("level") == "io" else "batch"
+    kind = "batch" if getattr(spec, "kind", None) == "batch" else "io"
+    if level != kind:
+        raise TypeError(f"a calibration of a real {level} run applies to {level} specs, not to a {kind} spec")
+    if kind == "io":
+        bandwidth, over = io_overheads(cal, spec)
+        platform = spec.platform.model_copy(update={
+            "bandwidth": bandwidth, "overheads": spec.platform.overheads.model_copy(update=over)})
+        return spec.model_copy(update={"platform": platform})
     o: dict[str, Any] = overheads_of(cal, spec.emulator.time_scale, measured_only=True)
     d = delivered_of(cal)
     if d:
@@ -187,5 +313,6 @@ def calibrated(spec, cal: dict[str, Any]):
     return spec.model_copy(update={"platform": platform})
 
 
-__all__ = ["CALIBRATION_VERSION", "KEYS", "LINKS", "alone", "calibrated", "delivered_of", "delivered_share",
-           "measure", "overheads_of", "read_calibration"]
+__all__ = ["CALIBRATION_VERSION", "IO_KEYS", "KEYS", "LINKS", "alone", "calibrated", "delivered_of",
+           "delivered_share", "describe_io", "io_overheads", "measure", "measure_io", "median_calibration",
+           "overheads_of", "read_calibration", "trace_calibration"]

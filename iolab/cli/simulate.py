@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..calibration import calibrated, read_calibration
+from ..calibration import calibrated, describe_io, read_calibration
+from ..errors import TraceError
 from ..metrics import io_metrics
 from ..metrics.from_trace import trace_batch_metrics
 from ..sim.batch.run import simulate_batch
@@ -60,8 +61,9 @@ def print_metrics(m, title: str) -> None:
 @click.option("--max-jobs", type=click.IntRange(1), default=MAX_JOBS, show_default=True,
               help="refuse a batch experiment with more jobs")
 @click.option("--calibration", "calibration", type=click.Path(dir_okay=False), metavar="TRACE",
-              help="batch specs: model the launch, exit and per-phase costs measured by the real run traced in "
-                   "TRACE (its calibration, converted with this spec's emulator.time_scale; docs/validation.md)")
+              help="model the costs measured by the real run traced in TRACE (of the same level: launch, exit, "
+                   "per-phase costs and delivered rates; converted with this spec's emulator.time_scale; "
+                   "docs/validation.md)")
 def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
              out: str | None, as_json: bool, max_events: int, max_jobs: int, calibration: str | None) -> None:
     """Simulate the experiment in SPEC (YAML or JSON; - reads standard input) and print its metrics.
@@ -76,12 +78,15 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if kind == "batch":
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
-        cal = read_calibration(calibration) if calibration else None  # a bad trace: exit 2 before anything runs
+        cal = _calibration(calibration, "batch")  # a bad trace: exit 2 before anything runs
         return _simulate_batch(spec_path, out, as_json, max_jobs, cal)
-    if calibration:
-        raise click.UsageError("--calibration applies to batch specs (kind: batch); an I/O spec's validation "
-                               "measures its bandwidth from the real run (iolab validate)")
+    cal = _calibration(calibration, "io")
     spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt})
+    if cal is not None:
+        if not as_json:
+            click.echo(f"calibration: {describe_io(cal, spec)} (spec seconds at time_scale "
+                       f"{spec.emulator.time_scale:g})", err=True)
+        spec = calibrated(spec, cal)
     size = io_size(spec, max_events)
     size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
     if size.estimate > 1e6 and not as_json:
@@ -97,6 +102,20 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
                          f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
         if out:
             click.echo(f"trace written to {out}")
+
+
+def _calibration(path: str | None, level: str) -> dict | None:
+    """The calibration record in the trace at ``path`` for a spec of ``level`` (None without a path);
+    a file that has none, or one of the other level, is bad input."""
+    if not path:
+        return None
+    cal = read_calibration(path)
+    got = "io" if cal.get("level") == "io" else "batch"
+    if got != level:
+        name = {"io": "I/O", "batch": "batch"}
+        raise TraceError(f"{path}: a calibration of a real {name[got]} run; {'an' if level == 'io' else 'a'} "
+                         f"{name[level]} spec needs one of a real {name[level]} run (--calibration)")
+    return cal
 
 
 def _source(spec_path: str) -> str:

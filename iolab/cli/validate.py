@@ -10,6 +10,8 @@ import yaml
 
 from ..atomic import atomic_write_text
 from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
+from ..calibration import describe_io, read_calibration
+from ..errors import TraceError
 from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
@@ -44,9 +46,9 @@ def parse_policies(text: str) -> list[str]:
     return out
 
 
-def print_policy(run) -> None:
+def print_policy(run, spec) -> None:
     c = run.comparison
-    click.echo(f"\n{run.policy}: measured bandwidth {run.bandwidth:.4g} units/s"
+    click.echo(f"\n{run.policy}: simulated with {describe_io(run.calibration, spec)}"
                + (f"; FAILED apps: {', '.join(c['failed'])}" if c["failed"] else ""))
     rows = [(a, v["simulator"], v["emulator"], f"{v['error']:.2%}") for a, v in c["apps"].items()]
     m = c["makespan"]
@@ -67,8 +69,7 @@ def print_policy(run) -> None:
                    f"{sp['error_max']:.2%}, geo-mean {sp['error_geomean']:.2%}")
     if run.distribution:
         d = run.distribution
-        click.echo(f"{d['repeats']} real runs (bandwidth median {d['bandwidth_median']:.4g}) against {d['seeds']} "
-                   "simulations:")
+        click.echo(f"{d['repeats']} real runs against {d['seeds']} simulations with {describe_io(d['calibration'], spec)}:")
         rows = [(a, f"{v['real_median']:.4g}", f"{v['sim_median']:.4g} [{v['band'][0]:.4g}..{v['band'][1]:.4g}]",
                  f"{v['percentile']:.0%}", f"{v['error']:.2%}", f"{v['ks']:.2f} (p {v['ks_pvalue']:.2g})", v["verdict"])
                 for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
@@ -131,12 +132,12 @@ def parse_jitter(text: str):
               help="I/O specs: run each policy this many times for real and compare the runs with the --seeds "
                    "simulations as distributions (medians, 5-95 % band, Kolmogorov-Smirnov)")
 @click.option("--calibration", "calibration", type=click.Path(dir_okay=False), metavar="TRACE",
-              help="batch specs: simulate with the costs measured by the real run in TRACE (default: this "
-                   "run's own, in-sample)")
+              help="simulate with the costs measured by the real run in TRACE (e.g. of another spec; "
+                   "default: each real run's own, in-sample; docs/validation.md)")
 @click.pass_context
 def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
              traces_dir, calibration, repeats, report_dir, campaign_path) -> None:
-    """Emulate SPEC under each policy, simulate it at the bandwidth the run measured, compare.
+    """Emulate SPEC under each policy, simulate it with the costs the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
     >= 1).  Errors are |emulated - simulated| / simulated; geo-mean is
@@ -155,9 +156,10 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
                                    "specs; a batch spec names its scheduler")
         return validate_batch_cli(spec, as_json, address, work_dir, traces_dir, calibration,
                                   report_dir=report_dir, command=command_line(ctx, spec_path))
-    if calibration:
-        raise click.UsageError("--calibration applies to batch specs; an I/O spec's validation measures its "
-                               "bandwidth from each real run")
+    cal = read_calibration(calibration) if calibration else None  # a bad trace: exit 2 before anything runs
+    if cal is not None and cal.get("level") != "io":
+        raise TraceError(f"{calibration}: a calibration of a real batch run; an I/O spec needs one of a real I/O "
+                         "run (--calibration)")
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)
     if repeats > 1 and seeds < 1:
@@ -176,8 +178,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
         traces_dir = campaign_traces(traces_dir, names)
     try:
         report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
-                                    on_policy=None if as_json else print_policy, seeds=seeds, jitter=jitter,
-                                    traces=traces_dir, repeats=repeats)
+                                    on_policy=None if as_json else (lambda r: print_policy(r, spec)), seeds=seeds, jitter=jitter,
+                                    traces=traces_dir, repeats=repeats, calibration=cal)
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
     if figure_path:

@@ -68,6 +68,15 @@ def _scatter(points: dict[str, list[tuple[float, float]]], path: Path, what: str
     return save(fig, path)
 
 
+def _costs(simulated_with: dict | None, bandwidth: float) -> str:
+    """The bandwidth and ``platform.overheads`` a simulation was given (spec units and seconds)."""
+    if not simulated_with:  # a report of an iolab before the overheads: the bandwidth only
+        return f"bandwidth {_fmt(bandwidth)} units/s"
+    o = simulated_with["overheads"]
+    return (f"bandwidth {_fmt(simulated_with['bandwidth'])} units/s, {_fmt(o['io_phase'])} s fixed per transfer, "
+            f"launch {_fmt(o['launch'])} s, gap between phases {_fmt(o['gap'])} s, exit {_fmt(o['exit'])} s")
+
+
 def _io_section(report: dict) -> tuple[list[str], dict]:
     lines: list[str] = []
     points: dict[str, list[tuple[float, float]]] = {}
@@ -80,8 +89,9 @@ def _io_section(report: dict) -> tuple[list[str], dict]:
                      f"(real: {' < '.join(r['emulator'])}; simulated: {' < '.join(r['simulator'])})")
     lines.append("")
     for policy, c in report["policies"].items():
-        lines += [f"### {policy}", "", f"Measured bandwidth {_fmt(c['bandwidth_measured'])} units/s "
-                  f"(spec {_fmt(c['bandwidth_spec'])}); real run {_fmt(c.get('wall_seconds'))} s wall.", ""]
+        lines += [f"### {policy}", "", f"Simulated with {_costs(c.get('simulated_with'), c['bandwidth_measured'])} "
+                  f"(the spec's bandwidth {_fmt(c['bandwidth_spec'])}); real run {_fmt(c.get('wall_seconds'))} s wall.",
+                  ""]
         rows = [[a, v["simulator"], v["emulator"], _pct(v["error"])] for a, v in c["apps"].items()]
         rows.append(["makespan", c["makespan"]["simulator"], c["makespan"]["emulator"], _pct(c["makespan"]["error"])])
         lines += _table(["", "simulated", "real", "rel. error"], rows)
@@ -97,7 +107,8 @@ def _io_section(report: dict) -> tuple[list[str], dict]:
             rows = [[a, v["real_median"], v["sim_median"], f"{_fmt(v['band'][0])}..{_fmt(v['band'][1])}",
                      _pct(v["error"]), f"{v['ks']:.2f} (p {v['ks_pvalue']:.2g})", v["verdict"]]
                     for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
-            lines += [f"{d['repeats']} real runs against {d['seeds']} simulations:", ""]
+            lines += [f"{d['repeats']} real runs against {d['seeds']} simulations, with "
+                      f"{_costs(d.get('simulated_with'), d['bandwidth_median'])}:", ""]
             lines += _table(["", "real median", "sim median", "sim 5..95 %", "error", "KS D", "verdict"], rows)
     if "distribution" in report:
         d = report["distribution"]

@@ -135,6 +135,13 @@ def test_a_trace_without_a_calibration_is_refused_before_anything_runs(tmp_path)
                                       str(tmp_path / "out.h5")])
         assert r.exit_code == 2 and why in r.output and "Traceback" not in r.output, r.output
         assert not (tmp_path / "out.h5").exists()
+    # a calibration serves specs of its own level only, either way round
+    batch_cal = _trace_with(tmp_path / "batch.h5", {"version": 2, "wall": {"launch": 0.5, "exit": 0.2, "io_phase": 0.0}})
     r = CliRunner().invoke(main, ["simulate", str(REPO / "examples" / "carretero-table1.yaml"), "--calibration",
-                                  str(bare)])
-    assert r.exit_code == 2 and "applies to batch specs" in r.output
+                                  str(batch_cal)])
+    assert r.exit_code == 2 and "a calibration of a real batch run; an I/O spec needs one of a real I/O run" in r.output
+    io_cal = tmp_path / "io.h5"
+    write_trace(TraceBuilder().build(runtime="emulator-batch", calibration={"version": 2, "level": "io", "wall": {}}),
+                io_cal)
+    r = CliRunner().invoke(main, ["simulate", str(path), "--calibration", str(io_cal)])
+    assert r.exit_code == 2 and "a calibration of a real I/O run; a batch spec needs" in r.output

@@ -74,6 +74,37 @@ def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
     assert trace.jobs["end"].max() <= t.phases["start"].min() + busy + 0.25 * len(t.phases)
 
 
+def test_a_real_run_stores_its_calibration_and_it_brings_the_simulation_closer(session, tmp_path):
+    """Two volumes (0.5 and 1.5 units): the trace's calibration separates the fixed cost of a transfer from
+    the delivered bandwidth, the processes' launch, gaps and exit are really there (> 0), and the nominal
+    spec simulated with that calibration ends nearer the real run than without it."""
+    from iolab.calibration import calibrated, measure_io
+    from iolab.emulator.run import run_emulation
+    from iolab.sim.run import simulate
+
+    spec = parse_spec({
+        "name": "two-volumes", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},
+        "apps": [{"id": a, "nodes": 2, "iterations": 3, "compute": 0.6, "io_volume": v}
+                 for a, v in (("A", 0.5), ("B", 1.5))],
+        "emulator": {"ranks_per_app": 1, "unit_bytes": 1 << 20, "grid": 32, "lease": 20},
+    })
+    out = tmp_path / "run.h5"
+    run_emulation(spec, "fifo", out=out, work_dir=tmp_path / "work")
+    t = read_trace(out)
+    cal = t.attrs["calibration"]
+    assert cal["level"] == "io" and cal["time_scale"] == spec.emulator.time_scale
+    assert cal["wall"] == pytest.approx(measure_io(t)["wall"])  # what the file holds is what the tables say
+    fit = cal["fits"]["io"]
+    assert fit["n"] == 6 and fit["r2"] >= 0.9, fit  # 6 transfers, alone on the node under FIFO
+    assert 0.5 <= cal["delivered"]["io"] <= 1.05  # the token bucket caps it near the spec's 1 unit/s
+    assert cal["wall"]["io_phase"] >= 0
+    assert cal["wall"]["launch"] > 0 and cal["wall"]["gap"] > 0 and cal["wall"]["exit"] > 0
+    real = float(t.jobs["end"].max() - t.jobs["start"].min())
+    plain = float(simulate(spec, policy="fifo").jobs["end"].max())
+    with_cal = float(simulate(calibrated(spec, cal), policy="fifo").jobs["end"].max())
+    assert abs(with_cal - real) < abs(plain - real), (plain, with_cal, real)
+
+
 def test_shared_run_overlaps(session, tmp_path):
     from iolab.emulator.run import run_emulation
 
@@ -141,6 +172,12 @@ def test_validate_prints_errors_and_json(session, tmp_path):
                           "stretch_error_geomean", "error_max", "error_geomean"}
         assert set(c["apps"]) == {"A", "B"} and c["makespan"]["error"] < 0.5
     assert set(report["ranking"]["makespan"]) >= {"emulator", "simulator", "same"}
+    for p in ("fifo", "lowest-id"):  # each policy simulated with its own run's costs, stated in the report
+        c = report["policies"][p]
+        trace = read_trace(tmp_path / "w" / f"{p}.h5")
+        assert c["calibration"]["wall"] == pytest.approx(trace.attrs["calibration"]["wall"])
+        assert c["simulated_with"]["overheads"]["gap"] > 0  # the apps' real gaps between phases
+        assert c["bandwidth_measured"] == c["simulated_with"]["bandwidth"]
     assert (tmp_path / "fig.png").stat().st_size > 0
     # the default 20 jittered simulations, durations resampled from the real run's phases
     for p in ("fifo", "lowest-id"):
