@@ -12,6 +12,8 @@
   and the kernel re-places node sets only until its replay joins the previous one
   (``replay_in_start_order``): the same plans and sets as planning from scratch, on random
   decision sequences with arrivals, starts, early ends, overruns and cancellations.
+* EASY without projections decides by the shadow time and the extra nodes (the textbook rule);
+  with a profile search, the same decision on random snapshots.
 * Both conservative variants continue the last decision's profile over an arrival-only pass:
   the same decisions as deciding from scratch.
 * SWF jobs are built with ``Job.model_construct`` after the parser's checks; ``model_validate``
@@ -25,7 +27,7 @@ import random
 
 import pytest
 
-from iolab.middleware.policies.batch.backfill import FCFS
+from iolab.middleware.policies.batch.backfill import EASY, FCFS
 from iolab.middleware.policies.batch.nodes import lowest, plan_node_sets, replay_in_start_order
 from iolab.middleware.policies.batch.profile import Profile
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, QueuedJob, RunningJob, Snapshot
@@ -89,6 +91,44 @@ def test_fcfs_release_sweep_plans_what_the_profile_search_plans():
         ties += len(starts) - len(set(starts))
         later += sum(t > snap.now for t in starts)
     assert ties > 40 and later > 1000  # shared starts and jobs planned ahead were both exercised
+
+
+def test_easy_shadow_rule_decides_what_the_profile_search_decides():
+    """EASY without projections decides by the shadow time and the extra nodes; the same starts and
+    the same plan (the head's reservation included), float for float, as its profile search."""
+    rng = random.Random(23)
+    backfilled = reserved = 0
+    for case in range(1500):
+        snap = _random_snapshot(rng)
+        fast, plain = EASY(project=False), EASY(project=False)
+        shadow = fast._decide_by_shadow(snap)
+        assert shadow is not None, case  # every job fits the machine and has a walltime
+        assert shadow == plain._decide_on_profile(snap), case
+        assert fast.decide(snap) == shadow  # and decide() takes it
+        heads = [e for e in shadow.plan if e.start > snap.now]
+        reserved += len(heads)
+        if heads:
+            backfilled += sum(e.start == snap.now for e in shadow.plan[shadow.plan.index(heads[0]):])
+    assert reserved > 500 and backfilled > 300  # reservations and backfilling around them were exercised
+
+
+def test_easy_leaves_to_the_profile_what_the_shadow_rule_does_not_cover():
+    """A job larger than the nodes that are up (the profile search refuses it), a walltime of 0 (a checked
+    snapshot refuses it; it would hold nothing on the profile) and HPS bytes overcommitted (every
+    segment blocked): the profile path decides."""
+    big = Snapshot(now=0.0, total_nodes=8, free_nodes=2, running=(RunningJob("r", 4, 10.0),),
+                   queue=(QueuedJob("small", 0.0, 2, 5.0), QueuedJob("big", 0.0, 8, 5.0)))
+    assert EASY(project=False)._decide_by_shadow(big) is None
+    with pytest.raises(RuntimeError, match="8 nodes .* at inf"):
+        EASY(project=False).decide(big)
+    zero = Snapshot.trusted(now=0.0, total_nodes=4, free_nodes=4, queue=(QueuedJob("z", 0.0, 2, 0.0),), running=())
+    assert EASY(project=False)._decide_by_shadow(zero) is None
+    assert EASY(project=False).decide(zero) == EASY(project=False)._decide_on_profile(zero)
+    over = Snapshot.trusted(now=0.0, total_nodes=4, free_nodes=4, queue=(QueuedJob("a", 0.0, 2, 5.0),),
+                            running=(), hps_capacity=1.0, hps_free=-1.0)
+    pol = EASY(project=False)
+    with pytest.raises(RuntimeError, match="does not fit"):
+        pol.decide(over)  # what the profile search does with no HPS room anywhere
 
 
 def test_fcfs_with_nodes_down_refuses_like_the_profile_search():

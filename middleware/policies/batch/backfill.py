@@ -417,6 +417,78 @@ class EASY(BatchPolicy):
         self.project = project
 
     def _decide(self, snap: Snapshot) -> Decision:
+        if not self.project and float(snap.hps_free or 0.0) >= 0:
+            d = self._decide_by_shadow(snap)
+            if d is not None:
+                return d
+        return self._decide_on_profile(snap)
+
+    def _decide_by_shadow(self, snap: Snapshot) -> Decision | None:
+        """The decision :meth:`_decide_on_profile` makes when only the starts and the head's
+        reservation are planned (``project`` off), without building the profile: the textbook
+        rule, which that search amounts to here.
+
+        Before any reservation the free nodes never decrease over time (running jobs and the
+        jobs started now only release theirs), so a job fits now for its whole walltime iff its
+        nodes are free now: the jobs in queue order while they fit start.  The first that does
+        not (the head) is reserved at the *shadow time*, the earliest planned end at which its
+        nodes are free (every release at that instant counted), leaving ``extra`` nodes free
+        there.  A later job then fits now iff its nodes are free now and it ends by the shadow
+        time or uses at most the extra nodes (which it then holds at the shadow time): the
+        profile's free count only rises between now and the shadow time and only rises after
+        it, so ``fits(now, walltime, nodes)`` reads exactly those two values.  The same floats
+        (``now + walltime``, the overrun stand-in ``now + overrun_grace``), so the same plan;
+        ``tests/batch/test_easy_shadow.py`` checks both on random snapshots.  ``None`` (the
+        profile path decides) when the head can never fit (that path raises what it raises then)
+        or a job to plan has no positive walltime.
+        """
+        now, free, queue = snap.now, snap.free_nodes, snap.queue
+        plan: list[PlanEntry] = []
+        k, n = 0, len(queue)
+        while k < n and queue[k].nodes <= free:  # in queue order while they fit
+            if not queue[k].walltime > 0:
+                return None  # a zero-length reservation holds nothing on the profile: left to it
+            e = _entry(queue[k], now)
+            plan.append(e)
+            free -= e.nodes
+            k += 1
+        if k == n:
+            return _decision(snap, plan)
+        head = queue[k]
+        if not head.walltime > 0:
+            return None
+        grace_end = now + snap.overrun_grace
+        ends = sorted([(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
+                      + [(e.end, e.nodes) for e in plan])
+        avail, i, m = free, 0, len(ends)
+        while avail < head.nodes:
+            if i == m:
+                return None  # never: the machine is too small for the head
+            avail += ends[i][1]
+            i += 1
+        shadow = ends[i - 1][0]
+        while i < m and ends[i][0] == shadow:  # every release at the shadow time counts
+            avail += ends[i][1]
+            i += 1
+        extra = avail - head.nodes
+        plan.append(_entry(head, shadow))
+        for j in range(k + 1, n):
+            job = queue[j]
+            if job.nodes > free:
+                if free == 0:
+                    break  # nothing more can start now
+                continue
+            if not job.walltime > 0:
+                return None
+            if now + job.walltime > shadow:  # still running at the shadow time: only on the extra nodes
+                if job.nodes > extra:
+                    continue
+                extra -= job.nodes
+            plan.append(_entry(job, now))
+            free -= job.nodes
+        return _decision(snap, plan)
+
+    def _decide_on_profile(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)
         decided: dict[str, PlanEntry] = {}
         head = None
