@@ -169,9 +169,11 @@ def _io_tables(trace) -> tuple[list[tuple[float, float]], dict[str, list[float]]
     samples = []
     for spans in by_node.values():
         spans.sort()
+        held_until = -math.inf  # the latest release among the transfers granted before this one
         for k, (gr, rl, key) in enumerate(spans):  # alone: no other transfer of the node overlapped it
-            if (k == 0 or spans[k - 1][1] <= gr + 1e-9) and (k + 1 == len(spans) or spans[k + 1][0] >= rl - 1e-9):
+            if held_until <= gr + 1e-9 and (k + 1 == len(spans) or spans[k + 1][0] >= rl - 1e-9):
                 samples.append((volume[key], rl - gr))
+            held_until = max(held_until, rl)
     requested = {(str(a), int(ph)): float(r) for a, ph, r in zip(g["job"], g["phase"], g["request"])}
     rows: dict[str, list[tuple[int, float, float]]] = {}
     for a, i, kind, start, end in zip(p["job"], p["index"], p["kind"], p["start"], p["end"]):
@@ -216,17 +218,18 @@ def measure_io(trace) -> dict[str, Any]:
 
 
 def io_overheads(cal: dict[str, Any], spec) -> tuple[float, dict[str, float]]:
-    """``(bandwidth, overheads)`` of an I/O ``spec`` under ``cal``: the delivered share times the
-    spec's bandwidth (the spec's own where not measured), and the costs in the spec's seconds
-    (wall / its ``emulator.time_scale``; 0 where not measured)."""
+    """``(bandwidth, overheads)`` an I/O ``spec`` is simulated with under ``cal``: the delivered share
+    times the spec's bandwidth, and the costs in the spec's seconds (wall / its
+    ``emulator.time_scale``); what the run could not measure keeps the spec's value."""
     share = (cal.get("delivered") or {}).get("io", math.nan)
     ok = isinstance(share, (int, float)) and share == share and 0 < share <= DELIVERED_MAX
     bandwidth = spec.platform.bandwidth * (float(share) if ok else 1.0)
     ts = spec.emulator.time_scale
-    over = {}
+    over = spec.platform.overheads.model_dump()
     for key in IO_KEYS:
         w = cal["wall"].get(key, math.nan)
-        over[key] = float(w) / ts if isinstance(w, (int, float)) and w == w and w >= 0 else 0.0
+        if isinstance(w, (int, float)) and w == w and 0 <= w < math.inf:
+            over[key] = float(w) / ts
     return bandwidth, over
 
 
@@ -258,8 +261,8 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
     run's trace written before the emulator stored its record is measured now."""
     trace = read_trace(path)
     cal = trace.attrs.get("calibration")
-    if trace.attrs.get("runtime") == "emulator":
-        return trace_calibration(trace)
+    if trace.attrs.get("runtime") == "emulator":  # a real I/O run
+        cal = trace_calibration(trace)
     if not isinstance(cal, dict) or not isinstance(cal.get("wall"), dict):
         runtime = trace.attrs.get("runtime", "?")
         raise TraceError(f"{path}: no calibration in this trace (runtime {runtime}; a real run's trace "

@@ -18,7 +18,7 @@ from iolab.cli import cli as main
 from iolab.errors import TraceError
 from iolab.sim.run import simulate
 from iolab.specs import parse_spec
-from iolab.trace import write_trace
+from iolab.trace import TraceBuilder, write_trace
 
 COSTS = {"launch": 0.3, "gap": 0.02, "exit": 0.1, "io_phase": 0.05}
 
@@ -88,6 +88,29 @@ def test_only_transfers_alone_on_their_io_node_are_fitted():
     assert cal["samples"]["io_phase"] <= len(g) - overlapping
     for key in ("launch", "gap", "exit"):  # the apps' own delays are still there
         assert cal["wall"][key] == pytest.approx(COSTS[key] * 0.5)
+
+
+def test_a_transfer_inside_an_earlier_longer_one_is_not_alone():
+    """Three transfers on one node: a [0, 10), b [1, 2), c [5, 6): b and c overlap a, so none is alone
+    (c's previous transfer, b, ended before it began: the longest earlier hold is what counts)."""
+    tb = TraceBuilder()
+    for app, (g, r) in {"a": (0.0, 10.0), "b": (1.0, 2.0), "c": (5.0, 6.0), "d": (11.0, 12.5)}.items():
+        tb.add_job(id=app, status="ok", start=g - 0.1, end=r + 0.1, release=0.0, rank=0, nodes=1)
+        tb.add_phase(job=app, index=0, kind="write", start=g, end=r, volume=1.0, io_node=0)
+        tb.add_grant(job=app, phase=0, io_node=0, request=g, grant=g, release=r)
+    t = tb.build(runtime="emulator", spec={"platform": {"bandwidth": 1.0}}, time_scale=1.0)
+    cal = measure_io(t)
+    assert cal["samples"]["io_phase"] == 1 and cal["wall"]["io_phase"] == pytest.approx(0.5)  # d only
+    assert cal["wall"]["launch"] == pytest.approx(0.1) and cal["wall"]["exit"] == pytest.approx(0.1)
+
+
+def test_what_a_run_could_not_measure_keeps_the_specs_value():
+    hand = io_spec(io_phase=0.2, gap=0.01)
+    cal = {"level": "io", "wall": {"io_phase": math.nan, "gap": 0.05, "launch": math.nan, "exit": 0.0},
+           "delivered": {"io": math.nan}}
+    bandwidth, over = io_overheads(cal, hand)
+    assert bandwidth == hand.platform.bandwidth
+    assert over == pytest.approx({"io_phase": 0.2, "gap": 0.05 / 0.5, "launch": 0.0, "exit": 0.0})
 
 
 def test_medians_over_runs():
