@@ -10,6 +10,7 @@ importable there, e.g. through ``PYTHONPATH``).
 from __future__ import annotations
 
 import importlib
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -32,10 +33,21 @@ def run_emulate(spec, *, mode: str, run_id: str = "", workdir: Path | None = Non
     Each emulated run starts MPI processes and an arbiter actor in the Ray
     cluster the task runs in; give the campaign a ``cpus_per_run`` that
     matches the apps' ranks so that Ray does not oversubscribe the nodes.
+
+    The trace goes to ``RUN.h5`` in ``workdir`` (the sweep's ``--traces DIR``), the file the sweep
+    writes the returned trace to, so a run that fails half way leaves its partial trace there and an
+    ok one one file, not two.  The run's work folder ``RUN.work`` keeps its logs and the apps'
+    manifests; the checkpoints the apps wrote (``io-node-*``, ~100 MB a Table 1 run) are removed once
+    the run ended ok, so a campaign of many real runs does not fill the disk.
     """
     name = run_id or spec.name
     work = Path(workdir) if workdir else Path(tempfile.gettempdir())
-    return run_emulation(spec, policy=spec.policy, out=work / f"{name}.emulated.h5", work_dir=work / f"{name}.work")
+    run_dir = work / f"{name}.work"
+    trace = run_emulation(spec, policy=spec.policy, out=work / f"{name}.h5", work_dir=run_dir)
+    if trace.attrs.get("complete") and not trace.attrs.get("failures"):
+        for d in run_dir.glob("io-node-*"):
+            shutil.rmtree(d, ignore_errors=True)
+    return trace
 
 
 BUILTIN: dict[str, Runtime] = {"sim": run_sim, "emulate": run_emulate}

@@ -42,6 +42,13 @@ def test_the_repeats_campaign_runs_under_sweep_and_validate_reads_its_traces(tmp
     # the same priorities as `iolab validate` runs them with, not Ray's default nice 15 for its workers
     for rec in recs:
         assert read_trace(rec["trace"]).attrs["nice"] == {"driver": 0, "arbiter": 0, "apps": 10}
+    # one trace per run, and its work folder without the checkpoints (the logs and manifests stay)
+    traces = out / "traces"
+    assert sorted(p.name for p in traces.glob("*.h5")) == sorted(f"{rec['run_id']}.h5" for rec in recs)
+    for rec in recs:
+        work = traces / f"{rec['run_id']}.work"
+        assert (work / "logs").is_dir() and any((work / "logs").iterdir())
+        assert not list(work.glob("io-node-*")), list(work.iterdir())
 
     v = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--repeats", "2", "--seeds", "6",
                                  "--traces", str(out), "--json"])
