@@ -281,8 +281,7 @@ class Emulation:
         """The priorities this run had: the driver's, the arbiter actor's, and the apps' (``nice -n
         emulator.nice`` adds to the launching process's, up to 19; under Slurm, to the job step's)."""
         driver = os.nice(0)
-        out = {"driver": driver, "apps": min(19, driver + self.spec.emulator.nice)
-               if self.launcher.name == "mpiexec" else self.spec.emulator.nice}
+        out = {"driver": driver, "apps": self.launcher.apps_nice(driver, self.spec.emulator.nice)}
         try:
             out["arbiter"] = self.arbiter.nice()
         except Exception:  # a dead actor: the trace is still written, without its priority

@@ -1,6 +1,6 @@
 """How an app is started: ``mpiexec`` on this machine, or ``srun`` inside a Slurm allocation.
 
-:class:`~iolab.emulator.run.Emulation` asks its *app launcher* four things and nothing else:
+:class:`~iolab.emulator.run.Emulation` asks its *app launcher* these things and nothing else:
 
 - ``open_ray(address)``: the Ray session of the run (a local Ray, a given one, or under
   srun a Ray cluster over the allocation: :mod:`iolab.emulator.slurm_ray`);
@@ -9,6 +9,8 @@
 - ``coordinator(inner, config)``: the app's ``--coordinator`` and its config; both
   launchers wrap the real one in :mod:`iolab.emulator.slurm_hosts` so each rank notes its node;
 - ``hosts(app_id)``: the trace's ``hosts`` column, from what the ranks reported;
+- ``apps_nice(driver, nice)``: the priority the apps run at, for the trace (``nice -n`` composes
+  with this process's under mpiexec; a Slurm step's tasks start from slurmd's);
 - ``suspend(app_id, proc)`` / ``resume(app_id, proc)``: stop and continue every process of
   a running app (the load controller's lever): SIGSTOP/SIGCONT to the app's process group
   here (``mpiexec`` and its ranks), a signal to the app's step under srun
@@ -141,6 +143,11 @@ class MpiexecApps:
         cmd = mpiexec_command(ranks, argv, mpiexec=self.mpiexec)
         return (["nice", "-n", str(nice)] + cmd) if nice else cmd
 
+    @staticmethod
+    def apps_nice(driver: int, nice: int) -> int:
+        """The apps' priority: ``nice -n`` adds to this process's (``driver``), up to 19."""
+        return min(19, driver + nice)
+
     def calibrate_command(self, ranks: int, argv: list[str]) -> list[str]:
         return mpiexec_command(ranks, argv, mpiexec=self.mpiexec)
 
@@ -192,6 +199,11 @@ class SrunApps:
         # nice goes inside the step: srun does not pass its own niceness on to the tasks.
         argv = (["nice", "-n", str(nice)] + list(argv)) if nice else list(argv)
         return self._srun(ranks, self.nodes_of[app_id], argv, f"iolab-{app_id}")
+
+    @staticmethod
+    def apps_nice(driver: int, nice: int) -> int:
+        """The apps' priority: the step's tasks start from slurmd's, not this process's, so ``nice``."""
+        return nice
 
     def calibrate_command(self, ranks: int, argv: list[str]) -> list[str]:
         return self._srun(ranks, list(self.allocation.nodes[:1]), argv, "iolab-calibrate")
