@@ -98,6 +98,16 @@ class FCFS(_TierByRequest, BatchPolicy):
     def _decide(self, snap: Snapshot) -> Decision:
         if self.hps_requests:  # two resources: the profile search (the sweep counts nodes only)
             return self._decide_on_profile(snap)
+        if not self.project and snap.overrun_grace > 0:
+            # only the starts are planned, and every release is after now (a job past its expected
+            # end releases at now + overrun_grace): the jobs in queue order while their nodes are free
+            now, free, plan = snap.now, snap.free_nodes, []
+            for job in snap.queue:
+                if job.nodes > free:
+                    break
+                plan.append(_entry(job, now))
+                free -= job.nodes
+            return _fcfs_decision(snap, plan)
         if not self.project:
             new = fcfs_sweep(snap, False)
             if new is None:
