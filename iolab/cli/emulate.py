@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..calibration import describe_io
 from .emulate_batch import emulate_batch
 from ..emulator.run import run_emulation
 from ..metrics import io_metrics
@@ -70,4 +71,8 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
                      f"(time scale {trace.attrs['time_scale']:g}, {trace.attrs['wall_seconds']:.0f} s wall)")
     for app, f in trace.attrs.get("failures", {}).items():
         click.echo(f"{app}: {f['status']} at {f['time']:.4g} s: {f['reason']}")
+    if isinstance(trace.attrs.get("calibration"), dict):  # what `iolab simulate --calibration` will model
+        ran = spec.model_copy(update={"emulator": spec.emulator.model_copy(
+            update={"time_scale": trace.attrs["time_scale"]})})  # in the seconds of the run (--time-scale)
+        click.echo(f"measured beyond the model (spec seconds): {describe_io(trace.attrs['calibration'], ran)}")
     click.echo(f"trace written to {out}")

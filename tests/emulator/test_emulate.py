@@ -79,7 +79,6 @@ def test_a_real_run_stores_its_calibration_and_it_brings_the_simulation_closer(s
     the delivered bandwidth, the processes' launch, gaps and exit are really there (> 0), and the nominal
     spec simulated with that calibration ends nearer the real run than without it."""
     from iolab.calibration import calibrated, measure_io
-    from iolab.emulator.run import run_emulation
     from iolab.sim.run import simulate
 
     spec = parse_spec({
@@ -88,10 +87,18 @@ def test_a_real_run_stores_its_calibration_and_it_brings_the_simulation_closer(s
                  for a, v in (("A", 0.5), ("B", 1.5))],
         "emulator": {"ranks_per_app": 1, "unit_bytes": 1 << 20, "grid": 32, "lease": 20},
     })
-    out = tmp_path / "run.h5"
-    run_emulation(spec, "fifo", out=out, work_dir=tmp_path / "work")
+    from click.testing import CliRunner
+
+    from iolab.cli import cli
+
+    path, out = tmp_path / "spec.json", tmp_path / "run.h5"
+    path.write_text(json.dumps(spec.model_dump(mode="json")))
+    r = CliRunner().invoke(cli, ["emulate", str(path), "--out", str(out), "--work-dir", str(tmp_path / "work")])
+    assert r.exit_code == 0, r.output
     t = read_trace(out)
     cal = t.attrs["calibration"]
+    said = [line for line in r.output.splitlines() if line.startswith("measured beyond the model")]
+    assert len(said) == 1 and "fixed per transfer" in said[0] and "gap between phases" in said[0], r.output
     assert cal["level"] == "io" and cal["time_scale"] == spec.emulator.time_scale
     assert cal["wall"] == pytest.approx(measure_io(t)["wall"])  # what the file holds is what the tables say
     fit = cal["fits"]["io"]
