@@ -93,5 +93,15 @@ def ranking(values: dict[str, tuple[float, float]], tie: float = 0.01) -> dict:
                 concordant += 1
             else:
                 discordant += 1
-    return {"emulator": emu, "simulator": sim, "same": emu == sim, "concordant_pairs": concordant,
-            "discordant_pairs": discordant, "tied_pairs": ties}
+    return {"emulator": emu, "simulator": sim, "same": emu == sim, "agree": discordant == 0,
+            "concordant_pairs": concordant, "discordant_pairs": discordant, "tied_pairs": ties}
+
+
+def ranking_words(r: dict) -> str:
+    """One :func:`ranking` in words: the same order, the same up to ties, or how it differs."""
+    if r["same"]:
+        return "same order"
+    if r["discordant_pairs"] == 0:
+        return (f"same order up to ties: no discordant pair; {r['tied_pairs']} pair(s) the simulation puts "
+                "within 1 % of each other ordered either way")
+    return f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %"

@@ -12,6 +12,7 @@ from ..atomic import atomic_write_text
 from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from ..calibration import describe_io, read_calibration
 from ..errors import TraceError
+from ..emulator.comparison import ranking_words
 from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
@@ -76,13 +77,6 @@ def print_policy(run, spec) -> None:
         click.echo(table(["", "real median", "sim median [5..95 %]", "percentile", "error", "KS D", "verdict"],
                          rows))
     click.get_text_stream("stdout").flush()
-
-
-def verdict(r: dict) -> str:
-    """One ranking comparison (iolab.emulator.comparison.ranking) in words."""
-    if r["same"]:
-        return "same order"
-    return f"order differs: {r['discordant_pairs']} discordant pair(s), {r['tied_pairs']} tie(s) within 1 %"
 
 
 def parse_jitter(text: str):
@@ -192,7 +186,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "
                f"{s['makespan_error_max']:.2%}), geo-mean {s['error_geomean']:.2%}")
     for what, r in report["ranking"].items():
-        click.echo(f"ranking by {what}: {verdict(r)}\n  emulator:  {' < '.join(r['emulator'])}\n"
+        click.echo(f"ranking by {what}: {ranking_words(r)}\n  emulator:  {' < '.join(r['emulator'])}\n"
                    f"  simulator: {' < '.join(r['simulator'])}")
     if "spread" in report:
         sp = report["spread"]
@@ -200,13 +194,13 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
                    f"range {sp['inside']} of {sp['values']}; error vs median max {sp['error_max']:.2%} "
                    f"(makespan {sp['makespan_error_max']:.2%}), geo-mean {sp['error_geomean']:.2%}")
         for what, r in sp["ranking"].items():
-            click.echo(f"ranking by median {what}: {verdict(r)}")
+            click.echo(f"ranking by median {what}: {ranking_words(r)}")
     if "distribution" in report:
         d = report["distribution"]
         click.echo(f"\n{d['repeats']} real runs against {d['seeds']} simulations per policy: {d['noise']} of "
                    f"{d['values']} values noise (real median inside the simulated 5-95 % band), {d['model_errors']} "
                    f"model error(s); error of the medians max {d['error_max']:.2%}, geo-mean "
                    f"{d['error_geomean']:.2%}; {d['over_10pct']} over 10 %, {d['over_10pct_inside_band']} of them "
-                   f"inside the band; ranking by median makespan: {verdict(d['ranking']['makespan'])}")
+                   f"inside the band; ranking by median makespan: {ranking_words(d['ranking']['makespan'])}")
     if figure_path:
         click.echo(f"figure written to {figure_path}")

@@ -24,6 +24,7 @@ import math
 from pathlib import Path
 
 from ..atomic import atomic_write_text
+from ..emulator.comparison import ranking_words
 from . import new_figure, save
 
 
@@ -85,7 +86,7 @@ def _io_section(report: dict) -> tuple[list[str], dict]:
               f"Overall: max error {_pct(s['error_max'])} (stretch {_pct(s['stretch_error_max'])}, makespan "
               f"{_pct(s['makespan_error_max'])}), geo-mean {_pct(s['error_geomean'])}.", ""]
     for what, r in report["ranking"].items():
-        lines.append(f"- ranking by {what}: {'same order' if r['same'] else 'order differs'} "
+        lines.append(f"- ranking by {what}: {ranking_words(r)} "
                      f"(real: {' < '.join(r['emulator'])}; simulated: {' < '.join(r['simulator'])})")
     lines.append("")
     for policy, c in report["policies"].items():
@@ -112,9 +113,13 @@ def _io_section(report: dict) -> tuple[list[str], dict]:
             lines += _table(["", "real median", "sim median", "sim 5..95 %", "error", "KS D", "verdict"], rows)
     if "distribution" in report:
         d = report["distribution"]
+        r = d["ranking"]["makespan"]
         lines += [f"Distributions over all policies: {d['noise']} of {d['values']} values noise, {d['model_errors']} "
                   f"model error(s); error of the medians max {_pct(d['error_max'])}, geo-mean "
-                  f"{_pct(d['error_geomean'])}.", ""]
+                  f"{_pct(d['error_geomean'])}; {d['over_10pct']} value(s) over 10 %, "
+                  f"{d['over_10pct_inside_band']} of them inside the band. Ranking by median makespan: "
+                  f"{ranking_words(r)} (real: {' < '.join(r['emulator'])}; simulated: {' < '.join(r['simulator'])}).",
+                  ""]
     return lines, {"points": points, "what": "slowdown"}
 
 
