@@ -145,3 +145,7 @@ def test_a_trace_without_a_calibration_is_refused_before_anything_runs(tmp_path)
                 io_cal)
     r = CliRunner().invoke(main, ["simulate", str(path), "--calibration", str(io_cal)])
     assert r.exit_code == 2 and "a calibration of a real I/O run; a batch spec needs" in r.output
+    r = CliRunner().invoke(main, ["validate", str(path), "--calibration", str(io_cal), "--work-dir",
+                                  str(tmp_path / "v")])  # refused before the real run starts
+    assert r.exit_code == 2 and "a calibration of a real I/O run; a batch spec needs" in r.output, r.output
+    assert not (tmp_path / "v").exists()
