@@ -204,6 +204,13 @@ def test_validate_prints_errors_and_json(session, tmp_path):
     for p in ("fifo", "lowest-id"):
         assert again["policies"][p]["wall_seconds"] == report["policies"][p]["wall_seconds"]
         assert again["policies"][p]["spread"] == report["policies"][p]["spread"]
+    # one run's calibration for every policy (--calibration): lowest-id simulated with fifo's costs
+    one = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo,lowest-id", "--json", "--seeds", "0",
+                                   "--traces", str(tmp_path / "w"), "--calibration", str(tmp_path / "w" / "fifo.h5")])
+    assert one.exit_code == 0, one.output
+    one = json.loads(one.output)["policies"]
+    assert one["lowest-id"]["simulated_with"] == one["fifo"]["simulated_with"] == report["policies"]["fifo"]["simulated_with"]
+    assert one["fifo"]["makespan"] == report["policies"]["fifo"]["makespan"]  # its own calibration: the same
 
     # traces of another spec are refused, by field, before anything runs
     other = tmp_path / "other.json"
