@@ -81,9 +81,35 @@ def _check_base(base: dict[str, Any], fail) -> None:
             fail(f"base.{path}", reason)
 
 
+# Spec fields added after ID_VERSION, with the value that means "as before": left out of a run's id
+# while they hold it, so that a journal written before they existed still recognises its runs (a
+# run with another value is another run, with another id).
+ADDED_FIELDS: dict[tuple[str, ...], Any] = {
+    ("platform", "overheads"): {"io_phase": 0.0, "launch": 0.0, "gap": 0.0, "exit": 0.0},
+}
+
+
+def _as_before(experiment: dict[str, Any]) -> dict[str, Any]:
+    """``experiment`` without the :data:`ADDED_FIELDS` that hold their "as before" value."""
+    out = experiment
+    for path, default in ADDED_FIELDS.items():
+        parent = out
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and parent.get(path[-1], object()) == default:
+            if out is experiment:
+                out = copy.deepcopy(experiment)
+            target = out
+            for key in path[:-1]:
+                target = target[key]
+            del target[path[-1]]
+    return out
+
+
 def run_id(experiment: dict[str, Any], params: dict[str, Any], runtime: str) -> str:
-    """16 hex digits of SHA-256 over the canonical JSON of the resolved run."""
-    body = {"v": ID_VERSION, "runtime": runtime, "experiment": experiment,
+    """16 hex digits of SHA-256 over the canonical JSON of the resolved run (:data:`ADDED_FIELDS` at
+    their "as before" value left out)."""
+    body = {"v": ID_VERSION, "runtime": runtime, "experiment": _as_before(experiment),
             "params": {k: v for k, v in params.items() if k != "index"}}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

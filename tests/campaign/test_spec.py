@@ -51,6 +51,28 @@ def test_run_ids_depend_on_the_run_not_on_its_position(tmp_path):
     assert all(r.spec().sim.mode == "step" for r in step)
 
 
+def test_a_spec_field_added_later_keeps_the_ids_of_runs_that_leave_it_as_before(tmp_path):
+    """``platform.overheads`` came after these ids were first written to journals: a run whose
+    overheads are all 0 (what every run was before) keeps its id, so an upgraded iolab resumes an old
+    campaign instead of running it all again; other overheads are another run."""
+    from iolab.campaign.expand import run_id
+
+    _, runs = load_runs(QUICK)
+    # the first ids of examples/campaigns/quick.yaml as iolab wrote them before the field existed (cafdfb9)
+    assert [r.run_id for r in runs[:4]] == ["ecff9e9605e453df", "af545d890052449a", "d526056d7cb22750",
+                                            "b9865e28c3ed9bd0"]
+    r = runs[0]
+    assert r.experiment["platform"]["overheads"] == {"io_phase": 0.0, "launch": 0.0, "gap": 0.0, "exit": 0.0}
+    params = {k: v for k, v in r.params.items()}
+    old = json.loads(json.dumps(r.experiment))
+    del old["platform"]["overheads"]
+    assert run_id(old, params, r.runtime) == run_id(r.experiment, params, r.runtime) == r.run_id
+    other = json.loads(json.dumps(r.experiment))
+    other["platform"]["overheads"]["gap"] = 0.01
+    assert run_id(other, params, r.runtime) != r.run_id
+    assert r.experiment["platform"]["overheads"]["gap"] == 0.0  # the run's own experiment is left as it was
+
+
 def test_editing_a_workload_file_changes_only_its_runs_ids(tmp_path):
     spec = yaml.safe_load(TABLE1.read_text())
     (tmp_path / "wl").mkdir()
