@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable
 
 from iolab.calibration import LINKS, calibrated, overheads_of, read_calibration
-from iolab.errors import TraceError
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
@@ -47,10 +46,7 @@ def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_di
     say = note or (lambda _msg: None)
     cal_source = None
     if calibration is not None:
-        cal = read_calibration(calibration)  # before the real run: a bad file costs nothing
-        if cal.get("level") == "io":
-            raise TraceError(f"{calibration}: a calibration of a real I/O run; a batch spec needs one of a real "
-                             "batch run (--calibration)")
+        cal = read_calibration(calibration, "batch")  # before the real run: a bad file costs nothing
         cal_source = str(calibration)
     if traces is not None:
         real = load_kept_batch_trace(spec, traces)

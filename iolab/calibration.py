@@ -233,13 +233,19 @@ def io_overheads(cal: dict[str, Any], spec) -> tuple[float, dict[str, float]]:
     return bandwidth, over
 
 
+def describe_costs(bandwidth: float, o: dict[str, float], note: str = "") -> str:
+    """One line for an I/O simulation's ``platform.bandwidth`` and ``platform.overheads`` (``note``
+    follows the bandwidth)."""
+    return (f"bandwidth {bandwidth:.4g} units/s{note}, {o['io_phase']:.3g} s fixed per transfer; "
+            f"launch {o['launch']:.3g} s, gap between phases {o['gap']:.3g} s, exit {o['exit']:.3g} s")
+
+
 def describe_io(cal: dict[str, Any], spec) -> str:
     """One line for what an I/O calibration record gives the simulation of ``spec`` (its units and seconds)."""
     bandwidth, o = io_overheads(cal, spec)
     share = (cal.get("delivered") or {}).get("io", math.nan)
     how = f"{share:.4g} of the spec's" if share == share else "the spec's: not measured"
-    return (f"bandwidth {bandwidth:.4g} units/s ({how}), {o['io_phase']:.3g} s fixed per transfer; "
-            f"launch {o['launch']:.3g} s, gap between phases {o['gap']:.3g} s, exit {o['exit']:.3g} s")
+    return describe_costs(bandwidth, o, f" ({how})")
 
 
 def trace_calibration(trace) -> dict[str, Any]:
@@ -256,9 +262,15 @@ def median_calibration(cals: list[dict[str, Any]]) -> dict[str, Any]:
             "time_scale": _median([c.get("time_scale", math.nan) for c in cals]), "runs": len(cals)}
 
 
-def read_calibration(path: str | Path) -> dict[str, Any]:
-    """The calibration record of the real run traced in ``path`` (a TraceError otherwise); a real I/O
-    run's trace written before the emulator stored its record is measured now."""
+def level_of(cal: dict[str, Any]) -> str:
+    """``"io"`` or ``"batch"``: the level of the real run a calibration record comes from."""
+    return "io" if cal.get("level") == "io" else "batch"
+
+
+def read_calibration(path: str | Path, level: str | None = None) -> dict[str, Any]:
+    """The calibration record of the real run traced in ``path`` (a TraceError otherwise; also when
+    ``level`` is given and the run was of the other level); a real I/O run's trace written before
+    the emulator stored its record is measured now."""
     trace = read_trace(path)
     cal = trace.attrs.get("calibration")
     if trace.attrs.get("runtime") == "emulator":  # a real I/O run
@@ -269,6 +281,10 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
                          "from `iolab emulate SPEC --out TRACE` has one)")
     if int(cal.get("version", 0)) > CALIBRATION_VERSION:
         raise TraceError(f"{path}: calibration version {cal.get('version')} is newer than this iolab's")
+    if level is not None and level_of(cal) != level:
+        name = {"io": "I/O", "batch": "batch"}
+        raise TraceError(f"{path}: a calibration of a real {name[level_of(cal)]} run; {'an' if level == 'io' else 'a'} "
+                         f"{name[level]} spec needs one of a real {name[level]} run (--calibration)")
     return cal
 
 
@@ -299,7 +315,7 @@ def calibrated(spec, cal: dict[str, Any]):
     ``emulator.time_scale``.  A batch spec gets ``platform.overheads`` and the delivered link shares
     (a cost or share the run could not measure keeps the spec's value); an I/O spec its
     ``platform.bandwidth`` and ``platform.overheads`` (:func:`io_overheads`).  The levels must match."""
-    level = "io" if cal.get("level") == "io" else "batch"
+    level = level_of(cal)
     kind = "batch" if getattr(spec, "kind", None) == "batch" else "io"
     if level != kind:
         raise TypeError(f"a calibration of a real {level} run applies to {level} specs, not to a {kind} spec")
@@ -317,5 +333,5 @@ def calibrated(spec, cal: dict[str, Any]):
 
 
 __all__ = ["CALIBRATION_VERSION", "IO_KEYS", "KEYS", "LINKS", "alone", "calibrated", "delivered_of",
-           "delivered_share", "describe_io", "io_overheads", "measure", "measure_io", "median_calibration",
+           "delivered_share", "describe_costs", "describe_io", "level_of", "io_overheads", "measure", "measure_io", "median_calibration",
            "overheads_of", "read_calibration", "trace_calibration"]

@@ -11,7 +11,6 @@ import yaml
 from ..atomic import atomic_write_text
 from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from ..calibration import describe_io, read_calibration
-from ..errors import TraceError
 from ..emulator.comparison import ranking_words
 from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
@@ -150,10 +149,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
                                    "specs; a batch spec names its scheduler")
         return validate_batch_cli(spec, as_json, address, work_dir, traces_dir, calibration,
                                   report_dir=report_dir, command=command_line(ctx, spec_path))
-    cal = read_calibration(calibration) if calibration else None  # a bad trace: exit 2 before anything runs
-    if cal is not None and cal.get("level") != "io":
-        raise TraceError(f"{calibration}: a calibration of a real batch run; an I/O spec needs one of a real I/O "
-                         "run (--calibration)")
+    cal = read_calibration(calibration, "io") if calibration else None  # a bad trace: exit 2 before anything runs
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)
     if repeats > 1 and seeds < 1:

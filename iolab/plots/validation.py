@@ -24,6 +24,7 @@ import math
 from pathlib import Path
 
 from ..atomic import atomic_write_text
+from ..calibration import describe_costs
 from ..emulator.comparison import ranking_words
 from . import new_figure, save
 
@@ -73,9 +74,7 @@ def _costs(simulated_with: dict | None, bandwidth: float) -> str:
     """The bandwidth and ``platform.overheads`` a simulation was given (spec units and seconds)."""
     if not simulated_with:  # a report of an iolab before the overheads: the bandwidth only
         return f"bandwidth {_fmt(bandwidth)} units/s"
-    o = simulated_with["overheads"]
-    return (f"bandwidth {_fmt(simulated_with['bandwidth'])} units/s, {_fmt(o['io_phase'])} s fixed per transfer, "
-            f"launch {_fmt(o['launch'])} s, gap between phases {_fmt(o['gap'])} s, exit {_fmt(o['exit'])} s")
+    return describe_costs(simulated_with["bandwidth"], simulated_with["overheads"])
 
 
 def _io_section(report: dict) -> tuple[list[str], dict]:
