@@ -21,6 +21,8 @@ import itertools
 
 from .io_order import IORequest, ListPolicy, SharedPolicy
 
+_push, _pop = heapq.heappush, heapq.heappop
+
 
 class IONodeArbiter:
     def __init__(self, policy: ListPolicy | SharedPolicy, node: int = 0):
@@ -38,11 +40,12 @@ class IONodeArbiter:
     # -- recording -------------------------------------------------------
     def submit(self, req: IORequest) -> None:
         app = req.app
-        if app in self._waiting or app in self.active:
+        waiting = self._waiting
+        if app in waiting or app in self.active:
             raise RuntimeError(f"app {app!r} already has an I/O request on node {self.node}")
-        self._waiting[app] = req
+        waiting[app] = req
         if self._static:
-            heapq.heappush(self._heap, (self._key(req, req.requested_at), next(self._seq), req))
+            _push(self._heap, (self._key(req, req.requested_at), next(self._seq), req))
 
     def release(self, app: str) -> IORequest:
         try:
@@ -73,7 +76,7 @@ class IONodeArbiter:
         if self.active:
             return []
         if self._static:
-            req = heapq.heappop(self._heap)[2]
+            req = _pop(self._heap)[2]
         else:
             req = self.policy.pick(list(self._waiting.values()), now)
         del self._waiting[req.app]

@@ -54,10 +54,6 @@ class IORequest(NamedTuple):
 Key = Callable[[IORequest, float], tuple]
 
 
-def _tie(r: IORequest) -> tuple:
-    return (r.requested_at, r.rank)
-
-
 def current_stretch(r: IORequest, now: float) -> float:
     """Stretch the app would have if granted now (Eq. 2 applied to its progress)."""
     elapsed = now - r.start + r.io_time
@@ -108,19 +104,19 @@ POLICIES: dict[str, ListPolicy | SharedPolicy] = {
     for p in (
         ListPolicy("lowest-id", lambda r, now: (r.rank, r.requested_at),
                    description="(1) lowest system id first"),
-        ListPolicy("longest-io", lambda r, now: (-r.io_time,) + _tie(r),
+        ListPolicy("longest-io", lambda r, now: (-r.io_time, r.requested_at, r.rank),
                    description="(2) longest I/O phase first (resource occupation)"),
-        ListPolicy("shortest-io", lambda r, now: (r.io_time,) + _tie(r),
+        ListPolicy("shortest-io", lambda r, now: (r.io_time, r.requested_at, r.rank),
                    description="(3) shortest I/O phase first (avoid long waits)"),
-        ListPolicy("shortest-remaining", lambda r, now: (r.remaining,) + _tie(r),
+        ListPolicy("shortest-remaining", lambda r, now: (r.remaining, r.requested_at, r.rank),
                    description="(4) least remaining work first (free the machine early)"),
-        ListPolicy("longest-remaining", lambda r, now: (-r.remaining,) + _tie(r),
+        ListPolicy("longest-remaining", lambda r, now: (-r.remaining, r.requested_at, r.rank),
                    description="(5) most remaining work first (platform occupation)"),
-        ListPolicy("fifo", lambda r, now: _tie(r),
+        ListPolicy("fifo", lambda r, now: (r.requested_at, r.rank),
                    description="(6) earliest request first, then lowest id"),
-        ListPolicy("bandwidth", lambda r, now: (io_share(r, now),) + _tie(r), time_dependent=True,
+        ListPolicy("bandwidth", lambda r, now: (io_share(r, now), r.requested_at, r.rank), time_dependent=True,
                    description="(7) lowest ratio of I/O time received to time in the system first"),
-        ListPolicy("stretch", lambda r, now: (current_stretch(r, now),) + _tie(r), time_dependent=True,
+        ListPolicy("stretch", lambda r, now: (current_stretch(r, now), r.requested_at, r.rank), time_dependent=True,
                    description="(8) worst current stretch first"),
         SharedPolicy(),
     )

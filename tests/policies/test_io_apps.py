@@ -49,6 +49,40 @@ def test_bad_apps_are_refused_by_field():
     assert app(amounts=[0.0, math.inf, 0.0, 1.0]).cf[1] == math.inf  # allowed before as well
 
 
+def _phase_by_phase(kinds, amounts, b):
+    """cf and done as the definition says, one phase after the other (the reference)."""
+    cf, done, total = [], [0.0], 0.0
+    for k, x in zip(kinds, amounts):
+        cf.append(float(x) if k == "compute" else float(x) / b)
+        total += cf[-1]
+        done.append(total)
+    return tuple(cf), tuple(done)
+
+
+@pytest.mark.parametrize("kinds, amounts", [
+    (("compute", "write") * 500, (0.1, 0.3) * 500),  # periodic: one period converted
+    (("compute", "write") * 499 + ("compute", "read"), (0.1, 0.3) * 500),  # the last kind differs
+    (("compute", "write") * 500, (0.1, 0.3) * 499 + (0.1, 0.7)),  # the last amount differs
+    (("write", "compute") * 3, (1, 2) * 3),  # ints become floats in both paths
+    (("compute", "write", "compute"), (0.1, 0.3, 0.1)),  # odd: not a period of two
+])
+def test_a_periodic_app_is_built_as_phase_by_phase(kinds, amounts):
+    a = app(kinds=kinds, amounts=amounts, bandwidth=0.7)
+    cf, done = _phase_by_phase(kinds, amounts, 0.7)
+    assert a.cf == cf and a.done == done  # the same floats (tuple == compares them exactly)
+    assert a.amounts == tuple(map(float, amounts)) and all(type(x) is float for x in a.amounts)
+    assert a.kinds == tuple(kinds)
+
+
+def test_a_periodic_app_names_its_first_bad_phase():
+    with pytest.raises(ValueError, match="phase 1 has amount -1"):
+        app(kinds=("compute", "write") * 50, amounts=(1.0, -1.0) * 50)
+    with pytest.raises(ValueError, match="phase 0 has kind 'sleep'"):
+        app(kinds=("sleep", "write") * 50, amounts=(1.0, 1.0) * 50)
+    with pytest.raises(ValueError, match="phase 99 has amount -1"):  # not periodic: found where it is
+        app(kinds=("compute", "write") * 50, amounts=(1.0, 1.0) * 49 + (1.0, -1.0))
+
+
 def test_the_periodic_form_lists_its_pattern_iteration_by_iteration():
     spec = parse_spec({"platform": {"io_nodes": 1, "nodes_per_io_node": 8, "bandwidth": 1.0},
                        "apps": [{"id": "A", "nodes": 1, "iterations": 3, "compute": 2, "io_volume": 0.5,
