@@ -35,7 +35,8 @@ class IONodeArbiter:
         # the policy's nature, read once (dispatch and submit run per request)
         self._exclusive = policy.exclusive
         self._static = policy.exclusive and not policy.time_dependent
-        self._key = getattr(policy, "key", None)
+        key = getattr(policy, "key", None)
+        self._wait_key = getattr(policy, "wait_key", None) or (lambda r: key(r, r.requested_at))
 
     # -- recording -------------------------------------------------------
     def submit(self, req: IORequest) -> None:
@@ -45,7 +46,7 @@ class IONodeArbiter:
             raise RuntimeError(f"app {app!r} already has an I/O request on node {self.node}")
         waiting[app] = req
         if self._static:
-            _push(self._heap, (self._key(req, req.requested_at), next(self._seq), req))
+            _push(self._heap, (self._wait_key(req), next(self._seq), req))
 
     def release(self, app: str) -> IORequest:
         try:

@@ -17,6 +17,7 @@ simulator's virtual time, or the wall clock of the Ray arbiter).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Callable, NamedTuple, Sequence
 
 
@@ -70,13 +71,30 @@ def io_share(r: IORequest, now: float) -> float:
 
 @dataclass(frozen=True)
 class ListPolicy:
-    """A priority order; ``time_dependent`` keys change while a request waits."""
+    """A priority order; ``time_dependent`` keys change while a request waits.
+
+    An order that does not change while a request waits is given as ``wait_key``, a
+    function of the request alone (``key`` is then derived from it): the arbiter computes
+    it once per request and keeps the waiting requests in a heap on it.  Where the order
+    is request fields as they are (fifo, lowest-id), ``wait_key`` is an
+    ``operator.itemgetter``, which costs no Python call per request."""
 
     name: str
-    key: Key
+    key: Key | None = None
     time_dependent: bool = False
     description: str = ""
     exclusive: bool = True
+    wait_key: Callable[[IORequest], tuple] | None = None
+
+    def __post_init__(self) -> None:
+        if self.wait_key is not None:
+            if self.key is not None or self.time_dependent:
+                raise ValueError(f"policy {self.name!r}: a wait_key is for an order that does not change "
+                                 "while a request waits; give it alone")
+            wait_key = self.wait_key
+            object.__setattr__(self, "key", lambda r, now: wait_key(r))
+        elif self.key is None:
+            raise ValueError(f"policy {self.name!r}: give a key or a wait_key")
 
     def pick(self, queue: Sequence[IORequest], now: float) -> IORequest:
         """The request to grant next; ``queue`` must not be empty."""
@@ -102,17 +120,17 @@ class SharedPolicy:
 POLICIES: dict[str, ListPolicy | SharedPolicy] = {
     p.name: p
     for p in (
-        ListPolicy("lowest-id", lambda r, now: (r.rank, r.requested_at),
+        ListPolicy("lowest-id", wait_key=itemgetter(1, 2),  # (rank, requested_at)
                    description="(1) lowest system id first"),
-        ListPolicy("longest-io", lambda r, now: (-r.io_time, r.requested_at, r.rank),
+        ListPolicy("longest-io", wait_key=lambda r: (-r.io_time, r.requested_at, r.rank),
                    description="(2) longest I/O phase first (resource occupation)"),
-        ListPolicy("shortest-io", lambda r, now: (r.io_time, r.requested_at, r.rank),
+        ListPolicy("shortest-io", wait_key=lambda r: (r.io_time, r.requested_at, r.rank),
                    description="(3) shortest I/O phase first (avoid long waits)"),
-        ListPolicy("shortest-remaining", lambda r, now: (r.remaining, r.requested_at, r.rank),
+        ListPolicy("shortest-remaining", wait_key=lambda r: (r.remaining, r.requested_at, r.rank),
                    description="(4) least remaining work first (free the machine early)"),
-        ListPolicy("longest-remaining", lambda r, now: (-r.remaining, r.requested_at, r.rank),
+        ListPolicy("longest-remaining", wait_key=lambda r: (-r.remaining, r.requested_at, r.rank),
                    description="(5) most remaining work first (platform occupation)"),
-        ListPolicy("fifo", lambda r, now: (r.requested_at, r.rank),
+        ListPolicy("fifo", wait_key=itemgetter(2, 1),  # (requested_at, rank)
                    description="(6) earliest request first, then lowest id"),
         ListPolicy("bandwidth", lambda r, now: (io_share(r, now), r.requested_at, r.rank), time_dependent=True,
                    description="(7) lowest ratio of I/O time received to time in the system first"),

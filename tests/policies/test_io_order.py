@@ -17,6 +17,7 @@ import pytest
 
 from iolab.specs import parse_spec
 from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
+from iolab.middleware.policies.io_order import POLICIES
 from iolab.sim.run import simulate
 
 SPEC = {
@@ -119,3 +120,40 @@ def test_arbiter_refuses_protocol_misuse_and_cancels():
     arb.cancel("C")  # cancelled while waiting: never granted
     arb.release("B")
     assert arb.dispatch(4.0) == []
+
+
+def test_a_wait_key_is_the_order_at_any_time_and_its_fields_are_the_documented_ones():
+    import random
+    rng = random.Random(3)
+    reqs = [IORequest(f"a{i}", rng.randrange(6), rng.choice([0.0, 1.5, 3.0]), 1.0, rng.choice([0.5, 2.0]),
+                      rng.choice([1.0, 4.0, 9.0]), 10.0, 0.0) for i in range(60)]
+    static = [p for p in POLICIES.values() if getattr(p, "wait_key", None) is not None]
+    assert {p.name for p in static} == {"lowest-id", "longest-io", "shortest-io", "shortest-remaining",
+                                        "longest-remaining", "fifo"}
+    for p in static:
+        assert not p.time_dependent
+        for r in reqs:
+            assert p.key(r, rng.uniform(0, 100)) == p.wait_key(r)
+    assert get_policy("fifo").wait_key(reqs[0]) == (reqs[0].requested_at, reqs[0].rank)
+    assert get_policy("lowest-id").wait_key(reqs[0]) == (reqs[0].rank, reqs[0].requested_at)
+
+
+def test_a_policy_needs_exactly_one_kind_of_key():
+    from iolab.middleware.policies.io_order import ListPolicy
+    with pytest.raises(ValueError, match="give a key or a wait_key"):
+        ListPolicy("none")
+    with pytest.raises(ValueError, match="give it alone"):
+        ListPolicy("both", key=lambda r, now: (now,), wait_key=lambda r: (r.rank,))
+    with pytest.raises(ValueError, match="give it alone"):
+        ListPolicy("moving", wait_key=lambda r: (r.rank,), time_dependent=True)
+    # a policy given only a key that does not move is still kept in a heap by the arbiter
+    p = ListPolicy("by-rank", key=lambda r, now: (r.rank,))
+    arb = IONodeArbiter(p)
+    for i, rank in enumerate([2, 0, 1]):
+        arb.submit(IORequest(f"x{rank}", rank, float(i), 1.0, 1.0, 1.0, 1.0, 0.0))
+    order = []
+    while len(arb):
+        (g,) = arb.dispatch(5.0)
+        order.append(g.rank)
+        arb.release(g.app)
+    assert order == [0, 1, 2]
