@@ -65,6 +65,10 @@ def job_steps(job, tier: str, lps_rate: float, memory_per_node: float, overheads
     :class:`iolab.specs.batch.Overheads`) adds the launch, exit and fixed per-phase steps."""
     io = job.input + job.output + job.data
     compute = compute_seconds(job, lps_rate, io)
+    timed = overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0)
+    if io == 0 and not timed:
+        # a job without I/O (every SWF job): one compute step, what the general path below builds for it
+        return JobSteps((Step(COMPUTE, compute),), compute, io, 0)
     ckpt_size = job.nodes * memory_per_node
     k = int(math.ceil(job.data / ckpt_size - 1e-12)) if job.data > 0 else 0
     link = HPS if tier == HPS else LPS
@@ -82,7 +86,7 @@ def job_steps(job, tier: str, lps_rate: float, memory_per_node: float, overheads
         steps.append(Step("write", job.output, link))
     if tier == HPS and job.output > 0:
         steps.append(Step("stage-out", job.output, "stage"))
-    if overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0):
+    if timed:
         steps = with_overheads(steps, overheads)
     return JobSteps(tuple(steps), compute, io, k)
 

@@ -113,3 +113,16 @@ def test_overheads_are_checked_like_any_duration():
     assert spec(launch="2m").platform.overheads.launch == 120
     with pytest.raises(SpecError, match="overflow"):
         spec(launch=1.7e308, exit=1.7e308)
+
+
+@pytest.mark.parametrize("tier", ["lps", "hps"])
+def test_a_job_without_io_is_one_compute_step_unless_it_pays_a_launch_or_an_exit(tier):
+    from iolab.specs.batch import Overheads
+
+    job = spec(JOBS[1:]).workload.jobs[0]  # b: no input, output or data
+    for o in (None, Overheads(), Overheads(io_phase=0.5)):  # io_phase: no read or write to put it before
+        js = job_steps(job, tier, 1e9, 8e9, o)
+        assert [(s.kind, s.amount, s.link) for s in js.steps] == [("compute", 50.0, "")]
+        assert (js.compute_time, js.io_bytes, js.checkpoints) == (50.0, 0.0, 0)
+    steps = job_steps(job, tier, 1e9, 8e9, Overheads(launch=1, exit=2)).steps
+    assert [(s.kind, s.amount) for s in steps] == [(LAUNCH, 1.0), ("compute", 50.0), (EXIT, 2.0)]
