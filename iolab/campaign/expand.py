@@ -84,25 +84,29 @@ def _check_base(base: dict[str, Any], fail) -> None:
 # Spec fields added after ID_VERSION, with the value that means "as before": left out of a run's id
 # while they hold it, so that a journal written before they existed still recognises its runs (a
 # run with another value is another run, with another id).
+_ABSENT = object()
 ADDED_FIELDS: dict[tuple[str, ...], Any] = {
     ("platform", "overheads"): {"io_phase": 0.0, "launch": 0.0, "gap": 0.0, "exit": 0.0},
 }
+
+
+def _without(d: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """``d`` without the key at ``path``: the dicts along it copied, everything else shared."""
+    head, *rest = path
+    if not rest:
+        return {k: v for k, v in d.items() if k != head}
+    return {**d, head: _without(d[head], tuple(rest))}
 
 
 def _as_before(experiment: dict[str, Any]) -> dict[str, Any]:
     """``experiment`` without the :data:`ADDED_FIELDS` that hold their "as before" value."""
     out = experiment
     for path, default in ADDED_FIELDS.items():
-        parent = out
-        for key in path[:-1]:
-            parent = parent.get(key) if isinstance(parent, dict) else None
-        if isinstance(parent, dict) and parent.get(path[-1], object()) == default:
-            if out is experiment:
-                out = copy.deepcopy(experiment)
-            target = out
-            for key in path[:-1]:
-                target = target[key]
-            del target[path[-1]]
+        node: Any = out
+        for key in path:
+            node = node.get(key, _ABSENT) if isinstance(node, dict) else _ABSENT
+        if node == default:
+            out = _without(out, path)
     return out
 
 

@@ -21,8 +21,6 @@ import itertools
 
 from .io_order import IORequest, ListPolicy, SharedPolicy
 
-_push, _pop = heapq.heappush, heapq.heappop
-
 
 class IONodeArbiter:
     def __init__(self, policy: ListPolicy | SharedPolicy, node: int = 0):
@@ -41,12 +39,11 @@ class IONodeArbiter:
     # -- recording -------------------------------------------------------
     def submit(self, req: IORequest) -> None:
         app = req.app
-        waiting = self._waiting
-        if app in waiting or app in self.active:
+        if app in self._waiting or app in self.active:
             raise RuntimeError(f"app {app!r} already has an I/O request on node {self.node}")
-        waiting[app] = req
+        self._waiting[app] = req
         if self._static:
-            _push(self._heap, (self._wait_key(req), next(self._seq), req))
+            heapq.heappush(self._heap, (self._wait_key(req), next(self._seq), req))
 
     def release(self, app: str) -> IORequest:
         try:
@@ -77,7 +74,7 @@ class IONodeArbiter:
         if self.active:
             return []
         if self._static:
-            req = _pop(self._heap)[2]
+            req = heapq.heappop(self._heap)[2]
         else:
             req = self.policy.pick(list(self._waiting.values()), now)
         del self._waiting[req.app]
