@@ -119,6 +119,27 @@ def test_profile_earliest_fit_skips_blocking_segments():
     assert p.earliest_fit(5, 1) == math.inf
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0, math.inf]),
+                          st.integers(0, 4), st.sampled_from([0.0, 0.0, 0.25, 1.5]),
+                          st.sampled_from([None, 0.0, 0.5, 3.0, 7.25])), min_size=1, max_size=12))
+def test_profile_place_is_earliest_fit_then_take(calls):
+    """place() reuses the search's indices to split; the lists must be the ones the two calls
+    leave, float for float, breakpoints included, and a job that never fits holds nothing."""
+    one, two = Profile(0.0, 4, 2.0), Profile(0.0, 4, 2.0)
+    for p in (one, two):
+        p.add(1.5, math.inf, -2, -1.0)  # more room later, so that a search has somewhere to go
+        p.add(3.0, 5.0, 3, 0.5)
+    for start, duration, nodes, hps, floor in calls:
+        t = one.earliest_fit(nodes, duration, hps, floor)
+        if t != math.inf:
+            one.take(t, duration, nodes, hps)
+        assert two.place(nodes, duration, hps, floor) == t
+        assert (two.times, two.nodes, two.hps) == (one.times, one.nodes, one.hps)
+        one.add(float(start), float(start) + 1.0, -1)  # someone else's release: new breakpoints
+        two.add(float(start), float(start) + 1.0, -1)
+
+
 # ---------------------------------------------------------------- properties
 
 job_st = st.builds(lambda n, w, s: (n, w, s), st.integers(1, 8), st.integers(1, 50), st.integers(0, 20))

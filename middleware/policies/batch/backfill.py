@@ -60,16 +60,43 @@ class _TierByRequest:
             return HPS, snap.rates.duration(job, HPS), job.storage
         return LPS, job.walltime, 0.0
 
-    def _fit(self, prof: Profile, job: QueuedJob, snap: Snapshot, floor: float) -> tuple[float, tuple]:
-        """Earliest start not before ``floor`` and the need it is for.  A job whose HPS space
-        can never be found in this plan (early copies hold bytes outside the free count until
-        their jobs start) runs on LPS, as SAS would place it."""
+    def _place(self, prof: Profile, job: QueuedJob, snap: Snapshot, floor: float) -> tuple[float, tuple]:
+        """Hold the job at its earliest start not before ``floor``; that start (``inf``, and
+        nothing held, if never) and the need it is for.  A job whose HPS space can never be
+        found in this plan (early copies hold bytes outside the free count until their jobs
+        start) runs on LPS, as SAS would place it."""
         need = self._need(job, snap)
-        t = prof.earliest_fit(job.nodes, need[1], need[2], not_before=floor)
+        t = prof.place(job.nodes, need[1], need[2], not_before=floor)
         if t == math.inf and need[0] == HPS:
             need = (LPS, job.walltime, 0.0)
-            t = prof.earliest_fit(job.nodes, need[1], 0.0, not_before=floor)
+            t = prof.place(job.nodes, need[1], 0.0, not_before=floor)
         return t, need
+
+    def _hold(self, prof: Profile, jobs, snap: Snapshot) -> list[PlanEntry]:
+        """Each job, in this order, held at its earliest start not before now: the plan
+        entries.  A job that never fits is an error.  Without ``hps_requests`` every need
+        is (LPS, walltime, no bytes), and the loop says so instead of asking per job."""
+        plan: list[PlanEntry] = []
+        now = snap.now
+        if not self.hps_requests:
+            place, new, append = prof.place, tuple.__new__, plan.append
+            for job in jobs:
+                t = place(job.nodes, job.walltime, 0.0, now)
+                if t == math.inf:
+                    _never(job.nodes, job.walltime, 0.0)
+                append(new(PlanEntry, (job.id, t, t + job.walltime, job.nodes, LPS, 0.0, True)))  # as _placed
+            return plan
+        for job in jobs:
+            t, need = self._place(prof, job, snap, now)
+            if t == math.inf:
+                _never(job.nodes, need[1], need[2])
+            plan.append(_placed(job, t, need))
+        return plan
+
+
+def _never(nodes: int, duration: float, hps: float) -> None:
+    """What :meth:`Profile.reserve` says of a job that never fits."""
+    raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at inf for {duration} s does not fit")
 
 
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
@@ -129,10 +156,11 @@ class FCFS(_TierByRequest, BatchPolicy):
         plan: list[PlanEntry] = []
         floor = snap.now
         for job in snap.queue:
-            t, need = self._fit(prof, job, snap, floor)
+            t, need = self._place(prof, job, snap, floor)
             if t > snap.now and not self.project:
                 break
-            prof.reserve(t, need[1], job.nodes, need[2])
+            if t == math.inf:
+                _never(job.nodes, need[1], need[2])
             plan.append(_placed(job, t, need))
             floor = t
         return _decision(snap, plan)
@@ -350,10 +378,7 @@ class _KeepsReservations:
     def _continue(self, snap: Snapshot, kept) -> Decision:
         prof, old, k = kept
         plan = list(old)
-        for job in snap.queue[k:]:
-            t, need = self._fit(prof, job, snap, snap.now)
-            prof.take(t, need[1], job.nodes, need[2])
-            plan.append(_placed(job, t, need))
+        plan += self._hold(prof, snap.queue[k:], snap)
         self._keep(snap, plan, prof)
         return plan
 
@@ -381,12 +406,8 @@ class Conservative(_KeepsReservations, _TierByRequest, BatchPolicy):
         prof = Profile.from_snapshot(snap)
         old = self._reserved
         pos = {job.id: i for i, job in enumerate(snap.queue)}
-        known = sorted((j for j in snap.queue if j.id in old), key=lambda j: (old[j.id], pos[j.id]))
-        plan: list[PlanEntry] = []
-        for job in known + [j for j in snap.queue if j.id not in old]:
-            t, need = self._fit(prof, job, snap, snap.now)
-            prof.take(t, need[1], job.nodes, need[2])
-            plan.append(_placed(job, t, need))
+        known = sorted((j for j in snap.queue if j.id in old), key=lambda j: old[j.id])  # stable: ties in queue order
+        plan = self._hold(prof, known + [j for j in snap.queue if j.id not in old], snap)
         plan.sort(key=lambda e: pos[e.job])  # the plan in queue order, like the others'
         self._reserved = {e.job: e.start for e in plan if e.start != snap.now}
         self._keep(snap, plan, prof)
@@ -408,11 +429,7 @@ class ConservativeReinsert(_KeepsReservations, _TierByRequest, BatchPolicy):
         if kept is not None:
             return _decision(snap, self._continue(snap, kept))
         prof = Profile.from_snapshot(snap)
-        plan: list[PlanEntry] = []
-        for job in snap.queue:
-            t, need = self._fit(prof, job, snap, snap.now)
-            prof.take(t, need[1], job.nodes, need[2])
-            plan.append(_placed(job, t, need))
+        plan = self._hold(prof, snap.queue, snap)
         self._keep(snap, plan, prof)
         return _decision(snap, plan)
 
@@ -513,8 +530,9 @@ class EASY(BatchPolicy):
                     prof.reserve(snap.now, job.walltime, job.nodes)
                     decided[job.id] = _entry(job, snap.now)
                 continue
-            t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-            prof.take(t, job.walltime, job.nodes)
+            t = prof.place(job.nodes, job.walltime, not_before=snap.now)
+            if t == math.inf:
+                _never(job.nodes, job.walltime, 0.0)
             decided[job.id] = _entry(job, t)
             if t != snap.now:  # the head job: the only reservation
                 head = job.id
@@ -525,8 +543,9 @@ class EASY(BatchPolicy):
             if e is None and not self.project:
                 continue
             if e is None:
-                t = prof.earliest_fit(job.nodes, job.walltime, not_before=snap.now)
-                prof.take(t, job.walltime, job.nodes)
+                t = prof.place(job.nodes, job.walltime, not_before=snap.now)
+                if t == math.inf:
+                    _never(job.nodes, job.walltime, 0.0)
                 e = _entry(job, t, reserved=False)
             plan.append(e)
         return _decision(snap, plan)

@@ -8,7 +8,8 @@ Segment ``i`` covers ``[times[i], times[i+1])``; the last one runs forever.
 :meth:`Profile.earliest_fit` finds the earliest start, not before a given
 time, of an interval of a given length where nodes and bytes suffice
 throughout.  It skips past each blocking segment, so one search costs time
-linear in the number of breakpoints.
+linear in the number of breakpoints.  :meth:`Profile.place` searches and holds
+in one call, the way every reservation plan uses it.
 """
 
 from __future__ import annotations
@@ -124,6 +125,45 @@ class Profile:
 
     def earliest_fit(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None) -> float:
         """Earliest ``t >= not_before`` where the job fits for ``duration``; ``inf`` if never."""
+        return self._search(nodes, duration, hps, not_before)[0]
+
+    def place(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None) -> float:
+        """:meth:`earliest_fit` and :meth:`take` in one: the earliest start, held for
+        ``duration``; ``inf``, and nothing held, if the job never fits.
+
+        The same lists, float for float, as the two calls: the search's segment indices
+        are reused for the two splits instead of bisecting again, and a job asking for no
+        bytes leaves the byte column as it is (``x - 0.0`` is ``x``)."""
+        t, i, k = self._search(nodes, duration, hps, not_before)
+        end = t + duration
+        if end <= t:  # never fits (inf), or holds nothing (as add)
+            return t
+        times = self.times
+        if times[i] != t:  # split the segment the start falls in (as _split(t))
+            i += 1
+            k += 1
+            times.insert(i, t)
+            self.nodes.insert(i, self.nodes[i - 1])
+            self.hps.insert(i, self.hps[i - 1])
+        if end == math.inf:
+            k = len(times)
+        elif k == len(times) or times[k] != end:  # times[k-1] < end < times[k]: split (as _split(end))
+            times.insert(k, end)
+            self.nodes.insert(k, self.nodes[k - 1])
+            self.hps.insert(k, self.hps[k - 1])
+        free = self.nodes
+        free[i:k] = [x - nodes for x in free[i:k]]
+        if hps != 0.0:
+            room = self.hps
+            room[i:k] = [x - hps for x in room[i:k]]
+        return t
+
+    def _search(self, nodes: int, duration: float, hps: float, not_before: float | None) -> tuple[float, int, int]:
+        """``(t, i, k)``: the earliest start ``t`` (``inf`` if never), the segment ``i`` it
+        falls in, and the first segment ``k`` at or after its end (``len(times)`` if none).
+
+        It skips past each blocking segment, so one search costs time linear in the
+        number of breakpoints."""
         times, free, room, eps = self.times, self.nodes, self.hps, self.eps
         t = times[0] if not_before is None else max(not_before, times[0])
         i = bisect.bisect_right(times, t) - 1
@@ -131,21 +171,17 @@ class Profile:
         while i < n:
             end = t + duration
             k = i
-            blocked = -1
             while True:
                 if free[k] < nodes or not room[k] + eps >= hps:  # segment k lacks nodes or bytes (as in fits)
-                    blocked = k
                     break
                 k += 1
                 if k >= n or times[k] >= end:
-                    break
-            if blocked < 0:
-                return t
-            i = blocked + 1
+                    return t, i, k
+            i = k + 1  # past the blocking segment
             if i >= n:
-                return math.inf
+                break
             t = times[i]
-        return math.inf
+        return math.inf, n, n
 
     def take(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> None:
         """:meth:`reserve` without its check, for a ``start`` that :meth:`earliest_fit` just
