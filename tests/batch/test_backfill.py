@@ -119,6 +119,31 @@ def test_profile_earliest_fit_skips_blocking_segments():
     assert p.earliest_fit(5, 1) == math.inf
 
 
+def _earliest_by_brute_force(p, nodes, duration, hps, not_before):
+    """Every candidate start in time order (``not_before`` and each later breakpoint), each
+    checked against every segment its interval overlaps: obviously right, and quadratic."""
+    times = p.times
+    floor = times[0] if not_before is None else max(not_before, times[0])
+    for c in sorted({floor} | {x for x in times if x > floor}):
+        overlapped = [k for k in range(len(times))
+                      if times[k] < c + duration and (k + 1 == len(times) or times[k + 1] > c)]
+        if all(p.nodes[k] >= nodes and p.hps[k] + p.eps >= hps for k in overlapped):
+            return c
+    return math.inf
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(1, 6), st.integers(-2, 3), st.sampled_from([0.0, 0.5, 1.0])),
+                max_size=10),
+       st.integers(0, 6), st.sampled_from([0.5, 1.0, 2.5, 6.0, math.inf]), st.sampled_from([0.0, 0.25, 1.0, 2.5]),
+       st.sampled_from([None, 0.0, 1.5, 4.0, 11.0]))
+def test_profile_earliest_fit_is_the_brute_force_one(adds, nodes, duration, hps, not_before):
+    p = Profile(0.0, 4, 2.0)
+    for start, length, n, h in adds:  # random holds and releases, so segments of any kind
+        p.add(float(start), float(start + length), n, h)
+    assert p.earliest_fit(nodes, duration, hps, not_before) == _earliest_by_brute_force(p, nodes, duration, hps, not_before)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0, math.inf]),
                           st.integers(0, 4), st.sampled_from([0.0, 0.0, 0.25, 1.5]),

@@ -168,15 +168,23 @@ class Profile:
         t = times[0] if not_before is None else max(not_before, times[0])
         i = bisect.bisect_right(times, t) - 1
         n = len(times)
-        while i < n:
+        while True:
+            j = i  # no start in a segment that lacks nodes or bytes (as in fits): the next one
+            while free[j] < nodes or not room[j] + eps >= hps:
+                j += 1
+                if j >= n:
+                    return math.inf, n, n
+            if j != i:
+                i = j
+                t = times[i]
             end = t + duration
-            k = i
-            while True:
-                if free[k] < nodes or not room[k] + eps >= hps:  # segment k lacks nodes or bytes (as in fits)
+            k = i + 1  # the segments the interval [t, end) reaches after i
+            while k < n and times[k] < end:
+                if free[k] < nodes or not room[k] + eps >= hps:
                     break
                 k += 1
-                if k >= n or times[k] >= end:
-                    return t, i, k
+            else:
+                return t, i, k
             i = k + 1  # past the blocking segment
             if i >= n:
                 break
