@@ -50,14 +50,10 @@ from .launchers import mpiexec_command, srun_command
 from .ray_session import RaySession
 from .shell import kill_tree
 from .slurm_control import StepLever
-from .slurm_launch import SlurmAllocation, choose_launcher, open_allocation_ray
+from .slurm_launch import AllocationTooSmall, SlurmAllocation, choose_launcher, open_allocation_ray
 from .suspension import TreeLever
 
 __all__ = ["AllocationTooSmall", "MpiexecJobs", "SrunJobs", "job_nodes", "make_job_launcher"]
-
-
-class AllocationTooSmall(IolabError):
-    """The allocation has fewer nodes than the batch spec's platform (bad usage: exit 2)."""
 
 
 def _nice(argv: list[str], nice: int) -> list[str]:

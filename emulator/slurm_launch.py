@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from iolab.errors import RunError
+from iolab.errors import IolabError, RunError
 from iolab.middleware.policies.plan import Plan
 from iolab.specs.io import IOExperiment
 
@@ -57,7 +57,7 @@ from .ray_session import RaySession
 from .slurm_ray import SlurmRay, enable_driver_auth
 from .suspension import signal_tree
 
-__all__ = ["LAUNCHERS", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps", "SrunApps",
+__all__ = ["LAUNCHERS", "AllocationTooSmall", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps", "SrunApps",
            "make_launcher", "open_allocation_ray"]
 
 LAUNCHERS = ("srun", "mpiexec")
@@ -98,17 +98,23 @@ class SlurmAllocation:
             raise RunError(f"SLURM_JOB_NODELIST: {exc}") from None
 
 
+class AllocationTooSmall(IolabError):
+    """The allocation has fewer nodes than the spec's platform: bad usage (exit 2), found before
+    any process starts, for I/O specs (``io_nodes x nodes_per_io_node``) and batch specs
+    (``platform.nodes``) alike."""
+
+
 def app_nodes(spec: IOExperiment, plan: Plan, nodes: Sequence[str]) -> dict[str, list[str]]:
     """app id -> the nodes it runs on (``min(Q, ranks)`` of its Q-node slot in its partition).
 
-    RunError, naming the sizes, if the allocation is smaller than the spec's
+    :class:`AllocationTooSmall`, naming the sizes, if the allocation is smaller than the spec's
     ``io_nodes x nodes_per_io_node``.
     """
     p = spec.platform
     try:
         parts = partition_nodes(list(nodes), p.io_nodes, p.nodes_per_io_node)
     except ValueError as exc:
-        raise RunError(f"{exc}; ask Slurm for more nodes (sbatch --nodes={p.compute_nodes}) or shrink "
+        raise AllocationTooSmall(f"{exc}; ask Slurm for more nodes (sbatch --nodes={p.compute_nodes}) or shrink "
                        "platform.io_nodes / platform.nodes_per_io_node") from None
     out: dict[str, list[str]] = {}
     for io_node, packs in enumerate(plan.nodes):

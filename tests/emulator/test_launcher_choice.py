@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from iolab.emulator import slurm_hosts
 from iolab.emulator.launchers import scancel_signal_command
 from iolab.emulator.slurm_control import command
-from iolab.emulator.slurm_launch import SlurmAllocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
+from iolab.emulator.slurm_launch import AllocationTooSmall, SlurmAllocation, MpiexecApps, SrunApps, app_nodes, choose_launcher, make_launcher
 from iolab.errors import IolabError, RunError
 from iolab.middleware.policies.plan import make_plan
 from iolab.specs.load import parse_spec
@@ -68,10 +68,31 @@ def test_too_small_an_allocation_is_refused_before_anything_starts(tmp_path, mon
 
     for key, value in {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-3]"}.items():
         monkeypatch.setenv(key, value)
-    with pytest.raises(RunError, match=r"3 node\(s\) \(n1,n2,n3\) is too small for 2 I/O partition\(s\) x 2"):
+    with pytest.raises(AllocationTooSmall, match=r"3 node\(s\) \(n1,n2,n3\) is too small for 2 I/O partition\(s\) x 2"):
         run_emulation(spec(), work_dir=tmp_path / "work")
     assert not ray.is_initialized()
     assert not (tmp_path / "work" / "logs").exists()      # no app, no Ray step was started
+
+
+def test_an_io_spec_refuses_a_small_allocation_as_bad_usage_like_a_batch_spec(tmp_path, monkeypatch):
+    """From the command line: exit 2 (bad usage, as for a batch spec), one line naming the sizes and
+    the --nodes= to ask for, no traceback, no trace and no process."""
+    import ray
+    import yaml
+
+    from iolab.cli import cli
+
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-3]")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec().model_dump(mode="json")))
+    res = CliRunner().invoke(cli, ["emulate", str(path), "--out", str(tmp_path / "r.h5"), "--work-dir", str(tmp_path / "w")])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.output, res.output
+    assert "3 node(s) (n1,n2,n3) is too small" in lines[0] and "--nodes=4" in lines[0], lines[0]
+    assert not ray.is_initialized()
+    assert not (tmp_path / "r.h5").exists() and not (tmp_path / "w" / "logs").exists()
 
 
 def test_cli_refuses_srun_outside_an_allocation(tmp_path, monkeypatch):
