@@ -148,7 +148,7 @@ def test_profile_earliest_fit_is_the_brute_force_one(adds, nodes, duration, hps,
 @given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0, math.inf]),
                           st.integers(0, 4), st.sampled_from([0.0, 0.0, 0.25, 1.5]),
                           st.sampled_from([None, 0.0, 0.5, 3.0, 7.25])), min_size=1, max_size=12))
-def test_profile_place_is_earliest_fit_then_take(calls):
+def test_profile_place_is_earliest_fit_then_add(calls):
     """place() reuses the search's indices to split; the lists must be the ones the two calls
     leave, float for float, breakpoints included, and a job that never fits holds nothing."""
     one, two = Profile(0.0, 4, 2.0), Profile(0.0, 4, 2.0)
@@ -158,7 +158,7 @@ def test_profile_place_is_earliest_fit_then_take(calls):
     for start, duration, nodes, hps, floor in calls:
         t = one.earliest_fit(nodes, duration, hps, floor)
         if t != math.inf:
-            one.take(t, duration, nodes, hps)
+            one.add(t, t + duration, nodes, hps)  # what a hold is, unchecked
         assert two.place(nodes, duration, hps, floor) == t
         assert (two.times, two.nodes, two.hps) == (one.times, one.nodes, one.hps)
         one.add(float(start), float(start) + 1.0, -1)  # someone else's release: new breakpoints

@@ -191,10 +191,11 @@ def test_swf_jobs_are_the_jobs_pydantic_would_build(tmp_path):
     assert (jobs[0].nodes, jobs[0].walltime, jobs[1].walltime, jobs[1].user) == (4, 200.0, 1.0, "unknown")
 
 
-def test_take_after_earliest_fit_is_reserve_without_the_check():
-    """Random jobs with nodes and HPS bytes placed on two copies of a profile, one with
-    ``reserve`` (checks the fit first), one with ``take``: the same profile throughout; a job that
-    never fits is refused by both."""
+def test_place_is_earliest_fit_then_a_checked_reserve():
+    """Random jobs with nodes and HPS bytes placed on two copies of a profile, one by
+    ``earliest_fit`` + ``reserve`` (which checks the fit first), one by ``place`` (which does not):
+    the same start and the same profile throughout; a job that never fits is refused by
+    ``reserve`` and left out by ``place`` (``inf``, the profile unchanged)."""
     rng = random.Random(5)
     for case in range(200):
         prof = Profile(0.0, 16, 1e9, 1e-9 * 1e9)
@@ -203,15 +204,14 @@ def test_take_after_earliest_fit_is_reserve_without_the_check():
         a, b = prof.copy(), prof.copy()
         for _ in range(15):
             n, w, h = rng.randint(1, 40), rng.choice([1.0, 7.0, rng.uniform(0.5, 30)]), rng.choice([0.0, rng.uniform(0, 2e9)])
-            t = a.earliest_fit(n, w, h, not_before=rng.choice([0.0, 3.0]))
+            floor = rng.choice([0.0, 3.0])
+            t = a.earliest_fit(n, w, h, not_before=floor)
+            assert b.place(n, w, h, not_before=floor) == t
             if t == math.inf:
                 with pytest.raises(RuntimeError, match="does not fit"):
                     a.reserve(t, w, n, h)
-                with pytest.raises(RuntimeError, match="does not fit"):
-                    b.take(t, w, n, h)
-                continue
-            a.reserve(t, w, n, h)
-            b.take(t, w, n, h)
+            else:
+                a.reserve(t, w, n, h)
             assert (a.times, a.nodes, a.hps) == (b.times, b.nodes, b.hps), case
 
 

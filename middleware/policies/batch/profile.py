@@ -9,7 +9,7 @@ Segment ``i`` covers ``[times[i], times[i+1])``; the last one runs forever.
 time, of an interval of a given length where nodes and bytes suffice
 throughout.  It skips past each blocking segment, so one search costs time
 linear in the number of breakpoints.  :meth:`Profile.place` searches and holds
-in one call, the way every reservation plan uses it.
+in one call, the way the backfilling policies use it.
 """
 
 from __future__ import annotations
@@ -128,10 +128,11 @@ class Profile:
         return self._search(nodes, duration, hps, not_before)[0]
 
     def place(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None) -> float:
-        """:meth:`earliest_fit` and :meth:`take` in one: the earliest start, held for
+        """:meth:`earliest_fit` and :meth:`add` over ``[t, t + duration)`` in one: the earliest start, held for
         ``duration``; ``inf``, and nothing held, if the job never fits.
 
-        The same lists, float for float, as the two calls: the search's segment indices
+        The same lists, float for float, as the two calls (a :meth:`reserve` without its
+        check, since the job fits by construction): the search's segment indices
         are reused for the two splits instead of bisecting again, and a job asking for no
         bytes leaves the byte column as it is (``x - 0.0`` is ``x``)."""
         t, i, k = self._search(nodes, duration, hps, not_before)
@@ -190,14 +191,6 @@ class Profile:
                 break
             t = times[i]
         return math.inf, n, n
-
-    def take(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> None:
-        """:meth:`reserve` without its check, for a ``start`` that :meth:`earliest_fit` just
-        returned for the same amounts (it fits by construction; ``inf``, never, is refused as
-        :meth:`reserve` refuses it)."""
-        if start == math.inf:
-            self.reserve(start, duration, nodes, hps)
-        self.add(start, start + duration, nodes, hps)
 
     def free_at(self, t: float) -> tuple[int, float]:
         i = bisect.bisect_right(self.times, t) - 1
