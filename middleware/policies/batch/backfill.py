@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 import math
 
-from .profile import Profile
+from .profile import Profile, refuse
 from .snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
 
 
@@ -83,20 +83,15 @@ class _TierByRequest:
             for job in jobs:
                 t = place(job.nodes, job.walltime, 0.0, now)
                 if t == math.inf:
-                    _never(job.nodes, job.walltime, 0.0)
+                    refuse(math.inf, job.walltime, job.nodes, 0.0)
                 append(new(PlanEntry, (job.id, t, t + job.walltime, job.nodes, LPS, 0.0, True)))  # as _placed
             return plan
         for job in jobs:
             t, need = self._place(prof, job, snap, now)
             if t == math.inf:
-                _never(job.nodes, need[1], need[2])
+                refuse(math.inf, need[1], job.nodes, need[2])
             plan.append(_placed(job, t, need))
         return plan
-
-
-def _never(nodes: int, duration: float, hps: float) -> None:
-    """What :meth:`Profile.reserve` says of a job that never fits."""
-    raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at inf for {duration} s does not fit")
 
 
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
@@ -160,7 +155,7 @@ class FCFS(_TierByRequest, BatchPolicy):
             if t > snap.now and not self.project:
                 break
             if t == math.inf:
-                _never(job.nodes, need[1], need[2])
+                refuse(math.inf, need[1], job.nodes, need[2])
             plan.append(_placed(job, t, need))
             floor = t
         return _decision(snap, plan)
@@ -532,7 +527,7 @@ class EASY(BatchPolicy):
                 continue
             t = prof.place(job.nodes, job.walltime, not_before=snap.now)
             if t == math.inf:
-                _never(job.nodes, job.walltime, 0.0)
+                refuse(math.inf, job.walltime, job.nodes, 0.0)
             decided[job.id] = _entry(job, t)
             if t != snap.now:  # the head job: the only reservation
                 head = job.id
@@ -545,7 +540,7 @@ class EASY(BatchPolicy):
             if e is None:
                 t = prof.place(job.nodes, job.walltime, not_before=snap.now)
                 if t == math.inf:
-                    _never(job.nodes, job.walltime, 0.0)
+                    refuse(math.inf, job.walltime, job.nodes, 0.0)
                 e = _entry(job, t, reserved=False)
             plan.append(e)
         return _decision(snap, plan)

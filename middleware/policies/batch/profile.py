@@ -17,11 +17,17 @@ from __future__ import annotations
 import bisect
 import math
 import operator
+from typing import NoReturn
 
 from .snapshot import HPS, Snapshot
 
 
 _expected_end = operator.attrgetter("expected_end")  # the sort key, without a Python call per job
+
+
+def refuse(start: float, duration: float, nodes: int, hps: float = 0.0) -> NoReturn:
+    """A reservation that does not fit (at ``inf``: a job that never fits) is a bug in its policy."""
+    raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at {start} for {duration} s does not fit")
 
 
 class Profile:
@@ -104,7 +110,7 @@ class Profile:
     def reserve(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> None:
         """Hold ``nodes`` and ``hps`` bytes over ``[start, start + duration)``."""
         if not self.fits(start, duration, nodes, hps):
-            raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at {start} for {duration} s does not fit")
+            refuse(start, duration, nodes, hps)
         self.add(start, start + duration, nodes, hps)
 
     # -- queries --------------------------------------------------------------
