@@ -57,8 +57,8 @@ from .ray_session import RaySession
 from .slurm_ray import SlurmRay, enable_driver_auth
 from .suspension import signal_tree
 
-__all__ = ["LAUNCHERS", "AllocationTooSmall", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps", "SrunApps",
-           "make_launcher", "open_allocation_ray"]
+__all__ = ["LAUNCHERS", "AllocationTooSmall", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps",
+           "SrunApps", "make_launcher", "open_allocation_ray"]
 
 LAUNCHERS = ("srun", "mpiexec")
 
@@ -115,7 +115,7 @@ def app_nodes(spec: IOExperiment, plan: Plan, nodes: Sequence[str]) -> dict[str,
         parts = partition_nodes(list(nodes), p.io_nodes, p.nodes_per_io_node)
     except ValueError as exc:
         raise AllocationTooSmall(f"{exc}; ask Slurm for more nodes (sbatch --nodes={p.compute_nodes}) or shrink "
-                       "platform.io_nodes / platform.nodes_per_io_node") from None
+                                 "platform.io_nodes / platform.nodes_per_io_node") from None
     out: dict[str, list[str]] = {}
     for io_node, packs in enumerate(plan.nodes):
         for pack in packs:
