@@ -35,9 +35,13 @@ import math
 from .profile import Profile, refuse
 from .snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
 
+_new_tuple = tuple.__new__
+
 
 def _entry(job: QueuedJob, start: float, reserved: bool = True) -> PlanEntry:
-    return PlanEntry(job.id, start, start + job.walltime, job.nodes, LPS, 0.0, reserved)
+    """The LPS plan entry of ``job`` starting at ``start`` (built as a plain tuple of PlanEntry's
+    fields in order: one per waiting job per decision, and the NamedTuple's own __new__ is a call)."""
+    return _new_tuple(PlanEntry, (job.id, start, start + job.walltime, job.nodes, LPS, 0.0, reserved))
 
 
 def _placed(job: QueuedJob, start: float, need: tuple[str, float, float]) -> PlanEntry:
@@ -79,12 +83,12 @@ class _TierByRequest:
         plan: list[PlanEntry] = []
         now = snap.now
         if not self.hps_requests:
-            place, new, append = prof.place, tuple.__new__, plan.append
+            place, append = prof.place, plan.append
             for job in jobs:
                 t = place(job.nodes, job.walltime, 0.0, now)
                 if t == math.inf:
                     refuse(math.inf, job.walltime, job.nodes, 0.0)
-                append(new(PlanEntry, (job.id, t, t + job.walltime, job.nodes, LPS, 0.0, True)))  # as _placed
+                append(_entry(job, t))  # what _placed gives for (LPS, walltime, no bytes)
             return plan
         for job in jobs:
             t, need = self._place(prof, job, snap, now)

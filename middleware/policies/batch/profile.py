@@ -88,10 +88,24 @@ class Profile:
             raise ValueError(f"time {t} is before the profile's start {self.times[0]}")
         if self.times[i] == t:
             return i
-        self.times.insert(i + 1, t)
-        self.nodes.insert(i + 1, self.nodes[i])
-        self.hps.insert(i + 1, self.hps[i])
+        self._cut(i + 1, t)
         return i + 1
+
+    def _cut(self, i: int, t: float) -> None:
+        """A breakpoint at ``t`` as segment ``i``, inside segment ``i - 1``: the same counts on
+        both sides of it."""
+        self.times.insert(i, t)
+        self.nodes.insert(i, self.nodes[i - 1])
+        self.hps.insert(i, self.hps[i - 1])
+
+    def _debit(self, i: int, k: int, nodes: int, hps: float) -> None:
+        """Segments ``i`` to ``k - 1`` lose ``nodes`` and ``hps`` bytes (no bytes: the byte
+        column as it is, since ``x - 0.0`` is ``x``)."""
+        free = self.nodes
+        free[i:k] = [x - nodes for x in free[i:k]]
+        if hps != 0.0:
+            room = self.hps
+            room[i:k] = [x - hps for x in room[i:k]]
 
     def add(self, start: float, end: float, nodes: int, hps: float = 0.0) -> None:
         """Lower the free counts by ``nodes`` and ``hps`` over ``[start, end)``.
@@ -103,9 +117,7 @@ class Profile:
             return
         i = self._split(start)
         j = len(self.times) if math.isinf(end) else self._split(end)
-        for k in range(i, j):
-            self.nodes[k] -= nodes
-            self.hps[k] -= hps
+        self._debit(i, j, nodes, hps)
 
     def reserve(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> None:
         """Hold ``nodes`` and ``hps`` bytes over ``[start, start + duration)``."""
@@ -139,8 +151,7 @@ class Profile:
 
         The same lists, float for float, as the two calls (a :meth:`reserve` without its
         check, since the job fits by construction): the search's segment indices
-        are reused for the two splits instead of bisecting again, and a job asking for no
-        bytes leaves the byte column as it is (``x - 0.0`` is ``x``)."""
+        are reused for the two splits instead of bisecting again."""
         t, i, k = self._search(nodes, duration, hps, not_before)
         end = t + duration
         if end <= t:  # never fits (inf), or holds nothing (as add)
@@ -149,20 +160,12 @@ class Profile:
         if times[i] != t:  # split the segment the start falls in (as _split(t))
             i += 1
             k += 1
-            times.insert(i, t)
-            self.nodes.insert(i, self.nodes[i - 1])
-            self.hps.insert(i, self.hps[i - 1])
+            self._cut(i, t)
         if end == math.inf:
             k = len(times)
         elif k == len(times) or times[k] != end:  # times[k-1] < end < times[k]: split (as _split(end))
-            times.insert(k, end)
-            self.nodes.insert(k, self.nodes[k - 1])
-            self.hps.insert(k, self.hps[k - 1])
-        free = self.nodes
-        free[i:k] = [x - nodes for x in free[i:k]]
-        if hps != 0.0:
-            room = self.hps
-            room[i:k] = [x - hps for x in room[i:k]]
+            self._cut(k, end)
+        self._debit(i, k, nodes, hps)
         return t
 
     def _search(self, nodes: int, duration: float, hps: float, not_before: float | None) -> tuple[float, int, int]:
