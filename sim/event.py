@@ -22,6 +22,7 @@ from iolab.invariants import strict_default
 from iolab.middleware.policies import IONodeArbiter, get_policy
 from iolab.middleware.policies.io_apps import COMPUTE
 from iolab.middleware.policies.io_checker import IOChecker
+from iolab.middleware.policies.io_queue import wait_queue
 
 from .fairshare import FairShareLink
 from .recorder import Recorder
@@ -214,8 +215,13 @@ class EventEngine:
         and :meth:`_dispatch`, in the same order and with the same float operations (so the
         same times, bit for bit; ``tests/sim/test_event_loops.py`` runs both on random
         specs), written out in one function: a call per transition was most of the
-        simulator's time (docs/performance.md, "The I/O simulator's loop").  The I/O
-        nodes' arbiters and the policies are the same objects.
+        simulator's time (docs/performance.md, "The I/O simulator's loop").
+
+        Who goes next on an I/O node is chosen by the arbiter's own queue
+        (:func:`~iolab.middleware.policies.io_queue.wait_queue`, the same policy objects);
+        the arbiter's protocol books (an app asks once at a time, a release matches a grant)
+        are kept here as one busy flag per node, since this loop submits and releases by
+        construction (strict mode's checker keeps its own books and watches every grant).
         """
         sc = self.sc
         apps = sc.apps
@@ -228,7 +234,9 @@ class EventEngine:
         fixed = self.fixed
         delayed = self.delayed
         launch, gap, exit_ = sc.launch, sc.gap, sc.exit
-        arbiters = self.arbiters
+        queues = [wait_queue(self.policy) for _ in range(sc.io_nodes)]  # the waiting requests
+        queued = [0] * sc.io_nodes  # how many wait on each node
+        busy = [False] * sc.io_nodes  # a transfer holds the node
         idx, io_recv, phase_start = self.idx, self.io_recv, self.phase_start
         req_time, grant_time = self.req_time, self.grant_time
         start_t, end_t, wait, io_busy = rec.start, rec.end, rec.wait, rec.io_busy
@@ -264,7 +272,7 @@ class EventEngine:
                         wait[rank] += g - req_time[rank]
                         io_busy[rank] += t - g
                     node = node_of[rank]
-                    arbiters[node].release(apps[rank].id)
+                    busy[node] = False
                     if check is not None:
                         check.release(rank, i, t)
                         check.phase(rank, i, kinds[i], amounts[i], t)
@@ -303,7 +311,8 @@ class EventEngine:
                             if check is not None:
                                 check.request(req, t)
                             node = node_of[rank]
-                            arbiters[node].submit(req)
+                            queues[node].push(req)
+                            queued[node] += 1
                             if not flagged[node]:
                                 flagged[node] = True
                                 touched.append(node)
@@ -337,19 +346,18 @@ class EventEngine:
                     touched.sort()
                 for node in touched:
                     flagged[node] = False
-                    arb = arbiters[node]
-                    if arb.active:  # transferring: no grant before its end (dispatch would say [])
+                    if busy[node] or not queued[node]:  # no grant before a transfer's end
                         continue
-                    granted = arb.dispatch(t)
-                    if granted:
-                        if check is not None:
-                            check.grant(node, granted, t)
-                        for req in granted:
-                            r = req.rank
-                            grant_time[r] = t
-                            f = factors[r]
-                            push(heap, (t + fixed + req.io_time * (f[req.phase] if f else 1.0), seq, _IO_END, r))
-                            seq += 1
+                    req = queues[node].pop(t)
+                    queued[node] -= 1
+                    busy[node] = True
+                    if check is not None:
+                        check.grant(node, [req], t)
+                    r = req.rank
+                    grant_time[r] = t
+                    f = factors[r]
+                    push(heap, (t + fixed + req.io_time * (f[req.phase] if f else 1.0), seq, _IO_END, r))
+                    seq += 1
                 touched.clear()
         rec.events = given + seq - seq0  # every event pushed was taken (none goes stale here)
         return rec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from iolab.middleware.policies import IONodeArbiter
+from iolab.middleware.policies.io_queue import KeyedQueue, wait_queue
 
 
 class GrantsTwice(IONodeArbiter):
@@ -11,9 +12,21 @@ class GrantsTwice(IONodeArbiter):
     def dispatch(self, now):
         granted = super().dispatch(now)
         if self.active and self._waiting:
-            req = self.policy.pick(list(self._waiting.values()), now)
+            req = self._queue.pop(now)
             del self._waiting[req.app]
-            self._heap = [e for e in self._heap if e[2].app != req.app]
             self.active[req.app] = req
             granted.append(req)
         return granted
+
+
+class QueuesTwice(KeyedQueue):
+    """A broken wait queue: every request goes in twice, so an app is chosen again later."""
+
+    def push(self, req):
+        super().push(req)
+        super().push(req)
+
+
+def queues_twice(policy):
+    q = wait_queue(policy)
+    return QueuesTwice(q._key)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-import iolab.sim.event as event
+import iolab.sim.stepped as stepped
 from iolab.cli import main
 
 from io_fakes import GrantsTwice
@@ -25,13 +25,15 @@ def run_main(monkeypatch, *args: str) -> int:
 
 @pytest.fixture
 def broken_arbiter(monkeypatch):
-    """Every I/O node of the event engine hands a busy node to a second app too."""
-    monkeypatch.setattr(event, "IONodeArbiter", GrantsTwice)
+    """Every I/O node of the fixed-step engine hands a busy node to a second app too (the event
+    engine's list-policy loop chooses from the arbiter's queue, not the arbiter: its broken
+    queue is caught in tests/sim/test_strict.py)."""
+    monkeypatch.setattr(stepped, "IONodeArbiter", GrantsTwice)
     monkeypatch.delenv("IOLAB_STRICT", raising=False)  # only the flag may switch strict mode on
 
 
 def test_strict_stops_a_broken_run_naming_the_rule(monkeypatch, capsys, broken_arbiter):
-    code = run_main(monkeypatch, "simulate", TABLE1, "--policy", "fifo", "--strict")
+    code = run_main(monkeypatch, "simulate", TABLE1, "--policy", "fifo", "--mode", "step", "--strict")
     err = capsys.readouterr().err
     assert code == 1
     assert "invariant 'exclusive-io' violated" in err and "I/O node 0" in err
@@ -39,7 +41,7 @@ def test_strict_stops_a_broken_run_naming_the_rule(monkeypatch, capsys, broken_a
 
 
 def test_without_strict_the_same_broken_run_goes_through(monkeypatch, capsys, broken_arbiter):
-    code = run_main(monkeypatch, "simulate", TABLE1, "--policy", "fifo", "--json")
+    code = run_main(monkeypatch, "simulate", TABLE1, "--policy", "fifo", "--mode", "step", "--json")
     assert code == 0
     assert '"makespan"' in capsys.readouterr().out
 

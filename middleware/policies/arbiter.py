@@ -16,25 +16,20 @@ a transfer is never preempted; under ``shared`` every request is granted at once
 
 from __future__ import annotations
 
-import heapq
-import itertools
-
 from .io_order import IORequest, ListPolicy, SharedPolicy
+from .io_queue import wait_queue
 
 
 class IONodeArbiter:
     def __init__(self, policy: ListPolicy | SharedPolicy, node: int = 0):
         self.policy = policy
         self.node = node
-        self._seq = itertools.count()
-        self._heap: list[tuple[tuple, int, IORequest]] = []  # static-key policies
+        self._exclusive = policy.exclusive
+        # a list policy's waiting requests in its order (io_queue: the same queue the
+        # simulator's loop for list policies holds); ``shared`` grants them all, in arrival order
+        self._queue = wait_queue(policy) if self._exclusive else None
         self._waiting: dict[str, IORequest] = {}  # every waiting request, by app
         self.active: dict[str, IORequest] = {}
-        # the policy's nature, read once (dispatch and submit run per request)
-        self._exclusive = policy.exclusive
-        self._static = policy.exclusive and not policy.time_dependent
-        key = getattr(policy, "key", None)
-        self._wait_key = getattr(policy, "wait_key", None) or (lambda r: key(r, r.requested_at))
 
     # -- recording -------------------------------------------------------
     def submit(self, req: IORequest) -> None:
@@ -42,8 +37,8 @@ class IONodeArbiter:
         if app in self._waiting or app in self.active:
             raise RuntimeError(f"app {app!r} already has an I/O request on node {self.node}")
         self._waiting[app] = req
-        if self._static:
-            heapq.heappush(self._heap, (self._wait_key(req), next(self._seq), req))
+        if self._queue is not None:
+            self._queue.push(req)
 
     def release(self, app: str) -> IORequest:
         try:
@@ -55,9 +50,8 @@ class IONodeArbiter:
         """Forget an app entirely (it died or its lease expired)."""
         req = self.active.pop(app, None)
         waiting = self._waiting.pop(app, None)
-        if waiting is not None and self._heap:
-            self._heap = [e for e in self._heap if e[2].app != app]
-            heapq.heapify(self._heap)
+        if waiting is not None and self._queue is not None:
+            self._queue.remove(app)
         return req or waiting
 
     # -- deciding --------------------------------------------------------
@@ -73,10 +67,7 @@ class IONodeArbiter:
             return granted
         if self.active:
             return []
-        if self._static:
-            req = heapq.heappop(self._heap)[2]
-        else:
-            req = self.policy.pick(list(self._waiting.values()), now)
+        req = self._queue.pop(now)
         del self._waiting[req.app]
         self.active[req.app] = req
         return [req]

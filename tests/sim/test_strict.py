@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import iolab.sim.event as event
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies import POLICIES
 from iolab.sim.event import EventEngine
@@ -14,7 +15,7 @@ from iolab.sim.scenario import Scenario
 from iolab.sim.stepped import SteppedEngine
 from iolab.specs import load_spec, parse_spec
 
-from io_fakes import GrantsTwice
+from io_fakes import GrantsTwice, queues_twice
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -41,12 +42,14 @@ def two_writers():
 
 
 @pytest.mark.parametrize("engine", ["event", "step"])
-def test_a_policy_that_grants_twice_stops_the_run_naming_node_time_and_apps(engine):
+def test_an_arbiter_that_grants_twice_stops_the_run_naming_node_time_and_apps(engine):
+    """The arbiter drives the event engine's general loop (``shared``, and every policy in
+    tests/sim/test_event_loops.py) and the fixed-step engine."""
     sc = two_writers()
     eng = EventEngine(sc, "fifo", strict=True) if engine == "event" else SteppedEngine(sc, "fifo", 0.5, strict=True)
     eng.arbiters = [GrantsTwice(eng.policy, 0)]
     with pytest.raises(InvariantViolation) as err:
-        eng.run()
+        eng._run_general() if engine == "event" else eng.run()
     v = err.value
     # both apps compute 1 s, then ask at t=1: the second grant at t=1 breaks exclusivity
     assert (v.rule, v.subject, v.time) == ("exclusive-io", "I/O node 0", 1.0)
@@ -57,8 +60,22 @@ def test_not_strict_does_not_check():
     sc = two_writers()
     eng = EventEngine(sc, "fifo", strict=False)
     eng.arbiters = [GrantsTwice(eng.policy, 0)]
-    rec = eng.run()  # the broken decisions go through unnoticed
+    rec = eng._run_general()  # the broken decisions go through unnoticed
     assert rec.end[0] == rec.end[1]
+
+
+def test_a_queue_that_chooses_an_app_twice_stops_the_list_policy_loop(monkeypatch):
+    """The event engine's loop for list policies takes who goes next from the wait queue
+    (``io_queue``); a queue that hands out a request a second time is caught at that grant."""
+    monkeypatch.setattr(event, "wait_queue", queues_twice)
+    eng = EventEngine(two_writers(), "fifo", strict=True)
+    assert eng.exclusive  # run() takes the list-policy loop
+    with pytest.raises(InvariantViolation) as err:
+        eng.run()
+    v = err.value
+    # A transfers 1-4 s; at 4 the node is free and A's request comes out of the queue again
+    assert (v.rule, v.subject, v.time) == ("grant-not-waiting", "I/O node 0", 4.0)
+    assert "grants app A phase 1" in v.detail and "no waiting request" in v.detail
 
 
 def test_a_start_before_the_packs_turn_is_caught():
