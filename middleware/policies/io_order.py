@@ -55,29 +55,57 @@ class IORequest(NamedTuple):
 Key = Callable[[IORequest, float], tuple]
 
 
+def stretch_at(now: float) -> Callable[[IORequest], tuple]:
+    """The stretch order at ``now`` as a key of the request alone: (current stretch, requested_at, rank).
+
+    The current stretch is the stretch the app would have if granted now (Eq. 2 applied to
+    its progress): min(1, (done + io_time) / (now - start + io_time)), 1 if that elapsed
+    time is <= 0."""
+    def key(r: IORequest) -> tuple:
+        io_time = r.io_time
+        elapsed = now - r.start + io_time
+        return (1.0 if elapsed <= 0 else min(1.0, (r.done + io_time) / elapsed), r.requested_at, r.rank)
+    return key
+
+
+def io_share_at(now: float) -> Callable[[IORequest], tuple]:
+    """The bandwidth order at ``now`` as a key of the request alone: (I/O share, requested_at, rank).
+
+    The I/O share is the fraction of its time in the system the app has spent transferring:
+    io_received / (now - start), 0 before any time has passed."""
+    def key(r: IORequest) -> tuple:
+        elapsed = now - r.start
+        return (r.io_received / elapsed if elapsed > 0 else 0.0, r.requested_at, r.rank)
+    return key
+
+
 def current_stretch(r: IORequest, now: float) -> float:
     """Stretch the app would have if granted now (Eq. 2 applied to its progress)."""
-    elapsed = now - r.start + r.io_time
-    if elapsed <= 0:
-        return 1.0
-    return min(1.0, (r.done + r.io_time) / elapsed)
+    return stretch_at(now)(r)[0]
 
 
 def io_share(r: IORequest, now: float) -> float:
     """Fraction of its time in the system the app has spent transferring."""
-    elapsed = now - r.start
-    return r.io_received / elapsed if elapsed > 0 else 0.0
+    return io_share_at(now)(r)[0]
 
 
 @dataclass(frozen=True)
 class ListPolicy:
     """A priority order; ``time_dependent`` keys change while a request waits.
 
-    An order that does not change while a request waits is given as ``wait_key``, a
-    function of the request alone (``key`` is then derived from it): the arbiter computes
-    it once per request and keeps the waiting requests in a heap on it.  Where the order
-    is request fields as they are (fifo, lowest-id), ``wait_key`` is an
-    ``operator.itemgetter``, which costs no Python call per request."""
+    The order is given in exactly one of three forms; ``key(request, now)`` is derived from the
+    other two:
+
+    - ``wait_key(request)``: an order that does not change while a request waits, a function
+      of the request alone.  The wait queue (``io_queue``) computes it once per request and
+      keeps the waiting requests in a heap on it.  Where the order is request fields as they
+      are (fifo, lowest-id), it is an ``operator.itemgetter``, which costs no Python call.
+    - ``key_at(now)``: a time-dependent order (``time_dependent=True``), as a function of
+      ``now`` that returns the key of the request alone at that time.  A grant builds it once
+      and ranks every waiting request with it (one call per request, not three).
+    - ``key(request, now)``: any order (with ``time_dependent``, re-evaluated at each grant;
+      without it, taken at the request's time).
+    """
 
     name: str
     key: Key | None = None
@@ -85,26 +113,45 @@ class ListPolicy:
     description: str = ""
     exclusive: bool = True
     wait_key: Callable[[IORequest], tuple] | None = None
+    key_at: Callable[[float], Callable[[IORequest], tuple]] | None = None
 
     def __post_init__(self) -> None:
+        given = [name for name in ("key", "wait_key", "key_at") if getattr(self, name) is not None]
+        if not given:
+            raise ValueError(f"policy {self.name!r}: give a key, a wait_key or a key_at")
+        if self.wait_key is not None and (len(given) > 1 or self.time_dependent):
+            raise ValueError(f"policy {self.name!r}: a wait_key is for an order that does not change "
+                             "while a request waits; give it alone")
+        if self.key_at is not None and (len(given) > 1 or not self.time_dependent):
+            raise ValueError(f"policy {self.name!r}: a key_at is for a time-dependent order; give it alone, "
+                             "with time_dependent=True")
         if self.wait_key is not None:
-            if self.key is not None or self.time_dependent:
-                raise ValueError(f"policy {self.name!r}: a wait_key is for an order that does not change "
-                                 "while a request waits; give it alone")
             wait_key = self.wait_key
             object.__setattr__(self, "key", lambda r, now: wait_key(r))
-        elif self.key is None:
-            raise ValueError(f"policy {self.name!r}: give a key or a wait_key")
+        elif self.key_at is not None:
+            key_at = self.key_at
+            object.__setattr__(self, "key", lambda r, now: key_at(now)(r))
+
+    def _key_now(self, now: float) -> Callable[[IORequest], tuple]:
+        """The order at ``now`` as a key of the request alone."""
+        if self.wait_key is not None:
+            return self.wait_key
+        if self.key_at is not None:
+            return self.key_at(now)
+        key = self.key
+        return lambda r: key(r, now)
 
     def pick(self, queue: Sequence[IORequest], now: float) -> IORequest:
         """The request to grant next; ``queue`` must not be empty."""
+        if len(queue) == 1:
+            return queue[0]
         if not queue:
             raise ValueError("pick() needs at least one waiting request")
-        return min(queue, key=lambda r: self.key(r, now))
+        return min(queue, key=self._key_now(now))
 
     def order(self, queue: Sequence[IORequest], now: float) -> list[IORequest]:
         """The whole queue in grant order (for displays and tests)."""
-        return sorted(queue, key=lambda r: self.key(r, now))
+        return sorted(queue, key=self._key_now(now))
 
 
 @dataclass(frozen=True)
@@ -132,9 +179,9 @@ POLICIES: dict[str, ListPolicy | SharedPolicy] = {
                    description="(5) most remaining work first (platform occupation)"),
         ListPolicy("fifo", wait_key=itemgetter(2, 1),  # (requested_at, rank)
                    description="(6) earliest request first, then lowest id"),
-        ListPolicy("bandwidth", lambda r, now: (io_share(r, now), r.requested_at, r.rank), time_dependent=True,
+        ListPolicy("bandwidth", key_at=io_share_at, time_dependent=True,
                    description="(7) lowest ratio of I/O time received to time in the system first"),
-        ListPolicy("stretch", lambda r, now: (current_stretch(r, now), r.requested_at, r.rank), time_dependent=True,
+        ListPolicy("stretch", key_at=stretch_at, time_dependent=True,
                    description="(8) worst current stretch first"),
         SharedPolicy(),
     )

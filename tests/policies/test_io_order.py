@@ -140,8 +140,12 @@ def test_a_wait_key_is_the_order_at_any_time_and_its_fields_are_the_documented_o
 
 def test_a_policy_needs_exactly_one_kind_of_key():
     from iolab.middleware.policies.io_order import ListPolicy
-    with pytest.raises(ValueError, match="give a key or a wait_key"):
+    with pytest.raises(ValueError, match="give a key, a wait_key or a key_at"):
         ListPolicy("none")
+    with pytest.raises(ValueError, match="a key_at is for a time-dependent order"):
+        ListPolicy("still", key_at=lambda now: (lambda r: (r.rank,)))
+    with pytest.raises(ValueError, match="a key_at is for a time-dependent order"):
+        ListPolicy("twice", key=lambda r, now: (now,), key_at=lambda now: (lambda r: (now,)), time_dependent=True)
     with pytest.raises(ValueError, match="give it alone"):
         ListPolicy("both", key=lambda r, now: (now,), wait_key=lambda r: (r.rank,))
     with pytest.raises(ValueError, match="give it alone"):
@@ -157,3 +161,21 @@ def test_a_policy_needs_exactly_one_kind_of_key():
         order.append(g.rank)
         arb.release(g.app)
     assert order == [0, 1, 2]
+
+
+def test_a_time_dependent_key_at_is_its_key_and_the_documented_formula():
+    """stretch and bandwidth give their order as key_at(now); key(r, now) is derived from it, and
+    both follow the formulas written out here (carretero2020 Eq. 2 on progress; the I/O share)."""
+    import random
+    rng = random.Random(5)
+    for _ in range(300):
+        io_time, start, done, received = rng.uniform(0.1, 5), rng.uniform(0, 50), rng.uniform(0, 30), rng.uniform(0, 9)
+        r = IORequest("a", rng.randrange(9), rng.uniform(0, 60), io_time, io_time, 10.0, 40.0, start, done, received)
+        now = rng.choice([start - 1.0, start, start + rng.uniform(0, 80)])
+        elapsed = now - start + io_time
+        stretch = 1.0 if elapsed <= 0 else min(1.0, (done + io_time) / elapsed)
+        share = received / (now - start) if now - start > 0 else 0.0
+        for name, value in (("stretch", stretch), ("bandwidth", share)):
+            p = get_policy(name)
+            assert p.time_dependent and p.key_at is not None
+            assert p.key(r, now) == p.key_at(now)(r) == (value, r.requested_at, r.rank)
