@@ -3,13 +3,17 @@
 usage:: python benchmarks/sim_throughput.py [--full] [--jobs N]
 
 Prints events per second of the next-event engine on a generated workload
-(each of the 9 I/O policies, best of 3), of the time-stepped engine on Table 1, and, with --full, the
+(each of the 9 I/O policies, best of 3) and, for the policies it knows (fifo,
+longest-remaining, stretch), of benchmarks/reference_carretero.py on the same
+workload and plan (the same events; every app's end is checked equal), of the
+time-stepped engine on Table 1, and, with --full, the
 wall time and peak RSS of `iolab study carretero` (target: <= 60 s on 2 cores).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import resource
 import tempfile
 import time
@@ -33,13 +37,27 @@ def main() -> None:
     spec = generate(1.0, 7)
     sc = Scenario.from_spec(spec)
     print(f"workload: {len(spec.apps)} apps, {sum(a.iterations for a in spec.apps)} I/O phases, {sc.plan.pack_count} packs")
+    ref = _reference()
+    doc = spec.model_dump(mode="json")
+    plan = [[list(pack) for pack in node] for node in sc.plan.nodes]
     for policy in POLICIES:
-        best = float("inf")
+        best = best_ref = float("inf")
         for _ in range(3):
             t0 = time.perf_counter()
             rec = EventEngine(sc, policy, rows=False).run()
             best = min(best, time.perf_counter() - t0)
-        print(f"event engine, {policy:18s}: {rec.events / best:10.0f} events/s ({rec.events} events, {best:.3f} s)")
+            if policy in ref.POLICIES:  # alternating, so that a slow moment hits both
+                apps, b, io_nodes = ref.build(doc, spec.name)
+                t0 = time.perf_counter()
+                ref.simulate(apps, b, io_nodes, policy, plan, sc.plan.packed)
+                best_ref = min(best_ref, time.perf_counter() - t0)
+        line = f"event engine, {policy:18s}: {rec.events / best:10.0f} events/s ({rec.events} events, {best:.3f} s)"
+        if policy in ref.POLICIES:
+            worst = max(abs(a.end - rec.end[a.rank]) / max(abs(rec.end[a.rank]), 1e-300) for a in apps)
+            if worst > 1e-9:
+                raise SystemExit(f"{policy}: the reference disagrees (worst relative difference {worst:.3g})")
+            line += f"   reference: {rec.events / best_ref:10.0f} events/s ({best_ref:.3f} s, same ends)"
+        print(line)
     t1 = load_spec(Path(__file__).resolve().parents[1] / "examples" / "carretero-table1.yaml")
     sc1 = Scenario.from_spec(t1)
     for dt in (1.0, 0.5):
@@ -61,6 +79,14 @@ def main() -> None:
         print("relative makespan of Sensibility=1 (geo. mean), R=1/3/5: "
               + ", ".join(f"{s['strategies']['s1'][f'makespan_R{R}']:.2f}" for R in (1, 3, 5))
               + "  (paper: 1.09, 0.71, 0.53)")
+
+
+def _reference():
+    path = Path(__file__).resolve().parent / "reference_carretero.py"
+    spec = importlib.util.spec_from_file_location("reference_carretero", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 if __name__ == "__main__":
