@@ -12,6 +12,11 @@ sees several things happen at one instant (the simulator at a phase boundary)
 records them all, then dispatches once, so that every request present at that
 instant competes.  Under a list policy at most one app transfers at a time and
 a transfer is never preempted; under ``shared`` every request is granted at once.
+
+Who goes next under a list policy is the wait queue's choice (``io_queue.wait_queue``);
+the arbiter adds the protocol around it (an app asks once at a time, a release must
+match a grant, ``cancel``).  The simulator's loop for list policies holds the same
+queues and keeps those books itself.
 """
 
 from __future__ import annotations
