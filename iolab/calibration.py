@@ -23,7 +23,7 @@ slow job on a loaded machine does not set it):
   it the transfer time is unknown) and never below 0;
 - ``delivered`` (shares of the paced rate, per link): for ``lps`` and ``hps``, a
   least-squares line ``wall = fixed + bytes / rate`` through the phases that had
-  their tier to themselves (``scipy.stats.linregress``; at least
+  their tier to themselves (``numpy.polyfit``, degree 1; at least
   :data:`MIN_FIT` phases whose sizes span a factor :data:`MIN_SPREAD`, else not
   measured and the paced rate is assumed); for ``stage``, the bytes over the
   seconds of the staging transfers no other transfer overlapped.  The simulator
@@ -37,6 +37,8 @@ import math
 import statistics
 from pathlib import Path
 from typing import Any
+
+import numpy as np  # numpy.polyfit, not scipy.stats.linregress: scipy.stats cost 0.8 s and 60 MB to import
 
 from .errors import TraceError
 from .trace import read_trace
@@ -76,11 +78,8 @@ def delivered_share(samples: list[tuple[float, float]], wall_rate: float) -> tup
     if len(samples) < MIN_FIT or min(sizes) <= 0 or max(sizes) / min(sizes) < MIN_SPREAD:
         fit["why"] = "too few phases or sizes too alike"
         return math.nan, fit
-    from scipy.stats import linregress  # lazy: only a real run's trace writer needs it
-
     times = [t for _, t in samples]
-    r = linregress(sizes, times)
-    slope, intercept = float(r.slope), float(r.intercept)
+    slope, intercept = (float(x) for x in np.polyfit(sizes, times, 1))
     if intercept < 0:
         slope, intercept = sum(b * t for b, t in samples) / sum(b * b for b in sizes), 0.0
     mean = sum(times) / len(times)

@@ -149,3 +149,25 @@ def test_a_trace_without_a_calibration_is_refused_before_anything_runs(tmp_path)
                                   str(tmp_path / "v")])  # refused before the real run starts
     assert r.exit_code == 2 and "a calibration of a real I/O run; a batch spec needs" in r.output, r.output
     assert not (tmp_path / "v").exists()
+
+
+def test_the_delivered_share_line_is_scipys_least_squares_line():
+    """delivered_share fits with numpy.polyfit; scipy.stats.linregress (imported here only: it costs
+    a real run 0.8 s and 60 MB) must give the same line on noisy random samples."""
+    import random
+
+    from scipy.stats import linregress
+
+    from iolab.calibration import delivered_share
+
+    rng = random.Random(4)
+    for _ in range(50):
+        fixed, rate = rng.uniform(0.0, 0.2), rng.uniform(50.0, 5000.0)
+        sizes = [rng.uniform(1.0, 1000.0) for _ in range(rng.randrange(4, 30))]
+        samples = [(b, fixed + b / rate * rng.uniform(0.97, 1.03)) for b in sizes]
+        share, fit = delivered_share(samples, rate)
+        ref = linregress(sizes, [t for _, t in samples])
+        if ref.intercept >= 0:
+            assert fit["slope"] == pytest.approx(ref.slope, rel=1e-9)
+            assert fit["intercept"] == pytest.approx(ref.intercept, rel=1e-7, abs=1e-12)
+            assert share == pytest.approx(1.0 / ref.slope / rate, rel=1e-9)
