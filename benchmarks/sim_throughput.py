@@ -13,7 +13,6 @@ wall time and peak RSS of `iolab study carretero` (target: <= 60 s on 2 cores).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import resource
 import tempfile
 import time
@@ -26,6 +25,7 @@ from iolab.sim.event import EventEngine  # noqa: E402
 from iolab.sim.scenario import Scenario  # noqa: E402
 from iolab.sim.stepped import SteppedEngine  # noqa: E402
 from iolab.sim.workloads.carretero import generate  # noqa: E402
+from reference_compare import load_reference_carretero  # noqa: E402  (beside this script)
 
 
 def main() -> None:
@@ -37,7 +37,7 @@ def main() -> None:
     spec = generate(1.0, 7)
     sc = Scenario.from_spec(spec)
     print(f"workload: {len(spec.apps)} apps, {sum(a.iterations for a in spec.apps)} I/O phases, {sc.plan.pack_count} packs")
-    ref = _reference()
+    ref = load_reference_carretero()
     doc = spec.model_dump(mode="json")
     plan = [[list(pack) for pack in node] for node in sc.plan.nodes]
     for policy in POLICIES:
@@ -79,14 +79,6 @@ def main() -> None:
         print("relative makespan of Sensibility=1 (geo. mean), R=1/3/5: "
               + ", ".join(f"{s['strategies']['s1'][f'makespan_R{R}']:.2f}" for R in (1, 3, 5))
               + "  (paper: 1.09, 0.71, 0.53)")
-
-
-def _reference():
-    path = Path(__file__).resolve().parent / "reference_carretero.py"
-    spec = importlib.util.spec_from_file_location("reference_carretero", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 if __name__ == "__main__":

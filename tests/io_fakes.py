@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from iolab.middleware.policies import IONodeArbiter
-from iolab.middleware.policies.io_queue import KeyedQueue, wait_queue
+from iolab.middleware.policies.io_queue import KeyedQueue
 
 
 class GrantsTwice(IONodeArbiter):
@@ -28,5 +28,5 @@ class QueuesTwice(KeyedQueue):
 
 
 def queues_twice(policy):
-    q = wait_queue(policy)
-    return QueuesTwice(q._key)
+    """In place of ``wait_queue`` for an order given as a ``wait_key`` (fifo)."""
+    return QueuesTwice(policy.wait_key)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 import math
 
-from .profile import Profile, refuse
+from .profile import Profile
 from .snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
 
 _new_tuple = tuple.__new__
@@ -64,16 +64,18 @@ class _TierByRequest:
             return HPS, snap.rates.duration(job, HPS), job.storage
         return LPS, job.walltime, 0.0
 
-    def _place(self, prof: Profile, job: QueuedJob, snap: Snapshot, floor: float) -> tuple[float, tuple]:
+    def _place(self, prof: Profile, job: QueuedJob, snap: Snapshot, floor: float,
+               required: bool = False) -> tuple[float, tuple]:
         """Hold the job at its earliest start not before ``floor``; that start (``inf``, and
-        nothing held, if never) and the need it is for.  A job whose HPS space can never be
-        found in this plan (early copies hold bytes outside the free count until their jobs
-        start) runs on LPS, as SAS would place it."""
+        nothing held, if never; ``required``: refused) and the need it is for.  A job whose HPS
+        space can never be found in this plan (early copies hold bytes outside the free count
+        until their jobs start) runs on LPS, as SAS would place it."""
         need = self._need(job, snap)
-        t = prof.place(job.nodes, need[1], need[2], not_before=floor)
-        if t == math.inf and need[0] == HPS:
+        hps = need[0] == HPS
+        t = prof.place(job.nodes, need[1], need[2], floor, required and not hps)
+        if t == math.inf and hps:
             need = (LPS, job.walltime, 0.0)
-            t = prof.place(job.nodes, need[1], 0.0, not_before=floor)
+            t = prof.place(job.nodes, need[1], 0.0, floor, required)
         return t, need
 
     def _hold(self, prof: Profile, jobs, snap: Snapshot) -> list[PlanEntry]:
@@ -85,15 +87,10 @@ class _TierByRequest:
         if not self.hps_requests:
             place, append = prof.place, plan.append
             for job in jobs:
-                t = place(job.nodes, job.walltime, 0.0, now)
-                if t == math.inf:
-                    refuse(math.inf, job.walltime, job.nodes, 0.0)
-                append(_entry(job, t))  # what _placed gives for (LPS, walltime, no bytes)
+                append(_entry(job, place(job.nodes, job.walltime, 0.0, now, True)))  # as _placed for (LPS, walltime, 0)
             return plan
         for job in jobs:
-            t, need = self._place(prof, job, snap, now)
-            if t == math.inf:
-                refuse(math.inf, need[1], job.nodes, need[2])
+            t, need = self._place(prof, job, snap, now, required=True)
             plan.append(_placed(job, t, need))
         return plan
 
@@ -155,11 +152,9 @@ class FCFS(_TierByRequest, BatchPolicy):
         plan: list[PlanEntry] = []
         floor = snap.now
         for job in snap.queue:
-            t, need = self._place(prof, job, snap, floor)
+            t, need = self._place(prof, job, snap, floor, required=self.project)  # never fits: a bug when projecting
             if t > snap.now and not self.project:
                 break
-            if t == math.inf:
-                refuse(math.inf, need[1], job.nodes, need[2])
             plan.append(_placed(job, t, need))
             floor = t
         return _decision(snap, plan)
@@ -529,9 +524,7 @@ class EASY(BatchPolicy):
                     prof.reserve(snap.now, job.walltime, job.nodes)
                     decided[job.id] = _entry(job, snap.now)
                 continue
-            t = prof.place(job.nodes, job.walltime, not_before=snap.now)
-            if t == math.inf:
-                refuse(math.inf, job.walltime, job.nodes, 0.0)
+            t = prof.place(job.nodes, job.walltime, not_before=snap.now, required=True)
             decided[job.id] = _entry(job, t)
             if t != snap.now:  # the head job: the only reservation
                 head = job.id
@@ -542,9 +535,7 @@ class EASY(BatchPolicy):
             if e is None and not self.project:
                 continue
             if e is None:
-                t = prof.place(job.nodes, job.walltime, not_before=snap.now)
-                if t == math.inf:
-                    refuse(math.inf, job.walltime, job.nodes, 0.0)
+                t = prof.place(job.nodes, job.walltime, not_before=snap.now, required=True)
                 e = _entry(job, t, reserved=False)
             plan.append(e)
         return _decision(snap, plan)

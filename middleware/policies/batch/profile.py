@@ -25,7 +25,7 @@ from .snapshot import HPS, Snapshot
 _expected_end = operator.attrgetter("expected_end")  # the sort key, without a Python call per job
 
 
-def refuse(start: float, duration: float, nodes: int, hps: float = 0.0) -> NoReturn:
+def _refuse(start: float, duration: float, nodes: int, hps: float = 0.0) -> NoReturn:
     """A reservation that does not fit (at ``inf``: a job that never fits) is a bug in its policy."""
     raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at {start} for {duration} s does not fit")
 
@@ -122,7 +122,7 @@ class Profile:
     def reserve(self, start: float, duration: float, nodes: int, hps: float = 0.0) -> None:
         """Hold ``nodes`` and ``hps`` bytes over ``[start, start + duration)``."""
         if not self.fits(start, duration, nodes, hps):
-            refuse(start, duration, nodes, hps)
+            _refuse(start, duration, nodes, hps)
         self.add(start, start + duration, nodes, hps)
 
     # -- queries --------------------------------------------------------------
@@ -145,9 +145,11 @@ class Profile:
         """Earliest ``t >= not_before`` where the job fits for ``duration``; ``inf`` if never."""
         return self._search(nodes, duration, hps, not_before)[0]
 
-    def place(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None) -> float:
+    def place(self, nodes: int, duration: float, hps: float = 0.0, not_before: float | None = None,
+              required: bool = False) -> float:
         """:meth:`earliest_fit` and :meth:`add` over ``[t, t + duration)`` in one: the earliest start, held for
-        ``duration``; ``inf``, and nothing held, if the job never fits.
+        ``duration``; ``inf``, and nothing held, if the job never fits (``required``: refused
+        instead, as :meth:`reserve` refuses, a bug in the policy that asks).
 
         The same lists, float for float, as the two calls (a :meth:`reserve` without its
         check, since the job fits by construction): the search's segment indices
@@ -155,6 +157,8 @@ class Profile:
         t, i, k = self._search(nodes, duration, hps, not_before)
         end = t + duration
         if end <= t:  # never fits (inf), or holds nothing (as add)
+            if required and t == math.inf:
+                _refuse(t, duration, nodes, hps)
             return t
         times = self.times
         if times[i] != t:  # split the segment the start falls in (as _split(t))
