@@ -57,6 +57,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     first_phase: dict[str, float] = {}
     last_phase: dict[str, float] = {}
     io_phases: list[tuple[str, float, float, float]] = []  # (tier, wall start, wall end, real bytes)
+    io_time: dict[str, float] = {}  # spec seconds of each job's I/O phases (the jobs table's io_time)
     for job, idx, kind, start, end, nbytes in rec["phases"]:
         j = by_id.get(job)
         if j is None or idx >= len(j.index_map):
@@ -66,6 +67,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         last_phase[job] = max(last_phase.get(job, -math.inf), end)
         if kind in ("read", "write") and end == end:
             io_phases.append((j.tier, start, end, float(nbytes)))
+            io_time[job] = io_time.get(job, 0.0) + secs(end) - secs(start)
         tb.add_phase(job=job, index=step, kind=kind, start=secs(start), end=secs(end),
                      volume=nbytes / bs if kind != "compute" else 0.0, io_node=-1, tier=j.tier)
     for j in jobs:
@@ -74,6 +76,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
             tb.add_phase(job=j.queued.id, index=kinds[0] if kinds else -1, kind=st["direction"],
                          start=secs(st["start"]), end=secs(st["end"]),
                          volume=st["bytes"] / bs, io_node=-1, tier="stage")
+            io_time[j.queued.id] = io_time.get(j.queued.id, 0.0) + secs(st["end"]) - secs(st["start"])
         if j.queued.id in first_phase and j.launched == j.launched:
             launch_overhead[j.queued.id] = first_phase[j.queued.id] - j.launched
         if j.queued.id in last_phase and j.exited == j.exited and j.rc == 0:
@@ -87,7 +90,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
                    compute_time=max(0.0, float(job.runtime) - (job.input + job.output + job.data) / p.lps.rate),
                    io_volume=float(job.input + job.output + job.data),
                    hosts=hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts),
-                   node_ids=ranges(j.node_ids))
+                   node_ids=ranges(j.node_ids), io_time=io_time.get(j.queued.id, 0.0))
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)

@@ -59,12 +59,17 @@ def print_metrics(m, title: str) -> None:
               help="refuse an I/O experiment estimated to need more events (or time steps)")
 @click.option("--max-jobs", type=click.IntRange(1), default=MAX_JOBS, show_default=True,
               help="refuse a batch experiment with more jobs")
+@click.option("--phases", type=click.Choice(["all", "jobs", "none"]), default=None,
+              help="batch specs: what the trace keeps of the jobs' phases: a row per phase (all, the default), "
+                   "each job's I/O time only (jobs: the jobs table's io_time; for runs of 10^5 jobs and more), "
+                   "or nothing (none)")
 @click.option("--calibration", "calibration", type=click.Path(dir_okay=False), metavar="TRACE",
               help="model the costs measured by the real run traced in TRACE (of the same level: launch, exit, "
                    "per-phase costs and delivered rates; converted with this spec's emulator.time_scale; "
                    "docs/validation.md)")
 def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
-             out: str | None, as_json: bool, max_events: int, max_jobs: int, calibration: str | None) -> None:
+             out: str | None, as_json: bool, max_events: int, max_jobs: int, phases: str | None,
+             calibration: str | None) -> None:
     """Simulate the experiment in SPEC (YAML or JSON; - reads standard input) and print its metrics.
 
     Relative paths inside SPEC start at SPEC's folder.  Exit status: 0 ok, 1 the
@@ -78,7 +83,9 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
-        return _simulate_batch(spec_path, out, as_json, max_jobs, cal)
+        return _simulate_batch(spec_path, out, as_json, max_jobs, cal, phases or "all")
+    if phases:
+        raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
     spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt})
     if cal is not None:
@@ -126,7 +133,7 @@ class SimProgress:
 
 
 def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
-                    cal: dict | None = None) -> None:
+                    cal: dict | None = None, phases: str = "all") -> None:
     spec = load_spec(spec_path)
     if cal is not None:
         spec = calibrated(spec, cal)
@@ -137,7 +144,7 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
                        f"(spec seconds at time_scale {spec.emulator.time_scale:g}); links deliver lps {d.lps:.3g}, "
                        f"hps {d.hps:.3g}, stage {d.stage:.3g} of their rates", err=True)
     batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
-    trace = simulate_batch(spec, progress=SimProgress(spec.name))
+    trace = simulate_batch(spec, progress=SimProgress(spec.name), phases=phases)
     m = trace_batch_metrics(trace)
     if out:
         write_trace(trace, Path(out))

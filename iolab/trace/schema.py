@@ -10,7 +10,10 @@ start of the run; volumes are the spec's data units (the emulator records
   io_volume (total units), hosts (comma-separated host names the job ran
   on; empty in the simulator), node_ids (the batch kernel's node ids the job
   held, as ranges ``"0-3,8"``; empty outside batch runs; in a batch
-  emulation ``hosts`` is the same ids written ``n0,n1,...``).
+  emulation ``hosts`` is the same ids written ``n0,n1,...``), io_time
+  (seconds the job spent in its I/O phases, read, write and staging, fixed
+  per-phase costs included; batch runs, also when the phase rows are not
+  kept; NaN elsewhere).
 - ``phases``: one row per finished phase: job, index, kind (compute, write,
   read, stage-in, stage-out), start, end, volume, io_node, tier.
 - ``grants``: one row per I/O grant: job, phase, io_node, request, grant, release.
@@ -51,6 +54,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("start", "float"), ("end", "float"), ("io_node", "int"), ("pack", "int"),
         ("status", "str"), ("tier", "str"), ("min_time", "float"),
         ("compute_time", "float"), ("io_volume", "float"), ("hosts", "str"), ("node_ids", "str"),
+        ("io_time", "float"),
     ),
     "phases": (
         ("job", "str"), ("index", "int"), ("kind", "str"), ("start", "float"),
@@ -78,7 +82,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 # columns added after schema 1 was first written: a trace without them reads with their default
-ADDED_COLUMNS: frozenset[tuple[str, str]] = frozenset({("jobs", "node_ids"), ("samples", "predicted"),
+ADDED_COLUMNS: frozenset[tuple[str, str]] = frozenset({("jobs", "node_ids"), ("jobs", "io_time"), ("samples", "predicted"),
                                                        ("samples", "ops_rate"), ("samples", "queued")})
 
 PHASE_KINDS = ("compute", "write", "read", "stage-in", "stage-out")

@@ -97,9 +97,11 @@ class BatchRecord:
     decisions: int = 0
     events: int = 0
     controller: object = None  # the load controller driver, if any (its samples and actions)
+    io_time: Any = ()  # seconds each job spent in I/O phases (read, write, staging), by job index
 
 
 PROGRESS_EVERY = 16384  # events between two progress calls
+PHASE_MODES = ("all", "jobs", "none")  # what a run keeps of its phases (BatchEngine.around)
 
 
 class BatchEngine:
@@ -110,21 +112,31 @@ class BatchEngine:
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float,
                  rates: TierRates, memory_per_node: float, rows: bool = True,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
-                 allocator=None, strict: bool | None = None, overheads=None):
+                 allocator=None, strict: bool | None = None, overheads=None, phases: str | None = None):
         kernel = BatchKernel(jobs, policy, total_nodes=total_nodes, hps_capacity=hps_capacity, rates=rates,
                              allocator=allocator, strict=strict, record_plans=record_plans, on_decision=on_decision)
-        self._setup(kernel, memory_per_node, rows, overheads)
+        self._setup(kernel, memory_per_node, rows, overheads, phases)
 
     @classmethod
     def around(cls, kernel: BatchKernel, *, memory_per_node: float, rows: bool = True,
-               overheads=None) -> "BatchEngine":
+               overheads=None, phases: str | None = None) -> "BatchEngine":
         """``overheads``: the platform's :class:`iolab.specs.batch.Overheads` (launch, exit and
-        per-phase costs as timed steps, :func:`iolab.sim.batch.steps.with_overheads`), or None."""
+        per-phase costs as timed steps, :func:`iolab.sim.batch.steps.with_overheads`), or None.
+        ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows; each job's I/O time is kept,
+        :attr:`BatchRecord.io_time`) or ``none``; default ``all`` with ``rows``, else ``none``
+        (``rows`` False also leaves out the allocation rows)."""
         self = cls.__new__(cls)
-        self._setup(kernel, memory_per_node, rows, overheads)
+        self._setup(kernel, memory_per_node, rows, overheads, phases)
         return self
 
-    def _setup(self, kernel: BatchKernel, memory_per_node: float, rows: bool, overheads=None) -> None:
+    def _setup(self, kernel: BatchKernel, memory_per_node: float, rows: bool, overheads=None,
+               phases: str | None = None) -> None:
+        if phases is None:
+            phases = "all" if rows else "none"
+        if phases not in PHASE_MODES:
+            raise ValueError(f"phases must be one of {', '.join(PHASE_MODES)}, got {phases!r}")
+        self._all_rows = phases == "all"
+        self._io_time = array("d", bytes(8 * len(kernel.jobs)))  # seconds in I/O phases, per job index
         self.kernel = kernel
         self.overheads = overheads
         self.policy = kernel.policy
@@ -171,33 +183,50 @@ class BatchEngine:
             self._push(due, _ESTIMATE, s.index)
 
     def _begin_step(self, s: JobState, t: float) -> None:
-        s.step += 1
-        while s.step < len(s.steps):
-            st = s.steps[s.step]
-            if s.step == 0 or s.steps[s.step - 1].kind != FIXED:  # a phase's fixed cost is part of its row
+        """``s`` goes on to its next step at ``t`` (the hot path: one call per phase)."""
+        steps = s.steps
+        i = s.step + 1
+        n = len(steps)
+        while i < n:
+            st = steps[i]
+            s.step = i
+            if i == 0 or steps[i - 1].kind != FIXED:  # a phase's fixed cost is part of its row
                 s.step_start = t
             want = _STATE_OF.get(st.kind, RUNNING)
             if s.state != want:
                 self.kernel.enter(s, want, t)
-            if not st.link:  # compute or an overhead: a timed step
-                if st.amount > 0:
-                    self._step_end[s.index] = t + st.amount
-                    self._push(t + st.amount, _STEP_END, s.index)
-                    return
-                self._phase(s, st, t)
-                s.step += 1
-                continue
-            self.links[st.link].add(s.index, st.amount, t)
-            self._touched_links.add(st.link)
-            return
+            link = st.link
+            if link:
+                self.links[link].add(s.index, st.amount, t)
+                self._touched_links.add(link)
+                return
+            if st.amount > 0:  # compute or an overhead: a timed step
+                end = t + st.amount
+                self._step_end[s.index] = end
+                heapq.heappush(self._heap, (end, next(self._seq), _STEP_END, s.index))
+                return
+            self._phase(s, st, t)
+            i += 1
+        s.step = i
         self.kernel.finish(s, t)
         s.steps = ()  # read only while the job runs: 243 306 step lists on SDSC-BLUE otherwise
 
     def _phase(self, s: JobState, st, t: float) -> None:
-        if self.rows and st.kind not in OVERHEADS:
-            self.rec.phases.append(s.queued.id, st.index if st.index >= 0 else s.step, st.kind,
-                                   s.step_start, t, 0.0 if st.kind == COMPUTE else st.amount,
-                                   "stage" if st.link == "stage" else s.tier)
+        """The step ``st`` of ``s`` ended at ``t``: its phase row (``phases: all``) and the job's I/O time."""
+        kind = st.kind
+        if kind in OVERHEADS:
+            return
+        if kind != COMPUTE:
+            self._io_time[s.index] += t - s.step_start
+        if self._all_rows:
+            ph = self.rec.phases
+            ph.job.append(s.queued.id)
+            ph.index.append(st.index if st.index >= 0 else s.step)
+            ph.kind.append(kind)
+            ph.start.append(s.step_start)
+            ph.end.append(t)
+            ph.volume.append(0.0 if kind == COMPUTE else st.amount)
+            ph.tier.append("stage" if st.link == "stage" else s.tier)
 
     # -- main loop --------------------------------------------------------
     # -- suspension (the load controller) ----------------------------------------------------
@@ -235,6 +264,9 @@ class BatchEngine:
         if self.controller is not None:
             self.controller.start(self)
         heap = self._heap
+        heappop, heappush, seq = heapq.heappop, heapq.heappush, self._seq
+        state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
+        begin_step, phase = self._begin_step, self._phase
         events = 0
         submitted = 0
         report = PROGRESS_EVERY if self.progress is not None else math.inf
@@ -242,46 +274,46 @@ class BatchEngine:
         while heap:
             t = heap[0][0]
             if events >= report:
-                self.progress(t, submitted, len(self.state))
+                self.progress(t, submitted, len(state))
                 report = events + PROGRESS_EVERY
             while heap and heap[0][0] == t:
-                _, _, ev, arg = heapq.heappop(heap)
+                _, _, ev, arg = heappop(heap)
                 events += 1
-                if ev == _SUBMIT:
-                    k.submit(self.state[arg], t)
-                    submitted += 1
-                elif ev == _STEP_END:
-                    if self._step_end.get(arg) != t:
+                if ev == _STEP_END:  # the most frequent events first
+                    if step_end.get(arg) != t:
                         continue  # the step was suspended (its end moved)
-                    del self._step_end[arg]
-                    s = self.state[arg]
-                    self._phase(s, s.steps[s.step], t)
-                    self._begin_step(s, t)
+                    del step_end[arg]
+                    s = state[arg]
+                    phase(s, s.steps[s.step], t)
+                    begin_step(s, t)
                 elif ev == _LINK:
                     name, version = arg
-                    link = self.links[name]
+                    link = links[name]
                     if version != link.version:
                         continue
                     for idx in link.pop_finished(t):
-                        s = self.state[idx]
+                        s = state[idx]
                         st = s.steps[s.step]
                         if k.checker is not None and st.link == "stage":
                             early = k.early_staged.get(s.queued.id, 0.0) if st.kind == "stage-in" else 0.0
                             k.staged(s, st.kind, st.amount + early, t)
-                        self._phase(s, st, t)
-                        self._begin_step(s, t)
-                    self._touched_links.add(name)
+                        phase(s, st, t)
+                        begin_step(s, t)
+                    touched.add(name)
+                elif ev == _SUBMIT:
+                    k.submit(state[arg], t)
+                    submitted += 1
                 elif ev == _CONTROL:
                     self.controller.event(self, arg, t)
                 elif ev == _ADVANCE:  # an early stage-in may be due under the current plan
                     advance_at.discard(t)
                     k.advance_check(t)
                 elif ev == _ESTIMATE:  # still running at its predicted end: the prediction doubles
-                    s = self.state[arg]
+                    s = state[arg]
                     if k.extend_estimate(s, t):
                         self._watch_estimate(s)
                 else:  # _RETRY: ask the disks again for a requeued HPS placement
-                    s = self.state[arg]
+                    s = state[arg]
                     k.retry(s, t)
                     self._begin(s, t)
             decided = False
@@ -294,13 +326,15 @@ class BatchEngine:
                 if t < due < math.inf and due not in advance_at:  # one check per due time
                     advance_at.add(due)
                     self._push(due, _ADVANCE, None)
-            for name in sorted(self._touched_links):
-                link = self.links[name]
-                nxt = link.next_completion()
-                if nxt < math.inf:
-                    self._push(max(nxt, t), _LINK, (name, link.version))
-            self._touched_links.clear()
+            if touched:
+                for name in sorted(touched) if len(touched) > 1 else touched:
+                    link = links[name]
+                    nxt = link.next_completion()
+                    if nxt < math.inf:
+                        heappush(heap, (nxt if nxt > t else t, next(seq), _LINK, (name, link.version)))
+                touched.clear()
         self.rec.events = events
+        self.rec.io_time = self._io_time
         self.rec.controller = self.controller
         self.rec.decisions = k.decisions
         self.rec.plans = k.plans

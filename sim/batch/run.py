@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import platform as _platform
 import time
 
@@ -28,15 +29,16 @@ def _node_ranges(masks) -> list[str]:
 
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,
-              strict: bool | None = None, progress=None) -> BatchRecord:
+              strict: bool | None = None, progress=None, phases: str | None = None) -> BatchRecord:
     """Simulate ``spec`` (its workload, or ``jobs``); ``scheduler`` replaces the spec's policy
     (a study drawing its own random tiers); ``strict`` checks every decision and state change
     (default: ``IOLAB_STRICT``); ``progress(t, submitted, total)`` is called every
-    :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events."""
+    :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events; ``phases``: ``all`` (default with
+    ``rows``), ``jobs`` (each job's I/O time only) or ``none``."""
     jobs = load_workload(spec) if jobs is None else jobs
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, strict=strict, record_plans=record_plans)
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
-                                overheads=spec.platform.overheads)
+                                overheads=spec.platform.overheads, phases=phases)
     engine.progress = progress
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
@@ -45,9 +47,11 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
 
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
-                   progress=None) -> Trace:
+                   progress=None, phases: str = "all") -> Trace:
+    """The trace of ``spec``; ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows: a large
+    run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither)."""
     t0 = time.perf_counter()
-    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress)
+    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases)
     wall = time.perf_counter() - t0
     p = spec.platform
     tb = TraceBuilder()
@@ -62,7 +66,8 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         "min_time": [float(s.job.runtime) for s in js],
         "compute_time": [compute_seconds(s.job, rate) for s in js],
         "io_volume": [float(s.job.input + s.job.output + s.job.data) for s in js],
-        "node_ids": _node_ranges([s.node_ids for s in js])}, take=True)
+        "node_ids": _node_ranges([s.node_ids for s in js]),
+        "io_time": rec.io_time if phases != "none" else [math.nan] * n}, take=True)
     tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
     if len(preds):
@@ -80,5 +85,5 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),
         host=_platform.node(), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
-        stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, **extra,
+        stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, phases_kept=phases, **extra,
     )

@@ -78,9 +78,8 @@ def job_steps(job, tier: str, lps_rate: float, memory_per_node: float, overheads
     if job.input > 0:
         steps.append(Step("read", job.input, link))
     seg = compute / (k + 1)
-    for _ in range(k):
-        steps.append(Step(COMPUTE, seg))
-        steps.append(Step("write", job.data / k, link))
+    if k:  # the k (segment, checkpoint) pairs are equal: one pair of (frozen) steps, k references
+        steps.extend((Step(COMPUTE, seg), Step("write", job.data / k, link)) * k)
     steps.append(Step(COMPUTE, seg if k else compute))
     if job.output > 0:
         steps.append(Step("write", job.output, link))

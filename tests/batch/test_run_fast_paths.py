@@ -153,7 +153,8 @@ def test_simulate_batch_tables_equal_the_row_by_row_tables(seed):
         tb.add_job(id=s.queued.id, rank=s.index, nodes=s.queued.nodes, release=s.queued.submit, start=s.start,
                    end=s.end, io_node=-1, pack=-1, status="ok", tier=s.tier, min_time=float(j.runtime),
                    compute_time=job_steps(j, LPS, p.lps.rate, p.memory_per_node).compute_time,
-                   io_volume=float(j.input + j.output + j.data), node_ids=ranges(s.node_ids))
+                   io_volume=float(j.input + j.output + j.data), node_ids=ranges(s.node_ids),
+                   io_time=rec.io_time[s.index])
     tb.extend("predictions", [(job, t, start, ranges(m)) for job, t, start, m in rec.predictions])
     tb.extend("phases", rec.phases.rows())  # the tuples the engine recorded before it kept columns
     plain = tb.build()

@@ -1,0 +1,63 @@
+"""What a batch run keeps of its phases (``--phases all|jobs|none``): the schedule is the same, the
+jobs table's ``io_time`` is each job's time in I/O phases (checked against the phase rows of the
+``all`` trace, summed by hand), and the phase rows are kept only when asked for."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from iolab.sim.batch.run import simulate_batch
+from iolab.specs.batch import BatchExperiment
+
+
+def spec(scheduler: str = "sas") -> BatchExperiment:
+    return BatchExperiment.model_validate({
+        "kind": "batch", "name": "modes", "seed": 3, "scheduler": scheduler,
+        "platform": {"nodes": 32, "memory_per_node": "16GB", "lps": {"rate": "1 GB/s"},
+                     "hps": {"rate": "15 GB/s", "capacity": "512 GB"}, "stage_rate": "5 GB/s"},
+        "workload": {"source": "feitelson", "jobs": 60, "arrival_factor": 400}})
+
+
+@pytest.mark.parametrize("scheduler", ["sas", "easy"])
+def test_jobs_mode_keeps_each_jobs_io_time_and_the_same_schedule(scheduler):
+    full = simulate_batch(spec(scheduler), phases="all")
+    jobs = simulate_batch(spec(scheduler), phases="jobs")
+    none = simulate_batch(spec(scheduler), phases="none")
+    fj, jj, nj = full.tables["jobs"], jobs.tables["jobs"], none.tables["jobs"]
+    for col in ("id", "start", "end", "tier"):
+        assert list(fj[col]) == list(jj[col]) == list(nj[col])
+    ph = full.tables["phases"]
+    assert len(ph) > 0 and len(jobs.tables["phases"]) == 0 and len(none.tables["phases"]) == 0
+    by_hand: dict[str, float] = {}
+    for job, kind, start, end in zip(ph["job"], ph["kind"], ph["start"], ph["end"]):
+        if kind != "compute":
+            by_hand[job] = by_hand.get(job, 0.0) + (end - start)
+    assert any(v > 0 for v in by_hand.values())
+    for i, job in enumerate(fj["id"]):
+        assert fj["io_time"][i] == pytest.approx(by_hand.get(job, 0.0), rel=1e-9, abs=1e-9)
+        assert jj["io_time"][i] == fj["io_time"][i]
+    assert all(math.isnan(x) for x in nj["io_time"])
+    assert jobs.attrs["phases_kept"] == "jobs"
+
+
+def test_io_time_is_at_least_the_io_at_full_link_rate():
+    """A job alone on its link moves its bytes at the link's rate at best: its I/O time is never
+    shorter than its volume over the rate of the slowest tier it used (LPS jobs: R_lps)."""
+    t = simulate_batch(spec("easy"), phases="jobs")
+    j = t.tables["jobs"]
+    lps = t.attrs["lps_rate"]
+    io = np.asarray(j["io_time"])
+    vol = np.asarray(j["io_volume"])
+    assert np.all(io >= vol / lps * (1 - 1e-9))
+
+
+def test_phases_option_is_refused_for_io_specs():
+    r = subprocess.run([sys.executable, "-m", "iolab", "simulate", "-", "--phases", "jobs"],
+                       input="apps: []\n", capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "--phases" in r.stderr and "Traceback" not in r.stderr
