@@ -25,10 +25,19 @@ SCHEDULERS = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "r
 
 def get_scheduler(name: str, *, p: float | None = None,
                   rng: np.random.Generator | int = 0, hps_requests: bool = False,
-                  start_now: bool = False) -> BatchPolicy:
+                  start_now: bool = False, backfill_depth: int | None = None) -> BatchPolicy:
     """A fresh scheduler by name (``random-tier`` needs ``p``; ``hps_requests``: FCFS and the
-    conservative variants run the jobs that ask for HPS on HPS)."""
+    conservative variants run the jobs that ask for HPS on HPS; ``backfill_depth``: EASY, SAS and
+    random-tier try at most that many waiting jobs behind the head, Slurm's ``bf_max_job_test``)."""
     key = name.strip().lower().replace("_", "-")
+    if backfill_depth is not None:
+        if key not in ("easy", "sas", "random-tier"):
+            raise ValueError(f"backfill_depth applies to easy, sas and random-tier, not {name!r}")
+        if backfill_depth < 0:
+            raise ValueError(f"backfill_depth must be >= 0, got {backfill_depth}")
+        policy = get_scheduler(name, p=p, rng=rng, start_now=start_now)
+        policy.backfill_depth = backfill_depth
+        return policy
     if hps_requests and key not in ("fcfs", "conservative", "conservative-reinsert"):
         raise ValueError(f"hps_requests applies to fcfs, conservative and conservative-reinsert, not {name!r}")
     if key == "fcfs":

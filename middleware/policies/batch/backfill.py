@@ -29,7 +29,9 @@ walltime (LPS tier; HPS is the business of :mod:`.sas`).
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
 
 from .profile import Profile
@@ -93,6 +95,18 @@ class _TierByRequest:
             t, need = self._place(prof, job, snap, now, required=True)
             plan.append(_placed(job, t, need))
         return plan
+
+
+def _releases_in_order(releases, now: float, grace_end: float, plan: list[PlanEntry]):
+    """``(time, nodes)`` of every node release, in time order: the running jobs' (``releases``, sorted by
+    expected end; a job past its expected end releases at ``grace_end``) and the jobs of ``plan`` started
+    now; lazily, so that a caller stopping early reads only the releases it needs.  The same times and
+    counts as sorting them all (the order among equal times differs: counts at one instant add up the
+    same)."""
+    k = bisect.bisect_right(releases, (now, math.inf))  # past their expected end: released at grace_end
+    late = [(grace_end, sum(r[2] for r in releases[:k]))] if k else []
+    return heapq.merge(late, ((r[0], r[2]) for r in itertools.islice(releases, k, None)),
+                       sorted((e.end, e.nodes) for e in plan))
 
 
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
@@ -479,21 +493,24 @@ class EASY(BatchPolicy):
         if not head.walltime > 0:
             return None
         grace_end = now + snap.overrun_grace
-        ends = sorted([(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
-                      + [(e.end, e.nodes) for e in plan])
-        avail, i, m = free, 0, len(ends)
-        while avail < head.nodes:
-            if i == m:
-                return None  # never: the machine is too small for the head
-            avail += ends[i][1]
-            i += 1
-        shadow = ends[i - 1][0]
-        while i < m and ends[i][0] == shadow:  # every release at the shadow time counts
-            avail += ends[i][1]
-            i += 1
+        if snap.releases is None:
+            ends = iter(sorted([(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
+                               + [(e.end, e.nodes) for e in plan]))
+        else:  # kept sorted by the runtime: read only the releases up to the shadow time
+            ends = _releases_in_order(snap.releases, now, grace_end, plan)
+        avail = free
+        shadow = math.nan
+        for end, nodes in ends:
+            if avail >= head.nodes and end != shadow:
+                break  # every release at the shadow time counted
+            avail += nodes
+            shadow = end
+        if avail < head.nodes:
+            return None  # never: the machine is too small for the head
         extra = avail - head.nodes
         plan.append(_entry(head, shadow))
-        for j in range(k + 1, n):
+        depth = self.backfill_depth
+        for j in range(k + 1, n if depth is None else min(n, k + 1 + depth)):
             job = queue[j]
             if job.nodes > free:
                 if free == 0:
@@ -514,8 +531,12 @@ class EASY(BatchPolicy):
         decided: dict[str, PlanEntry] = {}
         head = None
         free_now = prof.nodes  # free_now[0]: the nodes free at now (segment 0 starts at now)
+        tries = -1 if self.backfill_depth is None else self.backfill_depth  # jobs behind the head left to try
         for job in snap.queue:
             if head is not None:  # after the head, only "does it fit now?" matters: no search ahead
+                if not tries:
+                    break  # the backfill depth is reached: the rest wait for the next decision
+                tries -= 1
                 if job.nodes > free_now[0]:  # what fits() would find first, without the call
                     if free_now[0] == 0:
                         break  # nothing more can start now
@@ -538,4 +559,8 @@ class EASY(BatchPolicy):
                 t = prof.place(job.nodes, job.walltime, not_before=snap.now, required=True)
                 e = _entry(job, t, reserved=False)
             plan.append(e)
+        if self.backfill_depth is not None:  # a job past the depth may be projected at now: it waits
+            return Decision(now=snap.now, plan=tuple(plan), starts=tuple(
+                Start(job=e.job, tier=e.tier, nodes=e.nodes, expected_end=e.end, storage=e.storage)
+                for e in plan if e.start == snap.now and e.reserved))
         return _decision(snap, plan)

@@ -39,6 +39,7 @@ decision and state change and raises :class:`iolab.invariants.InvariantViolation
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -108,7 +109,8 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     not start only if someone reads them (``record_plans``)."""
     s = spec.scheduler
     policy = get_scheduler(s.kind, p=s.p, rng=np.random.default_rng(spec.seed),
-                           hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False))
+                           hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
+                           backfill_depth=getattr(s, "backfill_depth", None))
     if not record_plans:
         policy.project = False  # nobody reads the projected starts: skip computing them
     return policy
@@ -145,6 +147,11 @@ class BatchKernel:
         # as jobs start and end and as a running job's tier, storage or expected end changes (_start,
         # fall_back, resume, extend_estimate, finish): a snapshot copies it instead of building it
         self._views: dict[str, RunningJob] = {}
+        # the same jobs' releases sorted by (expected end, start order): Snapshot.releases, kept by _seen and
+        # finish (a policy reads the next releases without sorting every running job at every decision)
+        self._releases: list[tuple[float, int, int, float]] = []
+        self._release_of: dict[str, tuple[float, int, int, float]] = {}
+        self._started = 0  # start order of the next job seen running
         self.free_nodes = total_nodes
         self.hps_free = hps_capacity
         self.changed = False  # something happened since the last decision
@@ -198,7 +205,7 @@ class BatchKernel:
             running=self._running_views(t),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
-            rates=self.rates)
+            rates=self.rates, releases=self._releases)
 
     def _dequeue(self, q: QueuedJob) -> None:
         self._due = None
@@ -214,8 +221,13 @@ class BatchKernel:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
         against views built afresh from the running jobs)."""
         v = tuple(self._views.values())
-        if self.checker is not None and v != tuple(map(self._running_view, self.running.values())):
-            raise InvariantViolation("running-view", t, "", "the kernel's kept running jobs differ from its running set")
+        if self.checker is not None:
+            if v != tuple(map(self._running_view, self.running.values())):
+                raise InvariantViolation("running-view", t, "", "the kernel's kept running jobs differ from its running set")
+            if [(e, n, h) for e, _, n, h in self._releases] != [
+                    (r.expected_end, r.nodes, r.storage if r.tier == HPS else 0.0)
+                    for r in sorted(v, key=lambda r: r.expected_end)]:
+                raise InvariantViolation("running-view", t, "", "the kernel's sorted releases differ from its running jobs")
         return v
 
     @staticmethod
@@ -225,7 +237,24 @@ class BatchKernel:
 
     def _seen(self, s: JobState) -> None:
         """``s`` started, or its tier, storage or expected end changed: the policies see it so."""
-        self._views[s.queued.id] = self._running_view(s)
+        jid = s.queued.id
+        self._views[jid] = self._running_view(s)
+        old = self._release_of.get(jid)
+        if old is None:
+            order = self._started
+            self._started += 1
+        else:
+            order = old[1]
+        new = (s.expected_end, order, s.queued.nodes, s.storage if s.tier == HPS else 0.0)
+        if new != old:
+            if old is not None:
+                self._drop_release(old)
+            bisect.insort(self._releases, new)
+            self._release_of[jid] = new
+
+    def _drop_release(self, key: tuple) -> None:
+        rel = self._releases
+        del rel[bisect.bisect_left(rel, key)]
 
     def decide(self, t: float) -> list[JobState]:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
@@ -364,6 +393,7 @@ class BatchKernel:
         s.end = t
         del self.running[s.queued.id]
         del self._views[s.queued.id]
+        self._drop_release(self._release_of.pop(s.queued.id))
         self.free_nodes += s.queued.nodes
         self._give_nodes(s, t)
         if s.tier == HPS:

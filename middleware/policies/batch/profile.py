@@ -48,32 +48,45 @@ class Profile:
         numbers, float for float, as adding each release over ``[end, inf)`` in that order
         (what :meth:`add` would do, in time quadratic in the running jobs).  Only when an
         overrun's stand-in end falls after a later expected end do the two orders differ;
-        then the releases are added one by one, as before.
+        then the releases are added one by one, as before.  A snapshot that carries its
+        ``releases`` (kept sorted by the runtime) is read as it is, without the sort.
         """
         now = snap.now
         eps = 1e-9 * max(1.0, snap.hps_capacity)
         prof = cls(now, snap.free_nodes, float(snap.hps_free or 0.0), eps)
         grace_end = now + snap.overrun_grace
-        running = sorted(snap.running, key=_expected_end)
-        ends = [r.expected_end for r in running]
+        rel = snap.releases  # (end, start order, nodes, HPS bytes), kept sorted by the runtime
+        if rel is not None and not (rel and rel[0][0] <= now):  # no overrun: read them as they are
+            return prof._accumulate((end, k, b) for end, _, k, b in rel)
+        if rel is not None:
+            ends = [r[0] for r in rel]
+            counts = [(r[2], r[3]) for r in rel]
+        else:
+            running = sorted(snap.running, key=_expected_end)
+            ends = [r.expected_end for r in running]
+            counts = [(r.nodes, r.storage if r.tier == HPS else 0.0) for r in running]
         if ends and ends[0] <= now:  # an overran job (sorted: the first end is the earliest)
             ends = [e if e > now else grace_end for e in ends]
             if any(a > b for a, b in zip(ends, ends[1:])):  # an overrun's stand-in end is out of order
-                for r, end in zip(running, ends):
-                    prof.add(end, math.inf, -r.nodes, -(r.storage if r.tier == HPS else 0.0))
+                for (k, b), end in zip(counts, ends):
+                    prof.add(end, math.inf, -k, -b)
                 return prof
-        times, nodes, hps = prof.times, prof.nodes, prof.hps
+        return prof._accumulate((end, k, b) for (k, b), end in zip(counts, ends))
+
+    def _accumulate(self, releases) -> "Profile":
+        """Add ``(time, nodes, HPS bytes)`` releases given in time order, each over ``[time, inf)``."""
+        times, nodes, hps = self.times, self.nodes, self.hps
         n, h = nodes[0], hps[0]
-        for r, end in zip(running, ends):
-            n += r.nodes
-            h += r.storage if r.tier == HPS else 0.0
+        for end, k, b in releases:
+            n += k
+            h += b
             if end == times[-1]:
                 nodes[-1], hps[-1] = n, h
             else:
                 times.append(end)
                 nodes.append(n)
                 hps.append(h)
-        return prof
+        return self
 
     def copy(self) -> "Profile":
         p = Profile.__new__(Profile)

@@ -120,7 +120,16 @@ class _TieredBackfill(BatchPolicy):
         if head is not None and with_head is not None:
             rest = [(j, i) for i, j in enumerate(snap.queue) if j.id not in chosen]
             rest.sort(key=lambda ji: sjf_key(*ji))
+            if self.backfill_depth is not None:
+                del rest[self.backfill_depth:]  # Slurm's bf_max_job_test: the first D in backfill order
+            free_now = base.nodes  # segment 0 starts now: the nodes free now, as the pass takes them
             for job, _ in rest:
+                if job.nodes > free_now[0]:
+                    # neither tier can start now (a start now needs the nodes free now): no option
+                    # is computed, the same decision as computing both and finding neither at now
+                    if not free_now[0]:
+                        break
+                    continue
                 for opt in self._backfill_options(job, base, snap):
                     if opt.start == snap.now and with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
                         base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)

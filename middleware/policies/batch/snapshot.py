@@ -121,11 +121,16 @@ class Snapshot:
     hps_free: float | None = None
     rates: TierRates | None = None
     overrun_grace: float = 1.0
+    #: optional: the running jobs' releases, sorted, as ``(expected_end, start order, nodes, HPS bytes)``
+    #: tuples (HPS bytes 0.0 on LPS), in the order a stable sort of ``running`` by expected end gives.  A
+    #: runtime that keeps them as jobs start and end (the batch kernel) hands them over so that a policy
+    #: reads the next releases without sorting every running job at every decision; None: the policies sort.
+    releases: Any = None
 
     @classmethod
     def trusted(cls, *, now: float, total_nodes: int, free_nodes: int, queue: tuple[QueuedJob, ...],
                 running: tuple[RunningJob, ...], hps_capacity: float = 0.0, hps_free: float | None = None,
-                rates: TierRates | None = None, overrun_grace: float = 1.0) -> "Snapshot":
+                rates: TierRates | None = None, overrun_grace: float = 1.0, releases: Any = None) -> "Snapshot":
         """A snapshot built without the per-job checks of ``__post_init__``.
 
         For an engine that keeps its own state consistent and has checked every
@@ -138,7 +143,8 @@ class Snapshot:
             hps_free = max(0.0, hps_capacity - sum(r.storage for r in running if r.tier == HPS))
         for name, value in (("now", now), ("total_nodes", total_nodes), ("free_nodes", free_nodes),
                             ("queue", queue), ("running", running), ("hps_capacity", hps_capacity),
-                            ("hps_free", hps_free), ("rates", rates), ("overrun_grace", overrun_grace)):
+                            ("hps_free", hps_free), ("rates", rates), ("overrun_grace", overrun_grace),
+                            ("releases", releases)):
             object.__setattr__(snap, name, value)
         return snap
 
@@ -244,6 +250,9 @@ class BatchPolicy:
     #: compute the starts of the jobs it does not start now (the plan's projection); a runtime
     #: that reads no plan sets it False.  Policies whose decisions need the whole plan ignore it.
     project: bool = True
+    #: backfilling policies (EASY, SAS, random-tier): try at most this many waiting jobs behind the
+    #: head, in the policy's backfill order (Slurm's ``bf_max_job_test``); None: every one of them
+    backfill_depth: int | None = None
 
     def __init__(self) -> None:
         self._plan: tuple[PlanEntry, ...] = ()
