@@ -185,10 +185,9 @@ def feitelson_columns(params: FeitelsonWorkload | None = None, *, seed: int = 0,
                       shape: ModelShape = ModelShape(), **overrides: Any) -> JobColumns:
     """The workload as columns (``overrides`` replace fields of ``params``); ``max_nodes`` is the
     machine's nodes (the largest job, and N of ``io_rate: share``)."""
-    base = params or FeitelsonWorkload()
-    p = base.model_copy(update=overrides) if overrides else base
-    if overrides:  # re-check overridden values (the fields given, so a rule's cross-checks still hold)
-        p = FeitelsonWorkload.model_validate(p.model_dump(exclude_unset=True))
+    p = params or FeitelsonWorkload()
+    if overrides:  # validated with the fields given (so that the cross-field checks see what was set)
+        p = FeitelsonWorkload.model_validate({**p.model_dump(exclude_unset=True), **overrides})
     if max_nodes < 1 or not (lps_rate > 0) or not (memory_per_node > 0):
         raise ValueError("max_nodes, lps_rate and memory_per_node must be > 0")
     work_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
