@@ -7,11 +7,12 @@ per row through full validation costs ~17 µs a job (17 s for a million); here t
 counts in range, an HPS request that holds the input and the output, the same for an estimate)
 run once on the arrays, and the objects are then made without validating each again: the same
 objects, field for field (``tests/batch/test_io_model_scale.py`` compares them with the validated
-ones), in about a fifth of the time and half the memory.  If a check fails, every job is built
+ones), in about a tenth of the time and less than half the memory (docs/performance.md).  If a check fails, every job is built
 through validation instead, so the error is the one ``Job`` raises, naming the field.
 
-The objects of one call share one ``model_fields_set`` set (a set of 11 names is 0.7 kB a job);
-a ``Job`` is frozen and ``model_copy`` copies that set before changing it.  The cyclic garbage
+The objects of one call share one ``model_fields_set`` set (a set of 11 names is 0.7 kB a job;
+a ``Job`` is frozen and ``model_copy`` copies that set before changing it), and their dicts one
+table of keys (:func:`_shared_key_dict`).  The cyclic garbage
 collector is paused while the objects are made (none of them can be part of a cycle).
 """
 
@@ -85,15 +86,30 @@ def columns_valid(c: JobColumns) -> bool:
                                   and _volumes_ok(*(np.asarray(col, dtype=float) for col in c.estimate)))
 
 
-def _maker(cls: type) -> Any:
-    """``make(values: dict)``: a ``cls`` holding ``values`` (all of its fields), unvalidated; what
-    ``cls.model_construct`` makes, without its per-call walk over the fields."""
-    fields_set = set(cls.model_fields)
-    new, put = cls.__new__, object.__setattr__
+def _shared_key_dict(cls: type) -> dict:
+    """An instance dict of ``cls`` holding every field (values None) whose copies share one table of
+    keys: CPython *splits* the dicts of a class's instances whose attributes are set one by one, and
+    a ``copy()`` of a split dict is split too (296 B a ``Job`` against 464 B for the plain dict
+    pydantic builds; same keys in the same order).  Where an interpreter does not split it, it is
+    simply a plain dict.  (``sim/workloads/swf.py`` builds its jobs' dicts the same way.)"""
+    probe = cls.__new__(cls)
+    for name in cls.model_fields:
+        object.__setattr__(probe, name, None)
+    return probe.__dict__
 
-    def make(values: dict) -> Any:
+
+def _maker(cls: type) -> Any:
+    """``make(**values)``: a ``cls`` holding ``values`` (all of its fields, in field order), made as
+    ``cls.model_construct`` makes it, without its per-call walk over the fields and defaults."""
+    fields_set = set(cls.model_fields)
+    template = _shared_key_dict(cls)
+    new, put, copy = cls.__new__, object.__setattr__, template.copy
+
+    def make(**values: Any) -> Any:
         m = new(cls)
-        put(m, "__dict__", values)
+        d = copy()
+        d.update(values)
+        put(m, "__dict__", d)
         put(m, "__pydantic_fields_set__", fields_set)
         put(m, "__pydantic_extra__", None)
         put(m, "__pydantic_private__", None)
@@ -129,7 +145,7 @@ def _construct(c: JobColumns) -> list[Job]:
         est: Any = [None] * len(c)
     else:
         make_est = _maker(IOEstimate)
-        est = [make_est({"input": a, "output": b, "data": d, "storage": s})
+        est = [make_est(input=a, output=b, data=d, storage=s)
                for a, b, d, s in zip(*(np.asarray(col, dtype=float).tolist() for col in c.estimate))]
     make = _maker(Job)
     lists: dict[int, list] = {}  # one list per distinct array (a generator's walltime is its runtime)
@@ -138,8 +154,8 @@ def _construct(c: JobColumns) -> list[Job]:
             lists[id(a)] = np.asarray(a, dtype=float).tolist()
     cols = [lists[id(a)] for a in (c.submit, c.walltime, c.runtime, c.input, c.output, c.data, c.storage)]
     nodes = np.asarray(c.nodes).tolist()
-    return [make({"id": i, "user": u, "submit": s, "nodes": n, "walltime": w, "runtime": r, "input": a,
-                  "output": b, "data": d, "storage": st, "estimate": e})
+    return [make(id=i, user=u, submit=s, nodes=n, walltime=w, runtime=r, input=a, output=b, data=d, storage=st,
+                 estimate=e)
             for i, u, n, s, w, r, a, b, d, st, e in zip(c.ids, c.users, nodes, *cols, est)]
 
 

@@ -5,6 +5,8 @@ checked columns equal to the validated ones (sim/workloads/feitelson.py, job_col
 from __future__ import annotations
 
 import math
+import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -190,10 +192,14 @@ def test_fast_jobs_equal_validated_jobs_field_for_field(seed, kw):
     assert all(j.model_dump() == Job.model_validate(j.model_dump()).model_dump() for j in fast[:200])
 
 
-def test_fast_jobs_copy_and_stay_frozen():
-    jobs = feitelson_jobs(seed=1, jobs=50)
+def test_fast_jobs_copy_pickle_and_stay_frozen():
+    jobs = feitelson_jobs(seed=1, jobs=50, theta=0.2)
+    slow = feitelson_jobs(seed=1, jobs=50, theta=0.2, validate_each=True)
     copy = jobs[0].model_copy(update={"input": 1.0})
     assert copy.input == 1.0 and jobs[0].input != 1.0 and jobs[1].model_fields_set == set(Job.model_fields)
+    assert pickle.loads(pickle.dumps(jobs)) == slow
+    assert list(jobs[0].__dict__) == list(slow[0].__dict__)  # the same keys in the same order
+    assert sys.getsizeof(jobs[0].__dict__) <= sys.getsizeof(slow[0].__dict__)
     with pytest.raises(ValidationError):
         jobs[0].nodes = 3
 
