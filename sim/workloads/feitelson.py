@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from iolab.errors import SpecError
 from iolab.specs.batch import FeitelsonWorkload, Job
 
 from .job_columns import JobColumns, jobs_from_columns
@@ -159,25 +160,62 @@ def checkpoint_counts(p: Any, runtime: np.ndarray, nodes: np.ndarray, ckpt: np.n
 
 
 def lackner_io(rng: np.random.Generator, nodes: np.ndarray, runtime: np.ndarray, p: Any, *,
-               lps_rate: float, memory_per_node: float, machine_nodes: int | None = None) -> IOVolumes:
+               lps_rate: float, memory_per_node: float, machine_nodes: int | None = None,
+               where: str = "workload") -> IOVolumes:
     """lackner2019 §IV-B's I/O of jobs of ``nodes`` nodes running ``runtime`` seconds (see the
     module doc): two normal draws per job from ``rng`` (all input fractions, then all output
     fractions); ``p`` holds ``io_fraction``, ``io_fraction_sd``, ``checkpoint_fraction``,
     ``checkpoint_min_runtime``, ``io_rate`` and ``checkpoint`` (a :class:`FeitelsonWorkload` or an
-    SWF workload's ``io``); ``machine_nodes``, the platform's nodes, is needed by ``io_rate: share``."""
+    SWF workload's ``io``); ``machine_nodes``, the platform's nodes, is needed by ``io_rate: share``.
+    Volumes that overflow are refused (:class:`SpecError` naming the field under ``where``, the
+    path of ``p`` in the spec)."""
     n = len(runtime)
     runtime = np.asarray(runtime, dtype=float)
     half = p.io_fraction / 2
     f_in = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
     f_out = np.clip(rng.normal(half, p.io_fraction_sd, n), 0.0, p.io_fraction)
     rate = job_io_rate(nodes, p, lps_rate, machine_nodes)
+    with np.errstate(over="ignore", divide="ignore"):  # an overflow is refused below, naming the field
+        return _volumes(p, where, nodes, runtime, f_in, f_out, rate, memory_per_node)
+
+
+def _volumes(p: Any, where: str, nodes: np.ndarray, runtime: np.ndarray, f_in: np.ndarray, f_out: np.ndarray,
+             rate: Any, memory_per_node: float) -> IOVolumes:
     inp = np.floor(f_in * runtime * rate)
     out = np.floor(f_out * runtime * rate)
     ckpt = np.asarray(nodes) * float(memory_per_node)
     k = checkpoint_counts(p, runtime, nodes, ckpt, rate)
     data = k * ckpt
     ckpt_held = np.where(k > 0, ckpt, 0.0)
-    return IOVolumes(inp, out, data, np.maximum(inp, out) + ckpt_held, ckpt_held)
+    storage = np.maximum(inp, out) + ckpt_held
+    _check_finite(p, where, nodes, runtime, k, inp + out, data + storage)
+    return IOVolumes(inp, out, data, storage, ckpt_held)
+
+
+MAX_CHECKPOINTS = 1_000_000  # a job's checkpoints (two steps each in a run): above, the rule is refused
+
+
+def _check_finite(p: Any, where: str, nodes: np.ndarray, runtime: np.ndarray, k: np.ndarray, io: np.ndarray,
+                  ckpt: np.ndarray) -> None:
+    """Refuse (SpecError, naming the field) volumes that overflow and checkpoint counts above
+    :data:`MAX_CHECKPOINTS` a job: a tiny interval or node MTBF (or memory_per_node) gives a job
+    (nearly) infinitely many checkpoints, a huge runtime at a high rate infinite bytes."""
+    bad_io = np.flatnonzero(~np.isfinite(io))
+    bad_k = np.flatnonzero(~(np.isfinite(ckpt) & (k <= MAX_CHECKPOINTS)))
+    if not len(bad_io) and not len(bad_k):
+        return
+    rule = getattr(p, "checkpoint", None)
+    if len(bad_io):
+        i, field, what = int(bad_io[0]), "io_fraction", "input and output volumes that overflow (not finite)"
+    else:
+        i = int(bad_k[0])
+        field = ("checkpoint_fraction" if rule is None else "checkpoint.interval" if rule.interval is not None
+                 else "checkpoint.daly.node_mtbf")
+        what = (f"{float(k[i]):g} checkpoints, above the limit of {MAX_CHECKPOINTS:g} a job (a phase each)"
+                + ("" if rule is not None else " at this R_lps and memory_per_node"))
+    raise SpecError("the workload's I/O model", [(f"{where}.{field}", (
+        f"gives a job of {float(runtime[i]):g} s on {int(np.asarray(nodes)[i])} nodes {what}; "
+        f"{len(bad_io) or len(bad_k)} job(s) so"))])
 
 
 def feitelson_columns(params: FeitelsonWorkload | None = None, *, seed: int = 0, max_nodes: int = 128,
@@ -255,6 +293,6 @@ def with_io(jobs: list[Job], io: Any, *, seed: int | list[int], lps_rate: float,
     nodes = np.array([j.nodes for j in jobs], dtype=float)
     runtime = np.array([float(j.runtime) for j in jobs])
     v = lackner_io(rng, nodes, runtime, io, lps_rate=lps_rate, memory_per_node=memory_per_node,
-                   machine_nodes=machine_nodes)
+                   machine_nodes=machine_nodes, where="workload.io")
     return [j.model_copy(update={"input": float(v.input[i]), "output": float(v.output[i]), "data": float(v.data[i]),
                                  "storage": float(v.storage[i])}) for i, j in enumerate(jobs)]

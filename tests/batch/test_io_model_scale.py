@@ -286,3 +286,21 @@ def test_an_emulated_batch_spec_accepts_the_new_fields(tmp_path):
     jobs = load_workload(spec)
     assert all(j.data > 0 for j in jobs)  # every job checkpoints (one every 50 s of >= 60 s)
     check_batch_runnable(spec, jobs, tmp_path)
+
+
+@pytest.mark.parametrize("io, field", [
+    ({"checkpoint": {"interval": 1e-300}}, "checkpoint.interval"),
+    ({"checkpoint": {"daly": {"node_mtbf": 1e-300}}, "io_rate": "share"}, "checkpoint.daly.node_mtbf"),
+])
+def test_checkpoint_counts_past_the_limit_are_refused_naming_the_field(tmp_path, io, field):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(batch(io)))
+    out = tmp_path / "t.h5"
+    r = CliRunner().invoke(cli, ["simulate", str(spec), "--out", str(out)])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert f"workload.{field}" in r.output and "above the limit" in r.output and not out.exists()
+    swf = tmp_path / "t.swf"
+    swf.write_text("1 0 1 7200 4 -1 -1 4 7200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    with pytest.raises(SpecError) as err:
+        load_workload(parse_spec({**batch({}), "workload": {"source": "swf", "path": str(swf), "io": io}}))
+    assert f"workload.io.{field}" in dict(err.value.problems)
