@@ -39,6 +39,14 @@ runtime at the fixed rate R_lps (``lps_rate``):
 - requested HPS capacity: ``storage = max(input, output) + checkpoint size``;
 - walltime = runtime (users know their jobs, lackner2019 §III-B).
 
+Those are the defaults.  For a large machine (docs/batch-policies.md, "An I/O model for a large
+machine"), ``io_rate: share`` fills the fractions at the job's share of the link,
+``R_lps * nodes / N`` (N the machine's nodes), instead of R_lps, and ``checkpoint`` replaces the
+checkpoint rule: ``{interval: I}`` writes ``k = floor(runtime / I)``, ``{daly: {node_mtbf: B}}``
+``k = floor(runtime / sqrt(2 C M))`` with ``C = size / rate`` (the rate of ``io_rate``) and
+``M = B / nodes``; ``checkpoint_min_runtime`` holds for every rule.  They change only the
+volumes: the draws are the same.
+
 The I/O part is :func:`lackner_io`, the one implementation: :func:`feitelson_jobs`
 draws it after the job model (same stream), :func:`with_io` applies it to the
 jobs of a trace (``source: swf`` with ``io: lackner``; seeded from the spec's
