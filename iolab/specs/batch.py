@@ -333,8 +333,10 @@ class IOModelSpec(StrictModel):
     model, the one of ``source: feitelson`` (``iolab.sim.workloads.feitelson.lackner_io``), applied
     to each job's nodes and real runtime and seeded from the experiment's ``seed`` (and the workload's
     ``skip``, so two windows of a trace draw from different streams).  The volumes
-    fill fractions of the runtime at R_lps, so on LPS a job still runs its recorded runtime; its
-    walltime (the request) is left as the trace has it.  Short form: ``io: lackner``."""
+    fill fractions of the runtime at R_lps (or at the job's share of it, ``io_rate: share``), so on
+    an idle LPS a job still runs its recorded runtime; its walltime (the request) is left as the
+    trace has it.  ``checkpoint`` replaces the checkpoint rule (docs/batch-policies.md).  Short
+    form: ``io: lackner``."""
 
     model: Literal["lackner"] = "lackner"
     io_fraction: float = Field(0.10, ge=0, lt=1, description="mean share of runtime reading input + writing output")

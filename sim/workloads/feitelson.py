@@ -196,14 +196,14 @@ def _volumes(p: Any, where: str, nodes: np.ndarray, runtime: np.ndarray, f_in: n
     data = k * ckpt
     ckpt_held = np.where(k > 0, ckpt, 0.0)
     storage = np.maximum(inp, out) + ckpt_held
-    _check_finite(p, where, nodes, runtime, k, inp + out, data + storage)
+    _check_volumes(p, where, nodes, runtime, k, inp + out, data + storage)
     return IOVolumes(inp, out, data, storage, ckpt_held)
 
 
 MAX_CHECKPOINTS = 1_000_000  # a job's checkpoints (two steps each in a run): above, the rule is refused
 
 
-def _check_finite(p: Any, where: str, nodes: np.ndarray, runtime: np.ndarray, k: np.ndarray, io: np.ndarray,
+def _check_volumes(p: Any, where: str, nodes: np.ndarray, runtime: np.ndarray, k: np.ndarray, io: np.ndarray,
                   ckpt: np.ndarray) -> None:
     """Refuse (SpecError, naming the field) volumes that overflow and checkpoint counts above
     :data:`MAX_CHECKPOINTS` a job: a tiny interval or node MTBF (or memory_per_node) gives a job
@@ -222,8 +222,8 @@ def _check_finite(p: Any, where: str, nodes: np.ndarray, runtime: np.ndarray, k:
         what = (f"{float(k[i]):g} checkpoints, above the limit of {MAX_CHECKPOINTS:g} a job (a phase each)"
                 + ("" if rule is not None else " at this R_lps and memory_per_node"))
     raise SpecError("the workload's I/O model", [(f"{where}.{field}", (
-        f"gives a job of {float(runtime[i]):g} s on {int(np.asarray(nodes)[i])} nodes {what}; "
-        f"{len(bad_io) or len(bad_k)} job(s) so"))])
+        f"gives a job of {float(runtime[i]):g} s on {int(np.asarray(nodes)[i])} nodes {what} "
+        f"({len(bad_io) or len(bad_k)} such jobs)"))])
 
 
 def feitelson_columns(params: FeitelsonWorkload | None = None, *, seed: int = 0, max_nodes: int = 128,
