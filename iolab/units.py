@@ -11,7 +11,8 @@ Sizes (:func:`parse_size`): none or ``B`` = 1 byte; ``k``/``kB``, ``M``/``MB``, 
 ``T``/``TB``, ``P``/``PB`` are powers of 10; ``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB`` powers
 of 2.  Rates (:func:`parse_rate`): a size, optionally followed by ``/s``, per second.
 Durations (:func:`parse_duration`): none, ``s`` or ``sec`` = 1 s; ``m`` or ``min`` = 60 s;
-``h`` = 3600 s; ``d`` = 86400 s.  (``m`` is mega in a size and minutes in a duration.)
+``h`` = 3600 s; ``d`` = 86400 s; ``w`` = 7 d; ``y`` = 365 d (8760 h, the year of reliability
+figures such as an MTBF).  (``m`` is mega in a size and minutes in a duration.)
 
 Every function takes the text and returns a float, or raises ``ValueError`` saying what was
 wrong and how to write it (docs/specs.md, "Units").
@@ -29,7 +30,8 @@ SIZE_UNITS: dict[str, int] = {
     "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
 }
-TIME_UNITS: dict[str, int] = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+TIME_UNITS: dict[str, int] = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400,
+                              "w": 7 * 86400, "y": 365 * 86400}
 
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
@@ -62,5 +64,5 @@ def parse_duration(text: str) -> float:
     """``"5m"`` -> 300.0 seconds, ``"2h"`` -> 7200.0, ``"30"`` -> 30.0."""
     parts = _split(text)
     if parts is None or parts[1].lower() not in TIME_UNITS:
-        raise ValueError(f"not a duration: {text!r} (write e.g. 300, 300s, 5m, 2h, 1d)")
+        raise ValueError(f"not a duration: {text!r} (write e.g. 300, 300s, 5m, 2h, 1d, 5y)")
     return parts[0] * TIME_UNITS[parts[1].lower()]

@@ -264,6 +264,45 @@ class InlineWorkload(StrictModel):
     jobs: list[Job] = Field(..., min_length=1)
 
 
+class YoungDalySpec(StrictModel):
+    """The Young-Daly checkpoint interval ``sqrt(2 C M)`` (Young 1974, Daly 2006's first order):
+    ``C`` the time to write one checkpoint at the job's I/O rate (``io_rate``), ``M`` the job's
+    MTBF, ``node_mtbf / nodes`` (independent node failures)."""
+
+    node_mtbf: PosSeconds = Field(..., description="mean time between failures of one node (e.g. 5y)")
+
+
+class CheckpointSpec(StrictModel):
+    """How often a job checkpoints, instead of lackner2019's ``checkpoint_fraction`` rule: one
+    checkpoint every ``interval`` seconds of the job's runtime, or at the Young-Daly interval
+    (``daly: {node_mtbf: 5y}``).  A job of runtime T writes ``k = floor(T / interval)``
+    checkpoints (none if T < ``checkpoint_min_runtime``); docs/batch-policies.md."""
+
+    interval: PosSeconds | None = Field(None, description="seconds of runtime between checkpoints")
+    daly: YoungDalySpec | None = Field(None, description="the Young-Daly interval from a node MTBF")
+
+    @model_validator(mode="after")
+    def _one(self) -> "CheckpointSpec":
+        if (self.interval is None) == (self.daly is None):
+            raise_if([("interval", "give one of interval (seconds) or daly ({node_mtbf: DURATION}), "
+                                   + ("not both" if self.daly is not None else "neither was given"))])
+        return self
+
+
+IORate = Annotated[Literal["link", "share"], BeforeValidator(_norm)]
+IO_RATE_DOC = ("the rate the I/O fractions are filled at: link (R_lps, lackner2019) or share "
+               "(R_lps x nodes / platform.nodes, the job's share of the link)")
+CHECKPOINT_DOC = "checkpoint interval or Young-Daly rule; absent: lackner2019's checkpoint_fraction rule"
+
+
+def io_model_problems(m: Any) -> list[tuple[str, str]]:
+    """Cross-field problems of the I/O fields a FeitelsonWorkload and an IOModelSpec share."""
+    if m.checkpoint is not None and "checkpoint_fraction" in m.model_fields_set:
+        return [("checkpoint_fraction", "applies to lackner2019's rule, not with checkpoint (which sets how "
+                                        "often a job checkpoints); give one of them")]
+    return []
+
+
 class FeitelsonWorkload(StrictModel):
     """Feitelson-1996 model with lackner2019 Table I defaults and the §IV-B I/O model."""
 
@@ -277,12 +316,15 @@ class FeitelsonWorkload(StrictModel):
     io_fraction_sd: float = Field(0.02, ge=0, le=1)
     checkpoint_fraction: float = Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")
     checkpoint_min_runtime: Seconds = Field(3600.0, description="no checkpoints for shorter jobs")
+    io_rate: IORate = Field("link", description=IO_RATE_DOC)
+    checkpoint: CheckpointSpec | None = Field(None, description=CHECKPOINT_DOC)
     theta: float = Field(0.0, ge=0, le=10, description="relative sd of the user's I/O estimates (§V-B)")
     users: int = Field(32, ge=1, le=10_000_000)
 
     @model_validator(mode="after")
     def _bounds(self) -> "FeitelsonWorkload":
-        raise_if([("longest", f"must exceed shortest ({self.shortest:g} s)")] if self.longest <= self.shortest else [])
+        raise_if(([("longest", f"must exceed shortest ({self.shortest:g} s)")] if self.longest <= self.shortest
+                  else []) + io_model_problems(self))
         return self
 
 
@@ -291,19 +333,28 @@ class IOModelSpec(StrictModel):
     model, the one of ``source: feitelson`` (``iolab.sim.workloads.feitelson.lackner_io``), applied
     to each job's nodes and real runtime and seeded from the experiment's ``seed`` (and the workload's
     ``skip``, so two windows of a trace draw from different streams).  The volumes
-    fill fractions of the runtime at R_lps, so on LPS a job still runs its recorded runtime; its
-    walltime (the request) is left as the trace has it.  Short form: ``io: lackner``."""
+    fill fractions of the runtime at R_lps (or at the job's share of it, ``io_rate: share``), so on
+    an idle LPS a job still runs its recorded runtime; its walltime (the request) is left as the
+    trace has it.  ``checkpoint`` replaces the checkpoint rule (docs/batch-policies.md).  Short
+    form: ``io: lackner``."""
 
     model: Literal["lackner"] = "lackner"
     io_fraction: float = Field(0.10, ge=0, lt=1, description="mean share of runtime reading input + writing output")
     io_fraction_sd: float = Field(0.02, ge=0, le=1)
     checkpoint_fraction: float = Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")
     checkpoint_min_runtime: Seconds = Field(3600.0, description="no checkpoints for shorter jobs")
+    io_rate: IORate = Field("link", description=IO_RATE_DOC)
+    checkpoint: CheckpointSpec | None = Field(None, description=CHECKPOINT_DOC)
 
     @model_validator(mode="before")
     @classmethod
     def _short(cls, v: object) -> object:
         return {"model": v} if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _rules(self) -> "IOModelSpec":
+        raise_if(io_model_problems(self))
+        return self
 
 
 class SWFWorkload(StrictModel):
@@ -570,8 +621,8 @@ class BatchExperiment(StrictModel):
 
 
 __all__ = [
-    "AdvanceStageInSpec", "BatchExperiment", "BatchPlatform", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
+    "AdvanceStageInSpec", "BatchExperiment", "BatchPlatform", "CheckpointSpec", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
     "IOModelSpec", "InlineWorkload", "Job", "LPSTier", "Overheads", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
-    "StorageServer", "ThetaWorkload",
+    "StorageServer", "ThetaWorkload", "YoungDalySpec",
 ]

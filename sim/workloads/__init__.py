@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .feitelson import feitelson_jobs, with_io
+from .feitelson import feitelson_columns, feitelson_jobs, with_io
+from .job_columns import JobColumns, jobs_from_columns
 from .swf import SWFError, SWFTrace, read_swf, swf_jobs
 from .theta import ThetaTrace, theta_jobs, theta_trace
 
@@ -50,10 +51,11 @@ def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
         return jobs
     pl = experiment.platform
     entropy = experiment.seed if not w.skip else [experiment.seed, w.skip]
-    return with_io(jobs, w.io, seed=entropy, lps_rate=pl.lps.rate, memory_per_node=pl.memory_per_node)
+    return with_io(jobs, w.io, seed=entropy, lps_rate=pl.lps.rate, memory_per_node=pl.memory_per_node,
+                   machine_nodes=pl.nodes)
 
 
 __all__ = [
-    "SWFError", "SWFTrace", "ThetaTrace", "feitelson_jobs", "load_workload", "read_swf", "swf_jobs",
+    "JobColumns", "SWFError", "SWFTrace", "ThetaTrace", "feitelson_columns", "feitelson_jobs", "jobs_from_columns", "load_workload", "read_swf", "swf_jobs",
     "swf_window_io", "theta_jobs", "theta_trace", "with_io",
 ]
