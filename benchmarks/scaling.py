@@ -31,7 +31,8 @@ iolab's.  ``--figure`` draws CPU seconds against jobs and against nodes (log-log
 policy x I/O (the reference dashed), each labelled with the exponent of a least-squares line
 (``numpy.polyfit``) through log(CPU above the start-up cost) against log(size); the start-up cost is
 the CPU of a one-job run of each program, measured first, and points below 1.5 times it are left out
-of the fit (a slope needs two points above; else none is given).  ``--out DIR`` writes ``scaling.csv`` (one row per run) and
+of the fit (a slope needs two points above; else none is given).  ``--out DIR`` writes ``scaling.csv``
+(one row per run) and
 keeps the specs and job tables there (else a temporary folder).
 """
 
@@ -237,8 +238,10 @@ def main(argv=None) -> int:
         print("error: --load must be in (0, 10) and --nodes >= 1", file=sys.stderr)
         return 2
     try:
-        jobs_sizes = parse_sizes(a.jobs_sizes, "--jobs-sizes") if a.jobs_sizes else list(QUICK_JOBS if a.quick else FULL_JOBS)
-        node_sizes = parse_sizes(a.node_sizes, "--node-sizes") if a.node_sizes else list(QUICK_NODES if a.quick else FULL_NODES)
+        jobs_sizes = (parse_sizes(a.jobs_sizes, "--jobs-sizes") if a.jobs_sizes
+                      else list(QUICK_JOBS if a.quick else FULL_JOBS))
+        node_sizes = (parse_sizes(a.node_sizes, "--node-sizes") if a.node_sizes
+                      else list(QUICK_NODES if a.quick else FULL_NODES))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -268,7 +271,8 @@ def main(argv=None) -> int:
     factors = {m: arrival_factor(m, a.load, a.seed) for m in sorted({r[2] for r in runs})}
     rows: list[dict] = []
     head = (f"{'sweep':5s} {'policy':12s} {'io':3s} {'jobs':>8s} {'nodes':>6s} {'cpu s':>8s} {'MB':>6s} "
-            f"{'makespan':>12s} {'mean turn.':>11s}" + ("   | reference: cpu s    MB    makespan  mean turn." if a.reference else ""))
+            f"{'makespan':>12s} {'mean turn.':>11s}"
+            + ("   | reference: cpu s    MB    makespan  mean turn." if a.reference else ""))
     print(head)
     for sweep, n, m in runs:
         for io in ios:
@@ -288,7 +292,8 @@ def main(argv=None) -> int:
                        "mean_turnaround": metrics.get("mean_turnaround", math.nan), "status": status}
                 rows.append(row)
                 line = (f"{sweep:5s} {policy:12s} {row['io']:3s} {n:8d} {m:6d} {cpu:8.2f} {mb:6.0f} "
-                        f"{row['makespan']:12.6g} {row['mean_turnaround']:11.6g}" + ("" if status == "ok" else f" {status}"))
+                        f"{row['makespan']:12.6g} {row['mean_turnaround']:11.6g}"
+                        + ("" if status == "ok" else f" {status}"))
                 if a.reference and policy in REFERENCE_POLICIES:
                     table = folder / f"{sweep}-{'io' if io else 'noio'}-{n}-{m}.csv"
                     if not table.exists():
