@@ -33,7 +33,7 @@ policy x I/O (the reference dashed), each labelled with the exponent of a least-
 the CPU of a one-job run of each program, measured first, and points below 1.5 times it are left out
 of the fit (a slope needs two points above; else none is given).  ``--out DIR`` writes ``scaling.csv``
 (one row per run) and
-keeps the specs and job tables there (else a temporary folder).
+keeps the specs and job tables there (else they go to a temporary folder, removed at the end).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ import math
 import os
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -265,7 +266,7 @@ def main(argv=None) -> int:
         startup["reference"] = min(measure([sys.executable, str(REFERENCE), str(folder / "startup.csv"), "--nodes", "1",
                                             "--json"], a.timeout)[1] for _ in range(2))
         msg += f", reference {startup['reference']:.2f} CPU s"
-    print(f"{msg}; load {a.load}; specs and tables in {folder}")
+    print(f"{msg}; load {a.load}" + (f"; specs, tables and rows in {folder}" if a.out else ""))
 
     runs = [("jobs", n, a.nodes) for n in jobs_sizes] + [("nodes", fixed_jobs, m) for m in node_sizes]
     factors = {m: arrival_factor(m, a.load, a.seed) for m in sorted({r[2] for r in runs})}
@@ -322,10 +323,13 @@ def main(argv=None) -> int:
         for (program, policy, io), rs in sorted(groups.items()):
             b = fit_exponent([r[sweep] for r in rs], [r["cpu_s"] for r in rs], startup[program])
             print(f"  against {sweep:5s} {program:9s} {policy:12s} io {io:3s}: {b:6.2f}")
-    print(f"rows: {folder / 'scaling.csv'}")
     if a.figure:
         draw(rows, startup, a.figure)
         print(f"figure: {a.figure}")
+    if a.out:
+        print(f"rows: {folder / 'scaling.csv'}")
+    else:
+        shutil.rmtree(folder)  # the specs and tables of this run only; --out keeps them
     return 0
 
 
