@@ -9,7 +9,7 @@ import::
 
     python benchmarks/reference_batch_io.py JOBS.csv|JOBS.jsonl --nodes N [--policy fcfs|easy]
                                             [--lps-rate BYTES/S] [--memory-per-node BYTES]
-                                            [--csv OUT.csv|-] [--json]
+                                            [--csv OUT.csv|-] [--json] [--exact]
 
 Prints a summary (jobs, makespan, mean wait, mean turnaround, decisions, events, wall time, peak memory);
 ``--json`` prints it as one JSON object; ``--csv`` writes ``job,submit,start,end`` for every job in file
@@ -47,8 +47,13 @@ The LPS link: processor sharing
   compute does not interfere).
 - Simulated the plain way: at every event instant every stream is advanced by ``(t - last) * R / k``;
   the link's next completion is ``last + min(remaining) * k / R``; when it is the next event, the
-  streams whose remaining bytes are within a relative 1e-9 of the least (or below 1e-6 bytes) end
-  there.  O(k) per event.
+  streams whose remaining bytes are at most ``least * (1 + 1e-9) + 1e-6`` end there (``--exact``:
+  exactly the least).  O(k) per event.
+- ``--exact`` runs the same rules in rational arithmetic (``fractions.Fraction``; the input floats are
+  taken exactly): no rounding anywhere, slow.  The float runs of two correct programs drift apart on
+  long, crowded runs (this model amplifies rounding: a stream ending a few ulps late delays its job's
+  next step and slows every other stream a little); the exact run says how far each is from the
+  schedule the rules define.
 
 The schedule (iolab's documented semantics, docs/batch-policies.md; ``middleware/policies/batch/backfill.py``)
 ------------------------------------------------------------------------------------------------------------
