@@ -411,6 +411,10 @@ def main(argv=None) -> int:
             if not (math.isfinite(v) and v > 0):
                 raise InputError(f"{name} must be > 0, got {v}")
         w = read_jobs(a.jobs)
+        wide = next((k for k, n in enumerate(w.nodes) if n > a.nodes), None)
+        if wide is not None:
+            raise InputError(f"{a.jobs}: job {w.ids[wide]}: field 'nodes': {w.nodes[wide]} nodes; the machine has "
+                             f"{a.nodes} (--nodes)")
         start, end, decisions, instants = simulate(w, a.nodes, a.policy, a.lps_rate, a.memory_per_node,
                                                    exact=a.exact)
     except InputError as e:
