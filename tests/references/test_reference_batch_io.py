@@ -159,7 +159,8 @@ def test_cli_writes_the_schedule_and_a_summary(ref, tmp_path):
     assert s["makespan"] == 115.0 and s["mean_wait"] == pytest.approx(109 / 3)
     assert s["mean_turnaround"] == pytest.approx((110 + 110 + 114) / 3)
     assert s["peak_rss_mb"] > 0 and s["wall_seconds"] >= 0
-    rows = list(csv.DictReader(out.open()))
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
     assert [(x["job"], float(x["start"]), float(x["end"])) for x in rows] == \
         [("a", 0.0, 110.0), ("b", 0.0, 110.0), ("c", 110.0, 115.0)]
 
