@@ -38,7 +38,7 @@ class FairShareLink:
     """``rate``: the aggregate rate (units per second) with one stream; ``law``: an object whose
     ``factor(k)`` multiplies it with ``k`` streams (an interference law), or None (no loss)."""
 
-    __slots__ = ("rate", "law", "last", "version", "_v", "_heap", "_entry", "_seq", "_small")
+    __slots__ = ("rate", "law", "last", "version", "_v", "_heap", "_entry", "_seq", "_small", "_plain")
 
     def __init__(self, rate: float, law=None):
         if not rate > 0:
@@ -52,6 +52,8 @@ class FairShareLink:
         self._entry: dict[object, tuple[float, int]] = {}  # live streams: key -> (V0 + s, join order)
         self._seq = count()
         self._small = math.inf  # the smallest stream added since V was last brought back to 0
+        # the rate is the constant ``rate`` (no law, total_rate not overridden): the hot paths skip the call
+        self._plain = law is None and type(self).total_rate is FairShareLink.total_rate
 
     def __len__(self) -> int:
         return len(self._entry)
@@ -75,9 +77,10 @@ class FairShareLink:
         return default if e is None else e[0] - self._v
 
     def advance(self, now: float) -> None:
-        k = len(self._entry)
-        if k and now > self.last:
-            self._v += (now - self.last) * self.total_rate(k) / k
+        if now > self.last:
+            k = len(self._entry)
+            if k:
+                self._v += (now - self.last) * (self.rate if self._plain else self.total_rate(k)) / k
         self.last = now
 
     def add(self, key: object, amount: float, now: float) -> None:
@@ -126,11 +129,16 @@ class FairShareLink:
 
     def next_completion(self) -> float:
         """Absolute time the first stream ends if nothing changes (inf if idle)."""
-        top = self._top()
-        if top is None:
-            return math.inf
-        k = len(self._entry)
-        return self.last + max(top[0] - self._v, 0.0) * k / self.total_rate(k)
+        heap, entry = self._heap, self._entry
+        while heap:  # the first live entry (stale ones popped), as _top
+            top = heap[0]
+            e = entry.get(top[2])
+            if e is not None and e[1] == top[1]:
+                k = len(entry)
+                left = top[0] - self._v
+                return self.last + (left if left > 0.0 else 0.0) * k / (self.rate if self._plain else self.total_rate(k))
+            heapq.heappop(heap)
+        return math.inf
 
     def pop_finished(self, now: float, rel_tol: float = 1e-9) -> list[object]:
         """Streams finished at ``now``: the least one, and every one whose amount left ``r`` is within
