@@ -118,12 +118,15 @@ class _TieredBackfill(BatchPolicy):
             break
         # Alg. 1 lines 6-8: backfill the rest shortest-job-first; never delay j1.
         if head is not None and with_head is not None:
-            rest = [(j, i) for i, j in enumerate(snap.queue) if j.id not in chosen]
-            rest.sort(key=lambda ji: sjf_key(*ji))
+            # sjf_key's tuples built inline and sorted without a key call (the index is unique: the
+            # job itself is never compared): a long queue is sorted at every decision
+            rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in enumerate(snap.queue) if j.id not in chosen]
+            rest.sort()
             if self.backfill_depth is not None:
                 del rest[self.backfill_depth:]  # Slurm's bf_max_job_test: the first D in backfill order
             free_now = base.nodes  # segment 0 starts now: the nodes free now, as the pass takes them
-            for job, _ in rest:
+            for entry in rest:
+                job = entry[4]
                 if job.nodes > free_now[0]:
                     # neither tier can start now (a start now needs the nodes free now): no option
                     # is computed, the same decision as computing both and finding neither at now
