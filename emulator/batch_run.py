@@ -72,6 +72,7 @@ from .batch_launch import MpiexecJobs, make_job_launcher
 from .batch_trace import batch_trace
 from .progress import StatusLine
 from .run_clock import run_clock, save_partial
+from .output_lock import hold_outputs
 from .settings import default_work_dir, settle_settings
 
 
@@ -98,7 +99,8 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
                          progress if isinstance(progress, StatusLine) else StatusLine(bool(progress), prefix="batch",
                                                                                       every=s.progress_every),
                          on_launch, strict=strict, launcher=jobs_launcher)
-    return run.run(out)
+    with hold_outputs([out, work], "output of iolab emulate"):  # one run per trace and per work folder
+        return run.run(out)
 
 
 # ---------------------------------------------------------------- the run
@@ -127,6 +129,7 @@ class BatchEmulation:
         self.mgr = None
         self.t0: float | None = None
         self.wall0 = time.time()
+        self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
         self.lps = work / "lps"
         self.hps = work / "hps"
         self.launcher = launcher if launcher is not None else MpiexecJobs(mpiexec)  # how jobs start, end, pause
@@ -216,6 +219,10 @@ class BatchEmulation:
                     self._begin(j)
             if k.advance is not None:
                 self._advance_early(self.now())
+            if self.work_deleted is None and not self.work.is_dir():
+                self.work_deleted = self.now()
+                self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and "
+                                   "checkpoints are lost")
             if not future and not k.queue and not k.running:
                 self._progress_line(force=True)
                 return
@@ -476,6 +483,10 @@ class BatchEmulation:
                             work=self.work, complete=complete, requests=requests, samples=samples,
                             predictions=self.kernel.prediction_rows(), hosts=self.launcher.hosts)
         trace.attrs["launcher"] = self.launcher.name
+        if self.work_deleted is None and self.t0 is not None and not self.work.is_dir():
+            self.work_deleted = self.now()
+        if self.work_deleted is not None:
+            trace.attrs["work_dir_deleted"] = self.work_deleted
         trace.attrs["advance_stage_in"] = dict(self.kernel.advance_stats)
         if self.controller is not None:  # the cost of watching the volumes: the benchmark units it wrote
             rec = self.controller.records or {}

@@ -36,6 +36,7 @@ from iolab.trace import Trace, TraceBuilder
 
 from . import shell
 from .checks import check_runnable
+from .output_lock import hold_outputs
 from .progress import StatusLine
 from .ray_session import RaySession
 from .run_clock import run_clock, save_partial
@@ -65,7 +66,8 @@ def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: 
     run = Emulation(spec, plan, work.resolve(), mpiexec, address,
                     progress if isinstance(progress, StatusLine) else StatusLine(bool(progress)), launcher=apps,
                     strict=strict)
-    return run.run(out)
+    with hold_outputs([out, work], "output of iolab emulate"):  # one run per trace and per work folder
+        return run.run(out)
 
 
 class Emulation:
@@ -87,6 +89,7 @@ class Emulation:
         self.t0: float | None = None
         self.wall0 = time.time()
         self.launched: dict[str, float] = {}
+        self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
 
     # -- life cycle -----------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
@@ -229,6 +232,7 @@ class Emulation:
         while True:
             status = self.arbiter.status()
             self._reap(status)
+            self._check_work()
             p = self.arbiter.progress()
             self.progress.update(p, time.time() - self.t0)
             if self.progress.live:
@@ -246,6 +250,15 @@ class Emulation:
                     return
             time.sleep(self.poll)
 
+    def _check_work(self) -> None:
+        """Note (once) that the work folder was deleted under the run: its logs and checkpoints are gone,
+        and the run is reported failed (exit 1) even if every app ends ok."""
+        if self.work_deleted is None and not self.work.is_dir():
+            t0 = self.t0 if self.t0 is not None else self.wall0
+            self.work_deleted = (time.time() - t0) / self.spec.emulator.time_scale
+            self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and checkpoints "
+                               "are lost")
+
     def _kill_all(self) -> None:
         for app, proc in self.procs.items():
             if proc.poll() is None:
@@ -253,6 +266,7 @@ class Emulation:
 
     # -- the trace ------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
+        self._check_work()
         rec = self.arbiter.records()
         spec, s = self.spec, self.spec.emulator
         tb = TraceBuilder()
@@ -273,6 +287,7 @@ class Emulation:
             wall_seconds=time.time() - self.t0, launch_seconds=self.t0 - self.wall0, work_dir=str(self.work),
             launcher=self.launcher.name, app_launch_seconds=self.launcher.launch_seconds(self.launched),
             nice=self._niceness(),
+            **({"work_dir_deleted": self.work_deleted} if self.work_deleted is not None else {}),
         )
         trace.attrs["calibration"] = calibration.measure_io(trace)  # what the simulator must know of this run
         return trace
