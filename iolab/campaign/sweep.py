@@ -123,7 +123,7 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     """
     stream = stream or sys.stderr
     if is_study_document(read_document(campaign_path)):
-        campaign, runs = load_study(campaign_path)
+        campaign, runs = load_study(campaign_path, max_runs=max_runs)
         return run_study_runs(campaign, runs, str(campaign_path), out, workers=workers, address=address,
                               retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
                               stop_on_sigterm=stop_on_sigterm, use_ray=use_ray)
