@@ -63,7 +63,7 @@ from iolab.middleware.policies.batch.nodes import ids as node_ids
 from iolab.middleware.storage_actor import StorageManager, result
 from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
-from iolab.trace import Trace
+from iolab.trace import Trace, write_trace
 
 from .batch_checks import check_batch_runnable
 from .batch_controller import ControllerDriver
@@ -73,6 +73,7 @@ from .batch_trace import batch_trace
 from .progress import StatusLine
 from .run_clock import run_clock, save_partial
 from .output_lock import hold_outputs
+from .reaper import Supervisor
 from .settings import default_work_dir, settle_settings
 
 
@@ -106,6 +107,7 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
 # ---------------------------------------------------------------- the run
 
 LIVE_EVERY = 0.5  # wall seconds between snapshots for a live view
+PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
 
 
 class BatchEmulation:
@@ -130,6 +132,10 @@ class BatchEmulation:
         self.t0: float | None = None
         self.wall0 = time.time()
         self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
+        self.out: str | Path | None = None
+        self.partial_at = 0.0
+        self.partial_failed = False
+        self.supervisor: Supervisor | None = None
         self.lps = work / "lps"
         self.hps = work / "hps"
         self.launcher = launcher if launcher is not None else MpiexecJobs(mpiexec)  # how jobs start, end, pause
@@ -145,6 +151,14 @@ class BatchEmulation:
     def run(self, out: str | Path | None) -> Trace:
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
+        self.supervisor = Supervisor(self.work)  # cleans up after a killed driver
+        try:
+            return self._run(out)
+        finally:
+            self.supervisor.close()
+
+    def _run(self, out: str | Path | None) -> Trace:
+        self.out = out
         self.procs.prepare_inputs(self.jobs)
         session = self.launcher.open_ray(self.address)
         try:
@@ -180,6 +194,19 @@ class BatchEmulation:
             if self.mgr is not None:
                 self.mgr.kill()
             session.close()
+
+    def _write_partial(self) -> None:
+        """The trace so far (``complete = False``) to the output every :data:`PARTIAL_EVERY` wall seconds,
+        so that a killed driver leaves the run up to then; the complete trace replaces it at the end."""
+        if self.out is None or time.time() - self.partial_at < PARTIAL_EVERY:
+            return
+        self.partial_at = time.time()
+        try:
+            write_trace(self._trace(complete=False), self.out)
+        except Exception as exc:  # noqa: BLE001 - a failed snapshot is said, never fatal to the run
+            if not self.partial_failed:
+                self.progress.note(f"could not write the partial trace to {self.out}: {exc}")
+            self.partial_failed = True
 
     def _interrupted(self, out) -> None:
         self.progress.note("interrupted: killing every job")
@@ -219,6 +246,8 @@ class BatchEmulation:
                     self._begin(j)
             if k.advance is not None:
                 self._advance_early(self.now())
+            self.supervisor.update()
+            self._write_partial()
             if self.work_deleted is None and not self.work.is_dir():
                 self.work_deleted = self.now()
                 self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and "

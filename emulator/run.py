@@ -32,12 +32,13 @@ from iolab.errors import RunError
 from iolab.middleware.arbiter import Arbiter
 from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
-from iolab.trace import Trace, TraceBuilder
+from iolab.trace import Trace, TraceBuilder, write_trace
 
 from . import shell
 from .checks import check_runnable
 from .output_lock import hold_outputs
 from .progress import StatusLine
+from .reaper import Supervisor
 from .ray_session import RaySession
 from .run_clock import run_clock, save_partial
 from .settings import default_work_dir, settle_settings
@@ -45,6 +46,7 @@ from .slurm_launch import MpiexecApps, make_launcher
 
 REPO = Path(__file__).resolve().parents[1]
 ENDED = ("ok", "failed", "killed")
+PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
 
 
 def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: float | None = None,
@@ -90,9 +92,21 @@ class Emulation:
         self.wall0 = time.time()
         self.launched: dict[str, float] = {}
         self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
+        self.out: str | Path | None = None
+        self.partial_at = 0.0
+        self.partial_failed = False
+        self.supervisor: Supervisor | None = None
 
     # -- life cycle -----------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
+        self.supervisor = Supervisor(self.work)  # cleans up after a killed driver
+        try:
+            return self._run(out)
+        finally:
+            self.supervisor.close()
+
+    def _run(self, out: str | Path | None) -> Trace:
+        self.out = out
         session = self.launcher.open_ray(self.address)
         try:
             dirs = [self.work / f"io-node-{k}" for k in range(self.spec.platform.io_nodes)]
@@ -117,6 +131,7 @@ class Emulation:
                 self._launch(a, session, sweeps)
             self._wait_ready()
             self.t0 = self.arbiter.start()
+            self._write_partial(force=True)  # from the first instant, a killed driver leaves a trace
             self.progress.note(f"clock started: {len(self.spec.apps)} apps, policy {self.spec.policy}, "
                                f"time scale {self.spec.emulator.time_scale:g}, work dir {self.work}")
             self._watch()
@@ -168,6 +183,7 @@ class Emulation:
         log = self.work / "logs" / f"{app.id}.log"
         self.procs[app.id] = shell.spawn(cmd, env=self._env(), cwd=self.work, log_path=log)
         self.launched[app.id] = time.time()
+        self.supervisor.add_group(self.procs[app.id].pid)
 
     def _calibrate(self) -> dict[int, float]:
         """Sweeps per second of the grid for each rank count (compute_mode work)."""
@@ -219,6 +235,7 @@ class Emulation:
         while True:
             status = self.arbiter.status()
             self._reap(status)
+            self.supervisor.update()
             waiting = [a for a, st in status.items() if st["status"] == "pending"]
             if not waiting:
                 return
@@ -233,6 +250,8 @@ class Emulation:
             status = self.arbiter.status()
             self._reap(status)
             self._check_work()
+            self.supervisor.update()
+            self._write_partial()
             p = self.arbiter.progress()
             self.progress.update(p, time.time() - self.t0)
             if self.progress.live:
@@ -249,6 +268,20 @@ class Emulation:
                     self.progress.update(p, time.time() - self.t0, force=True)
                     return
             time.sleep(self.poll)
+
+    def _write_partial(self, force: bool = False) -> None:
+        """Write the trace so far (``complete = False``) to the output every :data:`PARTIAL_EVERY` wall
+        seconds: a driver killed at any moment (``kill -9``) leaves the run up to then.  The complete
+        trace replaces it at the end."""
+        if self.out is None or self.t0 is None or (not force and time.time() - self.partial_at < PARTIAL_EVERY):
+            return
+        self.partial_at = time.time()
+        try:
+            write_trace(self._trace(complete=False), self.out)
+        except Exception as exc:  # noqa: BLE001 - a failed snapshot is said, never fatal to the run
+            if not self.partial_failed:
+                self.progress.note(f"could not write the partial trace to {self.out}: {exc}")
+            self.partial_failed = True
 
     def _check_work(self) -> None:
         """Note (once) that the work folder was deleted under the run: its logs and checkpoints are gone,
