@@ -159,9 +159,10 @@ class SWFTrace:
         return 1
 
     def jobs(self, procs_per_node: int | None = None, max_nodes: int | None = None,
-             strict: bool = True) -> list[Job]:
+             strict: bool = True, first: int = 0) -> list[Job]:
         """The records as jobs.  A job needing more than ``max_nodes`` (the platform's nodes; at most
-        Job's own bound) is an error naming its line, or with ``strict=False`` unusable (skipped)."""
+        Job's own bound) is an error naming its line, or with ``strict=False`` unusable (skipped); the
+        jobs before the ``first`` usable one (a window's ``skip``) are not checked against ``max_nodes``."""
         ppn = procs_per_node or self.procs_per_node
         t = self.table
         req, alloc = t[:, _COL["req_procs"]], t[:, _COL["alloc_procs"]]
@@ -177,6 +178,8 @@ class SWFTrace:
         nodes = np.ceil(procs / ppn)
         bound = _MAX_NODES if max_nodes is None else min(max_nodes, _MAX_NODES)
         big = usable & (nodes > bound)
+        if first and max_nodes is not None:
+            big &= (np.cumsum(usable) > first) | (nodes > _MAX_NODES)
         if big.any():
             what = f"platform.nodes is {max_nodes}" if max_nodes is not None and max_nodes <= _MAX_NODES else \
                 f"the limit is {_MAX_NODES}"
@@ -438,13 +441,13 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
 
 
 def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
-             procs_per_node: int | None = None, max_nodes: int | None = None) -> list[Job]:
+             procs_per_node: int | None = None, max_nodes: int | None = None, first: int = 0) -> list[Job]:
     """Jobs of an SWF file, in file order.  Skipped lines and unusable records are counted in an
     :class:`iolab.errors.InputWarning`.  ``max_nodes``: the platform's nodes (a bigger job is an error
-    naming its line, or skipped with ``strict=False``)."""
+    naming its line, or skipped with ``strict=False``), from the ``first`` job on."""
     with _gc_paused():
         trace = read_swf(path, strict=strict, limit=limit)
-        jobs = trace.jobs(procs_per_node, max_nodes=max_nodes, strict=strict)
+        jobs = trace.jobs(procs_per_node, max_nodes=max_nodes, strict=strict, first=first)
     dropped = trace.problems + trace.unusable
     if dropped:
         first = "; ".join(f"line {n}: {r}" for n, r in sorted(dropped)[:3])

@@ -47,17 +47,24 @@ def write_yaml(path: Path, data) -> Path:
 
 # ---------------------------------------------------------------- batch workloads
 
-def swf_spec(tmp_path: Path, procs: list[int], strict: bool = True) -> Path:
+def swf_spec(tmp_path: Path, procs: list[int], strict: bool = True, **window) -> Path:
     swf = tmp_path / "w.swf"
     swf.write_text("; MaxNodes: 100\n; MaxProcs: 100\n"
                    + "".join(SWF_LINE.format(job=i + 1, submit=10 * i, procs=p) for i, p in enumerate(procs)))
     return write_yaml(tmp_path / "b.yaml", {"kind": "batch", "name": "b", "platform": PLATFORM16, "scheduler": "easy",
-                                            "workload": {"source": "swf", "path": str(swf), "strict": strict}})
+                                            "workload": {"source": "swf", "path": str(swf), "strict": strict,
+                                                         **window}})
 
 
 def test_an_swf_job_larger_than_the_machine_is_refused_naming_its_line(tmp_path):
     out = refused("simulate", swf_spec(tmp_path, [4, 25, 8, 30]), what="line 4: job 2 needs 25 nodes; platform.nodes is 16")
     assert "2 such jobs" in out
+
+
+def test_a_job_larger_than_the_machine_outside_the_window_is_no_error(tmp_path):
+    r = run("simulate", swf_spec(tmp_path, [25, 4, 8], skip=1), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["jobs"] == 2
 
 
 def test_with_strict_false_the_jobs_larger_than_the_machine_are_skipped_and_counted(tmp_path):
