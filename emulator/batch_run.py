@@ -246,7 +246,6 @@ class BatchEmulation:
                     self._begin(j)
             if k.advance is not None:
                 self._advance_early(self.now())
-            self.supervisor.update()
             self._write_partial()
             if self.work_deleted is None and not self.work.is_dir():
                 self.work_deleted = self.now()

@@ -22,10 +22,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from .run_residue import Residue, descendants, remove_files, start_time
+from .run_residue import Residue, descendants, mpi_processes, remove_files, start_time
 
 REPO = Path(__file__).resolve().parents[1]  # iolab's source, for `python -m iolab.emulator.reaper`
 UPDATE_EVERY = 1.0  # seconds between the driver's updates to the reaper
@@ -37,13 +38,16 @@ def _env() -> dict[str, str]:
 
 
 class Supervisor:
-    """The driver's side: start the reaper, keep it told, end it (see the module doc)."""
+    """The driver's side: start the reaper, keep it told from a thread of its own (reading ``/proc``
+    only: no Ray call, nothing the run's loop waits for), end it (see the module doc)."""
 
     def __init__(self, work: Path):
         self.residue = Residue()
         self.groups: set[int] = set()
-        self.last = 0.0
         self.proc: subprocess.Popen | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
         if not Path("/proc/self/stat").exists():
             return
         (work / "logs").mkdir(parents=True, exist_ok=True)
@@ -52,7 +56,13 @@ class Supervisor:
                 [sys.executable, "-m", "iolab.emulator.reaper"],  # group leaves it, to clean up after them
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=work,
                 env=_env(), start_new_session=True)
-        self.update(force=True)
+        self._thread = threading.Thread(target=self._run, name="iolab-reaper-feed", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.update()
+            self._stop.wait(UPDATE_EVERY)
 
     def _send(self, data: dict) -> None:
         try:
@@ -62,22 +72,26 @@ class Supervisor:
             pass
 
     def add_group(self, pgid: int) -> None:
+        """An app's process group (its ``mpiexec``'s PID): signalled as a whole by the reaper."""
         self.groups.add(pgid)
-        self.update(force=True)
 
-    def update(self, force: bool = False) -> None:
-        """Tell the reaper the run's processes and files (at most every :data:`UPDATE_EVERY` s unless
-        ``force``)."""
-        if self.proc is None or (not force and time.monotonic() - self.last < UPDATE_EVERY):
+    def update(self) -> None:
+        """Tell the reaper the run's processes and files as they are now."""
+        if self.proc is None:
             return
-        self.last = time.monotonic()
-        procs = [(p, st) for p, st in descendants(os.getpid()) if p != self.proc.pid]
-        self.residue.scan(p for p, _ in procs)
-        self._send({"procs": procs, "groups": sorted(self.groups), "files": sorted(self.residue.files)})
+        with self._lock:
+            me = os.getpid()
+            procs = [(p, st) for p, st in descendants(me) if p != self.proc.pid]
+            self.residue.scan(mpi_processes(me))
+            if not self._stop.is_set():
+                self._send({"procs": procs, "groups": sorted(self.groups), "files": sorted(self.residue.files)})
 
     def close(self) -> list[str]:
         """The run ended with the driver alive (it stopped its processes): remove the run's files,
         let the reaper go."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
         gone = self.residue.remove()
         if self.proc is not None:
             self._send({"done": True})

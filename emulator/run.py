@@ -235,7 +235,6 @@ class Emulation:
         while True:
             status = self.arbiter.status()
             self._reap(status)
-            self.supervisor.update()
             waiting = [a for a, st in status.items() if st["status"] == "pending"]
             if not waiting:
                 return
@@ -250,7 +249,6 @@ class Emulation:
             status = self.arbiter.status()
             self._reap(status)
             self._check_work()
-            self.supervisor.update()
             self._write_partial()
             p = self.arbiter.progress()
             self.progress.update(p, time.time() - self.t0)

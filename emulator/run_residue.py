@@ -21,14 +21,15 @@ SHM_PREFIX = "/dev/shm/mpich_shm_"
 HWLOC_PREFIX = "/tmp/hydra_hwloc_xmlfile_"
 
 
-def _stat(pid: int) -> tuple[int, int, int] | None:
-    """(ppid, pgid, start time in clock ticks) of a live process, or None."""
+def _stat(pid: int) -> tuple[int, int, int, str] | None:
+    """(ppid, pgid, start time in clock ticks, command name) of a live process, or None."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
+    comm = text[text.index("(") + 1:text.rindex(")")]
     rest = text[text.rindex(")") + 2:].split()
-    return int(rest[1]), int(rest[2]), int(rest[19])
+    return int(rest[1]), int(rest[2]), int(rest[19]), comm
 
 
 def start_time(pid: int) -> int | None:
@@ -40,21 +41,37 @@ def _pids() -> list[int]:
     return [int(d) for d in os.listdir("/proc") if d.isdigit()]
 
 
-def descendants(root: int) -> list[tuple[int, int]]:
-    """``(pid, start time)`` of every live descendant of ``root`` (not ``root`` itself)."""
+def _tree(root: int) -> list[tuple[int, int, int, str]]:
+    """``(pid, start time, ppid, command name)`` of every live descendant of ``root``."""
     children: dict[int, list[int]] = {}
-    starts: dict[int, int] = {}
+    info: dict[int, tuple[int, int, int, str]] = {}
     for pid in _pids():
         s = _stat(pid)
         if s is not None:
             children.setdefault(s[0], []).append(pid)
-            starts[pid] = s[2]
+            info[pid] = s
     out, todo = [], list(children.get(root, []))
     while todo:
         pid = todo.pop()
-        out.append((pid, starts[pid]))
+        out.append((pid, info[pid][2], info[pid][0], info[pid][3]))
         todo += children.get(pid, [])
     return out
+
+
+def descendants(root: int) -> list[tuple[int, int]]:
+    """``(pid, start time)`` of every live descendant of ``root`` (not ``root`` itself)."""
+    return [(p, st) for p, st, _, _ in _tree(root)]
+
+
+MPI_NAMES = ("mpiexec", "hydra_pmi_proxy", "mpiexec.hydra")
+
+
+def mpi_processes(root: int) -> list[int]:
+    """The descendants of ``root`` that MPICH's files belong to: hydra's ``mpiexec`` and proxies and
+    their children (the ranks); Ray's processes (large memory maps) are not read."""
+    tree = _tree(root)
+    names = {p: c for p, _, _, c in tree}
+    return [p for p, _, ppid, c in tree if c.startswith(MPI_NAMES) or names.get(ppid, "").startswith(MPI_NAMES)]
 
 
 def _files_of(pid: int) -> set[str]:
