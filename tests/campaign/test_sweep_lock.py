@@ -44,3 +44,14 @@ def test_a_sweep_started_twice_on_one_output_executes_each_run_once(tmp_path):
     lines = (out / "journal.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["run_id"] for x in lines) == sorted(ids)
     assert not lock_path(out).exists()
+
+
+def test_a_run_whose_trace_has_a_failed_app_is_recorded_failed_with_its_trace(tmp_path, monkeypatch):
+    import iolab_test_runtimes  # noqa: F401 - importable here (the tests' folder is on sys.path)
+    from iolab.campaign.task import execute
+
+    camp = small_campaign(tmp_path / "c.yaml", name="fails", runtime="iolab_test_runtimes:first_app_fails")
+    run = load_runs(camp)[1][0]
+    rec = execute(run.payload(), traces_dir=str(tmp_path / "traces"))
+    assert rec["status"] == "failed" and "1 app(s) did not end ok" in rec["error"]
+    assert rec["trace"] and (tmp_path / "traces" / f"{run.run_id}.h5").exists()
