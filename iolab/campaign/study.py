@@ -95,15 +95,19 @@ def parse_study(data: dict[str, Any], source: str) -> StudyCampaign:
     return parse_spec(data, source, "campaign", kinds={"campaign": StudyCampaign})
 
 
+COUNT_PARAMS = ("jobs", "workloads", "repetitions", "count", "runs", "apps")  # and NAME_jobs: counts of work
+
+
 def size_estimate(params: dict[str, Any]) -> float:
     """An upper estimate of a study's work from its parameters alone, before it is expanded: the
-    product of its counts (every positive integer parameter but seeds: jobs, workloads, repetitions...) and of
-    the lengths of its list parameters (the values swept).  Runs x the size of each run, roughly."""
+    product of its counts (the integer parameters named like counts: jobs, workloads, repetitions,
+    count, runs, apps, ``*_jobs``; not sizes in bytes, seeds or retries) and of the lengths of its list
+    parameters (the values swept).  Runs x the size of each run, roughly."""
     est = 1.0
     for k, v in params.items():
-        if isinstance(v, bool) or "seed" in k:  # a seed is a value, not a count
+        if isinstance(v, bool):
             continue
-        if isinstance(v, int) and v > 0:
+        if isinstance(v, int) and v > 0 and (k in COUNT_PARAMS or k.endswith("_jobs")):
             est *= v
         elif isinstance(v, (list, tuple)) and v:
             est *= len(v)
