@@ -53,3 +53,16 @@ def test_nested_holds_of_one_output_are_refused_in_one_process_too(tmp_path):
         with pytest.raises(OutputBusy):
             with hold_outputs([tmp_path / "o"]):
                 pass
+
+
+def test_ray_s_token_file_is_made_private_and_others_files_are_left_alone(tmp_path, monkeypatch):
+    from iolab.emulator.ray_session import protect_token
+
+    token = tmp_path / "auth_token"
+    token.write_text("secret")
+    token.chmod(0o644)
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(token))
+    protect_token()
+    assert token.stat().st_mode & 0o777 == 0o600
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(tmp_path / "none"))
+    protect_token()  # no file: nothing to do, no error
