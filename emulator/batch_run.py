@@ -63,7 +63,7 @@ from iolab.middleware.policies.batch.nodes import ids as node_ids
 from iolab.middleware.storage_actor import StorageManager, result
 from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
-from iolab.trace import Trace
+from iolab.trace import Trace, write_trace
 
 from .batch_checks import check_batch_runnable
 from .batch_controller import ControllerDriver
@@ -72,6 +72,8 @@ from .batch_launch import MpiexecJobs, make_job_launcher
 from .batch_trace import batch_trace
 from .progress import StatusLine
 from .run_clock import run_clock, save_partial
+from .output_lock import hold_outputs
+from .reaper import Supervisor
 from .settings import default_work_dir, settle_settings
 
 
@@ -98,12 +100,14 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
                          progress if isinstance(progress, StatusLine) else StatusLine(bool(progress), prefix="batch",
                                                                                       every=s.progress_every),
                          on_launch, strict=strict, launcher=jobs_launcher)
-    return run.run(out)
+    with hold_outputs([out, work], "output of iolab emulate"):  # one run per trace and per work folder
+        return run.run(out)
 
 
 # ---------------------------------------------------------------- the run
 
 LIVE_EVERY = 0.5  # wall seconds between snapshots for a live view
+PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
 
 
 class BatchEmulation:
@@ -127,6 +131,11 @@ class BatchEmulation:
         self.mgr = None
         self.t0: float | None = None
         self.wall0 = time.time()
+        self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
+        self.out: str | Path | None = None
+        self.partial_at = 0.0
+        self.partial_failed = False
+        self.supervisor: Supervisor | None = None
         self.lps = work / "lps"
         self.hps = work / "hps"
         self.launcher = launcher if launcher is not None else MpiexecJobs(mpiexec)  # how jobs start, end, pause
@@ -142,6 +151,14 @@ class BatchEmulation:
     def run(self, out: str | Path | None) -> Trace:
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
+        self.supervisor = Supervisor(self.work)  # cleans up after a killed driver
+        try:
+            return self._run(out)
+        finally:
+            self.supervisor.close()
+
+    def _run(self, out: str | Path | None) -> Trace:
+        self.out = out
         self.procs.prepare_inputs(self.jobs)
         session = self.launcher.open_ray(self.address)
         try:
@@ -177,6 +194,19 @@ class BatchEmulation:
             if self.mgr is not None:
                 self.mgr.kill()
             session.close()
+
+    def _write_partial(self) -> None:
+        """The trace so far (``complete = False``) to the output every :data:`PARTIAL_EVERY` wall seconds,
+        so that a killed driver leaves the run up to then; the complete trace replaces it at the end."""
+        if self.out is None or time.time() - self.partial_at < PARTIAL_EVERY:
+            return
+        self.partial_at = time.time()
+        try:
+            write_trace(self._trace(complete=False), self.out)
+        except Exception as exc:  # noqa: BLE001 - a failed snapshot is said, never fatal to the run
+            if not self.partial_failed:
+                self.progress.note(f"could not write the partial trace to {self.out}: {exc}")
+            self.partial_failed = True
 
     def _interrupted(self, out) -> None:
         self.progress.note("interrupted: killing every job")
@@ -216,6 +246,11 @@ class BatchEmulation:
                     self._begin(j)
             if k.advance is not None:
                 self._advance_early(self.now())
+            self._write_partial()
+            if self.work_deleted is None and not self.work.is_dir():
+                self.work_deleted = self.now()
+                self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and "
+                                   "checkpoints are lost")
             if not future and not k.queue and not k.running:
                 self._progress_line(force=True)
                 return
@@ -476,6 +511,10 @@ class BatchEmulation:
                             work=self.work, complete=complete, requests=requests, samples=samples,
                             predictions=self.kernel.prediction_rows(), hosts=self.launcher.hosts)
         trace.attrs["launcher"] = self.launcher.name
+        if self.work_deleted is None and self.t0 is not None and not self.work.is_dir():
+            self.work_deleted = self.now()
+        if self.work_deleted is not None:
+            trace.attrs["work_dir_deleted"] = self.work_deleted
         trace.attrs["advance_stage_in"] = dict(self.kernel.advance_stats)
         if self.controller is not None:  # the cost of watching the volumes: the benchmark units it wrote
             rec = self.controller.records or {}

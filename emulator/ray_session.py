@@ -43,6 +43,23 @@ def prepare_local_ray() -> None:
         os.environ.setdefault(key, value)
 
 
+def token_path() -> str:
+    """Where Ray keeps its authentication token (``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``)."""
+    return os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+
+
+def protect_token() -> None:
+    """Make Ray's token file readable by its owner only (Ray writes it 0644: safe only as long as the
+    home folder is closed).  A file of another user, or none, is left as it is."""
+    path = token_path()
+    try:
+        st = os.stat(path)
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(path, 0o600)
+    except OSError:
+        pass
+
+
 @dataclass
 class RaySession:
     gcs_address: str
@@ -67,6 +84,7 @@ class RaySession:
                 where = f"join Ray at {address}" if address else "start a local Ray"
                 raise RunError(f"cannot {where}: {type(exc).__name__}: {exc}") from None
             owned = True
+        protect_token()
         return cls(ray.get_runtime_context().gcs_address, namespace, owned)
 
     def close(self) -> None:

@@ -32,11 +32,13 @@ from iolab.errors import RunError
 from iolab.middleware.arbiter import Arbiter
 from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
-from iolab.trace import Trace, TraceBuilder
+from iolab.trace import Trace, TraceBuilder, write_trace
 
 from . import shell
 from .checks import check_runnable
+from .output_lock import hold_outputs
 from .progress import StatusLine
+from .reaper import Supervisor
 from .ray_session import RaySession
 from .run_clock import run_clock, save_partial
 from .settings import default_work_dir, settle_settings
@@ -44,6 +46,7 @@ from .slurm_launch import MpiexecApps, make_launcher
 
 REPO = Path(__file__).resolve().parents[1]
 ENDED = ("ok", "failed", "killed")
+PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
 
 
 def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: float | None = None,
@@ -65,7 +68,8 @@ def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: 
     run = Emulation(spec, plan, work.resolve(), mpiexec, address,
                     progress if isinstance(progress, StatusLine) else StatusLine(bool(progress)), launcher=apps,
                     strict=strict)
-    return run.run(out)
+    with hold_outputs([out, work], "output of iolab emulate"):  # one run per trace and per work folder
+        return run.run(out)
 
 
 class Emulation:
@@ -87,9 +91,22 @@ class Emulation:
         self.t0: float | None = None
         self.wall0 = time.time()
         self.launched: dict[str, float] = {}
+        self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
+        self.out: str | Path | None = None
+        self.partial_at = 0.0
+        self.partial_failed = False
+        self.supervisor: Supervisor | None = None
 
     # -- life cycle -----------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
+        self.supervisor = Supervisor(self.work)  # cleans up after a killed driver
+        try:
+            return self._run(out)
+        finally:
+            self.supervisor.close()
+
+    def _run(self, out: str | Path | None) -> Trace:
+        self.out = out
         session = self.launcher.open_ray(self.address)
         try:
             dirs = [self.work / f"io-node-{k}" for k in range(self.spec.platform.io_nodes)]
@@ -114,6 +131,7 @@ class Emulation:
                 self._launch(a, session, sweeps)
             self._wait_ready()
             self.t0 = self.arbiter.start()
+            self._write_partial(force=True)  # from the first instant, a killed driver leaves a trace
             self.progress.note(f"clock started: {len(self.spec.apps)} apps, policy {self.spec.policy}, "
                                f"time scale {self.spec.emulator.time_scale:g}, work dir {self.work}")
             self._watch()
@@ -165,6 +183,7 @@ class Emulation:
         log = self.work / "logs" / f"{app.id}.log"
         self.procs[app.id] = shell.spawn(cmd, env=self._env(), cwd=self.work, log_path=log)
         self.launched[app.id] = time.time()
+        self.supervisor.add_group(self.procs[app.id].pid)
 
     def _calibrate(self) -> dict[int, float]:
         """Sweeps per second of the grid for each rank count (compute_mode work)."""
@@ -229,6 +248,8 @@ class Emulation:
         while True:
             status = self.arbiter.status()
             self._reap(status)
+            self._check_work()
+            self._write_partial()
             p = self.arbiter.progress()
             self.progress.update(p, time.time() - self.t0)
             if self.progress.live:
@@ -246,6 +267,29 @@ class Emulation:
                     return
             time.sleep(self.poll)
 
+    def _write_partial(self, force: bool = False) -> None:
+        """Write the trace so far (``complete = False``) to the output every :data:`PARTIAL_EVERY` wall
+        seconds: a driver killed at any moment (``kill -9``) leaves the run up to then.  The complete
+        trace replaces it at the end."""
+        if self.out is None or self.t0 is None or (not force and time.time() - self.partial_at < PARTIAL_EVERY):
+            return
+        self.partial_at = time.time()
+        try:
+            write_trace(self._trace(complete=False), self.out)
+        except Exception as exc:  # noqa: BLE001 - a failed snapshot is said, never fatal to the run
+            if not self.partial_failed:
+                self.progress.note(f"could not write the partial trace to {self.out}: {exc}")
+            self.partial_failed = True
+
+    def _check_work(self) -> None:
+        """Note (once) that the work folder was deleted under the run: its logs and checkpoints are gone,
+        and the run is reported failed (exit 1) even if every app ends ok."""
+        if self.work_deleted is None and not self.work.is_dir():
+            t0 = self.t0 if self.t0 is not None else self.wall0
+            self.work_deleted = (time.time() - t0) / self.spec.emulator.time_scale
+            self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and checkpoints "
+                               "are lost")
+
     def _kill_all(self) -> None:
         for app, proc in self.procs.items():
             if proc.poll() is None:
@@ -253,6 +297,7 @@ class Emulation:
 
     # -- the trace ------------------------------------------------------------------------------------
     def _trace(self, complete: bool) -> Trace:
+        self._check_work()
         rec = self.arbiter.records()
         spec, s = self.spec, self.spec.emulator
         tb = TraceBuilder()
@@ -273,6 +318,7 @@ class Emulation:
             wall_seconds=time.time() - self.t0, launch_seconds=self.t0 - self.wall0, work_dir=str(self.work),
             launcher=self.launcher.name, app_launch_seconds=self.launcher.launch_seconds(self.launched),
             nice=self._niceness(),
+            **({"work_dir_deleted": self.work_deleted} if self.work_deleted is not None else {}),
         )
         trace.attrs["calibration"] = calibration.measure_io(trace)  # what the simulator must know of this run
         return trace

@@ -10,6 +10,7 @@ importable there, e.g. through ``PYTHONPATH``).
 from __future__ import annotations
 
 import importlib
+import inspect
 import shutil
 import tempfile
 from pathlib import Path
@@ -67,4 +68,17 @@ def resolve(name: str) -> Runtime:
     fn = getattr(mod, attr, None)
     if not callable(fn):
         raise RunError(f"runtime {name!r}: {module} has no function {attr}")
+    if not takes_runtime_call(fn):
+        raise RunError(f"runtime {name!r}: not a runtime: a runtime is fn(spec, *, mode, run_id, workdir) -> Trace "
+                       "(docs/campaigns.md, 'Runtimes')")
     return fn
+
+
+def takes_runtime_call(fn: Callable) -> bool:
+    """Whether ``fn(spec, mode=, run_id=, workdir=)`` binds to ``fn``'s signature (a function without one,
+    e.g. a C builtin such as ``os.system``, is not a runtime)."""
+    try:
+        inspect.signature(fn).bind(None, mode="event", run_id="", workdir=None)
+    except (TypeError, ValueError):
+        return False
+    return True

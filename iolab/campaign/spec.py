@@ -32,6 +32,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from ..sim.workloads.carretero import CarreteroParams
 from ..specs.base import FieldProblems, StrictModel, problems_of, raise_if
 from ..specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyName, Mapping, normalise_policy
+from ..specs.load import MAX_APPS
 
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -84,6 +85,9 @@ class CarreteroParamsSpec(StrictModel):
                 problems.append((name, f"need low <= high, got [{v[0]}, {v[1]}]"))
         if self.apps is not None and self.apps[0] < 1:
             problems.append(("apps", "a workload has at least one app"))
+        if self.apps is not None and self.apps[1] > MAX_APPS:  # estimated before any workload is generated
+            problems.append(("apps", f"up to {self.apps[1]} apps per generated workload, above the limit of "
+                                     f"{MAX_APPS} apps of an I/O experiment (docs/specs.md, 'Limits')"))
         if self.iterations is not None and self.iterations[0] < 1:
             problems.append(("iterations", "an app has at least one iteration"))
         raise_if(problems)

@@ -39,6 +39,7 @@ from pydantic import Field
 from ..errors import SpecError
 from ..specs.base import StrictModel
 from ..specs.load import parse_spec, read_document
+from ..specs.size import MAX_JOBS, MAX_RUNS
 from .spec import Name
 from .table import encode
 
@@ -94,8 +95,36 @@ def parse_study(data: dict[str, Any], source: str) -> StudyCampaign:
     return parse_spec(data, source, "campaign", kinds={"campaign": StudyCampaign})
 
 
-def expand_study(campaign: StudyCampaign, source: str = "<campaign>") -> list[StudyRun]:
-    """The study's runs with their ids; a bad study name or size raises SpecError naming the field."""
+COUNT_PARAMS = ("jobs", "workloads", "repetitions", "count", "runs", "apps")  # and NAME_jobs: counts of work
+
+
+def size_estimate(params: dict[str, Any]) -> float:
+    """An upper estimate of a study's work from its parameters alone, before it is expanded: the
+    product of its counts (the integer parameters named like counts: jobs, workloads, repetitions,
+    count, runs, apps, ``*_jobs``; not sizes in bytes, seeds or retries) and of the lengths of its list
+    parameters (the values swept).  Runs x the size of each run, roughly."""
+    est = 1.0
+    for k, v in params.items():
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and v > 0 and (k in COUNT_PARAMS or k.endswith("_jobs")):
+            est *= v
+        elif isinstance(v, (list, tuple)) and v:
+            est *= len(v)
+    return est
+
+
+def expand_study(campaign: StudyCampaign, source: str = "<campaign>", max_runs: int | None = None) -> list[StudyRun]:
+    """The study's runs with their ids; a bad study name or size raises SpecError naming the field.
+    A study whose parameters estimate (:func:`size_estimate`) more than ``max_runs`` x ``MAX_JOBS`` is
+    refused before its runs are built; one that expands to more than ``max_runs`` runs after."""
+    limit = MAX_RUNS if max_runs is None else max_runs
+    est = size_estimate(campaign.params)
+    if est > limit * MAX_JOBS:
+        raise SpecError(source, [("params", f"the study's parameters multiply to {est:.3g} (runs x jobs per run, "
+                                            f"estimated before anything is built), above the limit of "
+                                            f"{limit * MAX_JOBS:.3g} (--max-runs {limit} x {MAX_JOBS} jobs); pass "
+                                            "--max-runs N to allow it (docs/specs.md, 'Limits')")])
     try:
         mod = module_of(campaign.study)
     except ImportError as exc:
@@ -108,6 +137,9 @@ def expand_study(campaign: StudyCampaign, source: str = "<campaign>") -> list[St
         raise SpecError(source, [("params", f"{campaign.study}: {exc}")]) from None
     if not arglist:
         raise SpecError(source, [("params", "the study expands to no runs")])
+    if len(arglist) > limit:
+        raise SpecError(source, [("params", f"the study expands to {len(arglist)} runs, above the limit of {limit}; "
+                                            "pass --max-runs N to allow it (docs/specs.md, 'Limits')")])
     version = int(getattr(mod, "RUN_VERSION", 1))
     out: list[StudyRun] = []
     seen: set[str] = set()
@@ -120,9 +152,9 @@ def expand_study(campaign: StudyCampaign, source: str = "<campaign>") -> list[St
     return out
 
 
-def load_study(path: str | Path) -> tuple[StudyCampaign, list[StudyRun]]:
+def load_study(path: str | Path, max_runs: int | None = None) -> tuple[StudyCampaign, list[StudyRun]]:
     campaign = parse_study(read_document(path), str(path))
-    return campaign, expand_study(campaign, str(path))
+    return campaign, expand_study(campaign, str(path), max_runs=max_runs)
 
 
 def _normalise(result: Any) -> tuple[list[dict], dict[str, list[dict]]]:

@@ -27,6 +27,7 @@ from typing import Any, Callable, TextIO
 
 from ..atomic import atomic_write_text
 from ..errors import RunError, SpecError
+from ..emulator.output_lock import hold_outputs
 from ..emulator.ray_session import prepare_local_ray
 from ..signals import raise_interrupt
 from ..specs.load import read_document
@@ -122,7 +123,7 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
     """
     stream = stream or sys.stderr
     if is_study_document(read_document(campaign_path)):
-        campaign, runs = load_study(campaign_path)
+        campaign, runs = load_study(campaign_path, max_runs=max_runs)
         return run_study_runs(campaign, runs, str(campaign_path), out, workers=workers, address=address,
                               retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
                               stop_on_sigterm=stop_on_sigterm, use_ray=use_ray)
@@ -133,14 +134,15 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
         raise SpecError(str(campaign_path), [("runtime", exc.message)]) from None
     out = Path(out) if out else Path("results") / campaign.name
     out.mkdir(parents=True, exist_ok=True)
-    manifest = write_manifest(out, campaign, str(campaign_path), runs)
-    traces_dir = str(Path(traces).resolve()) if traces else None
-    if traces_dir:
-        Path(traces_dir).mkdir(parents=True, exist_ok=True)
-    return drive(campaign.name, out, manifest, runs, execute, lambda recs: R.build(manifest, recs),
-                 cpus_per_run=campaign.cpus_per_run, workers=workers, address=address, traces_dir=traces_dir,
-                 retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
-                 stop_on_sigterm=stop_on_sigterm, use_ray=use_ray, real_runs=campaign.runtime == "emulate")
+    with hold_outputs([out], "campaign output"):  # one sweep per output folder: no run executed twice
+        manifest = write_manifest(out, campaign, str(campaign_path), runs)
+        traces_dir = str(Path(traces).resolve()) if traces else None
+        if traces_dir:
+            Path(traces_dir).mkdir(parents=True, exist_ok=True)
+        return drive(campaign.name, out, manifest, runs, execute, lambda recs: R.build(manifest, recs),
+                     cpus_per_run=campaign.cpus_per_run, workers=workers, address=address, traces_dir=traces_dir,
+                     retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
+                     stop_on_sigterm=stop_on_sigterm, use_ray=use_ray, real_runs=campaign.runtime == "emulate")
 
 
 def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, out: str | Path | None = None, *,
@@ -150,13 +152,14 @@ def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, o
     """Run a study campaign's unfinished runs (expanded by :func:`.study.expand_study`) like a sweep."""
     out = Path(out) if out else Path("results") / campaign.name
     out.mkdir(parents=True, exist_ok=True)
-    manifest = write_manifest(out, campaign, source, runs)
-    manifest["study"] = campaign.study
-    atomic_write_text(out / R.MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
-    return drive(campaign.name, out, manifest, runs, execute_study, lambda recs: R.build_study(manifest, recs),
-                 cpus_per_run=campaign.cpus_per_run, workers=workers, address=address, retry_failed=retry_failed,
-                 flush_every=flush_every, progress=progress, stream=stream, stop_on_sigterm=stop_on_sigterm,
-                 use_ray=use_ray)
+    with hold_outputs([out], "study output"):  # one run per output folder: no run executed twice
+        manifest = write_manifest(out, campaign, source, runs)
+        manifest["study"] = campaign.study
+        atomic_write_text(out / R.MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
+        return drive(campaign.name, out, manifest, runs, execute_study, lambda recs: R.build_study(manifest, recs),
+                     cpus_per_run=campaign.cpus_per_run, workers=workers, address=address,
+                     retry_failed=retry_failed, flush_every=flush_every, progress=progress, stream=stream,
+                     stop_on_sigterm=stop_on_sigterm, use_ray=use_ray)
 
 
 def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Callable[..., dict[str, Any]],

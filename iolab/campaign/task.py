@@ -56,6 +56,10 @@ def execute(payload: dict[str, Any], traces_dir: str | None = None) -> dict[str,
         if traces_dir:
             path = write_trace(trace, Path(traces_dir) / f"{payload['run_id']}.h5")  # atomic
             rec["trace"] = str(path)
+        failed = [str(i) for i, st in zip(trace.jobs["id"], trace.jobs["status"]) if st != "ok"]
+        if failed:  # a real run whose apps failed (full disk, a killed rank) failed, as `iolab emulate` says
+            raise RuntimeError(f"{len(failed)} app(s) did not end ok: {', '.join(failed[:10])}"
+                               + (f" (trace {rec['trace']})" if rec["trace"] else ""))
     except Exception as exc:  # a failing run is a result, not a crash of the campaign
         rec.update(status="failed", error=f"{type(exc).__name__}: {exc}".strip()[:2000], metrics={},
                    traceback="".join(traceback.format_exception(exc)[-4:])[-4000:])

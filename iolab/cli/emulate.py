@@ -17,6 +17,7 @@ from ..errors import Interrupted
 from .format import dumps
 from .live import LiveView
 from .options import strict_option
+from .outcome import exit_if_failed
 from .simulate import metrics_json, print_metrics
 
 EXAMPLE = "table1-emulation.yaml"
@@ -66,7 +67,7 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
     m = io_metrics(trace)
     if as_json:
         click.echo(dumps({**metrics_json(m), "failures": trace.attrs.get("failures", {})}))
-        return
+        return exit_if_failed([trace], out)
     print_metrics(m, f"{spec.name}: policy {trace.attrs['policy']}, mapping {spec.mapping.kind}, emulator "
                      f"(time scale {trace.attrs['time_scale']:g}, {trace.attrs['wall_seconds']:.0f} s wall)")
     for app, f in trace.attrs.get("failures", {}).items():
@@ -76,3 +77,4 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quie
             update={"time_scale": trace.attrs["time_scale"]})})  # in the seconds of the run (--time-scale)
         click.echo(f"measured beyond the model (spec seconds): {describe_io(trace.attrs['calibration'], ran)}")
     click.echo(f"trace written to {out}")
+    exit_if_failed([trace], "")

@@ -11,6 +11,7 @@ from ..metrics.from_trace import trace_batch_metrics
 from ..errors import Interrupted
 from .format import dumps, table
 from .live import LiveView
+from .outcome import exit_if_failed
 
 
 def batch_sink(spec, quiet: bool, live: bool):
@@ -36,7 +37,7 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
                           "wall_seconds": a["wall_seconds"], "staging_rate_achieved": a["staging_rate_achieved"],
                           "staging_rate_target": a["staging_rate_target"],
                           "launch_overhead": a.get("launch_overhead", {})}))
-        return
+        return exit_if_failed([trace], out)
     click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs} jobs on {spec.platform.nodes} nodes, "
                f"emulator ({a.get('launcher', 'mpiexec')}, time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
                f"{a['wall_seconds']:.0f} s wall)")
@@ -45,3 +46,4 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
     for job, f in a.get("failures", {}).items():
         click.echo(f"{job}: {f['status']} at {f['time']:.4g} s: {f['reason']}")
     click.echo(f"trace written to {out}")
+    exit_if_failed([trace], "")

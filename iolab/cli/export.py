@@ -38,6 +38,8 @@ def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
     """Write TRACE (from simulate or emulate) as FORMAT.  swf and batsim-csv take a batch trace
     (an I/O trace's apps are exported as jobs on its R x P nodes too); csv takes any trace."""
     trace = read_trace(trace_path)
+    if len(trace.jobs) == 0:  # as `iolab report` refuses it: nothing a run left to export
+        raise TraceError(f"{trace_path}: trace has no jobs (no /jobs rows): nothing to export")
     if fmt != "csv" and not is_batch_trace(trace) and "nodes_per_io_node" not in trace.attrs:
         raise TraceError(f"{trace_path}: neither a batch nor an I/O trace; --format {fmt} needs one")
     try:

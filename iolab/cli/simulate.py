@@ -15,7 +15,7 @@ from ..metrics.from_trace import trace_batch_metrics
 from ..sim.batch.run import simulate_batch
 from ..sim.run import simulate as run_sim
 from ..specs.io import IO_POLICIES
-from ..specs.load import load_spec, read_document
+from ..specs.load import MAX_APPS, load_spec, read_document
 from ..specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
 from ..trace import write_trace
 from .format import dumps, table
@@ -58,7 +58,9 @@ def print_metrics(m, title: str) -> None:
 @click.option("--max-events", type=click.IntRange(1), default=MAX_EVENTS, show_default=True,
               help="refuse an I/O experiment estimated to need more events (or time steps)")
 @click.option("--max-jobs", type=click.IntRange(1), default=MAX_JOBS, show_default=True,
-              help="refuse a batch experiment with more jobs")
+              help="refuse a batch experiment with more jobs (inline jobs: counted while the spec is read)")
+@click.option("--max-apps", type=click.IntRange(1), default=MAX_APPS, show_default=True,
+              help="refuse an I/O experiment with more apps (counted while the spec is read)")
 @click.option("--phases", type=click.Choice(["all", "jobs", "none"]), default=None,
               help="batch specs: what the trace keeps of the jobs' phases: a row per phase (all, the default), "
                    "each job's I/O time only (jobs: the jobs table's io_time; for runs of 10^5 jobs and more), "
@@ -68,7 +70,7 @@ def print_metrics(m, title: str) -> None:
                    "per-phase costs and delivered rates; converted with this spec's emulator.time_scale; "
                    "docs/validation.md)")
 def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | None,
-             out: str | None, as_json: bool, max_events: int, max_jobs: int, phases: str | None,
+             out: str | None, as_json: bool, max_events: int, max_jobs: int, max_apps: int, phases: str | None,
              calibration: str | None) -> None:
     """Simulate the experiment in SPEC (YAML or JSON; - reads standard input) and print its metrics.
 
@@ -78,7 +80,8 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if dt is not None and dt <= 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
 
-    kind = read_document(spec_path).get("kind", "io")
+    limits = {"apps": max_apps, "jobs": max_jobs}
+    kind = read_document(spec_path, limits).get("kind", "io")
     if kind == "batch":
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
@@ -87,7 +90,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
-    spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt})
+    spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt}, limits=limits)
     if cal is not None:
         if not as_json:
             click.echo(f"calibration: {describe_io(cal, spec)} (spec seconds at time_scale "
@@ -128,13 +131,24 @@ class SimProgress:
         if now < self.next:
             return
         self.next = now + self.every
+        elapsed = now - self.t0
         print(f"{self.name}: {submitted}/{total} jobs submitted ({100 * submitted / max(total, 1):.0f} %), "
-              f"simulated time {t:.0f} s, {now - self.t0:.0f} s elapsed", file=self.stream or sys.stderr, flush=True)
+              f"simulated time {t:.0f} s, {elapsed:.0f} s elapsed{eta(submitted, total, elapsed)}",
+              file=self.stream or sys.stderr, flush=True)
+
+
+def eta(done: int, total: int, elapsed: float) -> str:
+    """``, about N s left``: the wall time left if the rest goes at the pace so far (jobs submitted per
+    wall second; the jobs still queued or running at the end add to it), or nothing before the first job."""
+    if done <= 0 or total <= done:
+        return ""
+    left = elapsed * (total - done) / done
+    return f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"
 
 
 def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
                     cal: dict | None = None, phases: str = "all") -> None:
-    spec = load_spec(spec_path)
+    spec = load_spec(spec_path, limits={"jobs": max_jobs})
     if cal is not None:
         spec = calibrated(spec, cal)
         o = spec.platform.overheads

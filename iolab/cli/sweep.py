@@ -9,7 +9,9 @@ import click
 from .options import strict_option
 
 from ..campaign import load_runs, run_campaign
+from ..campaign.runtimes import resolve
 from ..campaign.study import is_study_document, load_study, module_of
+from ..errors import RunError, SpecError
 from ..specs.load import read_document
 from ..specs.size import MAX_RUNS
 from .format import dumps
@@ -47,7 +49,7 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
     """
     study = is_study_document(read_document(campaign_path))
     if dry_run and study:
-        campaign, runs = load_study(campaign_path)
+        campaign, runs = load_study(campaign_path, max_runs=max_runs)
         click.echo(f"{campaign.name}: {len(runs)} runs (study {campaign.study})")
         for r in runs:
             click.echo(f"{r.index:5d} {r.run_id}  " + " ".join(f"{k}={v}" for k, v in r.params.items()
@@ -55,6 +57,10 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
         return
     if dry_run:
         campaign, runs = load_runs(campaign_path, mode=mode, max_runs=max_runs)
+        try:  # as the real sweep does: a runtime that cannot be imported or called is refused here too
+            resolve(campaign.runtime)
+        except RunError as exc:
+            raise SpecError(campaign_path, [("runtime", exc.message)]) from None
         if as_json:
             click.echo(dumps({"campaign": campaign.name, "runtime": campaign.runtime,
                               "runs": [{"run_id": r.run_id, **r.params} for r in runs]}))

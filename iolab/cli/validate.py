@@ -12,12 +12,14 @@ from ..atomic import atomic_write_text
 from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from ..calibration import describe_io, read_calibration
 from ..emulator.comparison import ranking_words
+from ..emulator.output_lock import hold_outputs
 from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
 from .format import table
 from .options import strict_option
+from .outcome import exit_if_failed
 from .validate_batch import validate_batch_cli
 from .validate_output import emit
 
@@ -140,6 +142,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     and per-phase costs measured by a real run (--calibration; docs/validation.md).
     """
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
+    if not campaign_path:  # one validation per work folder and report folder (held until the command ends)
+        ctx.with_resource(hold_outputs([work_dir, report_dir], "output of iolab validate"))
     if spec.kind == "batch":
         given = [f"--{n.replace('_', '-')}" for n in ("policies", "seeds", "jitter_text", "figure_path", "repeats",
                                                       "campaign_path")
@@ -177,7 +181,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     a = runs[0].emulated.attrs if runs else {}
     if emit(report, as_json=as_json, report_dir=report_dir, command=command_line(ctx, spec_path),
             machine={"host": a.get("host"), "versions": a.get("versions"), "nice": a.get("nice")}):
-        return
+        return exit_if_failed(real_traces(runs), "")
     s = report["summary"]
     click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "
                f"{s['makespan_error_max']:.2%}), geo-mean {s['error_geomean']:.2%}")
@@ -200,3 +204,9 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
                    f"inside the band; ranking by median makespan: {ranking_words(d['ranking']['makespan'])}")
     if figure_path:
         click.echo(f"figure written to {figure_path}")
+    exit_if_failed(real_traces(runs), "")
+
+
+def real_traces(runs) -> list:
+    """The real run of each policy, for the exit code."""
+    return [r.emulated for r in runs]

@@ -7,6 +7,7 @@ import click
 from ..emulator.validate import TraceMismatch
 from ..emulator.validate_batch import validate_batch
 from .format import table
+from .outcome import exit_if_failed
 from .validate_output import emit
 
 
@@ -36,14 +37,14 @@ def print_comparison(title: str, c: dict) -> None:
 def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration, *, report_dir=None,
                        command: str = "") -> None:
     try:
-        report, _ = validate_batch(spec, address=address, work_dir=work_dir, traces=traces_dir,
+        report, traces = validate_batch(spec, address=address, work_dir=work_dir, traces=traces_dir,
                                    calibration=calibration, progress=not as_json,
                                    note=None if as_json else lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
     if emit(report, as_json=as_json, report_dir=report_dir, command=command,
             machine={"host": report["real"]["host"], "versions": report["real"]["versions"]}):
-        return
+        return exit_if_failed([traces["real"]], "")
     cal = report["calibration"]
     o = cal["spec_seconds"]
     click.echo(f"{report['spec']}: scheduler {report['scheduler']}, real run {report['real']['wall_seconds']:.0f} s "
@@ -57,3 +58,4 @@ def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calib
     print_comparison("simulated as written (no launch/exit costs unless the spec sets platform.overheads):",
                      report["uncalibrated"])
     print_comparison("simulated with the calibration:", report["calibrated"])
+    exit_if_failed([traces["real"]], "")

@@ -64,6 +64,24 @@ def _attr(trace: Trace, name: str) -> float:
     return float(trace.attrs[name])
 
 
+def _check_times(jobs, cols: dict) -> None:
+    """Refuse a trace whose apps' times cannot be a run's: infinite or negative anywhere, a NaN
+    release, contention-free time or node count, a NaN end of an app that ended ``ok`` (a start or
+    end is NaN only for an app that never started or never ended), an end before its start."""
+    status = [str(x) for x in jobs["status"]] if "status" in jobs.columns else ["ok"] * len(jobs)
+    for i, ident in enumerate(str(x) for x in jobs["id"]):
+        for name, col in cols.items():
+            v = float(col[i])
+            if math.isnan(v) and (name == "start" and status[i] != "ok" or name == "end" and status[i] != "ok"):
+                continue
+            if not math.isfinite(v) or v < 0:
+                raise TraceError(f"app {ident!r} ({status[i]}): {name} is {v!r}; a run's times are finite "
+                                 "and >= 0 (a damaged trace?)")
+        if cols["end"][i] < cols["start"][i]:
+            raise TraceError(f"app {ident!r}: ends at {float(cols['end'][i])!r}, before its start "
+                             f"{float(cols['start'][i])!r} (a damaged trace?)")
+
+
 def io_metrics(trace: Trace) -> IOMetrics:
     jobs = trace.jobs
     if len(jobs) == 0:
@@ -71,11 +89,15 @@ def io_metrics(trace: Trace) -> IOMetrics:
     b = _attr(trace, "bandwidth")
     P = _attr(trace, "nodes_per_io_node")
     R = _attr(trace, "io_nodes")
+    for name, v in (("bandwidth", b), ("nodes_per_io_node", P), ("io_nodes", R)):
+        if not (math.isfinite(v) and v > 0):
+            raise TraceError(f"trace attribute {name} is {v!r}: it must be a finite number > 0")
     end = jobs["end"].astype(float)
     release = jobs["release"].astype(float)
     start = jobs["start"].astype(float)
     tmin = jobs["min_time"].astype(float)
     nodes = jobs["nodes"].astype(float)
+    _check_times(jobs, {"release": release, "start": start, "end": end, "min_time": tmin, "nodes": nodes})
     finished = ~np.isnan(end)
     with np.errstate(divide="ignore", invalid="ignore"):
         stretch = np.where(end - release > 0, tmin / (end - release), 1.0)

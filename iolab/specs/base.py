@@ -76,9 +76,32 @@ def problems_of(err: ValidationError) -> list[tuple[str, str]]:
         elif e["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; `iolab schema` lists the fields)"
         elif e["type"] == "literal_error":
-            msg = f"{msg}; got {e.get('input')!r}"
-        out.append((prefix, msg))
+            msg = f"{msg}; got {_cut(repr(e.get('input')))}"
+        hint = _yaml_number_hint(e.get("input")) if e["type"] in ("float_type", "float_parsing", "int_type",
+                                                                      "int_parsing") else ""
+        out.append((prefix, _cut(msg) + hint))
     return out
+
+
+MAX_REASON = 300  # characters of one reason: a message never echoes a 10 MB field
+
+
+def _cut(text: str, n: int = MAX_REASON) -> str:
+    return text if len(text) <= n else f"{text[:n]}... ({len(text)} characters)"
+
+
+def _yaml_number_hint(value: Any) -> str:
+    """Why a number came as text: YAML 1.1 (PyYAML) reads ``1e308`` as a string; it needs a dot
+    and a signed exponent (``1.0e+308``)."""
+    if not isinstance(value, str) or len(value) > 64:
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    return (f" (got the text {value!r}: YAML reads a number like 1e308 as text; write it with a dot and a "
+            "signed exponent, e.g. 1.0e+308)") if any(c in value.lower() for c in "e") else \
+        f" (got the text {value!r}; write the number without quotes)"
 
 
 # ---------------------------------------------------------------- shared checks

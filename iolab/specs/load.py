@@ -38,6 +38,7 @@ from ..errors import SpecError
 from .base import problems_of
 from .batch import BatchExperiment
 from .io import IOExperiment
+from .size import MAX_JOBS
 
 KINDS: Mapping[str, type[BaseModel]] = {"io": IOExperiment, "batch": BatchExperiment}
 
@@ -140,14 +141,107 @@ def spec_dir(path: str | Path) -> Path:
     return Path(path).resolve().parent
 
 
-def read_document(path: str | Path) -> dict[str, Any]:
-    """Read YAML or JSON into a dict, with the file name in every error."""
+MAX_APPS = 10_000  # apps of one I/O spec (simulate --max-apps); counted while the document is read
+MAX_LINE = 1 << 20  # characters of one line of a spec
+
+# The lists counted while a document is read: key path from the root -> (what, default limit, option).
+COUNTED = {("apps",): ("apps", MAX_APPS, "--max-apps"), ("workload", "jobs"): ("jobs", MAX_JOBS, "--max-jobs")}
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _check_lines(text: str, source: str) -> None:
+    """Refuse a line longer than :data:`MAX_LINE` (before the parser builds a 10 MB scalar)."""
+    start = 0
+    n = len(text)
+    if n <= MAX_LINE:
+        return
+    line = 1
+    while start < n:
+        end = text.find("\n", start)
+        end = n if end < 0 else end
+        if end - start > MAX_LINE:
+            raise SpecError(source, [(f"line {line}", f"{end - start} characters; a line of a spec is at most "
+                                                      f"{MAX_LINE}")])
+        start, line = end + 1, line + 1
+
+
+def count_items(text: str, source: str, limits: Mapping[str, int] | None = None) -> None:
+    """Count the entries of the lists of :data:`COUNTED` while the YAML is scanned (events only,
+    libyaml's parser where installed; nothing is built) and refuse, at the first entry past the
+    limit, naming its line, the count and the option that lifts the limit."""
+    limits = limits or {}
+    bound = {k: limits.get(what, dflt) for k, (what, dflt, _) in COUNTED.items()}
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    stack: list[list] = []  # per open collection: [kind, pending key (map) or entries so far (seq), its key]
+    try:
+        for ev in yaml.parse(text, Loader=loader):
+            if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent, yaml.ScalarEvent, yaml.AliasEvent)):
+                if stack:
+                    top = stack[-1]
+                    if top[0] == "map":
+                        if top[1] is None:  # this node is a key
+                            top[1] = ev.value if isinstance(ev, yaml.ScalarEvent) else ""
+                            continue
+                        key = top[1]
+                        top[1] = None
+                    else:
+                        key = top[1]
+                        top[1] += 1
+                        keys = tuple(x[2] for x in stack[1:])  # the path of this list from the root mapping
+                        if keys in bound and stack[0][0] == "map" and top[1] > bound[keys]:
+                            what, _, option = COUNTED[keys]
+                            raise _TooMany(".".join(keys), ev.start_mark.line + 1, what, bound[keys], option)
+                else:
+                    key = None
+                parent_keys_ok = all(x[0] == "map" for x in stack)  # counted lists hang off mappings only
+                if isinstance(ev, yaml.MappingStartEvent):
+                    stack.append(["map", None, key if parent_keys_ok else None])
+                elif isinstance(ev, yaml.SequenceStartEvent):
+                    stack.append(["seq", 0, key if parent_keys_ok else None])
+            elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                stack.pop()
+    except _TooMany as tm:
+        field_, line, what, limit, option = tm.args
+        raise SpecError(source, [(field_, f"more than {limit} {what} (counted while reading, line {line}); "
+                                          f"this is above the limit: pass {option} N to allow more where the "
+                                          "command has it (docs/specs.md, 'Limits')")]) from None
+    except yaml.YAMLError:
+        return  # parse_text reports the syntax error with its line
+
+
+def read_document(path: str | Path, limits: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Read YAML or JSON into a dict, with the file name in every error.  Before anything is
+    built: lines are at most :data:`MAX_LINE` characters and the lists of :data:`COUNTED` (apps,
+    inline jobs) within their limits (``limits``: ``{"apps": N, "jobs": N}`` overrides)."""
     source = "<stdin>" if str(path) == STDIN else str(path)
     text = read_text(path)
-    data = parse_text(text, source, json_only=str(path) != STDIN and Path(path).suffix.lower() == ".json")
+    json_only = str(path) != STDIN and Path(path).suffix.lower() == ".json"
+    if not json_only:  # JSON (a .json file) is often one long line, and is read at C speed
+        _check_lines(text, source)
+        count_items(text, source, limits)
+    data = parse_text(text, source, json_only=json_only)
     if not isinstance(data, dict):
         raise SpecError(source, [("(top level)", "a spec is a mapping of fields")])
+    if json_only:  # JSON is read at C speed: count what was built, before it is validated
+        count_built(data, source, limits)
     return data
+
+
+def count_built(data: dict[str, Any], source: str, limits: Mapping[str, int] | None = None) -> None:
+    """The limits of :func:`count_items` on a document already read (JSON)."""
+    limits = limits or {}
+    for keys, (what, dflt, option) in COUNTED.items():
+        node: Any = data
+        for k in keys:
+            node = node.get(k) if isinstance(node, dict) else None
+        limit = limits.get(what, dflt)
+        if isinstance(node, list) and len(node) > limit:
+            raise SpecError(source, [(".".join(keys), f"{len(node)} {what}, above the limit of {limit}: pass "
+                                                      f"{option} N to allow more where the command has it "
+                                                      "(docs/specs.md, 'Limits')")])
 
 
 def parse_spec(data: dict[str, Any], source: str = "<spec>", kind: str | None = None,
@@ -188,9 +282,10 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any] | None, sour
 
 
 def load_spec(path: str | Path, kind: str | None = None, overrides: dict[str, Any] | None = None,
-              kinds: Mapping[str, type[BaseModel]] = KINDS) -> Any:
+              kinds: Mapping[str, type[BaseModel]] = KINDS, limits: Mapping[str, int] | None = None) -> Any:
     """Load a spec file (``-``: standard input); ``overrides`` (dotted keys) are applied before
-    validation; relative paths inside resolve against the file's folder."""
+    validation; relative paths inside resolve against the file's folder; ``limits``: see
+    :func:`read_document`."""
     source = "<stdin>" if str(path) == STDIN else str(path)
-    data = apply_overrides(read_document(path), overrides, source)
+    data = apply_overrides(read_document(path, limits), overrides, source)
     return parse_spec(data, source, kind, kinds, base_dir=spec_dir(path))

@@ -30,7 +30,8 @@ def load_workload(experiment: Any) -> list[Any]:
                               memory_per_node=pl.memory_per_node)
     if src == "swf":
         skip = w.skip
-        jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit)
+        jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit,
+                        max_nodes=experiment.platform.nodes, first=skip)
         if skip:
             if skip >= len(jobs):
                 raise SWFError(str(w.path), 0, f"workload.skip: {skip} leaves no job (the file has {len(jobs)})")

@@ -34,13 +34,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from iolab.errors import IolabError
+from iolab.specs.base import MAX_TIME
 from iolab.specs.batch import Job, parse_size
+
+MAX_BYTES = 1e24  # a yottabyte: any finite size a platform could hold
 
 
 class ScriptError(IolabError):
@@ -104,6 +110,7 @@ class SlurmScript:
     capacity: float  # burst buffer bytes asked for
     access_mode: str = ""
     staged: list[Staged] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)  # the header line of each job field given
 
     @property
     def input(self) -> float:
@@ -175,23 +182,65 @@ def parse_begin(value: str, now: _dt.datetime | None) -> float:
     return max(0.0, (t - now).total_seconds())
 
 
+def _special(path: Path) -> str | None:
+    """The special filesystem ``path`` lies in (/proc, /sys, /dev), symlinks resolved, or None."""
+    for p in {str(path.absolute()), str(path.resolve())}:
+        for root in SPECIAL_ROOTS:
+            if p == root or p.startswith(root + "/"):
+                return root
+    return None
+
+
+def _dir_bytes(path: Path) -> float:
+    """The bytes of a directory's regular files, walked without following symlinks, refusing
+    special filesystems (in it, e.g. ``/``) and more than :data:`MAX_STAGED_FILES` entries."""
+    total, seen, todo = 0.0, 0, [path]
+    while todo:
+        d = todo.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError as exc:
+            raise ValueError(f"cannot list {d} to size the stage-in ({exc.strerror})") from None
+        for e in entries:
+            seen += 1
+            if seen > MAX_STAGED_FILES:
+                raise ValueError(f"{path} holds more than {MAX_STAGED_FILES} files and folders: too many to size "
+                                 "(stage a smaller folder, or give type=file with size=SIZE)")
+            if e.is_dir(follow_symlinks=False):
+                if _special(Path(e.path)):
+                    raise ValueError(f"{path} contains {e.path}, a special filesystem (/proc, /sys, /dev): "
+                                     "not data to stage")
+                todo.append(Path(e.path))
+            elif e.is_file(follow_symlinks=False):
+                total += e.stat(follow_symlinks=False).st_size
+    return total
+
+
 def _size_on_disk(path: Path, kind: str) -> float | None:
+    root = _special(path)
+    if root:
+        raise ValueError(f"{path} is in {root}, a special filesystem: not data to stage")
     if kind == "list":
         if not path.is_file():
             return None
         total = 0.0
-        for line in path.read_text().splitlines():
-            parts = line.split()
-            if parts:
-                f = (path.parent / parts[0]) if not Path(parts[0]).is_absolute() else Path(parts[0])
-                if not f.is_file():
-                    return None
-                total += f.stat().st_size
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, start=1):
+                if n > MAX_STAGED_FILES:
+                    raise ValueError(f"{path} lists more than {MAX_STAGED_FILES} files")
+                parts = line.split()
+                if parts:
+                    f_ = (path.parent / parts[0]) if not Path(parts[0]).is_absolute() else Path(parts[0])
+                    if _special(f_):
+                        raise ValueError(f"{path}:{n}: {_short(parts[0])} is in a special filesystem")
+                    if not f_.is_file():
+                        return None
+                    total += f_.stat().st_size
         return total
     if kind == "directory":
         if not path.is_dir():
             return None
-        return float(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()))
+        return _dir_bytes(path)
     return float(path.stat().st_size) if path.is_file() else None
 
 
@@ -215,10 +264,7 @@ def read_script(path: str | Path, *, default_time: float | None = 3600.0,
     p = Path(path)
     if not p.is_file():
         raise ScriptError(p, 0, "no such Slurm script")
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScriptError(p, 0, f"cannot read it ({exc})") from None
+    header = _header_lines(p)
     name = p.stem
     nodes: int | None = None
     ntasks = per_node = None
@@ -228,14 +274,12 @@ def read_script(path: str | Path, *, default_time: float | None = 3600.0,
     access = ""
     staged: list[Staged] = []
     cap_line = 0
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+    lines = {}  # the line of each job field, for the errors of Job's own checks
+    for lineno, line in header:
         if lineno == 1 and line.startswith("#!"):
             continue
-        if not line:
+        if not line or not line.startswith("#"):
             continue
-        if not line.startswith("#"):
-            break  # sbatch stops reading directives at the first command
         try:
             if line.startswith("#SBATCH"):
                 for opt, val in _sbatch_options(line[len("#SBATCH"):]):
@@ -244,14 +288,20 @@ def read_script(path: str | Path, *, default_time: float | None = 3600.0,
                         if not m or int(m.group(1)) < 1:
                             raise ValueError(f"--nodes={val}: a node count N or min-max, N >= 1")
                         nodes = int(m.group(1))
+                        if nodes > MAX_NODES:
+                            raise ValueError(f"--nodes={_short(val)}: above {MAX_NODES} nodes")
+                        lines["nodes"] = lineno
                     elif opt == "time":
                         walltime = parse_time_limit(val)
+                        lines["walltime"] = lines["runtime"] = lineno
                     elif opt == "job-name":
                         name = val
                     elif opt == "begin":
                         begin = parse_begin(val, now)
+                        lines["submit"] = lineno
                     elif opt == "ntasks":
                         ntasks = _positive(val, "--ntasks")
+                        lines.setdefault("nodes", lineno)
                     elif opt == "ntasks-per-node":
                         per_node = _positive(val, "--ntasks-per-node")
                     elif opt == "bb":
@@ -288,6 +338,11 @@ def read_script(path: str | Path, *, default_time: float | None = 3600.0,
                     raise ValueError(f"unknown {prefix} directive {verb!r} (jobdw, stage_in, stage_out)")
         except ValueError as exc:
             raise ScriptError(p, lineno, str(exc)) from None
+    if not any(ln.startswith(("#SBATCH", "#DW", "#BB_LUA")) for _, ln in header):
+        raise ScriptError(p, 0, "no #SBATCH, #DW or #BB_LUA directive before its first command: nothing says "
+                                "what the job asks for (nodes, time); is it a Slurm batch script?")
+    if cap_line:
+        lines["storage"] = cap_line
     time_given = walltime is not None
     if walltime is None:
         if default_time is None:
@@ -301,21 +356,71 @@ def read_script(path: str | Path, *, default_time: float | None = 3600.0,
         if s.bytes > capacity:
             raise ScriptError(p, s.line, f"{s.direction} of {s.bytes:.6g} B exceeds the burst buffer's "
                                          f"capacity {capacity:.6g} B (line {cap_line})")
-    return SlurmScript(path=str(p), name=name, nodes=nodes, walltime=walltime, time_given=time_given,
-                       begin=begin, capacity=capacity, access_mode=access, staged=staged)
+    for what, value in (("walltime", walltime), ("submit", begin)):
+        if value + (walltime if what == "submit" else 0.0) > MAX_TIME:
+            raise ScriptError(p, lines.get(what, 0), f"{what} {value:.4g} s: the run's times would pass the limit "
+                                                     f"of {MAX_TIME:g} s (docs/specs.md, 'Limits')")
+    script = SlurmScript(path=str(p), name=name, nodes=nodes, walltime=walltime, time_given=time_given,
+                         begin=begin, capacity=capacity, access_mode=access, staged=staged, lines=lines)
+    try:
+        script.job()
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        field_ = str(e["loc"][0]) if e["loc"] else ""
+        raise ScriptError(p, lines.get(field_, 0), f"{field_}: {_short(e['msg'], 200)}") from None
+    return script
+
+
+MAX_LINE = 65_536  # characters of one header line
+MAX_HEADER_LINES = 100_000
+MAX_NODES = 10_000_000  # as iolab.specs.batch.Job
+MAX_STAGED_FILES = 100_000  # files of one staged directory or list
+SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def _short(text: str, n: int = 80) -> str:
+    """A value as it goes into a message: at most ``n`` characters."""
+    text = str(text)
+    return text if len(text) <= n else f"{text[:n]}... ({len(text)} characters)"
+
+
+def _header_lines(p: Path) -> list[tuple[int, str]]:
+    """The stripped lines before the first command (what sbatch reads), each bounded to
+    :data:`MAX_LINE` characters while it is read: a 10 MB line is refused, not loaded."""
+    out: list[tuple[int, str]] = []
+    try:
+        with open(p, encoding="utf-8") as f:
+            for lineno in range(1, MAX_HEADER_LINES + 1):
+                raw = f.readline(MAX_LINE + 1)
+                if not raw:
+                    return out
+                if len(raw) > MAX_LINE and not raw.endswith("\n"):
+                    if raw.lstrip().startswith("#"):
+                        raise ScriptError(p, lineno, f"line longer than {MAX_LINE} characters")
+                    return out  # a long command: the header has ended
+                line = raw.strip()
+                if line and not line.startswith("#"):
+                    return out  # sbatch stops reading directives at the first command
+                out.append((lineno, line))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScriptError(p, 0, f"cannot read it ({exc})") from None
+    raise ScriptError(p, MAX_HEADER_LINES, f"more than {MAX_HEADER_LINES} comment lines before the first command")
 
 
 def _positive(val: str, what: str) -> int:
-    if not val.isdigit() or int(val) < 1:
-        raise ValueError(f"{what}={val}: a positive integer")
+    if not val.isdigit() or int(val) < 1 or len(val) > 12:
+        raise ValueError(f"{what}={_short(val)}: a positive integer below 10^12")
     return int(val)
 
 
 def _size(val: str, what: str) -> float:
     try:
-        return float(parse_size(val))  # type: ignore[arg-type]
+        size = float(parse_size(val))  # type: ignore[arg-type]
     except ValueError as exc:
-        raise ValueError(f"{what}: {exc}") from None
+        raise ValueError(f"{what}: {_short(str(exc), 200)}") from None
+    if not math.isfinite(size) or size > MAX_BYTES:
+        raise ValueError(f"{what}={_short(val)}: {size:.3g} B, above the limit of {MAX_BYTES:.3g} B")
+    return size
 
 
 def _stage(script: Path, lineno: int, verb: str, kv: dict[str, str]) -> Staged:

@@ -158,7 +158,11 @@ class SWFTrace:
             return p // n
         return 1
 
-    def jobs(self, procs_per_node: int | None = None) -> list[Job]:
+    def jobs(self, procs_per_node: int | None = None, max_nodes: int | None = None,
+             strict: bool = True, first: int = 0) -> list[Job]:
+        """The records as jobs.  A job needing more than ``max_nodes`` (the platform's nodes; at most
+        Job's own bound) is an error naming its line, or with ``strict=False`` unusable (skipped); the
+        jobs before the ``first`` usable one (a window's ``skip``) are not checked against ``max_nodes``."""
         ppn = procs_per_node or self.procs_per_node
         t = self.table
         req, alloc = t[:, _COL["req_procs"]], t[:, _COL["alloc_procs"]]
@@ -172,6 +176,21 @@ class SWFTrace:
         rq = t[:, _COL["req_time"]]
         walltime = np.where(rq > 0, rq, np.maximum(runtime, 1.0))
         nodes = np.ceil(procs / ppn)
+        bound = _MAX_NODES if max_nodes is None else min(max_nodes, _MAX_NODES)
+        big = usable & (nodes > bound)
+        if first and max_nodes is not None:
+            big &= (np.cumsum(usable) > first) | (nodes > _MAX_NODES)
+        if big.any():
+            what = f"platform.nodes is {max_nodes}" if max_nodes is not None and max_nodes <= _MAX_NODES else \
+                f"the limit is {_MAX_NODES}"
+            rows = [(n, f"job {j} needs {int(k)} nodes; {what}")
+                    for n, j, k in zip(self.lines[big].tolist(), t[big, 0].astype(np.int64).tolist(), nodes[big].tolist())]
+            if strict:
+                n, reason = rows[0]
+                raise SWFError(self.path, n, reason + (f" ({len(rows)} such jobs; a smaller window (workload.limit, "
+                                                       "skip), more nodes, or strict: false to skip them)"))
+            self.unusable += rows
+            usable &= ~big
         user = t[:, _COL["user"]]
         # read_swf has checked every value Job would (finite, within MAX_TIME, submit >= 0, positive
         # job number); only the node bound is left.  Validating 243 k jobs again through pydantic
@@ -185,7 +204,7 @@ class SWFTrace:
             if name is None:
                 name = users[u] = "unknown" if u == -1 else str(int(u))
             fields = dict(id=str(j), user=name, submit=sub, nodes=n, walltime=w, runtime=r)
-            out.append(_trusted_job(fields) if n <= _MAX_NODES else Job.model_validate(fields))  # raises, naming the field
+            out.append(_trusted_job(fields))  # nodes within bound: checked above
         return out
 
 
@@ -232,12 +251,31 @@ def _trusted_job(fields: dict) -> Job:
     return job
 
 
+MAX_LINE = 4096  # characters of one SWF line (18 numbers take under 200)
+
+
+def _short(tok: str, n: int = 40) -> str:
+    """A field as it goes into a message: its repr, cut to ``n`` characters."""
+    return repr(tok) if len(tok) <= n else f"{tok[:n]!r}... ({len(tok)} characters)"
+
+
 def _open_text(path: Path) -> Iterator[str]:
+    """The file's lines (``.gz`` detected by content), each bounded while it is read: a line longer
+    than :data:`MAX_LINE` is an error naming it, not a 10 MB string."""
     with path.open("rb") as fh:
         magic = fh.read(2)
     opener = gzip.open if magic == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
-        yield from fh
+        lineno = 0
+        while True:
+            line = fh.readline(MAX_LINE + 1)
+            if not line:
+                return
+            lineno += 1
+            if len(line) > MAX_LINE and not line.endswith("\n"):
+                raise SWFError(str(path), lineno, f"line longer than {MAX_LINE} characters (an SWF line is 18 "
+                                                  "numbers)")
+            yield line
 
 
 def _parse_line(text: str, lineno: int) -> SWFRecord | str:
@@ -265,16 +303,16 @@ def _check_fields(parts: list[str], lineno: int) -> SWFRecord | str:
         try:
             v = float(tok)
         except ValueError:
-            return f"field {FIELDS.index(name) + 1} ({name}) is not a number: {tok!r}"
+            return f"field {FIELDS.index(name) + 1} ({name}) is not a number: {_short(tok)}"
         if not math.isfinite(v):
-            return f"field {FIELDS.index(name) + 1} ({name}) is not finite: {tok!r}"
+            return f"field {FIELDS.index(name) + 1} ({name}) is not finite: {_short(tok)}"
         if abs(v) > MAX_TIME:  # a run's times would overflow (docs/specs.md, 'Limits')
-            return f"field {FIELDS.index(name) + 1} ({name}) is above {MAX_TIME:g}: {tok!r}"
+            return f"field {FIELDS.index(name) + 1} ({name}) is above {MAX_TIME:g}: {_short(tok)}"
         if v == -1:
             values[name] = None
         elif name in _INT_FIELDS:
             if v != int(v):
-                return f"field {FIELDS.index(name) + 1} ({name}) must be an integer: {tok!r}"
+                return f"field {FIELDS.index(name) + 1} ({name}) must be an integer: {_short(tok)}"
             values[name] = int(v)
         else:
             values[name] = v
@@ -403,16 +441,17 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
 
 
 def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
-             procs_per_node: int | None = None) -> list[Job]:
+             procs_per_node: int | None = None, max_nodes: int | None = None, first: int = 0) -> list[Job]:
     """Jobs of an SWF file, in file order.  Skipped lines and unusable records are counted in an
-    :class:`iolab.errors.InputWarning`."""
+    :class:`iolab.errors.InputWarning`.  ``max_nodes``: the platform's nodes (a bigger job is an error
+    naming its line, or skipped with ``strict=False``), from the ``first`` job on."""
     with _gc_paused():
         trace = read_swf(path, strict=strict, limit=limit)
-        jobs = trace.jobs(procs_per_node)
+        jobs = trace.jobs(procs_per_node, max_nodes=max_nodes, strict=strict, first=first)
     dropped = trace.problems + trace.unusable
     if dropped:
         first = "; ".join(f"line {n}: {r}" for n, r in sorted(dropped)[:3])
         warnings.warn(f"{trace.path}: skipped {len(dropped)} line(s) ({len(trace.problems)} malformed, "
-                      f"{len(trace.unusable)} without a processor count), first: {first}",
+                      f"{len(trace.unusable)} unusable: no processor count or too many nodes), first: {first}",
                       InputWarning, stacklevel=2)
     return jobs

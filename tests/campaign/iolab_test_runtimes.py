@@ -34,3 +34,12 @@ def failing(spec, *, mode, run_id="", workdir=None):
     if spec.policy == "stretch":
         raise InjectedFailure(f"injected failure for {spec.name} under policy stretch")
     return run_sim(spec, mode=mode)
+
+
+def first_app_fails(spec, *, mode, run_id="", workdir=None):
+    """A run that ends with its first app ``failed`` in the trace (as a real run whose rank died)."""
+    trace = run_sim(spec, mode=mode)
+    status = trace.jobs.columns["status"].astype(object)
+    status[0] = "failed"
+    trace.jobs.columns["status"] = status
+    return trace

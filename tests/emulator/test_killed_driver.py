@@ -1,0 +1,64 @@
+"""``kill -9`` of the driver of a small real run (issue 32, item 1): 10 s later no process of the run is
+alive (counted on /proc, by PID and start time), the MPICH shared-memory segments and hydra files its
+processes used are gone, and the partial trace written as the run went is there and readable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from iolab.cli import cli
+from iolab.emulator.run_residue import _files_of, descendants, start_time
+from iolab.trace import read_trace
+from small_runs import small_io
+
+pytestmark = [pytest.mark.mpi, pytest.mark.ray, pytest.mark.long]
+
+IOLAB = str(Path(sys.executable).parent / "iolab")
+
+
+def test_kill_9_of_the_driver_leaves_no_process_no_segment_and_a_partial_trace(tmp_path):
+    spec = small_io("killed")
+    spec["emulator"]["ranks_per_app"] = 2  # two ranks on one host: MPICH's shared memory is used
+    spec["apps"] = [{**a, "iterations": 200} for a in spec["apps"]]  # runs well past the kill
+    path = tmp_path / "killed.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out, work = tmp_path / "run.h5", tmp_path / "w"
+    driver = subprocess.Popen([IOLAB, "emulate", str(path), "--out", str(out), "--work-dir", str(work)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and driver.poll() is None:  # the clock started, phases under way
+            if out.exists() and any((work / "io-node-0").glob("*/ckpt-*")):
+                break
+            time.sleep(0.2)
+        assert driver.poll() is None and out.exists(), "the run did not get going"
+        time.sleep(6)  # at least one more partial trace
+        procs = descendants(driver.pid)
+        files = set().union(*(_files_of(p) for p, _ in procs))
+        assert len(procs) >= 6  # Ray's own processes, two mpiexec with their proxies and ranks
+        assert any(f.startswith("/dev/shm/mpich_shm_") for f in files)  # the ranks' shared memory, seen
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+        time.sleep(10)
+        alive = [p for p, st in procs if start_time(p) == st]
+        assert alive == [], [Path(f"/proc/{p}/cmdline").read_bytes()[:120] for p in alive]
+        assert [f for f in files if os.path.exists(f)] == []
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    t = read_trace(out)
+    assert t.attrs["complete"] is False
+    assert len(t.phases) > 0  # the phases that ended before the kill
+    r = CliRunner().invoke(cli, ["report", str(out)])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    log = (work / "logs" / "reaper.log").read_text()
+    assert "the driver died; stopped" in log
