@@ -58,6 +58,22 @@ def parse_rate(text: str) -> float:
     return parse_size(body)
 
 
+def format_size(nbytes: float, digits: int = 15) -> str:
+    """A size as a person writes it, in the largest decimal unit it reaches: 2048e9 -> ``"2048 GB"``,
+    1000 -> ``"1 kB"``, 512 -> ``"512 B"``.  With the default ``digits`` :func:`parse_size` gives the
+    value back; when a decimal unit cannot hold it exactly, the number of bytes (``"1234567 B"``
+    stays exact)."""
+    v = float(nbytes)
+    for unit in ("PB", "TB", "GB", "MB", "kB"):
+        scale = SIZE_UNITS[unit.lower()]
+        if abs(v) >= scale:
+            text = f"{v / scale:.{digits}g} {unit}"
+            if digits < 15 or parse_size(text) == v:
+                return text
+            break
+    return f"{v:.{digits}g} B" if v != int(v) or abs(v) >= 1e15 else f"{int(v)} B"
+
+
 def parse_duration(text: str) -> float:
     """``"5m"`` -> 300.0 seconds, ``"2h"`` -> 7200.0, ``"30"`` -> 30.0."""
     parts = _split(text)
