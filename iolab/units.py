@@ -74,6 +74,27 @@ def format_size(nbytes: float, digits: int = 15) -> str:
     return f"{v:.{digits}g} B" if v != int(v) or abs(v) >= 1e15 else f"{int(v)} B"
 
 
+def format_duration(seconds: float, decimals: int = 0) -> str:
+    """A duration as a clock reads it: ``m:ss`` below an hour, ``h:mm:ss`` above, ``N d h:mm:ss``
+    from a day (``decimals`` digits of the seconds kept); ``-`` for nan, ``inf`` for infinity.
+    Negative durations keep their sign."""
+    if seconds != seconds:
+        return "-"
+    if seconds in (float("inf"), float("-inf")):
+        return "inf" if seconds > 0 else "-inf"
+    sign = "-" if seconds < 0 else ""
+    scale = 10 ** decimals
+    ticks = int(round(abs(seconds) * scale))
+    whole, frac = divmod(ticks, scale)
+    m, s = divmod(whole, 60)
+    h, m = divmod(m, 60)
+    d, h = divmod(h, 24)
+    sec = f"{s:02d}" + (f".{frac:0{decimals}d}" if decimals else "")
+    if d:
+        return f"{sign}{d} d {h}:{m:02d}:{sec}"
+    return f"{sign}{h}:{m:02d}:{sec}" if h else f"{sign}{m}:{sec}"
+
+
 def parse_duration(text: str) -> float:
     """``"5m"`` -> 300.0 seconds, ``"2h"`` -> 7200.0, ``"30"`` -> 30.0."""
     parts = _split(text)
