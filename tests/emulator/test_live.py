@@ -149,6 +149,15 @@ def test_emulate_live_draws_in_a_pty_and_ctrl_c_leaves_the_terminal_usable(tmp_p
         rc = term.proc.wait(timeout=60)
         assert rc in (1, 130), tail[-2000:]  # 1 until issue 13 item 6 makes every command exit 130
         assert "interrupted" in tail, tail[-2000:]
+        # the last frame drawn shows what the interruption did: nothing still "running"
+        last = plain(term.screen)
+        last = last[last.rfind("policy fifo" if kind == "io" else "scheduler sas"):]
+        if kind == "io":
+            assert re.search(r"\bA\s.*killed", last) and re.search(r"\bB\s.*killed", last), last[-2000:]
+            assert not re.search(r"\b[AB]\s.*running", last), last[-2000:]
+        else:
+            assert re.search(r"jobs [^\n]*2 killed", last), last[-2000:]
+            assert not re.search(r"\b[ab]\s.*(stage-in|running)", last), last[-2000:]
         assert term.usable() == []
     finally:
         term.close()
