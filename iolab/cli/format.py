@@ -86,7 +86,7 @@ def seconds(v: float, digits: int = 4) -> str:
         return "-"
     if abs(v) >= 60 or math.isinf(v):
         return format_duration(v)
-    return f"{fmt(v, digits)} s"
+    return f"{int(v)} s" if v == int(v) else f"{fmt(v, digits)} s"
 
 
 def dumps(obj: Any) -> str:

@@ -67,9 +67,10 @@ BATCH_ROWS = (("wait", "wait s"), ("run", "run s"), ("turnaround", "turnaround s
 
 
 def partial_json(cut) -> dict:
-    """``complete`` and, for an interrupted run, when it stopped and what it cut."""
+    """For an interrupted run: ``complete: false``, when it stopped and what it cut (nothing for a
+    complete one, whose JSON is that of ``simulate --json``)."""
     if cut is None:
-        return {"complete": True}
+        return {}
     return {"complete": False, "interrupted_at": cut.at, "cut": [{"id": i, "state": s} for i, s in cut.cut]}
 
 
