@@ -87,6 +87,30 @@ def test_lackner_quick_study(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["figure"] for r in rows} == {"3", "4"}
     assert (tmp_path / "fig3.png").stat().st_size > 10_000 and (tmp_path / "fig4.png").stat().st_size > 10_000
+    # the output says what this run shows against the paper's claim, from its own headline
+    head = summary["headline"]
+    worse = [c for c, h in head.items() if h["sas_makespan"] > h["best_random_makespan"]
+             or h["sas_turnaround"] > h["best_random_turnaround"]]
+    line = next(ln for ln in res.output.splitlines() if ln.startswith("this run: "))
+    if worse:
+        assert f"NOT reproduced in {len(worse)} of {len(head)} cases" in line and "cannot show" in line
+        assert all(c in line for c in worse)
+    else:
+        assert line.startswith("this run: reproduced")
+
+
+def test_lackner_verdict_says_why_a_small_size_cannot_reproduce():
+    from iolab.studies.lackner import QUICK, LacknerSize, verdict
+
+    worse = {"2048GB_k5": {"sas_makespan": 3.0, "best_random_makespan": 2.0, "sas_turnaround": 1.0,
+                           "best_random_turnaround": 2.0}}
+    better = {"2048GB_k5": {"sas_makespan": 1.0, "best_random_makespan": 2.0, "sas_turnaround": 1.0,
+                            "best_random_turnaround": 2.0}}
+    assert verdict(better, QUICK).startswith("reproduced")
+    quick = verdict(worse, QUICK)
+    assert quick.startswith("NOT reproduced in 1 of 1") and "60 jobs per workload (the paper: 500)" in quick
+    full = verdict(worse, LacknerSize(repetitions=10))  # the paper's size: no excuse offered
+    assert full.startswith("NOT reproduced") and "cannot show" not in full
 
 
 def test_lackner_sensitivity_moves_one_constant_and_compares_sas_with_every_p(tmp_path):
