@@ -27,13 +27,16 @@ def engine_options(fn):
                   help="runs in flight at once (local Ray: its num_cpus) [default: CPUs of this machine / the cluster]")
     @click.option("--address", help="join this Ray cluster (host:port or 'auto'); default: start a local Ray")
     @click.option("--no-ray", is_flag=True, help="run the runs one after the other in this process (same journal "
-                                                  "and results; no Ray start)")
+                                                  "and results; no Ray start); the default of --quick unless "
+                                                  "--workers or --address is given (a few seconds of runs need "
+                                                  "no Ray start of ~6 s)")
     @click.option("--retry-failed", is_flag=True, help="rerun the runs recorded as failed")
     @click.option("--campaign", "campaign_file", type=click.Path(dir_okay=False),
                   help="write the study's campaign file here and run nothing (`iolab sweep FILE` runs it)")
     @functools.wraps(fn)
     def wrapper(*args, workers, address, no_ray, retry_failed, campaign_file, **kwargs):
-        engine = Engine(workers=workers, address=address, use_ray=not no_ray, stop_on_sigterm=True,
+        small = kwargs.get("quick") and workers is None and address is None
+        engine = Engine(workers=workers, address=address, use_ray=not (no_ray or small), stop_on_sigterm=True,
                         retry_failed=retry_failed)
         try:
             return fn(*args, engine=engine, campaign_file=campaign_file, **kwargs)
