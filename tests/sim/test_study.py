@@ -139,3 +139,16 @@ def test_lackner_sensitivity_moves_one_constant_and_compares_sas_with_every_p(tm
     assert "sensitivity" not in L.params_of(L.QUICK)
     with pytest.raises(ValueError, match="NAME=VALUE"):
         L.setting_of("theta=1")
+
+
+def test_a_quick_study_runs_in_this_process_unless_workers_are_asked_for(tmp_path):
+    """A quick study is a few seconds of runs: it starts no Ray (whose start alone took ~6 s) unless
+    --workers or --address asks for one."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "iolab", "study", "lackner", "--quick", "--no-figures", "--out",
+                        str(tmp_path / "a")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "16 to run in this process" in r.stderr and "Ray" not in r.stderr, r.stderr
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["runs"] == 16
