@@ -72,13 +72,14 @@ def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_fi
         write_campaign(campaign_file, "carretero", carretero_study.campaign_params(size, seed))
         return
     out = Path(out_dir)
-    jobs = engine.workers or "all CPUs"
+    where = ("in this process, one run at a time" if not engine.use_ray
+             else f"{engine.workers:,} worker(s)" if engine.workers else "a worker per CPU")
     s = carretero_study.run_study(out, size, seed=seed, jobs=engine.workers, figures=not no_figures, engine=engine)
     if as_json:
         click.echo(dumps(s))
         return
-    click.echo(f"\n{s['workloads']} workloads, {s['events']} events in {s['wall_seconds']:.1f} s "
-               f"({s['events_per_second']:.3g} events/s per process, {jobs} processes)")
+    click.echo(f"\n{s['workloads']:,} workloads, {s['events']:,} events in {s['wall_seconds']:.1f} s "
+               f"({s['events_per_second']:,.0f} events per second per process; {where})")
     click.echo("geometric means relative to First-Fit (makespan; stretch = mean over packs of the pack's max slowdown):")
     click.echo(f"{'strategy':34s} {'R=1':>6s} {'R=3':>6s} {'R=5':>6s} {'stretch':>8s} {'packs':>6s}")
     for name, e in s["strategies"].items():
