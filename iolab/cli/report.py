@@ -15,7 +15,7 @@ from ..metrics.partial import cut_short
 from ..plots.campaign import strategy_boxplots
 from ..plots.trace import gantt, utilisation
 from ..trace import read_trace
-from .format import dumps, fmt, seconds, table
+from .format import dumps, seconds, table
 from .simulate import metrics_json, print_metrics
 
 
@@ -122,12 +122,14 @@ def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) ->
         rows = []
         for name, e in s["strategies"].items():
             mk, rel, st = e["makespan"], e["makespan_relative"], e["max_stretch"]
-            rows.append((name, e["runs"], e["failed"], mk["gmean"], _x(mk["gsd"]), rel["gmean"], _x(rel["gsd"]),
-                         st["gmean"], _x(st["gsd"]), f"{fmt(st['min'])}..{fmt(st['max'])}"))
-        click.echo(table(["strategy", "runs", "failed", "makespan", "x/", "rel.mk", "x/", "max_stretch", "x/",
-                          "stretch range"], rows))
-        click.echo("geometric means; x/ = geometric standard deviation (spread factor); rel.mk = makespan relative "
-                   "to the best strategy on the same instance; max stretch = largest slowdown (>= 1).")
+            rows.append((name, e["runs"], e["failed"], mk["gmean"], mk["gsd"], rel["gmean"], rel["gsd"],
+                         st["gmean"], st["gsd"], st["min"], st["max"]))
+        click.echo(table(["strategy", "runs", "failed", "makespan s", "x/", "rel. makespan", "x/", "max slowdown",
+                          "x/", "min", "max"], rows))
+        click.echo("makespan, rel. makespan and max slowdown: geometric means over the runs; x/ = geometric standard "
+                   "deviation (spread factor); rel. makespan = makespan over the best strategy's on the same "
+                   "instance; max slowdown = the run's largest slowdown (>= 1; max_stretch in --json), min and max "
+                   "over the runs.")
         if s["failures"]:
             click.echo(f"\nfailed runs ({len(s['failures'])}):")
             for f in s["failures"][:20]:
@@ -138,6 +140,3 @@ def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) ->
         made = strategy_boxplots(res, figures, fig_format)
         click.echo("figures: " + ", ".join(str(p) for p in made), err=as_json)
 
-
-def _x(v: float) -> str:
-    return "-" if v != v else f"{v:.3g}"
