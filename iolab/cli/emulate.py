@@ -16,7 +16,7 @@ from ..metrics import io_metrics
 from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec
 from ..errors import Interrupted
-from .format import dumps
+from .format import dumps, seconds
 from .live import LiveView
 from .options import strict_option
 from .simulate import metrics_json, print_metrics
@@ -84,7 +84,7 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
     print_metrics(m, f"{spec.name}: policy {trace.attrs['policy']}, mapping {spec.mapping.kind}, emulator "
                      f"(time scale {trace.attrs['time_scale']:g}, {trace.attrs['wall_seconds']:.0f} s wall)")
     for app, f in trace.attrs.get("failures", {}).items():
-        click.echo(f"{app}: {f['status']} at {f['time']:.4g} s: {f['reason']}")
+        click.echo(f"{app}: {f['status']} at {seconds(f['time'])}: {f['reason']}")
     if isinstance(trace.attrs.get("calibration"), dict):  # what `iolab simulate --calibration` will model
         ran = spec.model_copy(update={"emulator": spec.emulator.model_copy(
             update={"time_scale": trace.attrs["time_scale"]})})  # in the seconds of the run (--time-scale)

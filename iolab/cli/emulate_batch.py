@@ -45,6 +45,6 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
                      [(seconds(m.makespan), seconds(m.mean_turnaround), m.node_utilisation, m.hps_utilisation,
                        m.hps_jobs)]))
     for job, f in a.get("failures", {}).items():
-        click.echo(f"{job}: {f['status']} at {f['time']:.4g} s: {f['reason']}")
+        click.echo(f"{job}: {f['status']} at {seconds(f['time'])}: {f['reason']}")
     click.echo(f"trace written to {out}")
     return trace

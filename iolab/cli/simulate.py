@@ -102,7 +102,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     size = io_size(spec, max_events)
     size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
     if size.estimate > 1e6 and not as_json:
-        click.echo(f"{spec.name}: about {size.estimate:.3g} {size.what} to simulate (Ctrl-C stops)", err=True)
+        click.echo(f"{spec.name}: about {size.estimate:,.0f} {size.what} to simulate (Ctrl-C stops)", err=True)
     trace = run_sim(spec)
     m = io_metrics(trace)
     if out:
