@@ -134,8 +134,9 @@ class SimProgress:
         if now < self.next:
             return
         self.next = now + self.every
-        print(f"{self.name}: {submitted}/{total} jobs submitted ({100 * submitted / max(total, 1):.0f} %), "
-              f"simulated time {t:.0f} s, {now - self.t0:.0f} s elapsed", file=self.stream or sys.stderr, flush=True)
+        print(f"{self.name}: {submitted:,}/{total:,} jobs submitted ({100 * submitted / max(total, 1):.0f} %), "
+              f"simulated time {seconds(t)}, {seconds(now - self.t0)} elapsed", file=self.stream or sys.stderr,
+              flush=True)
 
 
 def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
