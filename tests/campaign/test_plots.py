@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from iolab.cli import cli
@@ -58,3 +59,40 @@ def test_report_on_a_trace_keeps_its_text_and_draws_the_figures(tmp_path):
         assert data[:4] == b"\x89PNG" and len(data) > 5_000
     j = CliRunner().invoke(cli, ["report", str(path), "--json"])
     assert j.exit_code == 0 and '"makespan"' in j.output
+
+
+def test_bin_means_is_the_exact_average_of_the_step_function():
+    from iolab.plots import bin_means
+
+    rng = np.random.default_rng(7)
+    times = np.sort(rng.uniform(0, 100, 300))
+    levels = rng.integers(0, 9, 300).astype(float)
+    edges = np.linspace(0, 100, 41)
+    # reference: the step function's value at the midpoints of 2 000 sub-intervals of each bin
+    ref = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        x = a + (np.arange(2000) + 0.5) * (b - a) / 2000
+        k = np.searchsorted(times, x, side="right") - 1
+        ref.append(np.where(k >= 0, levels[np.maximum(k, 0)], 0.0).mean())
+    assert np.allclose(bin_means(times, levels, edges), ref, atol=0.05)  # midpoint sampling's own error
+    # and exactly the integral over the whole span (nothing lost between samples)
+    exact = float(np.sum(levels[:-1] * np.diff(times)) + levels[-1] * (100 - times[-1]))
+    assert float(np.sum(bin_means(times, levels, edges) * np.diff(edges))) == pytest.approx(exact)
+
+
+def test_a_dense_gantt_is_drawn_as_shares_and_says_so(tmp_path):
+    """Table 1 at its full size has hundreds of phases per app: thinner than a pixel each, so each row
+    shows the share of every time bin spent in each state; a small run keeps a bar per phase."""
+    from iolab.plots.trace import DENSE, _busy
+
+    full = simulate(load_spec(TABLE1), policy="fifo")
+    per_app = max(int((full.phases["job"] == j).sum()) for j in full.jobs["id"])
+    assert per_app > DENSE
+    drawn = gantt(full, tmp_path / "g.svg")
+    assert drawn.binned and "too many phases for a bar each" in drawn.path.read_text()
+    assert not gantt(small_trace(), tmp_path / "s.svg").binned
+    # the covered seconds per bin against a direct sum of each span's overlap with each bin
+    spans = [(1.0, 2.5), (5.0, 0.5), (9.9, 0.2)]
+    edges = np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0])
+    ref = [sum(max(0.0, min(s + d, b) - max(s, a)) for s, d in spans) for a, b in zip(edges[:-1], edges[1:])]
+    assert np.allclose(_busy(spans, edges), ref)
