@@ -18,6 +18,7 @@ from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
 from ..studies import soysal as soysal_study
 from ..studies.engine import Engine, write_campaign
+from ..trace import read_trace
 from .format import dumps, table
 
 
@@ -268,8 +269,6 @@ def dheenadayalan(quick: bool, no_emulate: bool, seed: int | None, out_dir: str,
 def _emulated_error_note(em: dict, quick: bool) -> str:
     """Why the simulated twin misses the real runs by as much as it does, from what the runs measured:
     the jobs' launch (wall seconds, in spec seconds at the run's time scale) against their real time."""
-    from ..trace import read_trace  # lazy: h5py only when there are real runs to describe
-
     ts = em["settings"]["time_scale"]
     launch, run = [], []
     for r in em["runs"]:
