@@ -96,3 +96,34 @@ def test_a_dense_gantt_is_drawn_as_shares_and_says_so(tmp_path):
     edges = np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0])
     ref = [sum(max(0.0, min(s + d, b) - max(s, a)) for s, d in spans) for a, b in zip(edges[:-1], edges[1:])]
     assert np.allclose(_busy(spans, edges), ref)
+
+
+def test_batch_gantt_writes_ids_only_where_they_fit_and_never_over_one_another(tmp_path):
+    """lackner2019's 500 jobs over 7 days: the axis in days, and ids written only where they fit (at
+    most 60; before, every one of the 60 largest boxes got its id, over its neighbours')."""
+    from pathlib import Path
+
+    from iolab.plots.batch import batch_gantt
+    from iolab.sim.batch.run import simulate_batch
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "lackner-sas.yaml"
+    trace = simulate_batch(load_spec(example))
+    drawn = batch_gantt(trace, tmp_path / "g.svg")
+    assert drawn.jobs == 500 and 0 < drawn.labels <= 60
+    svg = drawn.path.read_text()
+    assert "time (days)" in svg
+
+
+def test_box_plot_axis_reads_plain_numbers_and_explains_its_marks(tmp_path):
+    from iolab.plots.campaign import _boxes
+    from iolab.plots import new_figure
+
+    fig = new_figure(8, 4)
+    ax = fig.add_subplot()
+    _boxes(ax, ["a", "b"], [np.array([6.0, 12.0, 30.0]), np.array([8.0, 20.0, 25.0])], "slowdown", log=True)
+    fig.canvas.draw()
+    texts = [t.get_text() for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels() if t.get_text()]
+    assert texts and all("10^" not in t and "times" not in t and "$" not in t for t in texts), texts
+    assert set(texts) >= {"10", "20"}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "mean" in legend and "median" in legend and any("quartiles" in t for t in legend)
