@@ -58,5 +58,6 @@ def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
     if rows < total:
         click.echo(f"  not written: {total - rows:,} jobs that never started (batsim-csv has a row per job that ran)")
     if cut is not None:
-        click.echo(f"  {cut.describe('jobs')}; a job cut short is written as killed, ending when it was "
-                   "killed; what the run would have done after is missing")
+        how = ("the trace's tables as they are (the cut jobs have status killed and no end)" if fmt == "csv"
+               else "a job cut short is written as killed, ending when it was killed")
+        click.echo(f"  {cut.describe('jobs')}; {how}; what the run would have done after is missing")
