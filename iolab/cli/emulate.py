@@ -95,10 +95,11 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
 
 @contextmanager
 def kept_on_failure(work: Path):
-    """A run that raises (failed, refused, interrupted) keeps its work folder: say where it is."""
+    """A run that raises (failed, interrupted) keeps its work folder: say where it is.  A run refused
+    before it started (bad input: exit 2, one line) has nothing there to look at, and says nothing."""
     try:
         yield
     except BaseException:
-        if work.exists():
+        if (work / "logs").is_dir():
             click.echo(f"work folder kept for inspection: {work} (logs in {work / 'logs'})", err=True)
         raise
