@@ -81,8 +81,9 @@ def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_fi
         return
     click.echo(f"\n{s['workloads']:,} workloads, {s['events']:,} events in {s['wall_seconds']:.1f} s "
                f"({s['events_per_second']:,.0f} events per second per process; {where})")
-    click.echo("geometric means relative to First-Fit (makespan; stretch = mean over packs of the pack's max slowdown):")
-    click.echo(f"{'strategy':34s} {'R=1':>6s} {'R=3':>6s} {'R=5':>6s} {'stretch':>8s} {'packs':>6s}")
+    click.echo("geometric means relative to First-Fit (makespan with R = 1, 3, 5 I/O nodes; slowdown = mean over "
+               "packs of the pack's largest slowdown, the stretch measure of carretero2020 Fig. 11; packs):")
+    click.echo(f"{'strategy':34s} {'R=1':>6s} {'R=3':>6s} {'R=5':>6s} {'slowdown':>8s} {'packs':>6s}")
     for name, e in s["strategies"].items():
         click.echo(f"{carretero_study.LABELS[name]:34s} {e['makespan_R1']:6.3f} {e['makespan_R3']:6.3f} "
                    f"{e['makespan_R5']:6.3f} {e['stretch']:8.3f} {e['packs']:6.3f}")
