@@ -72,7 +72,8 @@ def test_suspending_an_app_step_pauses_its_phases_and_resume_continues(cluster, 
     cmd = srun_command(2, argv, nodes=2, nodelist=list(cluster.idle_nodes[:2]), job_name=job_name)
     env = {**cluster.env, "PYTHONPATH": str(REPO / "tests" / "apps")}
     step = spawn(cmd, env=env, log_path=tmp_path / "srun.log")
-    ranks = lambda c: not c.startswith("srun") and "iolab.apps.jacobi" in c and str(record) in c  # noqa: E731
+    ranks = lambda c: (Path(c.split()[0]).name != "srun"  # noqa: E731  the step's ranks, not the srun client
+                       and "iolab.apps.jacobi" in c and str(record) in c)
     try:
         _wait(lambda: _reports(record) >= 1, "a first phase report", step, tmp_path)
         t1 = time.monotonic()
