@@ -216,6 +216,11 @@ class BatchEmulation:
         for j in self.jobs:
             if j.state in HOLDING:
                 self._end(j, KILLED, "interrupted")
+        if self.progress.live:  # the last frame shows the jobs killed, not still running
+            try:
+                self.progress.show(self.snapshot())
+            except Exception:  # a dead storage manager: the notes say what happened
+                pass
         save_partial(lambda: self._trace(complete=False), out, self.work, self.progress)
 
     def _kill_all(self) -> None:

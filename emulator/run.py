@@ -148,7 +148,13 @@ class Emulation:
         self._kill_all()
         if self.arbiter is not None and self.t0 is not None:
             def partial() -> Trace:
-                self.arbiter.stop()
+                self.arbiter.stop()  # the apps still going are marked killed
+                if self.progress.live:  # the last frame shows them killed, not still running
+                    try:
+                        self.progress.show({"kind": "io", "elapsed": time.time() - self.t0,
+                                            "progress": self.arbiter.progress(), **self.arbiter.snapshot()})
+                    except Exception:  # a dead arbiter: the notes say what happened
+                        pass
                 return self._trace(complete=False)
 
             save_partial(partial, out, self.work, self.progress)

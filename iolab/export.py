@@ -41,6 +41,7 @@ from .atomic import atomic_write_text
 from .errors import TraceError
 from .metrics.batch import id_ranges
 from .metrics.batch_trace import job_nodes, total_nodes_of
+from .metrics.partial import cut_short
 from .trace import Trace
 from .trace.schema import TABLES
 
@@ -109,10 +110,17 @@ def to_swf(trace: Trace, source: str = "", jobs: Mapping[str, Any] | None = None
         head.append("; Note: job numbers are 1..n in submission order (the trace's ids are not all positive integers)")
     if not jobs:
         head.append("; Note: requested time unknown (-1): the trace's spec did not give its jobs back")
+    cut = cut_short(trace)
+    if cut is not None:
+        head.append(f"; Note: {cut.describe('jobs')}; a job cut short has status 5 (cancelled) and ends when it "
+                    "was killed")
     lines = head
+    killed_at = ended_when_killed(trace)
     for k, i in enumerate(_order(trace), start=1):
         jid = ids[i]
         st, en, sub = float(j["start"][i]), float(j["end"][i]), float(j["release"][i])
+        if not math.isfinite(en):
+            en = killed_at.get(jid, en)
         ran = math.isfinite(st) and math.isfinite(en)
         status = _SWF_STATUS.get(str(j["status"][i]), 5) if ran else 5
         n = int(j["nodes"][i])
@@ -124,17 +132,27 @@ def to_swf(trace: Trace, source: str = "", jobs: Mapping[str, Any] | None = None
     return "\n".join(lines) + "\n"
 
 
+def ended_when_killed(trace: Trace) -> dict[str, float]:
+    """The end of each started job of an interrupted run that has none in the trace: when it was
+    killed (:func:`iolab.metrics.partial.cut_short`); empty for a complete trace."""
+    cut = cut_short(trace)
+    return dict(cut.killed_at) if cut is not None else {}
+
+
 def batsim_rows(trace: Trace, jobs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     j = trace.jobs
     nodes = job_nodes(trace)
     jobs = jobs or {}
     wl = str(trace.attrs.get("spec", {}).get("name", "iolab")) if isinstance(trace.attrs.get("spec"), dict) else "iolab"
     rows = []
+    killed_at = ended_when_killed(trace)
     for i in _order(trace):
+        jid = str(j["id"][i])
         st, en, sub = float(j["start"][i]), float(j["end"][i]), float(j["release"][i])
+        if not math.isfinite(en):
+            en = killed_at.get(jid, en)
         if not (math.isfinite(st) and math.isfinite(en)):
             continue
-        jid = str(j["id"][i])
         status = str(j["status"][i])
         run, ta = en - st, en - sub
         rows.append({

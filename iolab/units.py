@@ -60,6 +60,43 @@ def parse_rate(text: str) -> float:
     return parse_size(body)
 
 
+def format_size(nbytes: float, digits: int = 15) -> str:
+    """A size as a person writes it, in the largest decimal unit it reaches: 2048e9 -> ``"2048 GB"``,
+    1000 -> ``"1 kB"``, 512 -> ``"512 B"``.  With the default ``digits`` :func:`parse_size` gives the
+    value back; when a decimal unit cannot hold it exactly, the number of bytes (``"1234567 B"``
+    stays exact)."""
+    v = float(nbytes)
+    for unit in ("PB", "TB", "GB", "MB", "kB"):
+        scale = SIZE_UNITS[unit.lower()]
+        if abs(v) >= scale:
+            text = f"{v / scale:.{digits}g} {unit}"
+            if digits < 15 or parse_size(text) == v:
+                return text
+            break
+    return f"{v:.{digits}g} B" if v != int(v) or abs(v) >= 1e15 else f"{int(v)} B"
+
+
+def format_duration(seconds: float, decimals: int = 0) -> str:
+    """A duration as a clock reads it: ``m:ss`` below an hour, ``h:mm:ss`` above, ``N d h:mm:ss``
+    from a day (``decimals`` digits of the seconds kept); ``-`` for nan, ``inf`` for infinity.
+    Negative durations keep their sign."""
+    if seconds != seconds:
+        return "-"
+    if seconds in (float("inf"), float("-inf")):
+        return "inf" if seconds > 0 else "-inf"
+    sign = "-" if seconds < 0 else ""
+    scale = 10 ** decimals
+    ticks = int(round(abs(seconds) * scale))
+    whole, frac = divmod(ticks, scale)
+    m, s = divmod(whole, 60)
+    h, m = divmod(m, 60)
+    d, h = divmod(h, 24)
+    sec = f"{s:02d}" + (f".{frac:0{decimals}d}" if decimals else "")
+    if d:
+        return f"{sign}{d} d {h}:{m:02d}:{sec}"
+    return f"{sign}{h}:{m:02d}:{sec}" if h else f"{sign}{m}:{sec}"
+
+
 def parse_duration(text: str) -> float:
     """``"5m"`` -> 300.0 seconds, ``"2h"`` -> 7200.0, ``"30"`` -> 30.0."""
     parts = _split(text)

@@ -4,6 +4,7 @@ with /proc/PID/fd), for the network-exposure tests (docs/emulator.md)."""
 from __future__ import annotations
 
 import os
+import time
 import socket
 
 WILDCARDS = ("0.0.0.0", "::")
@@ -63,6 +64,44 @@ def command(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+def state(pid: int) -> str:
+    """The process's state letter (``R``, ``S``, ``T`` stopped, ``Z``...), or "" if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def processes(match) -> dict[int, str]:
+    """Live processes whose command line ``match(cmd)`` accepts: pid -> state letter."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            cmd = command(int(d))
+            if cmd and match(cmd):
+                st = state(int(d))
+                if st and st != "Z":
+                    out[int(d)] = st
+    return out
+
+
+def wait_until_stopped(match, timeout: float = 30.0, poll: float = 0.05) -> dict[int, str]:
+    """Wait (polling, up to ``timeout``) until there are processes ``match`` accepts and every one
+    is stopped (state ``T``: SIGSTOP, a Slurm suspend); returns them.  Fails the test with their
+    states if that does not happen in time."""
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    while True:
+        procs = processes(match)
+        if procs and all(st in ("T", "t") for st in procs.values()):
+            return procs
+        if time.monotonic() > deadline:
+            pytest.fail(f"not stopped after {timeout:g} s: {procs or 'no such process'}")
+        time.sleep(poll)
 
 
 def socket_inodes(pid: int) -> set[int]:

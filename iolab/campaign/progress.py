@@ -5,9 +5,12 @@ from __future__ import annotations
 import sys
 import time
 
+from ..units import format_duration
+
 
 class Progress:
-    """``[ 12/120] 10% elapsed 3.1s eta 27.9s  label`` lines on stderr."""
+    """``[ 12/120]  10% elapsed 0:03, eta 0:28 (1 failed)`` lines on stderr (``label`` names what is
+    counted, for the live view)."""
 
     def __init__(self, total: int, label: str = "", stream=None, every: float = 1.0):
         self.total, self.label, self.stream = total, label, stream or sys.stderr
@@ -26,5 +29,6 @@ class Progress:
         eta = el / self.done * (self.total - self.done) if self.done else float("nan")
         pct = 100 * self.done / self.total if self.total else 100
         w = len(str(self.total))
-        print(f"[{self.done:>{w}}/{self.total}] {pct:3.0f}% elapsed {el:.1f}s eta {eta:.1f}s  {self.label} {note}",
+        print(f"[{self.done:>{w}}/{self.total}] {pct:3.0f}% elapsed {format_duration(el)}, eta "
+              f"{format_duration(eta) if eta == eta else '?'}" + (f" {note}" if note else ""),
               file=self.stream, flush=True)

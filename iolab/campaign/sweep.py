@@ -78,12 +78,12 @@ class _Ray:
         self.owned = not ray.is_initialized()
         if self.owned:
             if address:
-                ray.init(address=address, log_to_driver=False)
+                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
             else:
                 if real_runs:  # the priorities `iolab emulate` gives the apps and actors (not Ray's nice 15)
                     prepare_local_ray()
                 ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
-                         include_dashboard=False, log_to_driver=False)
+                         include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         self.where = address or ("local" if self.owned else "existing connection")
 
     def cpus(self) -> int:
@@ -94,12 +94,28 @@ class _Ray:
             self.ray.shutdown()
 
 
+def run_label(run) -> str:
+    """What a run is, as a person names it: ``policy x workload x seed N`` (a mapping other than
+    First-Fit and a replicate other than the first added); the run id when the run has no params."""
+    p = getattr(run, "params", None) or {}
+    what = p.get("policy") or p.get("scheduler")
+    if not what and not p.get("workload"):
+        return run.run_id
+    parts = [str(what or "?"), str(p.get("workload", "?")), f"seed {p.get('seed', '?')}"]
+    if p.get("mapping") not in (None, "first-fit"):
+        parts.insert(2, str(p["mapping"]))
+    if p.get("replicate"):
+        parts.append(f"replicate {p['replicate']}")
+    return " \u00d7 ".join(parts)
+
+
 def sweep_snapshot(name: str, summary: "SweepSummary", total: int, pending: dict, since: dict,
                    t_run: float) -> dict:
     """What a live view of a sweep shows now (plain data): runs done / failed / running of
     this invocation, elapsed seconds, and per worker slot the run it executes."""
     now = time.perf_counter()
-    running = sorted(({"slot": since[ref][0], "run": run.run_id, "seconds": now - since[ref][1]}
+    running = sorted(({"slot": since[ref][0], "run": run_label(run), "run_id": run.run_id,
+                       "seconds": now - since[ref][1]}
                       for ref, run in pending.items() if ref in since), key=lambda r: r["slot"])
     return {"kind": "sweep", "name": name, "total": total, "done": summary.executed, "ok": summary.ok,
             "failed": summary.failed, "skipped": summary.skipped, "elapsed": now - t_run, "running": running}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
 
@@ -10,11 +11,12 @@ import click
 from ..calibration import describe_io
 from .emulate_batch import emulate_batch
 from ..emulator.run import run_emulation
+from ..emulator.work_folder import ended_well, finish, work_folder
 from ..metrics import io_metrics
 from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec
 from ..errors import Interrupted
-from .format import dumps
+from .format import dumps, seconds
 from .live import LiveView
 from .options import strict_option
 from .outcome import exit_if_failed
@@ -36,6 +38,8 @@ def example_path() -> Path:
               help="trace file (HDF5, the simulator's schema)")
 @click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")
 @click.option("--work-dir", type=click.Path(file_okay=False), help="checkpoints and logs (default: OUT's stem + .work)")
+@click.option("--keep-work", is_flag=True, help="keep the work folder (checkpoints, logs) after a run that ended "
+              "well; it is always kept after a failed or interrupted run, and its path is printed")
 @click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
 @click.option("--quiet", is_flag=True, help="no progress line")
 @click.option("--live", is_flag=True, help="live view on a terminal: per I/O node its grant and queue, per tier "
@@ -43,38 +47,61 @@ def example_path() -> Path:
 @click.option("--launcher", type=click.Choice(["srun", "mpiexec"], case_sensitive=False),
               help="how apps and batch jobs start (default: srun inside a Slurm allocation, i.e. SLURM_JOB_ID set; "
                    "else mpiexec)")
-def emulate(spec_path, policy, time_scale, out, address, work_dir, as_json, quiet, launcher, live) -> None:
+def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as_json, quiet, launcher,
+            live) -> None:
     """Emulate SPEC (default: the built-in carretero2020 Table 1 example) for real.
 
     Every app (or batch job) runs under mpiexec, or as an srun step inside a Slurm
     allocation; its I/O phases are granted by the Ray arbiter
     under the policy; the trace (spec seconds) goes to --out.  Ctrl-C stops
-    every app and writes a partial trace (attribute complete = False).
+    every app and writes a partial trace (attribute complete = False).  The work folder is
+    removed after a run that ended well (--keep-work keeps it), kept otherwise.
     """
     if time_scale is not None and not time_scale > 0:
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())
     spec = load_spec(path)
+    work = work_folder(spec, out, work_dir)
+    existed = work_dir is not None and work.exists()
     if spec.kind == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
-        return emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
-                             work_dir=work_dir, as_json=as_json, quiet=quiet, live=live, launcher=launcher)
-    try:
-        trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
-                              progress=LiveView(not quiet) if live else not quiet, source=path,
-                              launcher=launcher)
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; partial trace in {out}") from None
+        with kept_on_failure(work):
+            trace = emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
+                                  work_dir=work_dir, as_json=as_json, quiet=quiet, live=live, launcher=launcher)
+        click.echo(finish(work, well=ended_well(trace), keep=keep_work, existed=existed), err=True)
+        return exit_if_failed([trace], out if as_json else "")
+    with kept_on_failure(work):
+        try:
+            trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
+                                  progress=LiveView(not quiet) if live else not quiet, source=path,
+                                  launcher=launcher)
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = io_metrics(trace)
+    done = finish(work, well=ended_well(trace), keep=keep_work, existed=existed)
     if as_json:
         click.echo(dumps({**metrics_json(m), "failures": trace.attrs.get("failures", {})}))
+        click.echo(done, err=True)
         return exit_if_failed([trace], out)
     print_metrics(m, f"{spec.name}: policy {trace.attrs['policy']}, mapping {spec.mapping.kind}, emulator "
                      f"(time scale {trace.attrs['time_scale']:g}, {trace.attrs['wall_seconds']:.0f} s wall)")
     for app, f in trace.attrs.get("failures", {}).items():
-        click.echo(f"{app}: {f['status']} at {f['time']:.4g} s: {f['reason']}")
+        click.echo(f"{app}: {f['status']} at {seconds(f['time'])}: {f['reason']}")
     if isinstance(trace.attrs.get("calibration"), dict):  # what `iolab simulate --calibration` will model
         ran = spec.model_copy(update={"emulator": spec.emulator.model_copy(
             update={"time_scale": trace.attrs["time_scale"]})})  # in the seconds of the run (--time-scale)
         click.echo(f"measured beyond the model (spec seconds): {describe_io(trace.attrs['calibration'], ran)}")
     click.echo(f"trace written to {out}")
+    click.echo(done)
     exit_if_failed([trace], "")
+
+
+@contextmanager
+def kept_on_failure(work: Path):
+    """A run that raises (failed, interrupted) keeps its work folder: say where it is.  A run refused
+    before it started (bad input: exit 2, one line) has nothing there to look at, and says nothing."""
+    try:
+        yield
+    except BaseException:
+        if (work / "logs").is_dir():
+            click.echo(f"work folder kept for inspection: {work} (logs in {work / 'logs'})", err=True)
+        raise

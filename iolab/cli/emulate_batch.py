@@ -9,9 +9,8 @@ import click
 from ..emulator.batch_run import run_batch_emulation
 from ..metrics.from_trace import trace_batch_metrics
 from ..errors import Interrupted
-from .format import dumps, table
+from .format import dumps, seconds, table
 from .live import LiveView
-from .outcome import exit_if_failed
 
 
 def batch_sink(spec, quiet: bool, live: bool):
@@ -22,7 +21,8 @@ def batch_sink(spec, quiet: bool, live: bool):
 
 
 def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir, as_json: bool,
-                  quiet: bool, live: bool = False, launcher: str | None = None) -> None:
+                  quiet: bool, live: bool = False, launcher: str | None = None):
+    """Run the batch experiment, print its metrics; returns the trace."""
     if policy:
         raise click.UsageError("--policy applies to I/O experiments; a batch spec names its scheduler")
     try:
@@ -37,13 +37,14 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
                           "wall_seconds": a["wall_seconds"], "staging_rate_achieved": a["staging_rate_achieved"],
                           "staging_rate_target": a["staging_rate_target"],
                           "launch_overhead": a.get("launch_overhead", {})}))
-        return exit_if_failed([trace], out)
-    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs} jobs on {spec.platform.nodes} nodes, "
+        return trace
+    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes, "
                f"emulator ({a.get('launcher', 'mpiexec')}, time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
                f"{a['wall_seconds']:.0f} s wall)")
-    click.echo(table(["makespan s", "mean turnaround s", "node util.", "HPS util.", "jobs on HPS"],
-                     [(m.makespan, m.mean_turnaround, m.node_utilisation, m.hps_utilisation, m.hps_jobs)]))
+    click.echo(table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],
+                     [(seconds(m.makespan), seconds(m.mean_turnaround), m.node_utilisation, m.hps_utilisation,
+                       m.hps_jobs)]))
     for job, f in a.get("failures", {}).items():
-        click.echo(f"{job}: {f['status']} at {f['time']:.4g} s: {f['reason']}")
+        click.echo(f"{job}: {f['status']} at {seconds(f['time'])}: {f['reason']}")
     click.echo(f"trace written to {out}")
-    exit_if_failed([trace], "")
+    return trace

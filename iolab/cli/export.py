@@ -9,8 +9,9 @@ import click
 from iolab.sim.workloads import load_workload
 
 from ..errors import TraceError
-from ..export import FORMATS, export_trace
+from ..export import FORMATS, batsim_rows, export_trace
 from ..metrics.batch_trace import is_batch_trace
+from ..metrics.partial import cut_short
 from ..specs.load import parse_spec
 from ..trace import Trace, read_trace
 
@@ -47,9 +48,18 @@ def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
                                jobs=spec_jobs(trace) if fmt != "csv" else None)
     except ValueError as exc:  # jobs that overcommit the nodes: no valid node assignment
         raise TraceError(f"{trace_path}: {exc}") from None
-    rows = len(trace.jobs)
+    total = len(trace.jobs)
+    rows = total if fmt == "swf" else len(batsim_rows(trace)) if fmt == "batsim-csv" else total
+    cut = cut_short(trace)
     if as_json:
-        click.echo(json.dumps({"output": str(output), "format": fmt, "jobs": rows,
+        click.echo(json.dumps({"output": str(output), "format": fmt, "jobs": rows, "jobs_in_trace": total,
+                               "complete": cut is None,
                                "files": [str(w) for w in written] if fmt == "csv" else [str(output)]}))
         return
-    click.echo(f"{output}: {fmt}, {rows} jobs" + (f", {len(written)} files" if fmt == "csv" else ""))
+    click.echo(f"{output}: {fmt}, {rows:,} of {total:,} jobs" + (f", {len(written)} files" if fmt == "csv" else ""))
+    if rows < total:
+        click.echo(f"  not written: {total - rows:,} jobs that never started (batsim-csv has a row per job that ran)")
+    if cut is not None:
+        how = ("the trace's tables as they are (the cut jobs have status killed and no end)" if fmt == "csv"
+               else "a job cut short is written as killed, ending when it was killed")
+        click.echo(f"  {cut.describe('jobs')}; {how}; what the run would have done after is missing")

@@ -11,10 +11,11 @@ from ..errors import TraceError
 from ..campaign.summary import summarise
 from ..metrics import io_metrics
 from ..metrics.batch_trace import batch_report, is_batch_trace
+from ..metrics.partial import cut_short
 from ..plots.campaign import strategy_boxplots
 from ..plots.trace import gantt, utilisation
 from ..trace import read_trace
-from .format import dumps, fmt, table
+from .format import dumps, seconds, table
 from .simulate import metrics_json, print_metrics
 
 
@@ -46,11 +47,13 @@ def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
         _batch(path, trace, as_json, figures, fig_format)
         return
     m = io_metrics(trace)
+    cut = cut_short(trace)
     if as_json:
-        click.echo(dumps(metrics_json(m)))
+        click.echo(dumps({**metrics_json(m), **partial_json(cut)}))
     else:
         a = trace.attrs
-        print_metrics(m, f"{path}: runtime {a.get('runtime', '?')}, policy {a.get('policy', '?')}, seed {a.get('seed', '?')}")
+        print_metrics(m, f"{path}: runtime {a.get('runtime', '?')}, policy {a.get('policy', '?')}, "
+                         f"seed {a.get('seed', '?')}", cut)
     if figures:
         out = Path(figures)
         g = gantt(trace, out / f"gantt.{fig_format}")
@@ -63,20 +66,33 @@ BATCH_ROWS = (("wait", "wait s"), ("run", "run s"), ("turnaround", "turnaround s
               ("hps_utilisation", "HPS utilisation"))
 
 
+def partial_json(cut) -> dict:
+    """For an interrupted run: ``complete: false``, when it stopped and what it cut (nothing for a
+    complete one, whose JSON is that of ``simulate --json``)."""
+    if cut is None:
+        return {}
+    return {"complete": False, "interrupted_at": cut.at, "cut": [{"id": i, "state": s} for i, s in cut.cut]}
+
+
 def _batch(path: str, trace, as_json: bool, figures: str | None, fig_format: str) -> None:
     r = batch_report(trace)
     a = trace.attrs
     if as_json:
         click.echo(dumps({"trace": str(path), "runtime": a.get("runtime"), "scheduler": a.get("scheduler"),
-                          "seed": a.get("seed"), **r.to_dict()}))
+                          "seed": a.get("seed"), **r.to_dict(), **partial_json(cut_short(trace))}))
     else:
-        st = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses.items()))
+        cut = cut_short(trace)
+        st = ", ".join(f"{n:,} {s}" for s, n in sorted(r.statuses.items()))
+        makespan = (f"makespan - (interrupted at {seconds(cut.at)})" if cut is not None
+                    else f"makespan {seconds(r.makespan)}")
         click.echo(f"{path}: {a.get('runtime', '?')}, scheduler {a.get('scheduler', '?')}, seed {a.get('seed', '?')}: "
-                   f"{r.jobs} jobs ({st}), {r.finished} measured, on {r.total_nodes} nodes; "
-                   f"makespan {fmt(r.makespan)} s")
+                   f"{r.jobs:,} jobs ({st}), {r.finished:,} measured, on {r.total_nodes:,} nodes; {makespan}")
+        if cut is not None:
+            click.echo(f"INTERRUPTED: {cut.describe('jobs')}; the figures below count the jobs cut short as "
+                       "ending when they were killed.")
         rows = [(label, *(getattr(r, key)[c] for c in ("mean", "median", "p95", "max"))) for key, label in BATCH_ROWS
                 if not (key == "hps_utilisation" and r.hps_capacity <= 0)]
-        click.echo(table(["", "mean", "median", "p95", "max"], rows))
+        click.echo(table(["", "mean", "median", "p95", "max"], rows, per_row=True))
         click.echo(f"bounded slowdown = max(1, turnaround / max(run, {r.tau:g} s)); run = end - start (on HPS it "
                    "includes stage-in and stage-out); utilisation = fraction of the nodes (HPS capacity) held, "
                    "weighted by time over [first submit, last end]; p95 by linear interpolation for jobs.")
@@ -106,12 +122,14 @@ def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) ->
         rows = []
         for name, e in s["strategies"].items():
             mk, rel, st = e["makespan"], e["makespan_relative"], e["max_stretch"]
-            rows.append((name, e["runs"], e["failed"], mk["gmean"], _x(mk["gsd"]), rel["gmean"], _x(rel["gsd"]),
-                         st["gmean"], _x(st["gsd"]), f"{fmt(st['min'])}..{fmt(st['max'])}"))
-        click.echo(table(["strategy", "runs", "failed", "makespan", "x/", "rel.mk", "x/", "max_stretch", "x/",
-                          "stretch range"], rows))
-        click.echo("geometric means; x/ = geometric standard deviation (spread factor); rel.mk = makespan relative "
-                   "to the best strategy on the same instance; max stretch = largest slowdown (>= 1).")
+            rows.append((name, e["runs"], e["failed"], mk["gmean"], mk["gsd"], rel["gmean"], rel["gsd"],
+                         st["gmean"], st["gsd"], st["min"], st["max"]))
+        click.echo(table(["strategy", "runs", "failed", "makespan s", "x/", "rel. makespan", "x/", "max slowdown",
+                          "x/", "min", "max"], rows))
+        click.echo("makespan, rel. makespan and max slowdown: geometric means over the runs; x/ = geometric standard "
+                   "deviation (spread factor); rel. makespan = makespan over the best strategy's on the same "
+                   "instance; max slowdown = the run's largest slowdown (>= 1; max_stretch in --json), min and max "
+                   "over the runs.")
         if s["failures"]:
             click.echo(f"\nfailed runs ({len(s['failures'])}):")
             for f in s["failures"][:20]:
@@ -122,6 +140,3 @@ def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) ->
         made = strategy_boxplots(res, figures, fig_format)
         click.echo("figures: " + ", ".join(str(p) for p in made), err=as_json)
 
-
-def _x(v: float) -> str:
-    return "-" if v != v else f"{v:.3g}"

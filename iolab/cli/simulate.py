@@ -18,7 +18,7 @@ from ..specs.io import IO_POLICIES
 from ..specs.load import MAX_APPS, load_spec, read_document
 from ..specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
 from ..trace import write_trace
-from .format import dumps, table
+from .format import dumps, fmt, seconds, table
 from .options import strict_option
 
 
@@ -33,17 +33,30 @@ def metrics_json(m) -> dict:
     }
 
 
-def print_metrics(m, title: str) -> None:
+def print_metrics(m, title: str, cut=None) -> None:
+    """The per-app table and the run's totals.  One word per quantity (docs/metrics.md): the table
+    and the totals show slowdowns (>= 1); ``--json`` also gives the stretches (<= 1).  ``cut``
+    (:func:`iolab.metrics.partial.cut_short`): the run was interrupted; its apps cut short have
+    no end, and no makespan or idle time is printed as if the run had finished."""
     click.echo(title)
-    rows = [(a.id, a.io_node, a.pack, a.nodes, a.release, a.start, a.end, a.min_time, a.stretch,
-             a.slowdown, a.io_wait) for a in m.apps]
-    click.echo(table(["app", "io_node", "pack", "nodes", "release", "start", "end", "T_min",
-                      "stretch", "slowdown", "io_wait"], rows))
+    if cut is not None:
+        click.echo(f"INTERRUPTED: {cut.describe('apps')}.")
+    status = dict(cut.cut) if cut is not None else {}
+    rows = [(a.id, a.io_node, a.pack, a.nodes, a.release, a.start, a.end, a.min_time, a.slowdown, a.io_wait)
+            + ((status.get(a.id, "ended"),) if cut is not None else ()) for a in m.apps]
+    click.echo(table(["app", "I/O node", "pack", "nodes", "release s", "start s", "end s", "T_min s", "slowdown",
+                      "I/O wait s"] + (["state"] if cut is not None else []), rows))
+    if cut is not None:
+        makespan = f"makespan - (interrupted at {seconds(cut.at)}; {cut.finished} of {cut.total} apps had ended)"
+        idle = "-"
+    else:
+        makespan = f"makespan {seconds(m.makespan)}"
+        idle = seconds(m.idle_time)
     click.echo(
-        f"\nmakespan {m.makespan:.6g} s   max stretch (slowdown) {m.max_stretch:.4f}   "
-        f"I/O load alpha {m.io_load:.4f}   packs {m.packs}\n"
-        f"per compute node: exec {m.exec_time:.6g} s, delay {m.delay_time:.6g} s, idle {m.idle_time:.6g} s\n"
-        "stretch = T_min / (end - release) (carretero2020 Eq. 2, <= 1); slowdown = 1 / stretch."
+        f"\n{makespan}   max slowdown {fmt(m.max_stretch)}   I/O load alpha {fmt(m.io_load)}   packs {m.packs}\n"
+        f"per compute node: exec {seconds(m.exec_time)}, delay {seconds(m.delay_time)}, idle {idle}\n"
+        "slowdown = (end - release) / T_min, >= 1 (1 / the stretch of carretero2020 Eq. 2); T_min = the app's "
+        "time alone on its I/O node; max slowdown is max_stretch in --json."
     )
 
 
@@ -99,7 +112,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     size = io_size(spec, max_events)
     size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
     if size.estimate > 1e6 and not as_json:
-        click.echo(f"{spec.name}: about {size.estimate:.3g} {size.what} to simulate (Ctrl-C stops)", err=True)
+        click.echo(f"{spec.name}: about {size.estimate:,.0f} {size.what} to simulate (Ctrl-C stops)", err=True)
     trace = run_sim(spec)
     m = io_metrics(trace)
     if out:
@@ -132,18 +145,17 @@ class SimProgress:
             return
         self.next = now + self.every
         elapsed = now - self.t0
-        print(f"{self.name}: {submitted}/{total} jobs submitted ({100 * submitted / max(total, 1):.0f} %), "
-              f"simulated time {t:.0f} s, {elapsed:.0f} s elapsed{eta(submitted, total, elapsed)}",
+        print(f"{self.name}: {submitted:,}/{total:,} jobs submitted ({100 * submitted / max(total, 1):.0f} %), "
+              f"simulated time {seconds(t)}, {seconds(elapsed)} elapsed{eta(submitted, total, elapsed)}",
               file=self.stream or sys.stderr, flush=True)
 
 
 def eta(done: int, total: int, elapsed: float) -> str:
-    """``, about N s left``: the wall time left if the rest goes at the pace so far (jobs submitted per
+    """``, about 0:01:05 left``: the wall time left if the rest goes at the pace so far (jobs submitted per
     wall second; the jobs still queued or running at the end add to it), or nothing before the first job."""
     if done <= 0 or total <= done:
         return ""
-    left = elapsed * (total - done) / done
-    return f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"
+    return f", about {seconds(elapsed * (total - done) / done)} left"
 
 
 def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
@@ -165,9 +177,11 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
     if as_json:
         click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.kind}))
         return
-    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs} jobs on {spec.platform.nodes} nodes "
-               f"({trace.attrs['wall_seconds']:.2f} s, {trace.attrs['decisions']} decisions)")
-    click.echo(table(["makespan s", "mean turnaround s", "node util.", "HPS util.", "jobs on HPS"],
-                     [(m.makespan, m.mean_turnaround, m.node_utilisation, m.hps_utilisation, m.hps_jobs)]))
+    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes "
+               f"(simulated in {trace.attrs['wall_seconds']:.2f} s of wall time, {trace.attrs['decisions']:,} "
+               "scheduling decisions)")
+    click.echo(table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],
+                     [(seconds(m.makespan), seconds(m.mean_turnaround), m.node_utilisation, m.hps_utilisation,
+                       m.hps_jobs)]))
     if out:
         click.echo(f"trace written to {out}")

@@ -84,7 +84,7 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
                           "workers": s.workers, "run_seconds": s.run_seconds, "wall_seconds": s.wall_seconds,
                           "results": str(s.out / "results.h5"), "journal": str(s.out / "journal.jsonl")}))
     elif s.executed:
-        click.echo(f"{s.name}: {s.executed} runs in {s.run_seconds:.1f} s ({s.runs_per_second:.3g} runs/s, "
+        click.echo(f"{s.name}: {s.executed} runs in {s.run_seconds:.1f} s ({s.runs_per_second:,.1f} runs/s, "
                    f"{s.workers} in flight; {s.wall_seconds:.1f} s with Ray start and stop), "
                    f"{s.skipped} skipped as done, {s.failed} failed")
     if not as_json:

@@ -17,7 +17,7 @@ from ..emulator.validate import TraceMismatch, figure
 from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
-from .format import table
+from .format import fmt, table
 from .options import strict_option
 from .outcome import exit_if_failed
 from .validate_batch import validate_batch_cli
@@ -63,7 +63,7 @@ def print_policy(run, spec) -> None:
         j = sp["jitter"]
         how = "phase durations resampled from this run" if j["law"] == "resample" else "normal jitter"
         click.echo(f"{sp['seeds']} simulations, {how} (s.d. compute {j['compute']:.2%}, io {j['io']:.2%}):")
-        rows = [(a, f"{v['median']:.4g} [{v['min']:.4g}..{v['max']:.4g}]", v["emulator"],
+        rows = [(a, f"{fmt(v['median'])} [{fmt(v['min'])}..{fmt(v['max'])}]", v["emulator"],
                  f"{v['percentile']:.0%}", f"{v['error']:.2%}")
                 for a, v in [*sp["apps"].items(), ("makespan", sp["makespan"])]]
         click.echo(table(["", "simulated median [min..max]", "emulated", "percentile", "error vs median"], rows))
@@ -72,7 +72,7 @@ def print_policy(run, spec) -> None:
     if run.distribution:
         d = run.distribution
         click.echo(f"{d['repeats']} real runs against {d['seeds']} simulations with {describe_io(d['calibration'], spec)}:")
-        rows = [(a, f"{v['real_median']:.4g}", f"{v['sim_median']:.4g} [{v['band'][0]:.4g}..{v['band'][1]:.4g}]",
+        rows = [(a, fmt(v['real_median']), f"{fmt(v['sim_median'])} [{fmt(v['band'][0])}..{fmt(v['band'][1])}]",
                  f"{v['percentile']:.0%}", f"{v['error']:.2%}", f"{v['ks']:.2f} (p {v['ks_pvalue']:.2g})", v["verdict"])
                 for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
         click.echo(table(["", "real median", "sim median [5..95 %]", "percentile", "error", "KS D", "verdict"],

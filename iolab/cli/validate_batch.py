@@ -54,7 +54,7 @@ def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calib
                f"{o['exit']:.4g}, {o['io_phase']:.4g} spec s")
     d = cal.get("delivered") or {}
     click.echo("delivered link shares: " + ", ".join(
-        f"{k} {v:.3g}" if v == v else f"{k} not measured (1)" for k, v in d.items()))
+        f"{k} {v:.3g}" if v == v else f"{k} not measured (taken as 1: the full rate)" for k, v in d.items()))
     print_comparison("simulated as written (no launch/exit costs unless the spec sets platform.overheads):",
                      report["uncalibrated"])
     print_comparison("simulated with the calibration:", report["calibrated"])

@@ -11,6 +11,7 @@ import click
 import yaml
 
 from ..atomic import atomic_write_text
+from ..units import format_size
 from ..emulator.checks import H5_OVERHEAD
 from ..sim.workloads.carretero import CarreteroParams
 from ..sim.workloads.carretero import generate as gen
@@ -114,6 +115,10 @@ EMULATOR_GRID = 8  # the smallest Jacobi grid: the smallest I/O phase a real run
               help="io: bytes of one data unit (the spec's volumes are in units)")
 @click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None,
               help="io: I/O node bandwidth in units/s (default: the rate the logs observed)")
+@click.option("--volumes", type=click.Choice(["time", "bytes"]), default="time", show_default=True,
+              help="io: time: each log's I/O volumes scaled so that at the platform's bandwidth its I/O takes "
+                   "the time it took in its log (logs of different systems keep their own I/O times); bytes: the "
+                   "logs' bytes, each I/O phase lasting bytes / bandwidth")
 @click.option("--bins", type=click.IntRange(1, 1_000_000), default=1024, show_default=True,
               help="time bins per log: the resolution of the phases (run time / bins)")
 @click.option("--ranks-per-node", type=click.IntRange(1), default=1, show_default=True,
@@ -121,13 +126,14 @@ EMULATOR_GRID = 8  # the smallest Jacobi grid: the smallest I/O phase a real run
 @click.option("--nodes", type=click.IntRange(1), default=None,
               help="batch: compute nodes of the platform (default: the largest job)")
 @click.option("--align", type=click.Choice(["start", "zero"]), default="start", show_default=True,
-              help="start: release (submit) each log at its start relative to the earliest; zero: all at 0")
+              help="start: release (submit) each log at its start relative to the earliest, the time in which no "
+                   "log ran left out; zero: all at 0")
 @click.option("--for-emulator", is_flag=True,
               help="io: make the spec one iolab emulate runs (I/O phases of at least one checkpoint of an 8x8 "
                    "grid on one rank, a write before the first read); what changes is listed in the spec")
 @click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
 def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: int, bandwidth: float | None,
-                   bins: int, ranks_per_node: int, nodes: int | None, align: str, for_emulator: bool,
+                   volumes: str, bins: int, ranks_per_node: int, nodes: int | None, align: str, for_emulator: bool,
                    as_json: bool) -> None:
     """Import Darshan LOGs (needs PyDarshan: pip install 'iolab[darshan]').  What is approximated:
     docs/workloads.md."""
@@ -143,7 +149,8 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
     if kind == "io":
         # the emulator's own limit (emulator/checks.py): a rank's share of an I/O phase holds its grid block
         min_units = (EMULATOR_GRID**2 * 8 + H5_OVERHEAD) / unit_bytes if for_emulator else None
-        data, notes = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth, min_io_units=min_units)
+        data, notes = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth, min_io_units=min_units,
+                              volumes=volumes)
         if for_emulator:
             data["emulator"].update(grid=EMULATOR_GRID, ranks_per_app=1, max_ranks=max(16, len(jobs)))
         header += notes
@@ -187,15 +194,15 @@ def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, sched
     cap = max([2048e9] + [j.storage for j in jobs])
     data = {"kind": "batch", "name": "slurm", "scheduler": scheduler,
             "platform": {"nodes": nodes or max(j.nodes for j in jobs), **LACKNER_PLATFORM,
-                         "hps": {"rate": "15 GB/s", "capacity": cap}},
+                         "hps": {"rate": "15 GB/s", "capacity": format_size(cap)}},
             "workload": {"source": "inline", "jobs": data_jobs}}
     header = [f"imported from {len(parsed)} Slurm script(s) by iolab workload import slurm; runtime = walltime "
               "(a script does not say how long it runs); platform: lackner2019's, edit it"]
     for s, j in zip(parsed, jobs):
-        st = "; ".join(f"{x.direction} {x.source} -> {x.destination} {x.bytes:.6g} B ({x.from_})" for x in s.staged)
+        st = "; ".join(f"{x.direction} {x.source} -> {x.destination} {format_size(x.bytes, 6)} ({x.from_})" for x in s.staged)
         header.append(f"{Path(s.path).name}: job {j.id}, {s.nodes} nodes, walltime {s.walltime:g} s"
                       + ("" if s.time_given else " (default)") + f", begin +{s.begin:g} s, burst buffer "
-                      f"{s.capacity:.6g} B" + (f"; {st}" if st else ""))
+                      f"{format_size(s.capacity, 6)}" + (f"; {st}" if st else ""))
     _write_spec(data, output, header)
     if as_json:
         click.echo(json.dumps({"output": str(output), "kind": "batch", "jobs": len(jobs), "scripts": len(parsed)}))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 FORMATS = ("png", "svg")
 
 
@@ -28,3 +30,45 @@ def save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return path
+
+
+def time_unit(span: float) -> tuple[float, str]:
+    """The unit a time axis of this span (seconds) reads best in: seconds up to 2 h, hours up to 4
+    days, days beyond; returns (seconds per unit, its name)."""
+    if span > 4 * 86400:
+        return 86400.0, "days"
+    if span > 2 * 3600:
+        return 3600.0, "hours"
+    return 1.0, "s"
+
+
+def span_text(seconds: float) -> str:
+    """A bin width as a reader says it: ``38 s``, ``12 min``, ``3.5 h``, ``2.1 days``."""
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 4 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.3g} days"
+
+
+def bin_means(times, levels, edges):
+    """The time average over each bin [edges[i], edges[i+1]) of a step function that is
+    ``levels[k]`` from ``times[k]`` on (0 before the first time): its exact integral per bin over
+    the bin's width, so that no event is lost between two samples (no aliasing)."""
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(levels, dtype=float)
+    area = np.concatenate([[0.0], np.cumsum(v[:-1] * np.diff(t))]) if len(t) else np.zeros(0)
+
+    def integral(x):
+        k = np.searchsorted(t, x, side="right") - 1
+        inside = k >= 0
+        out = np.zeros(len(x))
+        out[inside] = area[k[inside]] + v[k[inside]] * (x[inside] - t[k[inside]])
+        return out
+
+    e = np.asarray(edges, dtype=float)
+    a = integral(e)
+    return np.diff(a) / np.diff(e)
+

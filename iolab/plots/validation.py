@@ -70,6 +70,16 @@ def _scatter(points: dict[str, list[tuple[float, float]]], path: Path, what: str
     return save(fig, path)
 
 
+def _samples(samples: dict) -> str:
+    """``{"launch": 3, "exit": 3, "io_phase": 12}`` as words: ``samples: 3 launches, 3 exits, 12 I/O phases``."""
+    names = {"launch": ("launch", "launches"), "exit": ("exit", "exits"), "io_phase": ("I/O phase", "I/O phases")}
+    parts = []
+    for k, n in samples.items():
+        one, many = names.get(k, (k.replace("_", " "), k.replace("_", " ")))
+        parts.append(f"{int(n):,} {one if n == 1 else many}")
+    return "samples: " + (", ".join(parts) if parts else "none")
+
+
 def _costs(simulated_with: dict | None, bandwidth: float) -> str:
     """The bandwidth and ``platform.overheads`` a simulation was given (spec units and seconds)."""
     if not simulated_with:  # a report of an iolab before the overheads: the bandwidth only
@@ -129,7 +139,7 @@ def _batch_section(report: dict) -> tuple[list[str], dict]:
              f"Calibration from {cal['source']}: launch {_fmt(cal['wall']['launch'])} s, exit "
              f"{_fmt(cal['wall']['exit'])} s, I/O phase {_fmt(cal['wall']['io_phase'])} s wall = "
              f"{_fmt(o['launch'])}, {_fmt(o['exit'])}, {_fmt(o['io_phase'])} spec s at time scale "
-             f"{_fmt(report['time_scale'])} (samples: {cal.get('samples', {})}).", ""]
+             f"{_fmt(report['time_scale'])} ({_samples(cal.get('samples') or {})}).", ""]
     points = {}
     for key, title in (("uncalibrated", "simulated as written"), ("calibrated", "simulated with the calibration")):
         c = report[key]

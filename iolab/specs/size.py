@@ -22,9 +22,13 @@ second with I/O).
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import SpecError
+from .load import parse_text, read_text
 
 MAX_EVENTS = 10_000_000
 MAX_JOBS = 50_000
@@ -45,8 +49,8 @@ class Size:
     def check(self, source: str, field: str) -> None:
         """Raise :class:`SpecError` (exit 2) if the estimate is above the limit."""
         if self.too_big:
-            raise SpecError(source, [(field, f"this run has an estimated {self.estimate:.3g} {self.what}, above "
-                                             f"the limit of {self.limit:.3g}; pass {self.option} N to allow it "
+            raise SpecError(source, [(field, f"this run has an estimated {self.estimate:,.0f} {self.what}, above "
+                                             f"the limit of {self.limit:,.0f}; pass {self.option} N to allow it "
                                              f"(docs/specs.md, 'Limits')")])
 
 
@@ -63,18 +67,56 @@ def io_size(spec, max_events: float | None = None) -> Size:
 
 
 def batch_size(spec, max_jobs: float | None = None) -> Size:
-    """Jobs of a batch experiment (an SWF file: its ``limit``, else its job lines, counted)."""
+    """Jobs of a batch experiment, for every workload source: inline, its jobs; feitelson, its
+    ``jobs``; an SWF file, its job lines (after ``skip``, at most ``limit``), counted; a Theta job
+    file, the entries of its ``jobs`` list, counted.  A file is counted only up to one job past the
+    limit, so a huge trace is refused without being read to its end."""
     limit = MAX_JOBS if max_jobs is None else max_jobs
     w = spec.workload
     if w.source == "inline":
         n = len(w.jobs)
     elif w.source == "feitelson":
         n = w.jobs
-    elif w.source == "swf" and w.limit is not None:
-        n = w.limit
-    else:
-        n = 0  # a file's jobs are counted when it is read; the reader has no size guard to pass
+    elif w.source == "swf":
+        cap = limit if w.limit is None else min(limit, w.limit)
+        n = swf_job_lines(w.path, w.skip + int(cap) + 1) - w.skip
+        n = max(0, n if w.limit is None else min(n, w.limit))
+    elif w.source == "theta":
+        n = theta_job_count(w.path)
+    else:  # pragma: no cover - the spec's model admits only the sources above
+        raise AssertionError(f"no size estimate for workload source {w.source!r}")
     return Size("jobs", float(n), limit, "--max-jobs")
 
 
-__all__ = ["MAX_EVENTS", "MAX_JOBS", "MAX_RUNS", "Size", "batch_size", "io_size"]
+def swf_job_lines(path: str | Path, stop: float = float("inf")) -> int:
+    """The data lines of an SWF file (``.gz`` detected by content): not blank, not a ``;`` comment;
+    counting stops at ``stop``.  A file that cannot be read counts 0: its reader names the problem."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+        n = 0
+        with (gzip.open(p, "rb") if gz else p.open("rb")) as fh:
+            for line in fh:
+                text = line.strip()
+                if text and not text.startswith(b";"):
+                    n += 1
+                    if n >= stop:
+                        break
+        return n
+    except (OSError, EOFError, zlib.error):
+        return 0
+
+
+def theta_job_count(path: str | Path) -> int:
+    """The entries of a Theta job file's ``jobs`` list.  A file that does not parse counts 0: its
+    reader names the problem."""
+    try:
+        doc = parse_text(read_text(path), str(path))
+    except (SpecError, OSError):
+        return 0
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    return len(jobs) if isinstance(jobs, list) else 0
+
+
+__all__ = ["MAX_EVENTS", "MAX_JOBS", "MAX_RUNS", "Size", "batch_size", "io_size", "swf_job_lines", "theta_job_count"]

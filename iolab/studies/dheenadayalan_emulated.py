@@ -150,7 +150,7 @@ def reusable(path: Path, digest: str) -> tuple[Any, str]:
     """``(trace, "")`` if ``path`` is a complete trace of the spec ``digest`` whose jobs all ended ok,
     else ``(None, why not)``."""
     if not path.is_file():
-        return None, "no trace yet"
+        return None, "no earlier run to reuse"
     try:
         trace = read_trace(path)
     except TraceError as exc:

@@ -355,35 +355,81 @@ def _ident(job: DarshanJob, seen: set[str]) -> str:
     return ident
 
 
+def releases(jobs: list[DarshanJob]) -> tuple[list[float], float]:
+    """Each log's release (submit) in seconds, and the idle time left out.
+
+    A log is released at its start relative to the earliest log, with every stretch of time in
+    which none of the logs ran cut out: logs that ran together keep their offsets, logs recorded
+    months apart follow one another (the next starts when the last one before it ended).  Returns
+    the releases, in the order of ``jobs``, and the seconds cut."""
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i].start)
+    out = [0.0] * len(jobs)
+    cut = 0.0
+    ended = None  # the latest end of the logs so far (their own clock)
+    t0 = jobs[order[0]].start if jobs else 0.0
+    for i in order:
+        j = jobs[i]
+        if ended is not None and j.start > ended:
+            cut += j.start - ended
+        out[i] = round(j.start - t0 - cut, 6)
+        ended = j.start + j.run_time if ended is None else max(ended, j.start + j.run_time)
+    return out, cut
+
+
+def _mbs(rate: float) -> str:
+    mb = rate / 1e6
+    return f"{mb:,.0f} MB/s" if mb >= 100 else f"{mb:.4g} MB/s"
+
+
+def own_rate(job: DarshanJob) -> float:
+    """The rate the log observed, bytes per second: its bytes over the time of its bins with I/O
+    (0 for a log without I/O)."""
+    moved = job.read_bytes + job.write_bytes
+    return moved / job.io_time if moved > 0 and job.io_time > 0 else 0.0
+
+
 def io_spec(jobs: list[DarshanJob], *, unit_bytes: int, bandwidth: float | None = None, io_nodes: int = 1,
             nodes_per_io_node: int | None = None, policy: str = "fifo", name: str = "darshan",
-            min_io_units: float | None = None) -> tuple[dict[str, Any], list[str]]:
+            min_io_units: float | None = None, volumes: str = "time") -> tuple[dict[str, Any], list[str]]:
     """An I/O experiment (``kind: io``) whose apps replay the logs' I/O pattern.
 
-    Every app is released at its log's start relative to the earliest log and
-    runs on I/O node 0 (mapping ``none``), so ``nodes_per_io_node`` defaults to
-    the sum of the apps' nodes.  ``bandwidth`` (data units per second)
-    defaults to the rate the logs observed: their bytes over the time their
-    bins show I/O.  With ``min_io_units`` the phases go through
+    The apps share one I/O node (mapping ``none``; ``nodes_per_io_node`` defaults to the sum of
+    the apps' nodes) of one ``bandwidth`` (data units per second), by default the rate the logs
+    observed together: their bytes over the time their bins show I/O.  Logs recorded on different
+    systems (or with different contention) observed different rates; with ``volumes="time"`` each
+    app's I/O volumes are scaled by (bandwidth / its log's own rate), so that alone on the platform
+    each I/O phase takes the time it took in its log (one log: the factor is 1 at the default
+    bandwidth).  ``volumes="bytes"`` keeps the logs' bytes: an app's I/O then takes bytes /
+    bandwidth.  Releases: :func:`releases`.  With ``min_io_units`` the phases go through
     :func:`emulable_phases`.  Returns the spec and notes on what changed.
     """
-    t0 = min(j.start for j in jobs)
+    if volumes not in ("time", "bytes"):
+        raise ValueError(f"volumes must be 'time' or 'bytes', not {volumes!r}")
+    if bandwidth is None:
+        moved = sum(j.read_bytes + j.write_bytes for j in jobs)
+        busy = sum(j.io_time for j in jobs)
+        bandwidth = moved / busy / unit_bytes if moved > 0 and busy > 0 else 1.0
+    rel, cut = releases(jobs)
     seen: set[str] = set()
     apps = []
     notes = []
-    for j in jobs:
-        phases = job_phases(j, unit_bytes)
+    if cut > 0:
+        notes.append(f"releases: {cut:,.0f} s in which none of the logs ran left out (the logs did not all run "
+                     "together; each follows the one before it)")
+    for j, release in zip(jobs, rel):
         ident = _ident(j, seen)
+        rate = own_rate(j)
+        factor = bandwidth * unit_bytes / rate if volumes == "time" and rate > 0 else 1.0
+        phases = job_phases(j, unit_bytes / factor)
+        if not math.isclose(factor, 1.0, rel_tol=1e-9):
+            notes.append(f"{ident}: I/O volumes x {factor:.4g} (its log's rate {_mbs(rate)}, the platform's "
+                         f"{_mbs(bandwidth * unit_bytes)}): its I/O takes its log's {j.io_time:,.1f} s")
         if min_io_units is not None:
             phases, ch = emulable_phases(phases, min_io_units)
             if ch["merged"] or ch["added"]:
                 notes.append(f"{ident}: for a real run, {ch['merged']:g} I/O phases below {min_io_units:g} units "
                              f"merged, {ch['added']:g} units added")
-        apps.append({"id": ident, "nodes": j.nodes, "release": round(j.start - t0, 6), "phases": phases})
-    if bandwidth is None:
-        moved = sum(j.read_bytes + j.write_bytes for j in jobs)
-        busy = sum(j.io_time for j in jobs)
-        bandwidth = moved / busy / unit_bytes if moved > 0 and busy > 0 else 1.0
+        apps.append({"id": ident, "nodes": j.nodes, "release": release, "phases": phases})
     return {
         "kind": "io", "name": name,
         "platform": {"io_nodes": io_nodes, "nodes_per_io_node": nodes_per_io_node or sum(a["nodes"] for a in apps),
@@ -400,16 +446,15 @@ def batch_spec(jobs: list[DarshanJob], *, nodes: int | None = None, scheduler: s
                name: str = "darshan") -> dict[str, Any]:
     """A batch experiment (``kind: batch``): one job per log, input = bytes read, output = bytes written.
 
-    Submit = the log's start relative to the earliest (Darshan records no
-    submission); walltime = runtime = the run time (no request recorded);
+    Submit = the log's start relative to the earliest, with the time no log ran cut out
+    (:func:`releases`; Darshan records no submission); walltime = runtime = the run time (no request recorded);
     ``storage`` (the HPS request) = input + output.  The platform is
     lackner2019's (edit it); its nodes default to the largest job.
     """
-    t0 = min(j.start for j in jobs)
     seen: set[str] = set()
     out = []
-    for j in jobs:
-        out.append({"id": _ident(j, seen), "user": str(j.uid), "submit": round(j.start - t0, 6), "nodes": j.nodes,
+    for j, submit in zip(jobs, releases(jobs)[0]):
+        out.append({"id": _ident(j, seen), "user": str(j.uid), "submit": submit, "nodes": j.nodes,
                     "walltime": max(j.run_time, 1.0), "runtime": j.run_time, "input": j.read_bytes,
                     "output": j.write_bytes, "storage": j.read_bytes + j.write_bytes})
     cap = max(2048e9, max(j["storage"] for j in out))
@@ -420,4 +465,4 @@ def batch_spec(jobs: list[DarshanJob], *, nodes: int | None = None, scheduler: s
 
 
 __all__ = ["DarshanJob", "DarshanLogError", "MODULES", "batch_spec", "emulable_phases", "io_spec", "job_phases",
-           "read_darshan"]
+           "own_rate", "read_darshan", "releases"]

@@ -95,7 +95,7 @@ class Staged:
     destination: str
     type: str
     bytes: float
-    from_: str  # "file size" or "size="
+    from_: str  # "file size", "sum of the directory's file sizes", "sum of the listed files' sizes" or "size="
     line: int
 
 
@@ -434,7 +434,8 @@ def _stage(script: Path, lineno: int, verb: str, kv: dict[str, str]) -> Staged:
     target = Path(named) if Path(named).is_absolute() else script.parent / named
     size = None if "$" in named else _size_on_disk(target, kind)
     if size is not None:
-        how = "file size"
+        how = {"file": "file size", "directory": "sum of the directory's file sizes",
+               "list": "sum of the listed files' sizes"}[kind]
     elif "size" in kv:
         size, how = _size(kv["size"], f"{verb} size"), "size="
     else:

@@ -27,7 +27,7 @@ def test_sweep_live_shows_each_worker_and_ctrl_c_leaves_the_terminal_usable(tmp_
             t = plain(b)
             m = re.findall(r"done (\d+)/20 \((\d+) failed\), running (\d+)", t)
             return bool(m) and int(m[-1][0]) >= 2 and int(m[-1][2]) == 2 and all(
-                re.search(rf"│ {slot}\s+│ [0-9a-f]{{16}}\s+│", t) for slot in (0, 1))
+                re.search(rf"│ {slot}\s+│ [a-z-]+ × \S+ × seed \d+\s+│", t) for slot in (0, 1))
 
         term.read(180, two_done_two_running)
         text = plain(term.screen)
@@ -52,3 +52,7 @@ def test_sweep_live_off_a_terminal_prints_the_plain_lines(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "\x1b[" not in r.stderr
     assert re.search(r"^\[2/2\] 100% elapsed", r.stderr, re.M), r.stderr
+    # Ray's own start-up lines (the token-authentication WARNING, "INFO worker.py ... Started a local
+    # Ray instance") are not the sweep's: its logging level is ERROR
+    assert not re.search(r"\b(WARNING|INFO)\b", r.stderr) and "Ray instance" not in r.stderr, r.stderr
+    assert not re.search(r"runs\s*$", r.stderr, re.M), r.stderr  # no trailing empty label

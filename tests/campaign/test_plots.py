@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from iolab.cli import cli
@@ -52,9 +53,77 @@ def test_report_on_a_trace_keeps_its_text_and_draws_the_figures(tmp_path):
     path = write_trace(small_trace("stretch"), tmp_path / "t.h5")
     r = CliRunner().invoke(cli, ["report", str(path), "--figures", str(tmp_path / "f")])
     assert r.exit_code == 0, r.output
-    assert "policy stretch" in r.output and "makespan" in r.output and "max stretch (slowdown)" in r.output
+    assert "policy stretch" in r.output and "makespan" in r.output and "max slowdown" in r.output
     for name in ("gantt.png", "utilisation.png"):
         data = (tmp_path / "f" / name).read_bytes()
         assert data[:4] == b"\x89PNG" and len(data) > 5_000
     j = CliRunner().invoke(cli, ["report", str(path), "--json"])
     assert j.exit_code == 0 and '"makespan"' in j.output
+
+
+def test_bin_means_is_the_exact_average_of_the_step_function():
+    from iolab.plots import bin_means
+
+    rng = np.random.default_rng(7)
+    times = np.sort(rng.uniform(0, 100, 300))
+    levels = rng.integers(0, 9, 300).astype(float)
+    edges = np.linspace(0, 100, 41)
+    # reference: the step function's value at the midpoints of 2 000 sub-intervals of each bin
+    ref = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        x = a + (np.arange(2000) + 0.5) * (b - a) / 2000
+        k = np.searchsorted(times, x, side="right") - 1
+        ref.append(np.where(k >= 0, levels[np.maximum(k, 0)], 0.0).mean())
+    assert np.allclose(bin_means(times, levels, edges), ref, atol=0.05)  # midpoint sampling's own error
+    # and exactly the integral over the whole span (nothing lost between samples)
+    exact = float(np.sum(levels[:-1] * np.diff(times)) + levels[-1] * (100 - times[-1]))
+    assert float(np.sum(bin_means(times, levels, edges) * np.diff(edges))) == pytest.approx(exact)
+
+
+def test_a_dense_gantt_is_drawn_as_shares_and_says_so(tmp_path):
+    """Table 1 at its full size has hundreds of phases per app: thinner than a pixel each, so each row
+    shows the share of every time bin spent in each state; a small run keeps a bar per phase."""
+    from iolab.plots.trace import DENSE, _busy
+
+    full = simulate(load_spec(TABLE1), policy="fifo")
+    per_app = max(int((full.phases["job"] == j).sum()) for j in full.jobs["id"])
+    assert per_app > DENSE
+    drawn = gantt(full, tmp_path / "g.svg")
+    assert drawn.binned and "too many phases for a bar each" in drawn.path.read_text()
+    assert not gantt(small_trace(), tmp_path / "s.svg").binned
+    # the covered seconds per bin against a direct sum of each span's overlap with each bin
+    spans = [(1.0, 2.5), (5.0, 0.5), (9.9, 0.2)]
+    edges = np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0])
+    ref = [sum(max(0.0, min(s + d, b) - max(s, a)) for s, d in spans) for a, b in zip(edges[:-1], edges[1:])]
+    assert np.allclose(_busy(spans, edges), ref)
+
+
+def test_batch_gantt_writes_ids_only_where_they_fit_and_never_over_one_another(tmp_path):
+    """lackner2019's 500 jobs over 7 days: the axis in days, and ids written only where they fit (at
+    most 60; before, every one of the 60 largest boxes got its id, over its neighbours')."""
+    from pathlib import Path
+
+    from iolab.plots.batch import batch_gantt
+    from iolab.sim.batch.run import simulate_batch
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "lackner-sas.yaml"
+    trace = simulate_batch(load_spec(example))
+    drawn = batch_gantt(trace, tmp_path / "g.svg")
+    assert drawn.jobs == 500 and 0 < drawn.labels <= 60
+    svg = drawn.path.read_text()
+    assert "time (days)" in svg
+
+
+def test_box_plot_axis_reads_plain_numbers_and_explains_its_marks(tmp_path):
+    from iolab.plots.campaign import _boxes
+    from iolab.plots import new_figure
+
+    fig = new_figure(8, 4)
+    ax = fig.add_subplot()
+    _boxes(ax, ["a", "b"], [np.array([6.0, 12.0, 30.0]), np.array([8.0, 20.0, 25.0])], "slowdown", log=True)
+    fig.canvas.draw()
+    texts = [t.get_text() for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels() if t.get_text()]
+    assert texts and all("10^" not in t and "times" not in t and "$" not in t for t in texts), texts
+    assert set(texts) >= {"10", "20"}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "mean" in legend and "median" in legend and any("quartiles" in t for t in legend)

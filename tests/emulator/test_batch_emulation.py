@@ -13,6 +13,7 @@ import math
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def run(tmp_path_factory):
             def kill():
                 if proc.poll() is None:
                     os.kill(proc.pid, signal.SIGKILL)  # kill -9 of the job's mpiexec
-                    killed[job] = 1.0
+                    killed[job] = time.time()  # wall clock: the trace's t0 turns it into spec seconds
             threading.Timer(1.0, kill).start()
 
     trace = run_batch_emulation(spec(), out=work / "run.h5", work_dir=work / "w", on_launch=on_launch)
@@ -71,7 +72,7 @@ def test_sas_run_stages_for_real_and_matches_the_simulated_tiers(run):
 
     trace, work, killed = run
     jobs = {r["id"]: r for r in trace.jobs.rows()}
-    assert killed == {"k": 1.0}
+    assert set(killed) == {"k"}
     assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok", "k": "failed", "d": "ok"}
     assert jobs["a"]["tier"] == "hps" and jobs["b"]["tier"] == "lps" and jobs["d"]["tier"] == "hps"
     sim = {r["id"]: r for r in simulate_batch(spec()).jobs.rows()}
@@ -110,7 +111,13 @@ def test_sas_run_stages_for_real_and_matches_the_simulated_tiers(run):
         assert r["status"] == "allocated" and r["disk"] == "hps"
         assert r["free"] == pytest.approx(jobs[j]["end"], abs=5.0)
     assert allocs["k"]["bytes"] == pytest.approx(28 * GB)
-    assert jobs["k"]["end"] - jobs["k"]["start"] < 400  # ended at the kill, not after its 1400 s
+    # k ended at the kill, not after its 1400 s: its end follows the kill's instant (measured, in spec
+    # seconds) and lies nearer to it than to the end its runtime would have given, however late a
+    # loaded machine noticed the exit
+    kill_t = (killed["k"] - float(trace.attrs["t0"])) / trace.attrs["time_scale"]
+    natural_end = jobs["k"]["start"] + 1400
+    assert kill_t <= jobs["k"]["end"] < natural_end
+    assert jobs["k"]["end"] - kill_t < natural_end - jobs["k"]["end"], (kill_t, jobs["k"])
     assert trace.attrs["exit_codes"]["k"] != 0 and trace.attrs["exit_codes"]["a"] == 0
     # d waited for k's nodes, not for its 1500 s walltime
     assert jobs["d"]["start"] < jobs["k"]["start"] + 600
@@ -259,4 +266,7 @@ def test_an_swf_window_with_io_is_the_same_jobs_in_both_runtimes(tmp_path):
         assert real[j]["status"] == "ok" and real[j]["tier"] == sim[j]["tier"] == "lps"
         assert real[j]["io_volume"] == sim[j]["io_volume"] > 0  # the window's draw, in both
         assert real[j]["release"] == sim[j]["release"] == {"3": 30.0, "4": 40.0}[j]
-        assert real[j]["start"] == pytest.approx(sim[j]["start"], abs=5.0)
+        # started at its release (the loop notices it up to a poll late, later on a loaded machine), not
+        # after the other job: both fit on the 2 nodes at once, in the simulator too
+        assert real[j]["start"] >= real[j]["release"] and sim[j]["start"] == sim[j]["release"]
+    assert real["4"]["start"] < real["3"]["end"] and real["3"]["start"] < real["4"]["end"]

@@ -102,6 +102,12 @@ def test_the_real_ds1_runs_give_table1_rows_and_the_controller_suspends_io_jobs(
     assert (out / "fig1-gantt-emulated.png").stat().st_size > 10_000
     assert "emulated run 1/2 (ds1-fcfs" in r.output and "emulated run 2/2 (ds1-fcfs-controller" in r.output
     assert "EASY not run for real" in r.output and s["ds1_easy_equals_fcfs"] is True
+    # a quick result that cannot match the paper says so, and why, in its own output
+    assert "quick size: DS2 of 40 jobs (the paper's: 152)" in r.output
+    worst = max(run["sim_max_abs_error"] for run in s["emulated"]["runs"])
+    if worst >= 0.2:
+        line = next(ln for ln in r.output.splitlines() if ln.startswith("why the twin as written is off"))
+        assert f"up to {100 * worst:.0f} %" in line and "checks the pipeline, not the model" in line
 
 
 def test_a_rerun_reuses_the_traces(quick):

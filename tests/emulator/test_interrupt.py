@@ -88,6 +88,9 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
     err_text = "".join(err) + rest_err
     assert proc.returncode not in (0, None), err_text[-2000:]
     assert "interrupted" in err_text and "partial trace written to" in err_text, err_text[-2000:]
+    # a run that did not end well keeps its work folder (the logs say what happened), and says where
+    assert (work / "logs").is_dir() and f"work folder kept for inspection: {work.resolve()}" in err_text, \
+        err_text[-2000:]
 
     trace = read_trace(out)  # readable, and says it is partial
     assert trace.attrs["complete"] is False or str(trace.attrs["complete"]) == "False"
@@ -95,8 +98,39 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
     assert set(trace.jobs["status"]) <= {"killed", "failed", "pending", "ok"}
     assert any(s != "ok" for s in trace.jobs["status"])  # the run did not finish
     assert not list(tmp_path.glob(".*.tmp*")), "a half-written file was left behind"
+    check_partial_report_and_export(trace, out, tmp_path)
 
     # nothing that belongs to this run survives it (apps, mpiexec, their ranks)
     time.sleep(0.5)
     left = processes_mentioning(str(work))
     assert not left, left
+
+
+def check_partial_report_and_export(trace, out: Path, tmp_path: Path) -> None:
+    """``iolab report`` says the run was interrupted and names what it cut (no ``nan`` makespan as if
+    complete); ``export --format batsim-csv`` writes a row per job that started, cut ones as killed
+    ending when they were killed, and says what is missing."""
+    from click.testing import CliRunner
+
+    from iolab.cli import cli
+
+    jobs = {str(r["id"]): r for r in trace.jobs.rows()}
+    cut = sorted(i for i, r in jobs.items() if r["status"] != "ok")
+    r = CliRunner().invoke(cli, ["report", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "INTERRUPTED" in r.output and "interrupted at" in r.output and "nan" not in r.output, r.output
+    assert all(f"{i} killed" in r.output or f"{i} never started" in r.output or f"{i} pending" in r.output
+               for i in cut), r.output
+    csv_path = tmp_path / "partial.csv"
+    r = CliRunner().invoke(cli, ["export", str(out), "--format", "batsim-csv", "-o", str(csv_path)])
+    assert r.exit_code == 0, r.output
+    assert "interrupted" in r.output and "missing" in r.output, r.output
+    import csv
+
+    rows = {row["job_id"]: row for row in csv.DictReader(csv_path.open())}
+    started = {i for i, j in jobs.items() if j["start"] == j["start"]}  # not nan
+    assert set(rows) == started and started, (rows, jobs)
+    for i in started:
+        if jobs[i]["status"] != "ok":
+            assert rows[i]["final_state"] == "COMPLETED_KILLED"
+            assert float(rows[i]["finish_time"]) >= float(rows[i]["starting_time"])

@@ -76,15 +76,19 @@ def test_batch_view_shows_tiers_used_free_and_jobs():
 def test_sweep_snapshot_and_view_count_runs_and_name_each_slot():
     s = SweepSummary("c", Path("."), 10, 2, 3, 2, 1, 0.0, 2)  # 3 executed: 2 ok, 1 failed
     t_run = time.perf_counter() - 60.0
-    pending = {"r1": type("R", (), {"run_id": "run-0004"})(), "r2": type("R", (), {"run_id": "run-0005"})()}
+    run = lambda i, policy: type("R", (), {"run_id": f"run-000{i}", "params": {  # noqa: E731
+        "policy": policy, "workload": "table1", "seed": 7, "mapping": "first-fit", "replicate": 0}})()
+    pending = {"r1": run(4, "fifo"), "r2": run(5, "stretch")}
     since = {"r1": (1, time.perf_counter() - 5.0), "r2": (0, time.perf_counter() - 1.0)}
     snap = sweep_snapshot("c", s, 8, pending, since, t_run)
     assert (snap["done"], snap["failed"], snap["total"], snap["skipped"]) == (3, 1, 8, 2)
-    assert [r["run"] for r in snap["running"]] == ["run-0005", "run-0004"]  # by slot
+    assert [r["run_id"] for r in snap["running"]] == ["run-0005", "run-0004"]  # by slot
+    assert [r["run"] for r in snap["running"]] == ["stretch \u00d7 table1 \u00d7 seed 7", "fifo \u00d7 table1 \u00d7 seed 7"]
     assert 4.5 < snap["running"][1]["seconds"] < 30 and 59 < snap["elapsed"] < 120
     t = text_of(snap)
     assert "done 3/8 (1 failed), running 2" in t and "3.0 runs/min" in t and "ETA 1:40" in t
-    assert row(t, "0", "run-0005") and row(t, "1", "run-0004")
+    assert row(t, "0", "stretch \u00d7 table1 \u00d7 seed 7") and row(t, "1", "fifo \u00d7 table1 \u00d7 seed 7")
+    assert "run-000" not in t
 
 
 def test_off_a_terminal_the_sinks_print_plain_lines():
@@ -145,6 +149,15 @@ def test_emulate_live_draws_in_a_pty_and_ctrl_c_leaves_the_terminal_usable(tmp_p
         rc = term.proc.wait(timeout=60)
         assert rc in (1, 130), tail[-2000:]  # 1 until issue 13 item 6 makes every command exit 130
         assert "interrupted" in tail, tail[-2000:]
+        # the last frame drawn shows what the interruption did: nothing still "running"
+        last = plain(term.screen)
+        last = last[last.rfind("policy fifo" if kind == "io" else "scheduler sas"):]
+        if kind == "io":
+            assert re.search(r"\bA\s.*killed", last) and re.search(r"\bB\s.*killed", last), last[-2000:]
+            assert not re.search(r"\b[AB]\s.*running", last), last[-2000:]
+        else:
+            assert re.search(r"jobs [^\n]*2 killed", last), last[-2000:]
+            assert not re.search(r"\b[ab]\s.*(stage-in|running)", last), last[-2000:]
         assert term.usable() == []
     finally:
         term.close()

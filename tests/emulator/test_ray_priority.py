@@ -23,6 +23,14 @@ def nice_of(pid: int) -> int:
     return int(stat[stat.rindex(")") + 2:].split()[16])
 
 
+def is_worker(cmd: str) -> bool:
+    """A Ray worker process: named ``ray::IDLE`` (or ``ray::CLASS`` once it holds an actor, which
+    ``ray::...Agent`` are not), or a Python still starting ``default_worker.py``/``setup_worker.py``."""
+    words = cmd.split()
+    starting = len(words) > 1 and words[1].endswith(("default_worker.py", "setup_worker.py"))
+    return starting or (cmd.startswith("ray::") and not words[0].endswith("Agent"))
+
+
 def test_the_actors_of_a_local_ray_run_at_the_driver_s_priority():
     import ray
 
@@ -32,15 +40,18 @@ def test_the_actors_of_a_local_ray_run_at_the_driver_s_priority():
         pytest.skip("a Ray is already up in this process: its workers keep the niceness it was started with")
     with RaySession.open() as session:
         assert session.owned
-        time.sleep(3)  # Ray's prestart happens at init and for the first driver: give it time to show
-        idle = [p for p in process_tree(os.getpid()) if command(p).startswith("ray::IDLE")]
-        assert not idle, f"idle workers started ahead, competing with the apps: {idle}"
 
         @ray.remote(num_cpus=0)
         class Probe:
             def pid(self):
                 return os.getpid()
 
+        # wait for the event, not a fixed time: the pool has started a worker (the probe's), after the
+        # ones Ray prestarts at init and for the first driver would have been started
         pid = ray.get(Probe.remote().pid.remote())
         assert pid != os.getpid()
         assert nice_of(pid) == nice_of(os.getpid())  # not Ray's default 15 more than its parent
+        # any other worker, named (ray::IDLE) or still starting (python .../default_worker.py), was
+        # started ahead
+        others = [p for p in process_tree(os.getpid()) if p != pid and is_worker(command(p))]
+        assert not others, f"idle workers started ahead, competing with the apps: {[command(p) for p in others]}"

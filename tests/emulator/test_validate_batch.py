@@ -58,6 +58,7 @@ def test_validate_runs_the_batch_spec_for_real_and_reports_both_simulations(tmp_
         assert heading in md, heading
     assert f"| makespan | {rep['calibrated']['run']['makespan']['real']:.4g} |" in md
     assert real.attrs["host"] in md and "ray " in md  # the machine and the versions of the real run
+    assert "{'" not in md and "samples: " in md and " launches" in md  # words, not a Python dict
     # a kept trace of another spec is refused, naming the field
     other = dict(SPEC, workload=SPEC["workload"][:2])
     (tmp_path / "other.json").write_text(json.dumps(other))

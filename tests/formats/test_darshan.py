@@ -81,16 +81,63 @@ def test_counter_timestamps_without_dxt():
 
 def test_cli_io_spec_simulates(tmp_path):
     out = tmp_path / "d.yaml"
-    res = CliRunner().invoke(cli, ["workload", "import", "darshan", str(DXT), str(IOR), "-o", str(out)])
+    res = CliRunner().invoke(cli, ["workload", "import", "darshan", str(DXT), str(IOR), "-o", str(out),
+                                   "--volumes", "bytes"])
     assert res.exit_code == 0, res.output
     spec = load_spec(out)
     assert [a.id for a in spec.apps] == ["j1537455", "j32324925"]
     a = spec.apps[0]
     assert a.io_total() * spec.emulator.unit_bytes == pytest.approx(22517726 + 1876 + 13021781)
-    assert spec.apps[1].release == pytest.approx(1594155460 - 1587455133)
     assert "dxt.darshan: job 1537455, 1 ranks" in out.read_text()
     res = CliRunner().invoke(cli, ["simulate", str(out), "--json"])
     assert res.exit_code == 0, res.output
+
+
+def _io_seconds(app, bandwidth: float) -> float:
+    return sum(v for p in app.phase_list() for k, v in [p] if k != "compute") / bandwidth
+
+
+@pytest.mark.parametrize("logs", [(SAMPLE, NOPOSIX), (DXT, IOR), (DXT, IOR, SAMPLE, NOPOSIX)],
+                         ids=["sample+noposix", "dxt+ior", "all four"])
+def test_several_logs_keep_each_its_own_io_time_and_sane_releases(tmp_path, logs):
+    """Logs of different systems, months or years apart: at the one bandwidth of the spec, each app's
+    I/O takes the time its log's I/O took (the bins with I/O), and the releases leave out the time in
+    which none of the logs ran (each log follows the one before it)."""
+    out = tmp_path / "d.yaml"
+    res = CliRunner().invoke(cli, ["workload", "import", "darshan", *map(str, logs), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    spec = load_spec(out)
+    jobs = [read_darshan(p) for p in logs]
+    for app, job in zip(spec.apps, jobs):
+        assert _io_seconds(app, spec.platform.bandwidth) == pytest.approx(job.io_time, rel=1e-6), app.id
+    # reference: walk the logs in start order, the next released when the last before it ended (or at its
+    # own offset if it started while one was still running)
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i].start)
+    expected, clock, last_end = {}, 0.0, None
+    for i in order:
+        j = jobs[i]
+        if last_end is None:
+            expected[i], last_end = 0.0, j.start + j.run_time
+            continue
+        offset = min(j.start, last_end) - jobs[order[0]].start - clock
+        clock += max(0.0, j.start - last_end)
+        expected[i] = offset
+        last_end = max(last_end, j.start + j.run_time)
+    assert [a.release for a in spec.apps] == pytest.approx([expected[i] for i in range(len(jobs))])
+    assert max(a.release for a in spec.apps) <= sum(j.run_time for j in jobs)
+    text = out.read_text()
+    assert "none of the logs ran left out" in text and "its I/O takes its log's" in text
+    assert CliRunner().invoke(cli, ["simulate", str(out), "--json"]).exit_code == 0
+
+
+def test_one_log_keeps_its_bytes_and_time():
+    from iolab.sim.workloads.darshan import io_spec
+
+    j = read_darshan(SAMPLE)
+    data, notes = io_spec([j], unit_bytes=2**20)
+    units = sum(v for p in data["apps"][0]["phases"] for k, v in p.items() if k != "compute")
+    assert units * 2**20 == pytest.approx(j.read_bytes + j.write_bytes) and notes == []
+    assert units / data["platform"]["bandwidth"] == pytest.approx(j.io_time)
 
 
 def test_cli_batch_jobs(tmp_path):
@@ -102,6 +149,12 @@ def test_cli_batch_jobs(tmp_path):
     assert [(j["nodes"], j["submit"], j["runtime"], j["input"], j["output"]) for j in jobs] == [
         (64, 0.0, 117.0, 0, 2199023259968 + 3309), (16, 0.0, 39213.0, 1812408359, 29562779)]
     assert load_spec(out).platform.nodes == 64
+    res = CliRunner().invoke(cli, ["workload", "import", "darshan", str(SAMPLE), str(NOPOSIX), "--kind", "batch",
+                                   "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    a, b = sorted((read_darshan(SAMPLE), read_darshan(NOPOSIX)), key=lambda j: j.start)
+    submits = sorted(j["submit"] for j in yaml.safe_load(out.read_text())["workload"]["jobs"])
+    assert submits == pytest.approx([0.0, min(b.start - a.start, a.run_time)])
 
 
 def test_bad_logs_named_exit_2(tmp_path):

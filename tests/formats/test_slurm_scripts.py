@@ -35,6 +35,7 @@ def test_lua_script_stops_at_the_first_command():
     sizes = sum(f.stat().st_size for f in (DATA / "inputs").iterdir())
     assert [(x.direction, x.type, x.bytes) for x in s.staged] == [("stage_in", "directory", sizes),
                                                                     ("stage_out", "file", 300e9)]
+    assert [x.from_ for x in s.staged] == ["sum of the directory's file sizes", "size="]
 
 
 def test_plain_script_nodes_from_tasks():
@@ -62,7 +63,14 @@ def test_cli_spec_and_simulation_stage_as_slurm(tmp_path):
     assert res.exit_code == 0, res.output
     spec = load_spec(out)
     assert [j.id for j in spec.workload.jobs] == ["sim-a", "lua-job", "plain"]
-    assert "stage_in input.dat -> $DW_JOB_STRIPED/input.dat 1000 B (file size)" in out.read_text()
+    text = out.read_text()
+    assert "stage_in input.dat -> $DW_JOB_STRIPED/input.dat 1 kB (file size)" in text
+    assert "stage_in inputs -> /bb/in" in text and "(sum of the directory's file sizes)" in text
+    assert "burst buffer 200 GB;" in text and "burst buffer 1.09951 TB;" in text
+    # the capacity is written with its unit, as the rates are, and reads back as the same number of bytes
+    hps = yaml.safe_load(text)["platform"]["hps"]
+    assert hps == {"rate": "15 GB/s", "capacity": "2.048 TB"}
+    assert load_spec(out).platform.hps.capacity == 2048e9
     # every burst-buffer request honoured, as Slurm does: every job on HPS
     data = yaml.safe_load(out.read_text())
     data["scheduler"] = {"kind": "random-tier", "p": 1.0}

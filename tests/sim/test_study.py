@@ -87,6 +87,30 @@ def test_lackner_quick_study(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["figure"] for r in rows} == {"3", "4"}
     assert (tmp_path / "fig3.png").stat().st_size > 10_000 and (tmp_path / "fig4.png").stat().st_size > 10_000
+    # the output says what this run shows against the paper's claim, from its own headline
+    head = summary["headline"]
+    worse = [c for c, h in head.items() if h["sas_makespan"] > h["best_random_makespan"]
+             or h["sas_turnaround"] > h["best_random_turnaround"]]
+    line = next(ln for ln in res.output.splitlines() if ln.startswith("this run: "))
+    if worse:
+        assert f"NOT reproduced in {len(worse)} of {len(head)} cases" in line and "cannot show" in line
+        assert all(c in line for c in worse)
+    else:
+        assert line.startswith("this run: reproduced")
+
+
+def test_lackner_verdict_says_why_a_small_size_cannot_reproduce():
+    from iolab.studies.lackner import QUICK, LacknerSize, verdict
+
+    worse = {"2048GB_k5": {"sas_makespan": 3.0, "best_random_makespan": 2.0, "sas_turnaround": 1.0,
+                           "best_random_turnaround": 2.0}}
+    better = {"2048GB_k5": {"sas_makespan": 1.0, "best_random_makespan": 2.0, "sas_turnaround": 1.0,
+                            "best_random_turnaround": 2.0}}
+    assert verdict(better, QUICK).startswith("reproduced")
+    quick = verdict(worse, QUICK)
+    assert quick.startswith("NOT reproduced in 1 of 1") and "60 jobs per workload (the paper: 500)" in quick
+    full = verdict(worse, LacknerSize(repetitions=10))  # the paper's size: no excuse offered
+    assert full.startswith("NOT reproduced") and "cannot show" not in full
 
 
 def test_lackner_sensitivity_moves_one_constant_and_compares_sas_with_every_p(tmp_path):
@@ -115,3 +139,16 @@ def test_lackner_sensitivity_moves_one_constant_and_compares_sas_with_every_p(tm
     assert "sensitivity" not in L.params_of(L.QUICK)
     with pytest.raises(ValueError, match="NAME=VALUE"):
         L.setting_of("theta=1")
+
+
+def test_a_quick_study_runs_in_this_process_unless_workers_are_asked_for(tmp_path):
+    """A quick study is a few seconds of runs: it starts no Ray (whose start alone took ~6 s) unless
+    --workers or --address asks for one."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "iolab", "study", "lackner", "--quick", "--no-figures", "--out",
+                        str(tmp_path / "a")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "16 to run in this process" in r.stderr and "Ray" not in r.stderr, r.stderr
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["runs"] == 16

@@ -70,7 +70,7 @@ class Cluster:
             pytest.skip(f"needs {nodes} idle nodes, the cluster has {self.idle_nodes}")
         path, out = workdir / "spec.yaml", workdir / "run.h5"
         path.write_text(yaml.safe_dump(spec))
-        text = self.sbatch_wait(EMULATE, [str(path), str(out)], nodes=nodes, job_name=job_name, workdir=workdir)
+        text = self.sbatch_wait(EMULATE, [str(path), str(out), "--keep-work"], nodes=nodes, job_name=job_name, workdir=workdir)
         return out, text, expand_hostlist(text.split(" on ", 1)[1].split(",", 1)[0])
 
 

@@ -23,6 +23,7 @@ from iolab.emulator.launchers import srun_command
 from iolab.emulator.shell import kill_tree, spawn
 from iolab.emulator.slurm_control import find_step, resume, suspend
 from iolab.trace import read_trace
+from listening import processes, wait_until_stopped
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi, pytest.mark.ray]
 
@@ -71,19 +72,24 @@ def test_suspending_an_app_step_pauses_its_phases_and_resume_continues(cluster, 
     cmd = srun_command(2, argv, nodes=2, nodelist=list(cluster.idle_nodes[:2]), job_name=job_name)
     env = {**cluster.env, "PYTHONPATH": str(REPO / "tests" / "apps")}
     step = spawn(cmd, env=env, log_path=tmp_path / "srun.log")
+    ranks = lambda c: (Path(c.split()[0]).name != "srun"  # noqa: E731  the step's ranks, not the srun client
+                       and "iolab.apps.jacobi" in c and str(record) in c)
     try:
+        _wait(lambda: _reports(record) >= 1, "a first phase report", step, tmp_path)
+        t1 = time.monotonic()
         _wait(lambda: _reports(record) >= 3, "3 phase reports", step, tmp_path)
+        per_report = (time.monotonic() - t1) / max(1, _reports(record) - 1)  # measured on this machine now
         rc, out, err = cluster.run(["squeue", "-h", f"--name={job_name}", "-o", "%i"])
         jobid = out.split()[0]
         step_id = find_step(jobid, job_name, env=cluster.env)
         assert step_id == f"{jobid}.0"
 
         suspend(step_id, env=cluster.env)
-        time.sleep(0.5)                           # a report in flight may still land
+        wait_until_stopped(ranks)                 # the event: every rank is stopped (state T)
         frozen = _reports(record)
-        time.sleep(1.5)                           # ~6 phases if it were running
+        time.sleep(6 * per_report)                # six reports at the rate just measured, were it running
         assert _reports(record) == frozen
-        assert step.poll() is None                # stopped, not dead
+        assert step.poll() is None and all(st in ("T", "t") for st in processes(ranks).values())  # not dead
 
         resume(step_id, env=cluster.env)
         _wait(lambda: _reports(record) >= frozen + 3, "reports after resume", step, tmp_path)

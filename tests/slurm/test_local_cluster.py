@@ -18,6 +18,7 @@ from iolab.emulator.launchers import expand_hostlist, scontrol_command, srun_com
 from iolab.emulator.shell import kill_tree, spawn
 from iolab.emulator.slurm_control import job_state
 from iolab.emulator.slurm_state import SlurmJobState
+from listening import processes, wait_until_stopped
 
 pytestmark = pytest.mark.slurm
 
@@ -92,8 +93,12 @@ def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name
     loop = f"i=0; while :; do echo $i >> {ticks}; i=$((i+1)); sleep 0.05; done"
     cmd = srun_command(1, ["sh", "-c", loop], nodes=1, mpi="none", job_name=job_name)
     step = spawn(cmd, env=cluster.env, log_path=tmp_path / "srun.log")
+    looping = lambda c: c.startswith("sh -c") and str(ticks) in c  # noqa: E731  the step's task, not srun
     try:
-        _wait_until(lambda: _lines(ticks) >= 5, "the step to start ticking", step, tmp_path)
+        _wait_until(lambda: _lines(ticks) >= 1, "the step to start ticking", step, tmp_path)
+        t1, n1 = time.monotonic(), _lines(ticks)
+        _wait_until(lambda: _lines(ticks) >= n1 + 5, "five more ticks", step, tmp_path)
+        tick = (time.monotonic() - t1) / (_lines(ticks) - n1)  # measured: seconds per tick on this machine now
         rc, jobid, err = cluster.run(["squeue", "-h", f"--name={job_name}", "-o", "%i"])
         assert rc == 0 and jobid.strip(), err
         jobid = jobid.strip()
@@ -102,10 +107,11 @@ def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name
         rc, _, err = cluster.run(scontrol_command("suspend", jobid))
         assert rc == 0, err
         assert _state(cluster, jobid) is SlurmJobState.SUSPENDED
-        time.sleep(0.3)                              # a tick in flight may still land
+        wait_until_stopped(looping)                  # the event: the task is stopped (state T)
         frozen = _lines(ticks)
-        time.sleep(1.0)                              # ~20 ticks if it were running
+        time.sleep(10 * tick)                        # ten ticks at the rate just measured, were it running
         assert _lines(ticks) == frozen
+        assert all(st in ("T", "t") for st in processes(looping).values())  # still stopped, not dead
 
         rc, _, err = cluster.run(scontrol_command("resume", jobid))
         assert rc == 0, err

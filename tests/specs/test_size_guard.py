@@ -1,0 +1,104 @@
+"""``--max-jobs`` against every workload source: the estimate is the number of jobs the run would
+simulate, counted independently here (the simulated trace's rows, the file's lines), and a run above
+the limit is refused (exit 2, naming the option) before anything is simulated."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from iolab.cli import cli
+from iolab.specs import load_spec
+from iolab.specs.size import batch_size
+from shared_data import shared_file
+
+PLATFORM = {"nodes": 16, "lps": {"rate": "1GB/s"}, "hps": {"rate": "15GB/s", "capacity": "200GB"},
+            "stage_rate": "5GB/s"}
+SWF_LINE = "{job} {submit} 1 100 4 -1 -1 4 200 -1 1 3 1 -1 1 -1 -1 -1\n"
+
+
+def spec(tmp_path: Path, workload, nodes: int = 16) -> Path:
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump({"kind": "batch", "platform": {**PLATFORM, "nodes": nodes}, "scheduler": "easy",
+                                 "workload": workload}))
+    return p
+
+
+def simulated_jobs(path: Path) -> int:
+    r = CliRunner().invoke(cli, ["simulate", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)["jobs"]
+
+
+def refused_at(path: Path, limit: int) -> str:
+    r = CliRunner().invoke(cli, ["simulate", str(path), "--max-jobs", str(limit)])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "--max-jobs" in r.output and "workload.jobs" in r.output
+    return r.output
+
+
+def swf_file(tmp_path: Path, n: int, gz: bool) -> Path:
+    lines = ["; Version: 2.2\n", "; a comment line\n", "\n"]
+    lines += [SWF_LINE.format(job=i + 1, submit=10 * i) for i in range(n)]
+    p = tmp_path / ("t.swf.gz" if gz else "t.swf")
+    data = "".join(lines).encode()
+    p.write_bytes(gzip.compress(data) if gz else data)
+    return p
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_swf_without_limit_counts_its_job_lines(tmp_path, gz):
+    p = spec(tmp_path, {"source": "swf", "path": str(swf_file(tmp_path, 30, gz))})
+    n = simulated_jobs(p)
+    assert n == 30
+    assert batch_size(load_spec(p)).estimate == n
+    assert "estimated 30 jobs" in refused_at(p, n - 1)
+    assert simulated_jobs(p) == n  # at the limit: runs
+
+
+@pytest.mark.parametrize("skip,limit", [(0, 10), (25, None), (25, 10), (5, 100)])
+def test_swf_skip_and_limit(tmp_path, skip, limit):
+    w = {"source": "swf", "path": str(swf_file(tmp_path, 30, False)), "skip": skip}
+    if limit is not None:
+        w["limit"] = limit
+    p = spec(tmp_path, w)
+    n = simulated_jobs(p)
+    assert batch_size(load_spec(p)).estimate == n
+    refused_at(p, n - 1)
+
+
+def test_kth_trace_without_limit_is_refused_at_100_jobs():
+    kth = shared_file("KTH-SP2-1996-2.1-cln.swf.gz")
+    with gzip.open(kth, "rt") as fh:  # the reference: the trace's job lines
+        lines = sum(1 for line in fh if line.strip() and not line.lstrip().startswith(";"))
+    example = Path(__file__).resolve().parents[2] / "examples" / "kth-sp2-easy.yaml"
+    assert lines > 27_000
+    size = batch_size(load_spec(example), 100)
+    assert size.too_big and size.estimate == 101  # counted only up to one past the limit
+    assert batch_size(load_spec(example), 10**6).estimate == lines
+    assert "--max-jobs" in refused_at(example, 100)
+
+
+def test_theta_counts_its_jobs(tmp_path):
+    theta = shared_file("theta-2022-week4-io-jobs.yaml")
+    p = spec(tmp_path, {"source": "theta", "path": str(theta)}, nodes=4392)
+    n = simulated_jobs(p)
+    assert n == len(yaml.safe_load(theta.read_text())["jobs"]) > 10
+    assert batch_size(load_spec(p)).estimate == n
+    refused_at(p, n - 1)
+
+
+def test_inline_and_feitelson(tmp_path):
+    jobs = [{"id": i, "submit": i, "nodes": 1, "walltime": 100, "runtime": 50} for i in range(7)]
+    p = spec(tmp_path, jobs)
+    assert simulated_jobs(p) == batch_size(load_spec(p)).estimate == 7
+    refused_at(p, 6)
+    p = spec(tmp_path, {"source": "feitelson", "jobs": 40})
+    n = simulated_jobs(p)
+    assert batch_size(load_spec(p)).estimate == n
+    refused_at(p, n - 1)
