@@ -38,7 +38,6 @@ from ..errors import SpecError
 from .base import problems_of
 from .batch import BatchExperiment
 from .io import IOExperiment
-from .size import MAX_JOBS
 
 KINDS: Mapping[str, type[BaseModel]] = {"io": IOExperiment, "batch": BatchExperiment}
 
@@ -141,6 +140,7 @@ def spec_dir(path: str | Path) -> Path:
     return Path(path).resolve().parent
 
 
+MAX_JOBS = 50_000  # jobs of one batch spec (simulate --max-jobs); inline jobs counted while the document is read
 MAX_APPS = 10_000  # apps of one I/O spec (simulate --max-apps); counted while the document is read
 MAX_LINE = 1 << 20  # characters of one line of a spec
 

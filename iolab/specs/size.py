@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SpecError
-from .load import parse_text, read_text
+from .load import MAX_JOBS, parse_text, read_text
 
 MAX_EVENTS = 10_000_000
-MAX_JOBS = 50_000
 MAX_RUNS = 50_000
 
 
