@@ -25,6 +25,8 @@ same backfilling skeleton schedules it on that tier.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -61,6 +63,14 @@ def tier_options(job: QueuedJob, prof: Profile, rates: TierRates, now: float,
         dh = rates.duration(job, HPS)
         out[HPS] = Option(HPS, prof.earliest_fit(job.nodes, dh, job.storage, now), dh, job.nodes, job.storage)
     return out
+
+
+def _shortest(job: QueuedJob, snap: Snapshot) -> float:
+    """The shorter of the job's reservations on the tiers :func:`tier_options` offers it."""
+    d = snap.rates.duration(job, LPS)
+    if 0 < job.storage <= snap.hps_capacity * (1 + 1e-12):
+        d = min(d, snap.rates.duration(job, HPS))
+    return d
 
 
 def choose_tier(job: QueuedJob, options: dict[str, Option]) -> Option:
@@ -125,6 +135,14 @@ class _TieredBackfill(BatchPolicy):
             if self.backfill_depth is not None:
                 del rest[self.backfill_depth:]  # Slurm's bf_max_job_test: the first D in backfill order
             free_now = base.nodes  # segment 0 starts now: the nodes free now, as the pass takes them
+            # A candidate starts only on an option that starts now and fits with j1's reservation, which
+            # holds its nodes from now for at least the shorter of its two durations: a job whose nodes
+            # are not free in with_head throughout [now, now + shorter) cannot start, and is skipped
+            # without the two searches (the same decision: those searches would find no such option).
+            # least[i]: the fewest free nodes of with_head's segments 0..i (rebuilt after a start).
+            least = list(itertools.accumulate(with_head.nodes, min))
+            shortest = self._shortest_durations(snap)
+            now = snap.now
             for entry in rest:
                 job = entry[4]
                 if job.nodes > free_now[0]:
@@ -133,10 +151,16 @@ class _TieredBackfill(BatchPolicy):
                     if not free_now[0]:
                         break
                     continue
+                d = shortest.get(job.id)
+                if d is None:
+                    d = shortest[job.id] = _shortest(job, snap)
+                if job.nodes > least[bisect.bisect_left(with_head.times, now + d) - 1]:
+                    continue
                 for opt in self._backfill_options(job, base, snap):
-                    if opt.start == snap.now and with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
+                    if opt.start == now and with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
                         base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
                         with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+                        least = list(itertools.accumulate(with_head.nodes, min))
                         chosen[job.id] = (opt, True)
                         break
         # The plan: started jobs, j1's reservation, and a projection of the rest.
@@ -164,6 +188,15 @@ class _TieredBackfill(BatchPolicy):
 
     def _prepare(self, snap: Snapshot) -> None:
         pass
+
+    def _shortest_durations(self, snap: Snapshot) -> dict[str, float]:
+        """Each job's shorter reservation (:func:`_shortest`), kept while the rates and the HPS
+        capacity stay those of the last decision (a run's: the same for every decision)."""
+        key = (snap.rates, snap.hps_capacity)
+        if getattr(self, "_shortest_key", None) != key:
+            self._shortest_key = key
+            self._shortest: dict[str, float] = {}
+        return self._shortest
 
 
 class SAS(_TieredBackfill):
