@@ -13,10 +13,11 @@ import math
 
 
 class FairShareLink:
-    def __init__(self, rate: float):
+    def __init__(self, rate: float, law=None):
         if rate <= 0:
             raise ValueError(f"a link's rate must be > 0, got {rate}")
         self.rate = rate
+        self.law = law  # an interference law (``factor(k)``), or None: no loss
         self.remaining: dict[object, float] = {}
         self.last = 0.0
         self.version = 0  # bumps on every change; stale completion events are ignored
@@ -25,8 +26,8 @@ class FairShareLink:
         return len(self.remaining)
 
     def total_rate(self, k: int) -> float:
-        """The link's rate with ``k`` streams on it (shared equally): constant here."""
-        return self.rate
+        """The link's rate with ``k`` streams on it (shared equally): ``rate x law.factor(k)``."""
+        return self.rate if self.law is None else self.rate * self.law.factor(k)
 
     def advance(self, now: float) -> None:
         rem = self.remaining
