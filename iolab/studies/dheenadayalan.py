@@ -150,7 +150,7 @@ def run_one(dataset: str, scheduler: str, controller: bool, size: DheenadayalanS
            "suspensions": sum(len(s.suspensions) for s in rec.jobs)}
     samples = rec.controller.samples if rec.controller is not None else []
     row["max_writers"] = max((int(x[3]) for x in samples), default=-1)  # -1: no controller, nothing sampled
-    row["max_response"] = max((float(x[2]) for x in samples), default=float("nan"))
+    row["max_response"] = max((float(x[2]) for x in samples), default=-1.0)  # seconds; -1: nothing sampled
     job_rows = [{"job": s.id, "io": s.id in data, "data": data.get(s.id, 0.0), "submit": float(s.queued.submit),
                  "start": float(s.start), "end": float(s.end), "suspensions": len(s.suspensions)} for s in rec.jobs]
     susp_rows = [{"job": s.id, "start": float(a), "end": float(b)} for s in rec.jobs for a, b in s.suspensions]
@@ -277,7 +277,7 @@ def why_not(rows: list[dict], r_threshold: float | None = None, label: str = "")
         head = f"{label}{ds} {sched.upper()} {runtime}: controller {d:+.1%} total completion (paper: shorter)"
         if row["suspensions"] == 0:
             out.append(f"{head}: no suspension; the benchmark unit's response peaked at "
-                       f"{row.get('max_response', float('nan')):.1f} s ({k} writers), under r_threshold {thr:g} s: "
+                       f"{row.get('max_response', -1.0):.1f} s ({k} writers), under r_threshold {thr:g} s: "
                        f"{law.describe()} loses {1 - law.factor(max(k, 1)):.0%} at {k} writers, too little to "
                        "make the volume count as loaded")
         elif k >= 2:
