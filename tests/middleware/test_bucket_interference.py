@@ -46,3 +46,35 @@ def test_no_law_or_no_stream_is_the_plain_bucket():
         b.book(1000, 0.0, stream)
         s, e = b.book(1000, 0.0, None if stream is None else "b")
         assert (s, e) == pytest.approx((0.001, 0.002))
+
+
+def test_the_arbiter_paces_shared_apps_under_the_platforms_law():
+    """``shared`` on a real I/O node: the arbiter's bucket counts apps (every rank of one app is one stream)."""
+    from iolab.middleware.policies.io_apps import IOApp
+    from iolab.middleware.state import ArbiterState
+
+    apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["write"], amounts=[1.0], bandwidth=1.0)
+            for i, a in enumerate("ABC")]
+    law = InterferenceLaw.table({3: 0.5})
+    st = ArbiterState(apps, policy="shared", bandwidth=1.0, cap=1e6, law=law)
+    for a in "ABC":
+        for r in (0, 1):
+            st.arrive(a, r, 2, 0.0)
+    st.start(0.0)
+    assert st.gates(0.0) == ["A", "B", "C"]
+    # two ranks of each app book 1000 B in turn, pipelined; 3 apps: half the rate in total
+    now, end = 0.0, 0.0
+    for _ in range(100):
+        for a in "ABC":
+            for _rank in range(2):
+                start, end = st.book(a, 1000, now)
+        now = start
+    assert 600_000 / end == pytest.approx(0.5e6, rel=0.01)
+    # without the law: the whole cap
+    plain = ArbiterState(apps, policy="shared", bandwidth=1.0, cap=1e6)
+    for a in "ABC":
+        for r in (0, 1):
+            plain.arrive(a, r, 2, 0.0)
+    plain.start(0.0)
+    plain.gates(0.0)
+    assert plain.book("A", 1000, 0.0) == pytest.approx((0.0, 0.001))
