@@ -99,16 +99,6 @@ class InterferenceSpec(StrictModel):
             return "preset"
         return NONE
 
-    def describe(self) -> str:
-        k = self.kind
-        if k == "preset":
-            return f"{self.preset} (carretero2020 §3: d = {PRESETS[self.preset]:.0%} at k = {PRESET_K})"
-        if k == "parametric":
-            return f"gamma {self.gamma:g}, knee {self.knee or 1}"
-        if k == "table":
-            return "table " + ", ".join(f"{n}: {s:g}" for n, s in self.table.items())
-        return NONE
-
 
 # the field's type: a bare name is read as ``{preset: name}``
 Interference = Annotated[InterferenceSpec | None, BeforeValidator(InterferenceSpec.parse)]

@@ -108,3 +108,21 @@ def test_shared_io_nodes_take_the_law_in_both_modes(law):
     # an exclusive policy moves one transfer at a time: k = 1, no loss
     assert ends(simulate(io_spec(law, "fifo"), mode="event")) == pytest.approx(
         ends(simulate(io_spec(None, "fifo"), mode="event")))
+
+
+def test_the_older_controller_model_is_the_same_machine_as_the_tier_law():
+    jobs = [{"id": f"io{i}", "submit": i * 10, "nodes": 2, "walltime": 20000, "runtime": 2000 + 500 * i,
+             "data": "150GB"} for i in range(4)]
+    base = {"kind": "batch", "scheduler": "fcfs", "workload": {"source": "inline", "jobs": jobs},
+            "platform": {"nodes": 12, "memory_per_node": "1GB", "lps": {"rate": "100MB/s"},
+                         "hps": {"rate": "1GB/s", "capacity": "1TB"}, "stage_rate": "1GB/s"}}
+    old = parse_spec({**base, "controller": {"enabled": True, "volumes": ["lps"], "omega": "1GB",
+                                             "model": {"gamma": 0.5, "knee": 1}}})
+    new = parse_spec({**base, "platform": {**base["platform"], "lps": {"rate": "100MB/s",
+                                                                        "interference": {"gamma": 0.5, "knee": 1}}},
+                      "controller": {"enabled": True, "volumes": ["lps"], "omega": "1GB"}})
+    a, b = run_batch(old, strict=True), run_batch(new, strict=True)
+    assert [(s.id, s.end, s.suspensions) for s in a.jobs] == [(s.id, s.end, s.suspensions) for s in b.jobs]
+    assert sum(len(s.suspensions) for s in a.jobs) > 0  # the lossy volume made the controller act
+    lossless = run_batch(parse_spec({**base, "controller": {"enabled": True, "volumes": ["lps"], "omega": "1GB"}}))
+    assert [s.end for s in lossless.jobs] != [s.end for s in a.jobs]
