@@ -1,6 +1,6 @@
 """Real batch runs on a paced tier with an interference law: k writers get rate x f(k) in total.
 
-Each run is real: MPI Jacobi jobs write their output (HDF5, 128 KiB bookings) to the LPS tier's
+Each run is real: MPI Jacobi jobs write their output or checkpoints (HDF5, 128 KiB bookings) to the LPS tier's
 directory, paced by the storage manager actor's token bucket under the tier's law.  What is
 measured comes from the trace's phase rows (and the files on disk); the references are the
 law itself and a processor-sharing replay of the measured write starts.
@@ -8,12 +8,11 @@ law itself and a processor-sharing replay of the measured write starts.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from iolab.middleware.policies.interference import InterferenceLaw, law_of
+from iolab.middleware.policies.interference import law_of
 from iolab.sim.fairshare import FairShareLink
 from iolab.specs.batch import BatchExperiment
 
