@@ -61,6 +61,14 @@ class InterferenceSpec(StrictModel):
                              "or {gamma: G, knee: K}, or {table: {k: share, ...}}")
         return v
 
+    @field_validator("table", mode="before")
+    @classmethod
+    def _table_keys(cls, v: Any) -> Any:
+        """Keys written as text (a spec dumped to JSON, ``"2": 0.9``) are stream counts too."""
+        if isinstance(v, dict):
+            return {int(k) if isinstance(k, str) and k.strip().isdigit() else k: x for k, x in v.items()}
+        return v
+
     @field_validator("table")
     @classmethod
     def _table(cls, v: dict[int, float] | None) -> dict[int, float] | None:

@@ -69,6 +69,16 @@ def test_the_presets_lose_the_papers_share_at_four_applications(name, d):
     assert law_of(batch(lps=name).platform.lps.interference) == law
 
 
+def test_a_dumped_spec_reads_back_with_its_law():
+    import json
+
+    for law in ("lustre-plafrim-c", {"gamma": 0.25, "knee": 2}, {"table": {2: 0.9, 4: 0.5}}):
+        s = batch(lps=law)
+        again = parse_spec(json.loads(json.dumps(s.model_dump(mode="json"))))
+        assert again.platform.lps.interference == s.platform.lps.interference
+        assert law_of(again.platform.lps.interference) == law_of(s.platform.lps.interference)
+
+
 def test_every_form_of_the_field_reads_to_its_law():
     p = batch(lps={"gamma": 0.25, "knee": 2}, hps={"table": {3: 0.6}}).platform
     assert law_of(p.lps.interference).factor(4) == pytest.approx(1 / 1.5)
