@@ -60,6 +60,7 @@ from iolab.middleware.policies.batch.kernel import (
     ALLOCATING, DONE, ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel,
 )
 from iolab.middleware.policies.batch.nodes import ids as node_ids
+from iolab.middleware.policies.interference import tier_laws
 from iolab.middleware.storage_actor import StorageManager, result
 from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
@@ -174,6 +175,7 @@ class BatchEmulation:
                 rates={"lps": s.wall_rate(p.lps.rate) if cap else None,
                        "hps": s.wall_rate(p.hps.rate) if cap else None,
                        "stage": s.wall_rate(p.stage_rate) if cap else None},
+                laws=tier_laws(self.spec),  # the tiers' interference (the simulator's links take the same)
                 name=f"storage-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
             if self.spec.controller is not None and self.spec.controller.enabled:
                 # before the clock: creating the actor took up to 36 s on a loaded machine, and every job

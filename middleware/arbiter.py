@@ -26,6 +26,7 @@ from typing import Any
 
 from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies.io_apps import IOApp, io_apps
+from iolab.middleware.policies.interference import law_of
 
 from .actor_handle import ActorHandle, call
 from .state import AppFailed, ArbiterState
@@ -213,14 +214,14 @@ class Arbiter(ActorHandle):
     def create(cls, apps: list[IOApp], *, policy: str, bandwidth: float, io_nodes: int = 1,
                packs: list[list[list[int]]] | None = None, packed: bool | None = None,
                directories: list[str] | None = None, lease: float = math.inf, cap: float | None = None,
-               time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None,
+               time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None, law=None,
                name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
         """``strict`` (default: ``IOLAB_STRICT`` here, on the caller's side): the actor checks
         every call with the I/O level's checker; a violation stops the run (every later call,
         the orchestrator's ``status`` and ``progress`` included, raises it)."""
         kwargs = dict(apps=list(apps), policy=policy, bandwidth=bandwidth, io_nodes=io_nodes, packs=packs,
                       packed=packed, directories=directories, lease=lease, cap=cap, time_scale=time_scale,
-                      unit_bytes=unit_bytes, strict=strict_default(strict))
+                      unit_bytes=unit_bytes, strict=strict_default(strict), law=law)
         ArbiterState(**kwargs)  # validate here, on the caller's side
         return cls._spawn(_ArbiterActor, kwargs, name, namespace)
 
@@ -235,7 +236,7 @@ class Arbiter(ActorHandle):
                           io_nodes=spec.platform.io_nodes, packs=[[list(p) for p in seq] for seq in plan.nodes],
                           packed=plan.packed, directories=directories, lease=s.lease, cap=cap,
                           time_scale=s.time_scale, unit_bytes=s.unit_bytes, strict=strict, name=name,
-                          namespace=namespace)
+                          namespace=namespace, law=law_of(spec.platform.interference))
 
     @classmethod
     def lookup(cls, name: str, namespace: str) -> "Arbiter":

@@ -12,30 +12,51 @@ writer must wait so that its bytes are *paid for* when it writes them::
 Pay-before-write means a link is never faster than its rate; an idle link
 gives no credit (no burst), so a phase of ``V`` bytes lasts at least ``V / rate``.
 ``rate=None`` means no cap: every answer is 0.  Pure: the caller passes ``now``.
+
+**Interference** (``law``, :class:`iolab.middleware.policies.interference.InterferenceLaw`): a
+booking names its ``stream`` (a job on a tier, an app on an I/O node); with ``k`` streams
+transferring at once the link carries ``rate x law.factor(k)`` in total, so each booking of
+``n`` bytes holds it ``n / (rate x f(k))`` seconds.  Bookings are served one after another in
+booking order, so the ``k`` streams share that total fairly.  A stream counts as transferring
+from its first booking until ``grace`` seconds after the end of its last one (a writer books
+its next chunk before its previous one has been carried, so a writer in a phase always has
+bytes booked ahead; ``grace`` covers a writer slow to book again).  Without a law, or without
+stream names, the rate is the plain ``rate``.
 """
 
 from __future__ import annotations
 
 import math
 
+GRACE = 0.1  # seconds a stream still counts after the end of its last booking
+
 
 class TokenBucket:
-    def __init__(self, rate: float | None):
+    def __init__(self, rate: float | None, law=None, grace: float = GRACE):
         if rate is not None and not (rate > 0 and math.isfinite(rate)):
             raise ValueError(f"rate must be a positive number of bytes per second or None, got {rate!r}")
+        if not grace >= 0:
+            raise ValueError(f"grace must be >= 0 seconds, got {grace!r}")
         self.rate = rate
+        self.law = None if law is None or getattr(law, "lossless", False) else law
+        self.grace = float(grace)
         self.next_free = -math.inf  # when the link is free of every booking
         self.booked = 0  # bytes booked so far
         self.bookings = 0  # acquires of more than 0 bytes so far (the link's operations)
+        self.streams: dict[object, float] = {}  # stream -> end of its last booking (with a law)
 
-    def acquire(self, nbytes: int, now: float) -> float:
+    def acquire(self, nbytes: int, now: float, stream: object = None) -> float:
         """Book ``nbytes`` at ``now``; returns the seconds to wait before writing them."""
-        return self.book(nbytes, now)[1] - now
+        return self.book(nbytes, now, stream)[1] - now
 
-    def book(self, nbytes: int, now: float) -> tuple[float, float]:
-        """Book ``nbytes`` at ``now``: the interval ``(start, end)`` in which the link carries them
-        (``(now, now)`` unpaced or for 0 bytes).  A writer that moves its bytes inside it, and books more
-        only after ``end``, is never faster than the rate."""
+    def active(self, now: float) -> int:
+        """Streams transferring at ``now`` (booked bytes not carried yet, or carried within ``grace``)."""
+        return sum(end + self.grace > now for end in self.streams.values())
+
+    def book(self, nbytes: int, now: float, stream: object = None) -> tuple[float, float]:
+        """Book ``nbytes`` of ``stream`` at ``now``: the interval ``(start, end)`` in which the link
+        carries them (``(now, now)`` unpaced or for 0 bytes).  A writer that moves its bytes inside it,
+        and books more only after ``end``, is never faster than the rate (times ``f(k)`` with a law)."""
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         self.booked += nbytes
@@ -43,7 +64,16 @@ class TokenBucket:
         if self.rate is None or nbytes == 0:
             return now, now
         start = max(now, self.next_free)
-        self.next_free = start + nbytes / self.rate
+        rate = self.rate
+        if self.law is not None and stream is not None:
+            streams = self.streams
+            for key in [key for key, end in streams.items() if end + self.grace <= now and key != stream]:
+                del streams[key]  # ended: no longer transferring
+            streams.setdefault(stream, now)
+            rate *= self.law.factor(len(streams))
+        self.next_free = start + nbytes / rate
+        if self.law is not None and stream is not None:
+            self.streams[stream] = self.next_free
         return start, self.next_free
 
     def backlog(self, now: float) -> float:

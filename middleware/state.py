@@ -75,7 +75,7 @@ class ArbiterState:
     def __init__(self, apps: list[IOApp], *, policy: str, bandwidth: float, io_nodes: int = 1,
                  packs: list[list[list[int]]] | None = None, packed: bool | None = None,
                  directories: list[str] | None = None, lease: float = math.inf, cap: float | None = None,
-                 time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None):
+                 time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None, law=None):
         if not apps:
             raise ValueError("an arbiter needs at least one app")
         if not bandwidth > 0:
@@ -102,7 +102,7 @@ class ArbiterState:
                                  f"{self.bandwidth:g}")
             self.apps[a.id] = _App(a)
         self.nodes = [IONodeArbiter(self.policy, n) for n in range(io_nodes)]
-        self.buckets = [TokenBucket(cap) for _ in range(io_nodes)]
+        self.buckets = [TokenBucket(cap, law) for _ in range(io_nodes)]  # law: the platform's interference
         if directories is not None and len(directories) != io_nodes:
             raise ValueError(f"{len(directories)} directories for {io_nodes} I/O nodes")
         self.directories = [str(d) for d in directories] if directories is not None else ["."] * io_nodes
@@ -274,7 +274,7 @@ class ArbiterState:
         (:meth:`TokenBucket.book`)."""
         a = self._running(app)
         a.last_seen = now
-        return self.buckets[a.info.io_node].book(int(nbytes), now)
+        return self.buckets[a.info.io_node].book(int(nbytes), now, app)  # the app is the stream
 
     def heartbeat(self, app: str, now: float) -> None:
         self._running(app).last_seen = now

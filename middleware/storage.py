@@ -23,7 +23,9 @@ directories (``lps_root``, ``hps_root``); this class owns them:
 - **Pacing.**  One token bucket (:class:`iolab.middleware.bucket.TokenBucket`) per
   link, ``lps``, ``hps`` and ``stage``: every writer or copier books its
   chunks in its link's bucket, so the streams of one link share its rate
-  (chunk by chunk, in booking order: a fair share).
+  (chunk by chunk, in booking order: a fair share).  With a tier's interference
+  law (``laws``) the ``k`` jobs writing on it at once get ``rate x f(k)`` in
+  total (a booking names its job: the stream).
 - **Hooks.**  ``suspend(job)``/``resume(job)`` only record, for the coming
   storage load controller (dheenadayalan2017).
 - **Quota on disk.**  A job's HPS directory cannot grow past its allocation:
@@ -126,12 +128,13 @@ class Allocation:
 
 
 class StorageState:
-    """The tiers of one run.  ``rates``: real bytes per second of each link (None: no cap)."""
+    """The tiers of one run.  ``rates``: real bytes per second of each link (None: no cap); ``laws``:
+    each link's interference law (:mod:`iolab.middleware.policies.interference`; absent: none)."""
 
     def __init__(self, lps_root: str | os.PathLike, hps_root: str | os.PathLike, hps_capacity: int, *,
                  disks: Sequence[Any] | None = None, strategy: str = "best-bandwidth",
                  split_threshold: int | None = None, rng: int = 0, on_full: str = "wait",
-                 rates: dict[str, float | None] | None = None):
+                 rates: dict[str, float | None] | None = None, laws: dict[str, Any] | None = None):
         if on_full not in ("wait", "refuse"):
             raise ValueError(f"on_full must be 'wait' or 'refuse', got {on_full!r}")
         self.roots = {LPS: _root(lps_root), HPS: _root(hps_root)}
@@ -149,7 +152,11 @@ class StorageState:
         if self.capacity <= 0:
             raise ValueError(f"HPS capacity must be > 0 bytes, got {hps_capacity}")
         rates = rates or {}
-        self.buckets = {link: TokenBucket(rates.get(link)) for link in LINKS}
+        laws = laws or {}
+        unknown = set(laws) - set(LINKS)
+        if unknown:
+            raise ValueError(f"laws for unknown links {sorted(unknown)}; known: {', '.join(LINKS)}")
+        self.buckets = {link: TokenBucket(rates.get(link), laws.get(link)) for link in LINKS}
         self.used = 0
         self.live: dict[str, Allocation] = {}
         self.waiting: OrderedDict[str, tuple] = OrderedDict()  # job -> (bytes, parts or None), FIFO
@@ -351,15 +358,16 @@ class StorageState:
         return rows
 
     # -- pacing --------------------------------------------------------------------------------
-    def acquire(self, link: str, nbytes: int, now: float) -> float:
+    def acquire(self, link: str, nbytes: int, now: float, stream: str | None = None) -> float:
         """Book ``nbytes`` on ``link``; seconds to wait before moving them."""
-        return self.book(link, nbytes, now)[1] - now
+        return self.book(link, nbytes, now, stream)[1] - now
 
-    def book(self, link: str, nbytes: int, now: float) -> tuple[float, float]:
-        """Book ``nbytes`` on ``link``: the interval that carries them (:meth:`TokenBucket.book`)."""
+    def book(self, link: str, nbytes: int, now: float, stream: str | None = None) -> tuple[float, float]:
+        """Book ``nbytes`` of ``stream`` (a job) on ``link``: the interval that carries them
+        (:meth:`TokenBucket.book`)."""
         if link not in self.buckets:
             raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
-        return self.buckets[link].book(int(nbytes), now)
+        return self.buckets[link].book(int(nbytes), now, stream)
 
     def counters(self, now: float) -> dict[str, dict]:
         """Per link: ``bytes`` and ``bookings`` (operations) booked since the start (real bytes; the

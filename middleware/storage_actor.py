@@ -104,7 +104,7 @@ class _StorageActor:
 
         def pace(n: int) -> float:
             with self.lock:
-                return self.state.acquire(STAGE, n, time.time())
+                return self.state.acquire(STAGE, n, time.time(), job)
 
         start = time.time()
         try:
@@ -119,10 +119,11 @@ class _StorageActor:
         return rec
 
     # -- the jobs' side ------------------------------------------------------------------------------
-    async def book(self, link: str, nbytes: int) -> tuple[float, float]:
-        """Book ``nbytes`` on ``link``: the interval of wall times that carries them (as the arbiter's)."""
+    async def book(self, link: str, nbytes: int, stream: str | None = None) -> tuple[float, float]:
+        """Book ``nbytes`` of ``stream`` (a job) on ``link``: the interval of wall times that carries them
+        (as the arbiter's)."""
         with self.lock:
-            return self.state.book(link, nbytes, time.time())
+            return self.state.book(link, nbytes, time.time(), stream)
 
     async def reserve(self, job: str, key: str, nbytes: int, paths: list[str]) -> int:
         with self.lock:
@@ -176,12 +177,13 @@ class StorageManager(ActorHandle):
     @classmethod
     def create(cls, lps_root: str, hps_root: str, hps_capacity: int, *, disks: list | None = None,
                strategy: str = "best-bandwidth", split_threshold: int | None = None, rng: int = 0,
-               on_full: str = "wait", rates: dict[str, float | None] | None = None, chunk: int = 256 * 1024,
+               on_full: str = "wait", rates: dict[str, float | None] | None = None, laws: dict | None = None,
+               chunk: int = 256 * 1024,
                name: str = "iolab-storage", namespace: str = "iolab",
                sample_every: float = SAMPLE_EVERY) -> "StorageManager":
         kwargs = dict(lps_root=str(lps_root), hps_root=str(hps_root), hps_capacity=int(hps_capacity),
                       disks=[dict(d) for d in disks] if disks else None, strategy=strategy,
-                      split_threshold=split_threshold, rng=rng, on_full=on_full, rates=rates)
+                      split_threshold=split_threshold, rng=rng, on_full=on_full, rates=rates, laws=laws)
         StorageState(**kwargs)  # validate on the caller's side (creates the roots)
         return cls._spawn(_StorageActor, {**kwargs, "chunk": int(chunk), "sample_every": float(sample_every)},
                           name, namespace)
@@ -213,8 +215,8 @@ class StorageManager(ActorHandle):
     def stage(self, job: str, direction: str, sources: list[str], dest: str) -> dict:
         return call(self.stage_async(job, direction, sources, dest))
 
-    def acquire(self, link: str, nbytes: int) -> float:
-        return max(0.0, call(self._h.book.remote(link, int(nbytes)))[1] - time.time())
+    def acquire(self, link: str, nbytes: int, stream: str | None = None) -> float:
+        return max(0.0, call(self._h.book.remote(link, int(nbytes), stream))[1] - time.time())
 
     def room(self, job: str) -> int:
         return call(self._h.room.remote(check_job_name(job)), timeout=60)

@@ -6,8 +6,9 @@ arbitrated: ``begin_io`` grants at once into the job's directory (on LPS or
 HPS).  What the storage manager still does:
 
 - every rank: ``throttle`` books its bytes in the tier's token bucket
-  (``lps`` or ``hps``) and sleeps until they are paid for, so every job on a
-  tier shares the tier's rate (R_lps, R_hps);
+  (``lps`` or ``hps``) under the job's name and sleeps until they are paid for,
+  so every job on a tier shares the tier's rate (R_lps, R_hps; times ``f(k)``
+  with the tier's interference law, ``k`` the jobs transferring);
 - rank 0: ``report`` records phases (fire-and-forget), ``finish`` says how
   the job ended;
 - on HPS, the quota: every rank ``reserve``-s a file's bytes in the job's
@@ -69,7 +70,7 @@ class StorageCoordinator(ActorProxy):
         if not self.capped:
             return
         # inside their booked interval: the actor's clock (same host, or NTP under Slurm)
-        self._pace(lambda n: self.actor.book.remote(self.link, n), nbytes)
+        self._pace(lambda n: self.actor.book.remote(self.link, n, self.job), nbytes)  # the job is the stream
 
 
 def coordinator(config: dict[str, Any], rank: int, size: int) -> StorageCoordinator:

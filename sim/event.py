@@ -38,7 +38,7 @@ class EventEngine:
         self.exclusive = self.policy.exclusive
         self.rec = Recorder(scenario, rows)
         self.arbiters = [IONodeArbiter(self.policy, n) for n in range(scenario.io_nodes)]
-        self.links = [FairShareLink(scenario.bandwidth) for _ in range(scenario.io_nodes)]
+        self.links = [FairShareLink(scenario.bandwidth, scenario.law) for _ in range(scenario.io_nodes)]
         n = len(scenario.apps)
         self.idx = [-1] * n
         self.io_recv = [0.0] * n

@@ -53,7 +53,8 @@ class FairShareLink:
         self._seq = count()
         self._small = math.inf  # the smallest stream added since V was last brought back to 0
         # the rate is the constant ``rate`` (no law, total_rate not overridden): the hot paths skip the call
-        self._plain = law is None and type(self).total_rate is FairShareLink.total_rate
+        self._plain = ((law is None or getattr(law, "lossless", False))
+                       and type(self).total_rate is FairShareLink.total_rate)
 
     def __len__(self) -> int:
         return len(self._entry)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from iolab.middleware.policies.interference import NO_INTERFERENCE, InterferenceLaw, law_of
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, PackTurns, io_apps
 from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
@@ -36,6 +37,8 @@ class Scenario:
     launch: float = 0.0
     gap: float = 0.0
     exit: float = 0.0
+    # platform.interference: each I/O node's aggregate rate with k shared transfers is b x law.factor(k)
+    law: InterferenceLaw = NO_INTERFERENCE
 
     @classmethod
     def from_spec(cls, spec: IOExperiment, plan: Plan | None = None) -> "Scenario":
@@ -45,6 +48,7 @@ class Scenario:
                  [[] for _ in apps])
         o = spec.platform.overheads
         sc.io_fixed, sc.launch, sc.gap, sc.exit = o.io_phase, o.launch, o.gap, o.exit
+        sc.law = law_of(spec.platform.interference)
         if spec.sim.jitter.active:
             _apply_jitter(sc, spec.sim.jitter.compute, spec.sim.jitter.io, spec.seed)
         return sc

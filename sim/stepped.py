@@ -165,7 +165,8 @@ class SteppedEngine:
                         if fixed_left[req.rank] > _TOL * dt:
                             fixed_left[req.rank] -= dt
                     if moving:
-                        share = sc.bandwidth * dt / (1 if arb.policy.exclusive else len(moving))
+                        ns = 1 if arb.policy.exclusive else len(moving)  # shared: b x f(ns) split ns ways
+                        share = sc.bandwidth * sc.law.factor(ns) * dt / ns
                         for r in moving:
                             self.left[r] -= share
                     active = True

@@ -60,6 +60,7 @@ COMMANDS = {
     "examples": "iolab.cli.examples:examples",
     "export": "iolab.cli.export:export",
     "controller": "iolab.cli.controller:controller",
+    "storage": "iolab.cli.storage:storage",
 }
 
 

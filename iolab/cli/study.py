@@ -258,6 +258,9 @@ def dheenadayalan(quick: bool, no_emulate: bool, seed: int | None, out_dir: str,
         if note:
             click.echo(note)
         click.echo(f"EASY not run for real: {em['easy']['why']}")
+    click.echo(f"volume: LPS 100 MB/s, interference {s.get('volume_law', '-')}")
+    for line in s.get("why", []):  # a result against the paper says why
+        click.echo(f"why: {line}")
     real = f" + {len(em['runs'])} real" if em else ""
     click.echo(f"{s['runs']} simulated runs{real}, {s['wall_seconds']:.1f} s; wrote {out_dir}/results.h5, runs.csv, jobs.csv, "
                "suspensions.csv, summary.json" + ("" if no_figures else ", fig1-gantt.png")

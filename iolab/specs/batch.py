@@ -37,6 +37,7 @@ from ..units import GB, parse_duration, parse_rate, parse_size
 from .base import FieldProblems, StrictModel, finite_sum, nested_options, problems_of, raise_if, resolve_input
 from .batch_emulation import BatchEmulatorSettings
 from .controller import ControllerSpec
+from .interference import INTERFERENCE_HELP, Interference
 
 # ---------------------------------------------------------------- units
 
@@ -90,6 +91,7 @@ class LPSTier(StrictModel):
     """Low-performance storage: unlimited capacity, rate R_lps (lackner2019 §III-A)."""
 
     rate: Rate
+    interference: Interference = Field(None, description=INTERFERENCE_HELP)
 
 
 class HPSTier(StrictModel):
@@ -101,6 +103,7 @@ class HPSTier(StrictModel):
 
     rate: Rate
     capacity: PosBytes | None = None
+    interference: Interference = Field(None, description=INTERFERENCE_HELP)
     servers: list[StorageServer] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -597,6 +600,13 @@ class BatchExperiment(StrictModel):
                     problems.append((f"workload.jobs[{i}].nodes",
                                      f"job {job.id!r} needs {job.nodes} nodes; platform.nodes is {p.nodes}"))
             problems += self._overflow(self.workload.jobs)
+        c = self.controller
+        if c is not None and c.model is not None and c.model.gamma > 0:
+            for v in c.volumes:
+                if getattr(p, v).interference is not None:
+                    problems.append(("controller.model.gamma",
+                                     f"the volume law is given twice (platform.{v}.interference too); drop "
+                                     f"gamma and knee from controller.model and keep platform.{v}.interference"))
         raise_if(problems)
         return self
 

@@ -44,10 +44,14 @@ FEATURES = ("writers", "bytes_rate", "in_flight", "ops_rate", "queued")  # sampl
 
 
 class VolumeModelSpec(StrictModel):
-    """The simulator's volume under contention (``iolab.sim.batch.controller.VolumeModel``):
-    total rate ``rate / (1 + gamma * max(0, k - knee))`` with ``k`` streams; the benchmark
-    unit's response ``r0 + p * (k + 1) * (1 + gamma * max(0, k + 1 - knee)) / probe_rate`` (``probe_rate``
-    defaults to the tier's rate).  Real runs measure instead; ``iolab controller fit`` fits it to them."""
+    """The simulator's volume under contention (``iolab.sim.batch.controller.VolumeModel``): the
+    benchmark unit's response ``r0 + p * (k + 1) / (probe_rate * f(k + 1))`` (``probe_rate`` defaults
+    to the tier's rate, ``f`` is the volume's interference law).  Real runs measure instead;
+    ``iolab controller fit`` fits it to them.
+
+    ``gamma``/``knee`` are the older spelling of the volume's law: a spec that gives them (and no
+    ``platform.<tier>.interference``) has ``interference: {gamma, knee}`` on each watched volume, in
+    both runtimes (it was the simulator's alone).  Write the law on the tier instead."""
 
     gamma: float = Field(0.0, ge=0, le=100, allow_inf_nan=False, description="throughput lost per stream past knee")
     knee: int = Field(1, ge=1, le=100_000, description="streams served at the full rate")
@@ -108,7 +112,10 @@ class ControllerSpec(StrictModel):
                                                             "(all volumes) measured before the forest is trained")
     retrain: int = Field(0, ge=0, le=1_000_000, description="prediction: forest online: retrain every this many "
                                                              "further samples (0: once)")
-    model: VolumeModelSpec | None = Field(None, description="simulator only: the volumes' contention model")
+    model: VolumeModelSpec | None = Field(None, description="the simulated benchmark unit's response (r0, "
+                                                            "probe_rate, spread); its gamma/knee are the watched "
+                                                            "volumes' interference law (platform.<tier>."
+                                                            "interference: {gamma, knee}), in both runtimes")
 
     @field_validator("model_file")
     @classmethod

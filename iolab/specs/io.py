@@ -23,6 +23,7 @@ from pydantic import Field, field_validator, model_validator
 from ..names import MAX_NAME, NAME_PATTERN
 from .base import StrictModel, finite_sum, raise_if
 from .emulation import EmulatorSettings
+from .interference import INTERFERENCE_HELP, Interference
 
 # Names of the I/O arbitration policies (carretero2020 §5.1) plus ``shared``.
 IO_POLICIES: tuple[str, ...] = (
@@ -87,6 +88,8 @@ class Platform(StrictModel):
     )
     overheads: IOOverheads = Field(default_factory=IOOverheads,
                                    description="costs of a real transfer the simulator models (spec s)")
+    interference: Interference = Field(None, description="each I/O node's law under `shared` (k = the apps "
+                                                         "transferring on it at once): " + INTERFERENCE_HELP)
 
     @property
     def compute_nodes(self) -> int:

@@ -46,8 +46,11 @@ from ..specs import parse_spec
 from ..specs.batch import BatchExperiment
 from ..trace import read_trace
 
-__all__ = ["FULL", "QUICK", "EmulatedDS1", "RUNS", "emulated_spec", "model_report", "run_emulated", "spec_digest"]
+__all__ = ["FULL", "QUICK", "VOLUME_LAW", "EmulatedDS1", "RUNS", "emulated_spec", "model_report", "run_emulated", "spec_digest"]
 
+# the volume's interference law (platform.lps.interference) in every run of the study, simulated and real:
+# carretero2020 §3's Lustre use case B (16 % of the aggregate lost with 4 writers), a stated preset, not a fit
+VOLUME_LAW = "lustre-plafrim-b"
 FORECAST_STEPS = (1, 2, 4, 8)  # samples ahead the forecast is scored at (t = steps x d)
 
 
@@ -76,10 +79,9 @@ class EmulatedDS1:
       ``nodes x memory_per_node``), so with 4000 MB no job would ever be a candidate (measured: a run with
       it suspended nothing); 500 MB still leaves out a job that has written nothing yet.
 
-    ``alpha`` 0.75, ``ws`` and ``t`` 3 min and ``p`` 1 GB are §5's.  ``model`` is what
-    the emulator's LPS is: a paced fair-share link that loses no throughput (gamma 0), so the same
-    spec simulated is the real run's twin (the paper-scale study's gamma 0.5 is an assumption about a
-    filer; it is not in the real run).
+    ``alpha`` 0.75, ``ws`` and ``t`` 3 min and ``p`` 1 GB are §5's.  The LPS tier's interference law
+    is the study's ``VOLUME_LAW`` (a preset of carretero2020 §3), in the real run (the tier's pacing
+    gives k writers ``rate x f(k)``) and in its simulated twin alike.
     """
 
     time_scale: float = 0.01
@@ -87,7 +89,7 @@ class EmulatedDS1:
     job_factor: float = 1.0
     controller: dict = field(default_factory=lambda: {
         "d": 45.0, "ws": 180.0, "alpha": 0.75, "t": 180.0, "short_sleep": 60.0, "r_threshold": 0.25,
-        "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"], "model": {"gamma": 0.0, "knee": 1}})
+        "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"]})
     max_wall: float = 900.0  # wall seconds: the emulator refuses a spec whose estimate is longer
 
     def check(self) -> "EmulatedDS1":
@@ -102,7 +104,7 @@ FULL = EmulatedDS1()
 # disk does, so the test of the pipeline does not depend on the machine's load
 QUICK = EmulatedDS1(time_scale=0.005, job_factor=0.1, max_wall=300.0, controller={
     "d": 50.0, "ws": 150.0, "alpha": 0.75, "t": 100.0, "short_sleep": 50.0, "r_threshold": 1e-6,
-    "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"], "model": {"gamma": 0.0, "knee": 1}})
+    "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"]})
 
 # the real runs, in order: name -> (scheduler, controller)
 RUNS = {"ds1-fcfs": ("fcfs", False), "ds1-fcfs-controller": ("fcfs", True)}
@@ -125,7 +127,7 @@ def emulated_spec(jobs: list[dict], scheduler: str, controller: bool, settings: 
     return parse_spec({
         "kind": "batch", "name": f"dheenadayalan-ds1-{scheduler}{'-controller' if controller else ''}",
         "seed": seed, "scheduler": scheduler,
-        "platform": {"nodes": 12, "memory_per_node": "1GB", "lps": {"rate": "100MB/s"},
+        "platform": {"nodes": 12, "memory_per_node": "1GB", "lps": {"rate": "100MB/s", "interference": VOLUME_LAW},
                      "hps": {"rate": "1GB/s", "capacity": "1TB"}, "stage_rate": "1GB/s"},
         "workload": {"source": "inline", "jobs": _jobs(jobs, settings.job_factor)},
         "emulator": {"time_scale": settings.time_scale, "bytes_scale": settings.bytes_scale,

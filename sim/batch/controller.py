@@ -4,11 +4,13 @@ The same :class:`~iolab.middleware.policies.controller.LoadController` a real
 run drives; this module gives it what the simulator can measure:
 
 - **Volumes** are the batch links (``lps``, ``hps``).  A volume under ``k``
-  streams (the jobs reading or writing on it) delivers ``rate_eff(k) = rate /
-  (1 + gamma * max(0, k - knee))`` bytes per second in total, shared fairly
-  (:class:`ContentionLink`): with ``gamma = 0`` it is the plain fair-share
-  link; with ``gamma > 0`` a volume past its knee loses throughput as writers
-  are added, the overload a filer shows and the controller relieves.
+  streams (the jobs reading or writing on it) delivers ``rate_eff(k) = rate x
+  f(k)`` bytes per second in total, shared fairly (:class:`ContentionLink`), ``f``
+  the tier's interference law (:mod:`iolab.middleware.policies.interference`,
+  the one a real run's tier pacing uses): with no law it is the plain fair-share
+  link; with a lossy one (e.g. ``{gamma, knee}``: ``f(k) = 1 / (1 + gamma *
+  max(0, k - knee))``) a volume loses throughput as writers are added, the
+  overload a filer shows and the controller relieves.
 - **Response model** (the random forest's output in a real run): the time to
   write the benchmark unit ``p`` with ``k`` streams on the volume is
   ``r = r0 + p * (k + 1) / rate_eff(k + 1)`` (the unit is one more stream).
@@ -47,6 +49,7 @@ import numpy as np
 
 from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import RESUME, ControllerParams, JobUsage, LoadController, OpenFile
+from iolab.middleware.policies.interference import InterferenceLaw, tier_laws
 
 from iolab.metrics.forecast import ResponseForecaster
 from iolab.metrics.response_model import ResponsePredictor, predictor_args
@@ -70,6 +73,11 @@ class VolumeModel:
     r0: float = 0.0  # seconds of fixed cost of a benchmark write (fsync, metadata)
     probe_rate: float | None = None  # bytes/s of the benchmark unit alone (None: ``rate``)
     spread: tuple[float, ...] = ()  # quantiles of response / model response at 0..1 (empty: none)
+    law: InterferenceLaw | None = None  # the volume's interference law (None: {gamma, knee} above)
+
+    def __post_init__(self):
+        if self.law is None:
+            object.__setattr__(self, "law", InterferenceLaw.parametric(self.gamma, self.knee))
 
     def ratio(self, u: float) -> float:
         """The spread's quantile at probability ``u`` (linear between the given quantiles); 1 without one."""
@@ -81,23 +89,19 @@ class VolumeModel:
         return q[i] + (q[i + 1] - q[i]) * (x - i)
 
     def effective(self, k: int) -> float:
-        return self.rate / (1.0 + self.gamma * max(0, k - self.knee))
+        return self.rate * self.law.factor(k)
 
     def response(self, k: int, p: float) -> float:
-        if self.probe_rate is None:
-            return self.r0 + p * (k + 1) / self.effective(k + 1)
-        return self.r0 + p * (k + 1) * (1.0 + self.gamma * max(0, k + 1 - self.knee)) / self.probe_rate
+        rate = self.rate if self.probe_rate is None else self.probe_rate
+        return self.r0 + p * (k + 1) / (rate * self.law.factor(k + 1))
 
 
 class ContentionLink(FairShareLink):
-    """A fair-share link whose total rate falls past its knee (:class:`VolumeModel`)."""
+    """A volume's fair-share link under its interference law (:class:`VolumeModel`)."""
 
     def __init__(self, model: VolumeModel):
-        super().__init__(model.rate)
+        super().__init__(model.rate, model.law)
         self.model = model
-
-    def total_rate(self, k: int) -> float:
-        return self.model.effective(k)
 
 
 class SimController:
@@ -119,18 +123,19 @@ class SimController:
         c = spec.controller
         p = spec.platform
         models = {}
+        laws = tier_laws(spec)  # the tier's interference, or the older controller.model {gamma, knee}
         for v in c.volumes:
             rate = p.lps.rate if v == "lps" else p.hps.rate
             m = c.model
-            models[v] = (VolumeModel(rate, m.gamma, m.knee, m.r0, m.probe_rate, tuple(m.spread or ())) if m
-                         else VolumeModel(rate))
+            models[v] = (VolumeModel(rate, m.gamma, m.knee, m.r0, m.probe_rate, tuple(m.spread or ()), laws[v]) if m
+                         else VolumeModel(rate, law=laws[v]))
         params = ControllerParams.from_spec(c)
         return cls(params, models, ResponseForecaster.for_params(c.forecast, c.ar_order, params.t, params.d),
                    ResponsePredictor.from_args(predictor_args(c, spec.seed)), spec.seed)
 
     def install(self, engine, control: bool = True) -> None:
-        """Replace the engine's volume links by contention links (a spec's ``controller.model``
-        is the platform's: also when the controller is off) and attach the controller.  The model is
+        """Replace the engine's volume links by contention links (the volumes' laws are the
+        platform's: also when the controller is off) and attach the controller.  The model is
         the volume's delivered rate: ``platform.overheads.delivered`` does not scale it again."""
         for v, m in self.models.items():
             engine.links[v] = ContentionLink(m)

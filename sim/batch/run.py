@@ -10,6 +10,9 @@ from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.batch.nodes import ranges
+from iolab.middleware.policies.interference import tier_laws
+
+from ..fairshare import FairShareLink
 
 from ..workloads import load_workload
 from .controller import SimController
@@ -40,6 +43,9 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
                                 overheads=spec.platform.overheads, phases=phases)
     engine.progress = progress
+    for name, law in tier_laws(spec).items():  # each tier's interference law (docs/simulator.md)
+        if not law.lossless:
+            engine.links[name] = FairShareLink(engine.links[name].rate, law)
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
         SimController.from_spec(spec).install(engine, control=c.enabled)

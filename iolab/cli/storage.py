@@ -1,0 +1,90 @@
+"""``iolab storage probe DIR``: measure a directory's interference law (docs/storage.md)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+import click
+
+from ..errors import IolabError, RunError
+from ..metrics.interference_fit import fit_interference
+from ..middleware.storage_probe import ProcessWriters, direct_supported, probe
+from ..units import parse_size
+from .format import dumps, table
+
+
+@click.group()
+def storage() -> None:
+    """Storage tiers: measure a directory's behaviour under concurrent writers."""
+
+
+def _writers(text: str) -> int:
+    m = re.fullmatch(r"\s*(?:1\s*\.\.\s*)?(\d+)\s*", text)
+    if not m or not 1 <= int(m.group(1)) <= 64:
+        raise IolabError(f"--writers {text!r}: give K or 1..K with K from 1 to 64")
+    return int(m.group(1))
+
+
+def _size(text: str, name: str) -> int:
+    try:
+        v = parse_size(text)
+    except ValueError as exc:
+        raise IolabError(f"{name} {text!r}: {exc}") from None
+    if not (v >= 4096 and math.isfinite(v)):
+        raise IolabError(f"{name} {text!r}: at least 4 KiB")
+    return int(v)
+
+
+def fragment(fit: dict, directory: str, direct: bool, size: int) -> str:
+    """The spec fragment (YAML) of a fit: the table as measured, the parametric form beside it."""
+    p = fit["parametric"]
+    table_text = ", ".join(f"{k}: {v:.4f}" for k, v in fit["table"].items())
+    return (f"# iolab storage probe {directory} (fsync'd writers, {'O_DIRECT' if direct else 'buffered'}, "
+            f"{size} B each): shares of the one-writer rate\n"
+            f"interference: {{table: {{{table_text}}}}}\n"
+            f"# the parametric fit (rms {p['rms']:.4f}): interference: {{gamma: {p['gamma']:.4g}, knee: {p['knee']}}}\n")
+
+
+@storage.command("probe")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--writers", "writers_text", default="1..4", show_default=True,
+              help="K or 1..K: measure k = 1..K concurrent writers")
+@click.option("--size", "size_text", default="256MiB", show_default=True, help="bytes each writer writes")
+@click.option("--unit", "unit_text", default="1MiB", show_default=True,
+              help="the small fsync'd unit whose response time is measured under each load")
+@click.option("--direct", is_flag=True, help="open the writers' files with O_DIRECT (where the file system allows)")
+@click.option("-o", "--out", type=click.Path(dir_okay=False), help="write the spec fragment (YAML) here")
+@click.option("--json", "as_json", is_flag=True, help="print the measurements and the fit as JSON")
+def probe_cmd(directory, writers_text, size_text, unit_text, direct, out, as_json) -> None:
+    """Run k concurrent fsync'd writer processes in DIRECTORY for k = 1..K; print the aggregate
+    throughput and the response time of a small fsync'd unit per k, fit the interference law
+    (a table and the parametric form) and print (or write) the spec fragment."""
+    k_max = _writers(writers_text)
+    size, unit = _size(size_text, "--size"), _size(unit_text, "--unit")
+    if not os.path.isdir(directory):
+        raise IolabError(f"{directory}: not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise IolabError(f"{directory}: not writable")
+    used_direct = bool(direct) and direct_supported(directory)
+    if direct and not used_direct:
+        click.echo(f"note: {directory} refuses O_DIRECT (e.g. tmpfs); buffered writes, fsync'd", err=True)
+    try:
+        results = probe(ProcessWriters(directory, size, used_direct, unit), k_max)
+    except OSError as exc:
+        raise RunError(f"probe of {directory} failed: {exc}") from None
+    fit = fit_interference({r.k: r.aggregate for r in results})
+    text = fragment(fit, directory, used_direct, size)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    if as_json:
+        click.echo(dumps({"directory": directory, "direct": used_direct, "size": size, "unit": unit,
+                          "results": [{"k": r.k, "aggregate": r.aggregate, "share": fit["shares"][r.k],
+                                       "response": r.response, "seconds": r.seconds} for r in results],
+                          "fit": fit}))
+        return
+    click.echo(table(["k", "aggregate MB/s", "share", "unit response s", "seconds"],
+                     [[r.k, r.aggregate / 1e6, fit["shares"][r.k], r.response, r.seconds] for r in results]))
+    click.echo(text, nl=False)
