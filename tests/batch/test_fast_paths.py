@@ -363,3 +363,63 @@ def test_kept_releases_give_the_decisions_and_profiles_of_sorting_the_running_jo
             kept = _with_releases(snap)
         assert SAS().decide(kept) == SAS().decide(snap), case
     assert overran > 100  # jobs past their expected end were exercised
+
+
+def _random_tiered_snapshot(rng: random.Random):
+    """A snapshot with HPS: running jobs holding bytes, waiting jobs asking for bytes (some more than
+    the HPS holds, some none), I/O volumes that make the HPS schedule shorter or longer."""
+    from iolab.middleware.policies.batch import TierRates
+
+    total = rng.choice([8, 16, 32])
+    cap = rng.choice([100.0, 1000.0])
+    now = rng.choice([0.0, 500.0])
+    running, used, held = [], 0, 0.0
+    while used < total and rng.random() < 0.8:
+        n = rng.randint(1, total - used)
+        tier = rng.choice([LPS, HPS])
+        b = rng.uniform(0, (cap - held) * 0.9) if tier == HPS else 0.0
+        held += b
+        running.append(RunningJob(f"r{len(running)}", n, now + rng.choice([-5.0, 0.0, 1.0, 10.0, rng.uniform(0, 200)]),
+                                  tier, b))
+        used += n
+    queue = []
+    for i in range(rng.randint(1, 40)):
+        w = rng.choice([10.0, 50.0, float(rng.randint(1, 300))])
+        queue.append(QueuedJob(f"q{i}", now - rng.uniform(0, 100), rng.randint(1, rng.choice([2, total // 2, total])), w,
+                               storage=rng.choice([0.0, rng.uniform(1, cap / 3), rng.uniform(cap / 3, cap), cap * 2]),
+                               input=rng.uniform(0, w * 3), output=rng.uniform(0, w * 3), data=rng.uniform(0, w * 3)))
+    return Snapshot(now=now, total_nodes=total, free_nodes=total - used, queue=tuple(queue), running=tuple(running),
+                    hps_capacity=cap, hps_free=cap - held, rates=TierRates(lps=1.0, hps=15.0, stage=5.0),
+                    overrun_grace=rng.choice([1.0, 2.0]))
+
+
+def test_sas_written_out_decides_what_tier_options_and_choose_tier_decide():
+    """SAS's backfill pass computes the best schedule inline (no option objects for jobs that do not
+    start) and skips candidates whose nodes are not free for their shorter reservation: the same
+    decisions as the plain pass over tier_options and choose_tier, on random snapshots with HPS."""
+    from iolab.middleware.policies.batch.sas import SAS, _TieredBackfill
+
+    class Plain(SAS):
+        def _now_options(self, job, prof, snap, durations):  # the generic path: every option computed
+            return _TieredBackfill._now_options(self, job, prof, snap, durations)
+
+    asked = []
+
+    class Counted(SAS):  # the written-out path, counting the candidates it decides and those it refuses
+        def _now_options(self, job, prof, snap, durations):
+            got = super()._now_options(job, prof, snap, durations)
+            asked.append(bool(got))
+            return got
+
+    rng = random.Random(41)
+    started_hps = started = 0
+    for case in range(1500):
+        snap = _random_tiered_snapshot(rng)
+        fast, plain = Counted(project=False), Plain(project=False)
+        a, b = fast.decide(snap), plain.decide(snap)
+        assert a == b, case
+        assert SAS().decide(snap) == Plain().decide(snap), case  # with the projected plan
+        started += len(a.starts)
+        started_hps += sum(s.tier == HPS for s in a.starts)
+    assert started > 1000 and started_hps > 200  # starts on both tiers were exercised
+    assert sum(asked) > 500 and len(asked) - sum(asked) > 50  # backfill candidates started and refused

@@ -65,12 +65,14 @@ def tier_options(job: QueuedJob, prof: Profile, rates: TierRates, now: float,
     return out
 
 
-def _shortest(job: QueuedJob, snap: Snapshot) -> float:
-    """The shorter of the job's reservations on the tiers :func:`tier_options` offers it."""
+def _durations(job: QueuedJob, snap: Snapshot) -> tuple[float, float | None, float]:
+    """``(LPS, HPS, shorter)``: the job's reservation on each tier :func:`tier_options` offers it
+    (HPS None if it offers none) and the shorter of the two."""
     d = snap.rates.duration(job, LPS)
     if 0 < job.storage <= snap.hps_capacity * (1 + 1e-12):
-        d = min(d, snap.rates.duration(job, HPS))
-    return d
+        dh = snap.rates.duration(job, HPS)
+        return d, dh, min(d, dh)
+    return d, None, d
 
 
 def choose_tier(job: QueuedJob, options: dict[str, Option]) -> Option:
@@ -151,13 +153,13 @@ class _TieredBackfill(BatchPolicy):
                     if not free_now[0]:
                         break
                     continue
-                d = shortest.get(job.id)
-                if d is None:
-                    d = shortest[job.id] = _shortest(job, snap)
-                if job.nodes > least[bisect.bisect_left(with_head.times, now + d) - 1]:
+                ds = shortest.get(job.id)
+                if ds is None:
+                    ds = shortest[job.id] = _durations(job, snap)
+                if job.nodes > least[bisect.bisect_left(with_head.times, now + ds[2]) - 1]:
                     continue
-                for opt in self._backfill_options(job, base, snap):
-                    if opt.start == now and with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
+                for opt in self._now_options(job, base, snap, ds):
+                    if with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
                         base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
                         with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
                         least = list(itertools.accumulate(with_head.nodes, min))
@@ -189,8 +191,13 @@ class _TieredBackfill(BatchPolicy):
     def _prepare(self, snap: Snapshot) -> None:
         pass
 
-    def _shortest_durations(self, snap: Snapshot) -> dict[str, float]:
-        """Each job's shorter reservation (:func:`_shortest`), kept while the rates and the HPS
+    def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple) -> list[Option]:
+        """The schedules of :meth:`_backfill_options` that start now, in their order (``durations``:
+        :func:`_durations` of the job)."""
+        return [o for o in self._backfill_options(job, prof, snap) if o.start == snap.now]
+
+    def _shortest_durations(self, snap: Snapshot) -> dict[str, tuple]:
+        """Each job's reservation lengths (:func:`_durations`), kept while the rates and the HPS
         capacity stay those of the last decision (a run's: the same for every decision)."""
         key = (snap.rates, snap.hps_capacity)
         if getattr(self, "_shortest_key", None) != key:
@@ -215,6 +222,21 @@ class SAS(_TieredBackfill):
     def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
         assert snap.rates is not None
         return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
+
+    def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple) -> list[Option]:
+        """The literal reading: the job's best schedule if it starts now.  :func:`tier_options` and
+        :func:`choose_tier` written out, with the same floats (end = start + duration, turnaround =
+        end - submit, HPS iff strictly shorter), and no option built for a job that does not start."""
+        if self.start_now:
+            return super()._now_options(job, prof, snap, durations)
+        now = snap.now
+        dl, dh, _ = durations
+        sl = prof.earliest_fit(job.nodes, dl, 0.0, now)
+        if dh is not None:
+            sh = prof.earliest_fit(job.nodes, dh, job.storage, now)
+            if (sh + dh) - job.submit < (sl + dl) - job.submit:  # HPS is the best schedule
+                return [Option(HPS, sh, dh, job.nodes, job.storage)] if sh == now else []
+        return [Option(LPS, sl, dl, job.nodes, 0.0)] if sl == now else []
 
     def _backfill_options(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> list[Option]:
         assert snap.rates is not None
