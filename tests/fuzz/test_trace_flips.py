@@ -75,3 +75,42 @@ def test_reader_names_the_damage(traces, tmp_path):
 
     with pytest.raises(TraceError, match=str(path)):
         read_trace(path)
+
+
+def _first_heap_object_sizes(data: bytes) -> list[int]:
+    """Offsets of the size fields of the objects of the first global heap collection (``GCOL``)."""
+    import struct
+
+    i = data.find(b"GCOL")
+    (size,) = struct.unpack_from("<Q", data, i + 8)
+    p, out = i + 16, []
+    while p + 16 <= i + size:
+        idx, _, _, osz = struct.unpack_from("<HHIQ", data, p)
+        if idx == 0:
+            break
+        out.append(p + 8)
+        p += 16 + ((osz + 7) & ~7)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["io", "batch"])
+def test_a_damaged_string_heap_is_refused_not_read_forever(traces, kind, tmp_path):
+    """A heap object whose size is damaged made libhdf5 loop forever while reading the trace's text
+    attributes (``iolab report`` hung on such a file). The reader checks the heap first (or libhdf5
+    reports the bad pointer): exit 2, the file and the damage named, within a bounded time (a
+    subprocess, so a hang fails the test)."""
+    import subprocess
+    import sys
+
+    data = traces[kind]
+    sizes = _first_heap_object_sizes(data)
+    assert len(sizes) > 5
+    for field in sizes[len(sizes) // 2:len(sizes) // 2 + 3]:  # objects with others after them
+        damaged = bytearray(data)
+        damaged[field] ^= 0xFF  # the size's low byte: the walk ends off the objects' boundaries
+        path = tmp_path / f"heap-{field}.h5"
+        path.write_bytes(bytes(damaged))
+        r = subprocess.run([sys.executable, "-m", "iolab", "report", str(path)], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 2, r.stderr
+        assert str(path) in r.stderr and "damaged trace file" in r.stderr and "Traceback" not in r.stderr
