@@ -99,16 +99,22 @@ def measure(cmd: list[str], timeout: float | None) -> tuple[str, float, float, f
     return text, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, time.perf_counter() - t0, p.returncode
 
 
+RATE_NODES = None  # --scale-rates: the link rates grow with the nodes (lackner2019's per 128 nodes)
+
+
 def platform(nodes: int) -> dict:
-    return {"nodes": nodes, "memory_per_node": MEMORY, "lps": {"rate": R_LPS},
-            "hps": {"rate": R_HPS, "capacity": 16 * GB * nodes}, "stage_rate": R_STAGE}
+    k = nodes / 128 if RATE_NODES else 1.0
+    return {"nodes": nodes, "memory_per_node": MEMORY, "lps": {"rate": R_LPS * k},
+            "hps": {"rate": R_HPS * k, "capacity": 16 * GB * nodes}, "stage_rate": R_STAGE * k}
 
 
 def workload(jobs: int, af: float, io: bool, extra: dict) -> dict:
+    """The Feitelson workload mapping; ``extra`` (I/O-model fields) applies to the runs with I/O only."""
     w = {"source": "feitelson", "jobs": jobs, "arrival_factor": af}
     if not io:
         w.update(io_fraction=0.0, checkpoint_fraction=0.0)
-    w.update(extra)
+    else:
+        w.update(extra)
     return w
 
 
@@ -217,10 +223,19 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workload-extra", default="{}", help="JSON mapping merged into the spec's workload")
     ap.add_argument("--timeout", type=float, help="seconds after which a run is stopped (its row says so)")
+    ap.add_argument("--scale-rates", action="store_true",
+                    help="link rates grow with the nodes: lackner2019's 1, 15 and 5 GB/s per 128 nodes (10 240 "
+                         "nodes: 80, 1 200, 400 GB/s); default: the same rates on every machine")
+    ap.add_argument("--phases", choices=("all", "jobs", "none"),
+                    help="passed to iolab simulate (jobs: no phase rows, for 10^5 jobs and more)")
     ap.add_argument("--reference", action="store_true", help="also run benchmarks/reference_batch_io.py (FCFS, EASY)")
     ap.add_argument("--out", help="folder for scaling.csv, the specs and the job tables")
     ap.add_argument("--figure", help="PNG of CPU seconds against jobs and nodes, log-log")
     a = ap.parse_args(argv)
+    global RATE_NODES
+    RATE_NODES = a.scale_rates
+    if a.scale_rates and a.reference:
+        ap.error("--reference runs at lackner2019's fixed rates: not with --scale-rates")
     policies = [p.strip() for p in a.policies.split(",") if p.strip()]
     bad = [p for p in policies if p not in POLICIES]
     if bad or not policies:
@@ -283,8 +298,8 @@ def main(argv=None) -> int:
                 name = f"{sweep}-{policy}-{'io' if io else 'noio'}-{n}-{m}"
                 path = folder / f"{name}.json"
                 path.write_text(json.dumps(spec))
-                text, cpu, mb, wall, rc = measure([exe, "simulate", str(path), "--json", "--max-jobs", max_jobs],
-                                                  a.timeout)
+                text, cpu, mb, wall, rc = measure([exe, "simulate", str(path), "--json", "--max-jobs", max_jobs]
+                                                  + (["--phases", a.phases] if a.phases else []), a.timeout)
                 status = "ok" if rc == 0 else ("timeout" if rc == -9 else f"exit {rc}")
                 metrics = json.loads(text) if rc == 0 else {}
                 row = {"sweep": sweep, "program": "iolab", "policy": policy, "io": "on" if io else "off",

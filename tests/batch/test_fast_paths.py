@@ -400,14 +400,14 @@ def test_sas_written_out_decides_what_tier_options_and_choose_tier_decide():
     from iolab.middleware.policies.batch.sas import SAS, _TieredBackfill
 
     class Plain(SAS):
-        def _now_options(self, job, prof, snap, durations):  # the generic path: every option computed
+        def _now_options(self, job, prof, snap, durations, accept=(True, True, None, None)):  # all options
             return _TieredBackfill._now_options(self, job, prof, snap, durations)
 
     asked = []
 
     class Counted(SAS):  # the written-out path, counting the candidates it decides and those it refuses
-        def _now_options(self, job, prof, snap, durations):
-            got = super()._now_options(job, prof, snap, durations)
+        def _now_options(self, job, prof, snap, durations, accept=(True, True, None, None)):
+            got = super()._now_options(job, prof, snap, durations, accept)
             asked.append(bool(got))
             return got
 
@@ -423,3 +423,28 @@ def test_sas_written_out_decides_what_tier_options_and_choose_tier_decide():
         started_hps += sum(s.tier == HPS for s in a.starts)
     assert started > 1000 and started_hps > 200  # starts on both tiers were exercised
     assert sum(asked) > 500 and len(asked) - sum(asked) > 50  # backfill candidates started and refused
+
+
+def test_prefix_minima_answer_fits_from_now():
+    """SAS's backfill pass answers ``with_head.fits(now, d, nodes, bytes)`` from the prefix minima of
+    the profile's free nodes and bytes: the same answer on random profiles, durations and demands
+    (durations ending on, just before and just after breakpoints included)."""
+    import bisect
+    import itertools
+
+    rng = random.Random(43)
+    for case in range(3000):
+        now = rng.choice([0.0, 10.0])
+        prof = Profile(now, rng.randint(0, 16), rng.uniform(-1e-10, 100.0), 1e-9 * 100)
+        for _ in range(rng.randint(0, 8)):
+            t0 = now + rng.choice([0.0, 1.0, 5.0, rng.uniform(0, 50)])
+            prof.add(t0, t0 + rng.choice([1.0, 5.0, math.inf]), rng.randint(-4, 4), rng.uniform(-30, 30))
+        least_n = list(itertools.accumulate(prof.nodes, min))
+        least_b = list(itertools.accumulate(prof.hps, min))
+        for _ in range(10):
+            d = rng.choice([0.5, 1.0, 4.0, 5.0, 6.0, rng.uniform(0.1, 80)] + [t - now for t in prof.times[1:]])
+            if not d > 0:
+                continue
+            n, b = rng.randint(0, 16), rng.choice([0.0, rng.uniform(0, 100)])
+            j = bisect.bisect_left(prof.times, now + d) - 1
+            assert (n <= least_n[j] and least_b[j] + prof.eps >= b) == prof.fits(now, d, n, b), case

@@ -137,32 +137,59 @@ class _TieredBackfill(BatchPolicy):
             if self.backfill_depth is not None:
                 del rest[self.backfill_depth:]  # Slurm's bf_max_job_test: the first D in backfill order
             free_now = base.nodes  # segment 0 starts now: the nodes free now, as the pass takes them
-            # A candidate starts only on an option that starts now and fits with j1's reservation, which
-            # holds its nodes from now for at least the shorter of its two durations: a job whose nodes
-            # are not free in with_head throughout [now, now + shorter) cannot start, and is skipped
-            # without the two searches (the same decision: those searches would find no such option).
-            # least[i]: the fewest free nodes of with_head's segments 0..i (rebuilt after a start).
-            least = list(itertools.accumulate(with_head.nodes, min))
-            shortest = self._shortest_durations(snap)
+            # A candidate starts only on an option that starts now and fits with j1's reservation:
+            # with_head.fits(now, d, nodes, bytes), which reads with_head's segments 0..j (j: the last
+            # one starting before now + d).  least_n[j] and least_b[j], the fewest free nodes and bytes
+            # of those segments (rebuilt after a start), answer it for each tier's duration without a
+            # walk, so that a job neither of whose tiers could be accepted is skipped before its two
+            # searches, and the searches of a tier that could not be accepted are spared where the
+            # choice allows (the same decisions: see _now_options).
+            # The same minima of base say whether a schedule starts now at all (earliest_fit(..., now)
+            # is now iff it fits from now): a subclass's choice then needs no search for it.
+            times, eps = with_head.times, with_head.eps
+            least_n = list(itertools.accumulate(with_head.nodes, min))
+            least_b = list(itertools.accumulate(with_head.hps, min))
+            btimes = base.times
+            base_n = list(itertools.accumulate(base.nodes, min))
+            base_b = list(itertools.accumulate(base.hps, min))
+            durations = self._shortest_durations(snap)
             now = snap.now
             for entry in rest:
                 job = entry[4]
-                if job.nodes > free_now[0]:
+                n = job.nodes
+                if n > free_now[0]:
                     # neither tier can start now (a start now needs the nodes free now): no option
                     # is computed, the same decision as computing both and finding neither at now
                     if not free_now[0]:
                         break
                     continue
-                ds = shortest.get(job.id)
+                ds = durations.get(job.id)
                 if ds is None:
-                    ds = shortest[job.id] = _durations(job, snap)
-                if job.nodes > least[bisect.bisect_left(with_head.times, now + ds[2]) - 1]:
+                    ds = durations[job.id] = _durations(job, snap)
+                end = now + ds[0]
+                j = bisect.bisect_left(times, end) - 1
+                ok_l = n <= least_n[j] and least_b[j] + eps >= 0.0  # with_head.fits of the LPS schedule
+                ok_h = now_h = False
+                if ds[1] is not None:
+                    endh = now + ds[1]
+                    j = bisect.bisect_left(times, endh) - 1
+                    ok_h = n <= least_n[j] and least_b[j] + eps >= job.storage  # ... of the HPS schedule
+                if not (ok_l or ok_h):
                     continue
-                for opt in self._now_options(job, base, snap, ds):
-                    if with_head.fits(opt.start, opt.duration, opt.nodes, opt.storage):
+                j = bisect.bisect_left(btimes, end) - 1
+                now_l = n <= base_n[j] and base_b[j] + eps >= 0.0  # the LPS schedule starts now
+                if ds[1] is not None:
+                    j = bisect.bisect_left(btimes, endh) - 1
+                    now_h = n <= base_n[j] and base_b[j] + eps >= job.storage  # the HPS schedule starts now
+                for opt in self._now_options(job, base, snap, ds, (ok_l, ok_h, now_l, now_h)):
+                    if ok_h if opt.tier == HPS else ok_l:
                         base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
                         with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
-                        least = list(itertools.accumulate(with_head.nodes, min))
+                        times, btimes = with_head.times, base.times
+                        least_n = list(itertools.accumulate(with_head.nodes, min))
+                        least_b = list(itertools.accumulate(with_head.hps, min))
+                        base_n = list(itertools.accumulate(base.nodes, min))
+                        base_b = list(itertools.accumulate(base.hps, min))
                         chosen[job.id] = (opt, True)
                         break
         # The plan: started jobs, j1's reservation, and a projection of the rest.
@@ -191,9 +218,12 @@ class _TieredBackfill(BatchPolicy):
     def _prepare(self, snap: Snapshot) -> None:
         pass
 
-    def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple) -> list[Option]:
+    def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
+                     accept: tuple = (True, True, None, None)) -> list[Option]:
         """The schedules of :meth:`_backfill_options` that start now, in their order (``durations``:
-        :func:`_durations` of the job)."""
+        :func:`_durations` of the job; ``accept``: whether an LPS and an HPS schedule starting now
+        would fit with j1's reservation, and whether each starts now on ``prof``, which a subclass
+        may use to search less)."""
         return [o for o in self._backfill_options(job, prof, snap) if o.start == snap.now]
 
     def _shortest_durations(self, snap: Snapshot) -> dict[str, tuple]:
@@ -223,20 +253,31 @@ class SAS(_TieredBackfill):
         assert snap.rates is not None
         return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
 
-    def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple) -> list[Option]:
+    def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
+                     accept: tuple = (True, True, None, None)) -> list[Option]:
         """The literal reading: the job's best schedule if it starts now.  :func:`tier_options` and
         :func:`choose_tier` written out, with the same floats (end = start + duration, turnaround =
-        end - submit, HPS iff strictly shorter), and no option built for a job that does not start."""
+        end - submit, HPS iff strictly shorter), and no option built for a job that does not start.
+        ``accept[2:]`` (whether each schedule starts now, if known) spares the searches: a schedule
+        that fits from now starts at ``now`` (earliest_fit's answer), one that does not starts later."""
         if self.start_now:
-            return super()._now_options(job, prof, snap, durations)
+            return super()._now_options(job, prof, snap, durations, accept)
         now = snap.now
         dl, dh, _ = durations
-        sl = prof.earliest_fit(job.nodes, dl, 0.0, now)
-        if dh is not None:
-            sh = prof.earliest_fit(job.nodes, dh, job.storage, now)
-            if (sh + dh) - job.submit < (sl + dl) - job.submit:  # HPS is the best schedule
-                return [Option(HPS, sh, dh, job.nodes, job.storage)] if sh == now else []
-        return [Option(LPS, sl, dl, job.nodes, 0.0)] if sl == now else []
+        now_l, now_h = accept[2], accept[3]
+        if now_l is None:
+            now_l = prof.earliest_fit(job.nodes, dl, 0.0, now) == now
+        if dh is None:
+            return [Option(LPS, now, dl, job.nodes, 0.0)] if now_l else []
+        if now_h is None:
+            now_h = prof.earliest_fit(job.nodes, dh, job.storage, now) == now
+        if not (now_l or now_h):
+            return []  # the best schedule does not start now
+        sl = now if now_l else prof.earliest_fit(job.nodes, dl, 0.0, now)
+        sh = now if now_h else prof.earliest_fit(job.nodes, dh, job.storage, now)
+        if (sh + dh) - job.submit < (sl + dl) - job.submit:  # HPS is the best schedule
+            return [Option(HPS, sh, dh, job.nodes, job.storage)] if now_h else []
+        return [Option(LPS, sl, dl, job.nodes, 0.0)] if now_l else []
 
     def _backfill_options(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> list[Option]:
         assert snap.rates is not None
