@@ -87,6 +87,7 @@ def _check_base(base: dict[str, Any], fail) -> None:
 _ABSENT = object()
 ADDED_FIELDS: dict[tuple[str, ...], Any] = {
     ("platform", "overheads"): {"io_phase": 0.0, "launch": 0.0, "gap": 0.0, "exit": 0.0},
+    ("platform", "interference"): None,  # no interference law: a lossless fair share, as before
 }
 
 

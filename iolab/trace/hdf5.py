@@ -11,6 +11,8 @@ versions) are stored as JSON strings.
 from __future__ import annotations
 
 import json
+import mmap
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -115,9 +117,6 @@ def damaged_global_heap(path: Path) -> int | None:
     reference count, size, and the data padded to 8 bytes; index 0 is the free space, the rest of the
     collection).  A damaged object size makes libhdf5 walk off the collection and, on some bytes, never
     return: a flipped byte in a trace hung ``iolab report``.  The walk here reads the headers only."""
-    import mmap
-    import struct
-
     with open(path, "rb") as fh:
         try:
             d = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)

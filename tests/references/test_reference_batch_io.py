@@ -203,7 +203,18 @@ def test_longer_runs_part_only_by_drift(ref, tmp_path, policy, seed, nodes):
     events = sorted((min(a, b), abs(a - b) / max(1.0, abs(b)))
                     for x, y in zip(theirs, mine) for a, b in zip(x, y))
     first = next((e for e in events if e[1] > REL), None)
-    assert first is None or first[1] < 1e-5, f"the schedules first part at {first[0]} by {first[1]:.3g} (relative)"
+    if first is not None and first[1] >= 1e-5:
+        # a jump at the first difference: legitimate only if rounding had already moved both programs off
+        # the exact schedule before it (a near-tie then decided differently), and iolab is no further from
+        # the exact schedule than the reference (the exact run arbitrates: a different rule would show as
+        # a jump while the floats still agree with it)
+        _, _, _, ex = both(ref, tmp_path, seed, 300, nodes, policy, exact=True)
+        drift = sorted((min(a, b), abs(a - b) / max(1.0, abs(b))) for x, y in zip(theirs, ex) for a, b in zip(x, y))
+        off = next((e for e in drift if e[1] > REL), None)
+        assert off is not None and off[0] <= first[0], (
+            f"the schedules first part at {first[0]} by {first[1]:.3g} (relative) while the reference still "
+            f"agrees with the exact schedule")
+        assert rel_err(mine, ex) <= 10 * rel_err(theirs, ex) + 1e-6
     # and the part before it is long: most of the schedule agrees job for job
     agreeing = sum(e[1] <= REL for e in events)
     assert agreeing > len(events) // 10

@@ -242,5 +242,5 @@ def test_a_study_of_absurd_size_is_refused_from_its_parameters(tmp_path):
 
 def test_the_progress_estimate_of_the_time_left_is_the_pace_so_far():
     assert eta(25, 100, 10.0) == ", about 30 s left"  # 75 jobs at 2.5 jobs/s
-    assert eta(10, 100, 60.0) == ", about 9 min left"  # 90 jobs at 1/6 job/s: 540 s
+    assert eta(10, 100, 60.0) == ", about 9:00 left"  # 90 jobs at 1/6 job/s: 540 s, as the CLI writes times
     assert eta(0, 100, 5.0) == "" and eta(100, 100, 5.0) == ""
