@@ -58,6 +58,7 @@ class ControllerDriver:
         self.dead = ""
         self.rows: list[tuple] = []  # (spec time, job, suspend|resume, volume, reason)
         self.records: dict = {}
+        self.stopped = False  # stop() took the actor's last records (the trace reads them, not the dead actor)
         self.progress = run.progress
 
     # -- the jobs' files ----------------------------------------------------------------------------
@@ -133,9 +134,9 @@ class ControllerDriver:
     def sample_rows(self) -> list[tuple]:
         """The actor's samples as the trace's ``samples`` rows (spec seconds and spec bytes; the actor
         computed the byte rate in spec units)."""
-        if not self.records and not self.dead:
-            try:
-                self.records = self.actor.records()
+        if not self.stopped and not self.dead:  # the run goes on (a partial trace): the samples so far,
+            try:                                  # the sampler left running (records() would stop it)
+                self.records = self.actor.so_far()
             except Exception:  # noqa: BLE001 - the actor died: its samples are lost with it
                 self.records = {}
         return [((wall - self.t0) / self.ts, v, float(r), int(writers), float(rate), float(in_flight), float(score),
@@ -145,9 +146,10 @@ class ControllerDriver:
 
     def stop(self, run) -> None:
         self.release(run, "run ends")
-        if not self.dead and not self.records:
+        if not self.dead:  # the last records, also when a partial trace read earlier ones
             try:
                 self.records = self.actor.records()
             except Exception:  # noqa: BLE001 - records are a bonus; the jobs are resumed already
                 self.records = {}
+        self.stopped = True
         self.actor.kill()

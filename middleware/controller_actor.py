@@ -148,8 +148,13 @@ class _ControllerActor:
             self.lc.forget(job)
 
     def records(self) -> dict:
+        """The records of the whole run: the sampler stops first (its last sample finished)."""
         self.stop.set()
         self.thread.join(timeout=30.0)  # the predictor is the sampler's: let its last sample finish
+        return self.so_far()
+
+    def so_far(self) -> dict:
+        """The records up to now, the sampler going on (a partial trace of a run still going)."""
         with self.lock:
             return {"samples": [list(s) for s in self.samples], "bytes_written": self.bytes_written,
                     "seconds": self.seconds, "devices": dict(self.devices), "prediction": self.predictor.stats()}
@@ -181,3 +186,6 @@ class LoadControllerActor(ActorHandle):
 
     def records(self) -> dict:
         return call(self._h.records.remote(), timeout=60)
+
+    def so_far(self) -> dict:
+        return call(self._h.so_far.remote(), timeout=60)
