@@ -100,7 +100,7 @@ def stop_step(step: str, *, env: Mapping[str, str] | None = None, timeout: float
     it after that (:func:`~iolab.emulator.suspension.wait_halted`).  Without the wait a CI run
     saw a job's write phase end after the suspension the batch loop had recorded.  On a real
     cluster the tasks of other nodes are not seen here: for them the stop stays asynchronous
-    (docs/slurm.md)."""
+    (docs/cluster.md)."""
     pids = step_pids(step, env=env, timeout=timeout)
     suspend(step, env=env, timeout=timeout)
     wait_halted(pids, settle)

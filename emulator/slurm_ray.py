@@ -9,7 +9,7 @@ started by :func:`iolab.emulator.shell.spawn`); ``--overlap`` keeps these contro
 holding CPUs the apps' steps need. Killing a step's ``srun`` ends that node's Ray (Slurm
 kills the step's whole process tree; measured: nothing is left behind).
 
-What this machine taught (docs/slurm.md, "Running iolab inside an allocation"):
+What this machine taught (docs/cluster.md, "Running on a Slurm cluster"):
 
 - The head must be told, and everyone must use, the address Ray really binds to. A head
   given ``--node-ip-address=127.0.0.1`` under srun still announced the machine's routable

@@ -12,7 +12,7 @@ parent links), each member's group too, and continues the same set: that is
 :class:`TreeLever`.  Under Slurm a batch job is an ``srun`` step whose ranks run
 under ``slurmstepd``, not under the ``srun`` process, so the lever is a signal to the
 step (:class:`iolab.emulator.slurm_control.StepLever`: ``scancel --signal=STOP/CONT
-JOB.STEP``, docs/slurm.md); :class:`Suspender` takes either.
+JOB.STEP``, docs/cluster.md); :class:`Suspender` takes either.
 
 :class:`Suspender` is the effector the batch loop uses for the controller's
 actions.  It keeps a ledger of the groups it stopped and resumes every one of

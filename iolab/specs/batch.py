@@ -563,7 +563,7 @@ class BatchExperiment(StrictModel):
     track_predictions: bool = Field(False, description="record the predictions table (planned start and "
                                                        "node set of every waiting job, changes only)")
     advance_stage_in: AdvanceStageInSpec = Field(default_factory=AdvanceStageInSpec,
-                                                 description="stage in early on stable plans (issue 9 §5)")
+                                                 description="stage in early on stable plans (beyond soysal2019; docs/batch-policies.md)")
 
     @field_validator("scheduler", mode="before")
     @classmethod

@@ -11,7 +11,7 @@ kernel node ids name, and the storage load controller suspending a job by signal
   one still stopped.
 * Killing a job (the batch loop's ``kill``) ends its step, also while the step is stopped.
 
-Skipped without a cluster (see conftest). Measured: see docs/slurm.md.
+Skipped without a cluster (see conftest). Measured: see docs/cluster.md.
 """
 
 from __future__ import annotations
