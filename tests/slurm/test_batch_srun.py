@@ -71,7 +71,8 @@ def test_sbatch_batch_emulation_runs_each_job_on_the_nodes_its_ids_name(cluster,
     assert where["c"][0] == [nodes[0], nodes[3]]  # ids 0 and 3: the mapping is by id, not by position
     logs = out.parent / "run.work" / "logs"
     assert sorted(p.name for p in logs.glob("*.log")) == sorted(
-        [f"{j}.log" for j in "abc"] + [f"ray-{n}.log" for n in nodes])  # Ray over the spec's 4 nodes
+        [f"{j}.log" for j in "abc"] + [f"ray-{n}.log" for n in nodes] + ["reaper.log"])  # Ray over the spec's 4
+    # nodes, and the reaper that would clean up after a killed driver (docs/emulator.md)
 
 
 @pytest.fixture

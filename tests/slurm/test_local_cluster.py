@@ -93,7 +93,8 @@ def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name
     loop = f"i=0; while :; do echo $i >> {ticks}; i=$((i+1)); sleep 0.05; done"
     cmd = srun_command(1, ["sh", "-c", loop], nodes=1, mpi="none", job_name=job_name)
     step = spawn(cmd, env=cluster.env, log_path=tmp_path / "srun.log")
-    looping = lambda c: c.startswith("sh -c") and str(ticks) in c  # noqa: E731  the step's task, not srun
+    # the step's task (whatever shell path or wrapper runs it), not srun, whose command line holds the loop too
+    looping = lambda c: str(ticks) in c and "srun" not in c.split()[0]  # noqa: E731
     try:
         _wait_until(lambda: _lines(ticks) >= 1, "the step to start ticking", step, tmp_path)
         t1, n1 = time.monotonic(), _lines(ticks)
