@@ -152,11 +152,8 @@ class BatchEmulation:
     def run(self, out: str | Path | None) -> Trace:
         for d in (self.work / "apps", self.work / "logs"):
             d.mkdir(parents=True, exist_ok=True)
-        self.supervisor = Supervisor(self.work)  # cleans up after a killed driver
-        try:
+        with Supervisor(self.work) as self.supervisor:  # cleans up after a killed driver
             return self._run(out)
-        finally:
-            self.supervisor.close()
 
     def _run(self, out: str | Path | None) -> Trace:
         self.out = out

@@ -59,6 +59,12 @@ class Supervisor:
         self._thread = threading.Thread(target=self._run, name="iolab-reaper-feed", daemon=True)
         self._thread.start()
 
+    def __enter__(self) -> "Supervisor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self.update()

@@ -99,11 +99,8 @@ class Emulation:
 
     # -- life cycle -----------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
-        self.supervisor = Supervisor(self.work)  # cleans up after a killed driver
-        try:
+        with Supervisor(self.work) as self.supervisor:  # cleans up after a killed driver
             return self._run(out)
-        finally:
-            self.supervisor.close()
 
     def _run(self, out: str | Path | None) -> Trace:
         self.out = out

@@ -191,7 +191,7 @@ class SimController:
                 mtime = -math.inf
                 if cur is not None and cur.kind != COMPUTE and cur.link == v:
                     link = engine.links[v]
-                    left = link.remaining.get(s.index, engine._paused.get(s.index, cur.amount))
+                    left = link.remaining_of(s.index, engine._paused.get(s.index, cur.amount))
                     moved += cur.amount - max(left, 0.0)
                     mtime = t if s.state != SUSPENDED else s.suspended_at
                 elif s.step > 0 and s.steps[s.step - 1].link == v:

@@ -99,6 +99,8 @@ class _TieredBackfill(BatchPolicy):
     def __init__(self, project: bool = True) -> None:
         super().__init__()
         self.project = project
+        self._lengths: dict[str, tuple] = {}  # job id -> _durations (kept by _durations_by_id)
+        self._lengths_key: tuple | None = None
 
     def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
         raise NotImplementedError
@@ -152,7 +154,7 @@ class _TieredBackfill(BatchPolicy):
             btimes = base.times
             base_n = list(itertools.accumulate(base.nodes, min))
             base_b = list(itertools.accumulate(base.hps, min))
-            durations = self._shortest_durations(snap)
+            durations = self._durations_by_id(snap)
             now = snap.now
             for entry in rest:
                 job = entry[4]
@@ -226,14 +228,14 @@ class _TieredBackfill(BatchPolicy):
         may use to search less)."""
         return [o for o in self._backfill_options(job, prof, snap) if o.start == snap.now]
 
-    def _shortest_durations(self, snap: Snapshot) -> dict[str, tuple]:
+    def _durations_by_id(self, snap: Snapshot) -> dict[str, tuple]:
         """Each job's reservation lengths (:func:`_durations`), kept while the rates and the HPS
         capacity stay those of the last decision (a run's: the same for every decision)."""
         key = (snap.rates, snap.hps_capacity)
-        if getattr(self, "_shortest_key", None) != key:
-            self._shortest_key = key
-            self._shortest: dict[str, float] = {}
-        return self._shortest
+        if self._lengths_key != key:
+            self._lengths_key = key
+            self._lengths = {}
+        return self._lengths
 
 
 class SAS(_TieredBackfill):
