@@ -110,8 +110,9 @@ def _releases_in_order(releases, now: float, grace_end: float, plan: list[PlanEn
 
 
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
+    """The decision of ``plan``: its reserved entries at now start (a projection is not a decision)."""
     starts = tuple(Start(job=e.job, tier=e.tier, nodes=e.nodes, expected_end=e.end, storage=e.storage)
-                   for e in plan if e.start == snap.now)
+                   for e in plan if e.start == snap.now and e.reserved)
     return Decision(now=snap.now, starts=starts, plan=tuple(plan))
 
 
@@ -559,8 +560,4 @@ class EASY(BatchPolicy):
                 t = prof.place(job.nodes, job.walltime, not_before=snap.now, required=True)
                 e = _entry(job, t, reserved=False)
             plan.append(e)
-        if self.backfill_depth is not None:  # a job past the depth may be projected at now: it waits
-            return Decision(now=snap.now, plan=tuple(plan), starts=tuple(
-                Start(job=e.job, tier=e.tier, nodes=e.nodes, expected_end=e.end, storage=e.storage)
-                for e in plan if e.start == snap.now and e.reserved))
-        return _decision(snap, plan)
+        return _decision(snap, plan)  # a job past the backfill depth may be projected at now: it waits
