@@ -1,5 +1,5 @@
-"""The papers' studies as campaigns: same numbers as a bare loop of the same runs (and as the
-pre-campaign baseline when it is on this machine), a study killed mid-way resumes without redoing
+"""The papers' studies as campaigns: same numbers as a bare loop of the same runs (and as an
+earlier iolab's outputs, a developer check), a study killed mid-way resumes without redoing
 finished runs, ``--campaign FILE`` writes a campaign ``iolab sweep`` runs, results read with pandas."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from iolab.studies.engine import Engine, rows_of, run_as_campaign
 from shared_data import SHARED_DATA, shared_file
 from test_resume import kill_after_records
 
-# outputs of `iolab study X --quick` made before studies were campaigns (a folder per study, X-quick);
-# a machine-local reference, so only where IOLAB_BASELINE names it
+# a developer check (docs/performance.md, "For developers"): IOLAB_BASELINE names a folder of
+# `iolab study X --quick` outputs an earlier iolab wrote (one X-quick folder per study)
 BASELINE = Path(os.environ["IOLAB_BASELINE"]) if os.environ.get("IOLAB_BASELINE") else None
 STUDY = [sys.executable, "-c", "from iolab.cli import main; main()", "study"]
 NOISE = {"wall_seconds", "seconds", "replay_seconds", "events_per_second", "jobs"}
@@ -90,9 +90,9 @@ def test_monniot_quick_through_the_engine_equals_a_bare_loop(tmp_path):
 
 @pytest.mark.parametrize("study", ["lackner", "monniot", "carretero"])
 def test_quick_study_equals_the_pre_campaign_baseline(study, tmp_path):
-    """``iolab study X --quick`` now and before studies were campaigns (IOLAB_BASELINE: outputs made on main)."""
+    """``iolab study X --quick`` gives the outputs an earlier iolab wrote (a developer check)."""
     if BASELINE is None:
-        pytest.skip("IOLAB_BASELINE is not set (a folder of pre-campaign `iolab study X --quick` outputs)")
+        pytest.skip("a developer check against an earlier iolab's outputs (docs/performance.md, 'For developers')")
     base = BASELINE / f"{study}-quick"
     if not (base / "summary.json").is_file():
         pytest.skip(f"no baseline in {base}")
