@@ -147,3 +147,20 @@ def test_the_checker_alone_refuses_an_end_twice_and_a_snapshot_that_is_not_its_b
     with pytest.raises(InvariantViolation) as err:
         c.ended("x", "done", 6.0, (6, 0b1111, 10.0, None))
     assert (err.value.rule, err.value.subject, err.value.time) == ("job-state", "x", 6.0)
+
+
+def test_split_requeue_and_fallback_leave_the_checkers_books_as_they_began():
+    """The placement hand case (tests/batch/test_placement_in_batch.py: a split over two disks, two
+    requeues then a fallback to LPS, a third job on one disk): the checker follows it from the
+    events alone; at the end its books are empty again and its job states are the kernel's."""
+    from .test_placement_in_batch import D0, D1
+    from .test_placement_in_batch import spec as placement_spec
+
+    s = placement_spec()
+    c = BatchChecker()
+    k = BatchKernel.from_spec(s, load_workload(s), observer=c)
+    rec = BatchEngine.around(k, memory_per_node=s.platform.memory_per_node).run()
+    assert {j.id: (j.state, j.tier) for j in c.jobs.values()} == {s.queued.id: (s.state, s.tier) for s in rec.jobs} \
+        == {"x": ("done", "hps"), "y": ("done", "lps"), "z": ("done", "hps")}
+    assert (c.free_nodes, c.free_ids, c.hps_free, c.used, c.running) == (4, 0xF, 200 * GB, {D0: 0, D1: 0}, {})
+    assert c.capacity == {D0: 100 * GB, D1: 100 * GB}

@@ -152,7 +152,8 @@ class BatchChecker:
         for st in d.starts:
             j = self.jobs.get(st.job)
             if j is None or st.job in seen or j.state != "queued":
-                why = "unknown job" if j is None else ("twice in one decision" if st.job in seen else f"job is {j.state}")
+                why = ("unknown job" if j is None else "twice in one decision" if st.job in seen
+                       else f"job is {j.state}")
                 raise InvariantViolation("start-not-queued", t, st.job, f"policy {policy}: {why}")
             seen.add(st.job)
             if t < j.submit - TOL:
