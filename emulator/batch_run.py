@@ -56,6 +56,7 @@ from typing import Any, Callable
 
 from iolab.errors import RunError
 from iolab.invariants import InvariantViolation
+from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import (
     ALLOCATING, DONE, ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel,
 )
@@ -124,7 +125,7 @@ class BatchEmulation:
         self.progress, self.on_launch = progress, on_launch
         p = spec.platform
         ranks = self.s.ranks_for
-        self.kernel = BatchKernel.from_spec(spec, jobs, strict=strict,
+        self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict),
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
+from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
 
 from ..fairshare import FairShareLink
@@ -114,7 +115,8 @@ class BatchEngine:
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
                  allocator=None, strict: bool | None = None, overheads=None, phases: str | None = None):
         kernel = BatchKernel(jobs, policy, total_nodes=total_nodes, hps_capacity=hps_capacity, rates=rates,
-                             allocator=allocator, strict=strict, record_plans=record_plans, on_decision=on_decision)
+                             allocator=allocator, observer=BatchChecker.if_strict(strict), record_plans=record_plans,
+                             on_decision=on_decision)
         self._setup(kernel, memory_per_node, rows, overheads, phases)
 
     @classmethod
@@ -294,7 +296,7 @@ class BatchEngine:
                     for idx in link.pop_finished(t):
                         s = state[idx]
                         st = s.steps[s.step]
-                        if k.checker is not None and st.link == "stage":
+                        if k.observer is not None and st.link == "stage":
                             early = k.early_staged.get(s.queued.id, 0.0) if st.kind == "stage-in" else 0.0
                             k.staged(s, st.kind, st.amount + early, t)
                         phase(s, st, t)

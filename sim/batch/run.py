@@ -8,6 +8,7 @@ import time
 
 from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
+from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.batch.nodes import ranges
 from iolab.middleware.policies.interference import tier_laws
@@ -39,7 +40,8 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events; ``phases``: ``all`` (default with
     ``rows``), ``jobs`` (each job's I/O time only) or ``none``."""
     jobs = load_workload(spec) if jobs is None else jobs
-    kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, strict=strict, record_plans=record_plans)
+    kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
+                                   record_plans=record_plans)
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
                                 overheads=spec.platform.overheads, phases=phases)
     engine.progress = progress

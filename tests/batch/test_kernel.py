@@ -13,6 +13,7 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch import kernel as kernel_module
+from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.sim.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
@@ -23,7 +24,7 @@ def make(jobs, scheduler="easy") -> BatchKernel:
         "platform": {"nodes": 4, "lps": {"rate": "1 GB/s"}, "hps": {"rate": "15 GB/s", "capacity": "100 GB"},
                      "stage_rate": "5 GB/s"},
         "scheduler": scheduler, "workload": jobs})
-    return BatchKernel.from_spec(s, load_workload(s), strict=True)
+    return BatchKernel.from_spec(s, load_workload(s), observer=BatchChecker())
 
 
 def test_driven_by_hand_through_every_state():

@@ -280,6 +280,7 @@ def test_a_plan_change_after_the_early_copy_wastes_its_bytes():
 def test_hps_capacity_is_never_exceeded_with_early_copies(scheduler, rows):
     """Running HPS jobs plus early copies never hold more than the HPS capacity (50 GB), checked
     after every decision and every early-copy check."""
+    from iolab.middleware.policies.batch.checks import BatchChecker
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.sim.batch.engine import BatchEngine
     jobs = [{**job(f"j{i}", sub, n, w, w), "input": f"{gb}GB", "storage": f"{gb}GB"}
@@ -294,7 +295,7 @@ def test_hps_capacity_is_never_exceeded_with_early_copies(scheduler, rows):
         seen.append(k.early_bytes)
 
     from iolab.sim.workloads import load_workload
-    kernel = BatchKernel.from_spec(sp, load_workload(sp), strict=True, on_decision=check)
+    kernel = BatchKernel.from_spec(sp, load_workload(sp), observer=BatchChecker(), on_decision=check)
     orig = kernel.advance_check
     kernel.advance_check = lambda t: (orig(t), check())
     BatchEngine.around(kernel, memory_per_node=sp.platform.memory_per_node).run()
@@ -370,13 +371,14 @@ def test_the_kept_advance_due_is_the_plans_answer(scheduler, rows):
     """``advance_due`` is kept between changes of the plan, the queue, the tracker and the early
     copies; strict mode recomputes it at every call and raises if the kept answer differs.  Jobs
     end before their walltime, so decisions move plans without any job starting or arriving."""
+    from iolab.middleware.policies.batch.checks import BatchChecker
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.sim.batch.engine import BatchEngine
     from iolab.sim.workloads import load_workload
     jobs = [{**job(f"j{i}", sub, n, w, max(1.0, round(w * f))), "input": f"{gb}GB", "storage": f"{gb}GB"}
             for i, (sub, n, w, gb, f) in enumerate(rows)]
     sp = adv_spec(jobs, 3, capacity="50GB", scheduler=scheduler)
-    kernel = BatchKernel.from_spec(sp, load_workload(sp), strict=True)
+    kernel = BatchKernel.from_spec(sp, load_workload(sp), observer=BatchChecker())
     fresh, asked = [0], [0]
     compute, ask = kernel._advance_due, kernel.advance_due
     kernel._advance_due = lambda: (fresh.__setitem__(0, fresh[0] + 1), compute())[1]

@@ -13,6 +13,7 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch import BatchPolicy, Decision, Start
+from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.placement import StorageAllocator
 from iolab.sim.batch.engine import BatchEngine
@@ -65,7 +66,8 @@ def violation(policy, jobs=JOBS, servers=False, allocator=None) -> InvariantViol
         else:
             p = s.platform
             k = BatchKernel(load_workload(s), policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
-                            rates=BatchKernel.from_spec(s, load_workload(s)).rates, allocator=allocator, strict=True)
+                            rates=BatchKernel.from_spec(s, load_workload(s)).rates, allocator=allocator,
+                            observer=BatchChecker())
             BatchEngine.around(k, memory_per_node=p.memory_per_node).run()
     return err.value
 
@@ -153,7 +155,7 @@ def test_a_disk_whose_books_do_not_add_up():
 
 def kernel(strict=True) -> BatchKernel:
     s = spec(JOBS)
-    return BatchKernel.from_spec(s, load_workload(s), strict=strict)
+    return BatchKernel.from_spec(s, load_workload(s), observer=BatchChecker.if_strict(strict))
 
 
 def test_a_runtime_that_queues_a_job_early_or_moves_it_illegally():
@@ -201,7 +203,7 @@ def test_without_strict_the_decision_checks_are_off_but_the_books_still_refuse_d
     with pytest.raises(InvariantViolation) as err:
         run_batch(s, scheduler=Scripted(fcfs_all()), strict=False)
     assert (err.value.rule, err.value.subject) == ("node-double-booked", "c")
-    assert kernel(strict=False).checker is None and kernel().checker is not None
+    assert kernel(strict=False).observer is None and isinstance(kernel().observer, BatchChecker)
 
 
 @pytest.mark.parametrize("scheduler", ["fcfs", "easy", "conservative", "sas"])
@@ -216,7 +218,7 @@ def test_staging_that_moves_other_bytes_than_the_job_holds():
     s = spec([{"id": "h", "submit": 0, "nodes": 2, "walltime": 100, "runtime": 50, "input": "10GB",
                "output": "5GB", "storage": "20GB"}])
     s = s.model_copy(update={"scheduler": s.scheduler.model_copy(update={"kind": "sas"})})
-    k = BatchKernel.from_spec(s, load_workload(s), strict=True)
+    k = BatchKernel.from_spec(s, load_workload(s), observer=BatchChecker())
     (h,) = k.jobs
     k.submit(h, 0.0)
     k.decide(0.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import DONE, SUSPENDED, BatchKernel
 from iolab.sim.batch.controller import ContentionLink, VolumeModel
 from iolab.sim.batch.engine import BatchEngine
@@ -39,7 +40,7 @@ class Script:
 
 
 def run_scripted(spec, plan):
-    kernel = BatchKernel.from_spec(spec, load_workload(spec), strict=True)
+    kernel = BatchKernel.from_spec(spec, load_workload(spec), observer=BatchChecker())
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node)
     engine.controller = Script(plan)
     rec = engine.run()

@@ -33,8 +33,11 @@ split, requeue), the same object in both runtimes.  A start that ends at once
 (a job of runtime 0) frees its nodes inside the decision, so ``decide_all``
 decides again at the same instant until nothing more changes.
 
-Strict mode (``strict=True``): :class:`~.checks.BatchChecker` checks every
-decision and state change and raises :class:`iolab.invariants.InvariantViolation`.
+Observers: the kernel tells an ``observer`` (:class:`BatchObserver`) of the platform and the
+workload once, then of every decision and state change, with its books after the change.  Strict
+mode's :class:`~.checks.BatchChecker` is one: it keeps its own books from these events alone and
+raises :class:`iolab.invariants.InvariantViolation`; a kernel with an observer also checks the views
+it keeps for the policies against its running jobs.  Without an observer each event costs one ``if``.
 """
 
 from __future__ import annotations
@@ -42,15 +45,14 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from iolab.invariants import InvariantViolation, strict_default
+from iolab.invariants import InvariantViolation
 
 from ..placement import ALLOCATED, RETRY, StorageAllocator
 from . import get_scheduler
-from .checks import BatchChecker
 from .nodes import NodeSetReplay, lowest, replay_in_start_order
 from .predictions import PlanRows, PlanTracker
 from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
@@ -66,7 +68,28 @@ STATUS = {DONE: "ok", FAILED: "failed", KILLED: "killed"}  # the trace's status 
 POOL = "hps"  # disk id of an HPS without disks (one pool)
 
 __all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED", "POOL", "QUEUED", "RUNNING",
-           "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "JobState", "make_policy"]
+           "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "BatchObserver", "JobState", "make_policy"]
+
+
+class BatchObserver(Protocol):
+    """What a :class:`BatchKernel` tells its observer (times in spec seconds).  ``books`` is the
+    kernel's books after the change: ``(free nodes, free node ids as a mask, free HPS bytes,
+    ((disk id, bytes used), ...) of its allocator or None)``."""
+
+    def opened(self, total_nodes: int, hps_capacity: float, disks: Sequence[tuple[str, float]],
+               jobs: Sequence[tuple[QueuedJob, Any]]) -> None: ...  # the platform, the jobs (queued, Job)
+    def submitted(self, job: str, t: float) -> None: ...
+    def decided(self, snap: Snapshot, d: Decision, policy: str) -> None: ...  # what the policy saw and said
+    def started(self, job: str, tier: str, nodes: int, node_ids: int, storage: float, t: float,
+                books: tuple) -> None: ...
+    def placed(self, job: str, parts: tuple, t: float, books: tuple) -> None: ...  # HPS parts: stage-in
+    def fell_back(self, job: str, t: float, books: tuple) -> None: ...  # HPS bytes back, runs on LPS
+    def entered(self, job: str, state: str, t: float) -> None: ...
+    def staged(self, job: str, direction: str, nbytes: float, t: float, tol: float) -> None: ...
+    def suspended(self, job: str, t: float) -> None: ...
+    def resumed(self, job: str, t: float) -> None: ...
+    def ended(self, job: str, state: str, t: float, books: tuple) -> None: ...  # done | failed | killed
+    def withdrawn(self, job: str, t: float) -> None: ...  # cancelled before its start
 
 
 @dataclass(eq=False, slots=True)  # slots: SDSC-BLUE holds 243 306 of them
@@ -121,7 +144,7 @@ class BatchKernel:
     (a runtime may extend :class:`JobState` with its effectors' fields)."""
 
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float, rates: TierRates,
-                 allocator: StorageAllocator | None = None, strict: bool | None = None,
+                 allocator: StorageAllocator | None = None, observer: BatchObserver | None = None,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
                  make_job: Callable[..., JobState] = JobState, estimate: tuple[str, float] = ("request", 1.0),
                  track_predictions: bool = False, advance: tuple[float, float] | None = None):
@@ -158,12 +181,16 @@ class BatchKernel:
         self.decisions = 0
         self.plans: list[tuple] = []  # (time, job, planned start, tier, reserved)
         self.allocations: list[tuple] = []  # pool rows (job, disk, bytes, alloc, free, status)
-        self.checker = BatchChecker(self) if strict_default(strict) else None
+        self.observer = observer
         self._setup_soysal(estimate, track_predictions or advance is not None)
         self._setup_advance(advance)
+        if observer is not None:
+            disks = (tuple((d.id, d.capacity) for d in allocator.state.disks) if allocator is not None
+                     else ((POOL, hps_capacity),))
+            observer.opened(total_nodes, hps_capacity, disks, [(s.queued, s.job) for s in self.jobs])
 
     @classmethod
-    def from_spec(cls, spec, jobs, *, scheduler: BatchPolicy | None = None, strict: bool | None = None,
+    def from_spec(cls, spec, jobs, *, scheduler: BatchPolicy | None = None, observer: BatchObserver | None = None,
                   record_plans: bool = False, **kw) -> "BatchKernel":
         """The kernel of a ``kind: batch`` spec: its policy (built here, once, unless a
         ``scheduler`` is given), its rates, and its disk placement if the HPS has disks."""
@@ -183,12 +210,12 @@ class BatchKernel:
             policy.project = True  # the tracker reads every waiting job's planned start
         return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
                    rates=TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate), allocator=allocator,
-                   strict=strict, record_plans=record_plans, **kw)
+                   observer=observer, record_plans=record_plans, **kw)
 
     # -- arrivals and decisions ------------------------------------------------------------
     def submit(self, s: JobState, t: float) -> None:
-        if self.checker is not None:
-            self.checker.submit(s, t)
+        if self.observer is not None:
+            self.observer.submitted(s.queued.id, t)
         s.state = QUEUED
         if self.predictor is not None:
             self._predict(s)
@@ -221,7 +248,7 @@ class BatchKernel:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
         against views built afresh from the running jobs)."""
         v = tuple(self._views.values())
-        if self.checker is not None:
+        if self.observer is not None:
             if v != tuple(map(self._running_view, self.running.values())):
                 raise InvariantViolation("running-view", t, "", "the kernel's kept running jobs differ from its running set")
             if [(e, n, h) for e, _, n, h in self._releases] != [
@@ -269,8 +296,8 @@ class BatchKernel:
         d = self.policy.decide(snap)
         self._due = None  # a new plan
         self.decisions += 1
-        if self.checker is not None:
-            self.checker.decision(snap, d)
+        if self.observer is not None:
+            self.observer.decided(snap, d, self.policy.name)
         if self.record_plans:
             self.plans.extend((t, e.job, e.start, e.tier, e.reserved) for e in d.plan)
         if self.tracker is not None:
@@ -302,24 +329,34 @@ class BatchKernel:
         s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
         self._seen(s)
         self._take_nodes(s)
+        if self.observer is not None:
+            self.observer.started(q.id, tier, q.nodes, s.node_ids, storage, t, self._books())
         if tier == HPS:
             s.state = ALLOCATING
             self._place(s, t)
         else:
             s.state = RUNNING
-        if self.checker is not None:
-            self.checker.started(s, t)
+
+    def _books(self) -> tuple:
+        """The books an observer sees after a change (:class:`BatchObserver`)."""
+        a = self.allocator
+        used = None if a is None else tuple((d.id, u) for d, u in zip(a.state.disks, a.state.used))
+        return self.free_nodes, self.free_ids, self.hps_free, used
 
     # -- HPS placement ---------------------------------------------------------------------
     def _place(self, s: JobState, t: float) -> None:
         if self.allocator is None or s.storage <= 0:
             s.parts = ((POOL, s.storage),)
             s.state = STAGE_IN
+            if self.observer is not None:
+                self.observer.placed(s.queued.id, s.parts, t, self._books())
             return
         out = self.allocator.request(s.queued.id, s.storage, t)
         if out.status == ALLOCATED:
             s.parts = out.parts
             s.state = STAGE_IN
+            if self.observer is not None:
+                self.observer.placed(s.queued.id, s.parts, t, self._books())
         elif out.status == RETRY:
             s.retry_at = out.retry_at
         else:
@@ -330,32 +367,33 @@ class BatchKernel:
         if s.state != ALLOCATING:
             return
         self._place(s, t)
-        if self.checker is not None:
-            self.checker.placed(s, t)
 
     def fall_back(self, s: JobState, t: float, reason: str) -> None:
-        """``s`` gives its HPS bytes back and runs on LPS from ``t`` (placement refused)."""
+        """``s`` gives its HPS bytes back and runs on LPS from ``t`` (placement refused, by the
+        allocator or by the real run's storage manager after the allocator placed it)."""
         self.hps_free += s.storage
+        if self.allocator is not None and s.queued.id in self.allocator.state.live:
+            self.allocator.release(s.queued.id, t)
         s.tier, s.storage, s.parts, s.fell_back, s.message = LPS, 0.0, (), True, reason
         s.expected_end = t + s.queued.walltime
         self._seen(s)
         s.state = RUNNING
         self.changed = True  # the HPS bytes the policy reserved are back
-        if self.checker is not None:
-            self.checker.accounts(t, s.queued.id)
+        if self.observer is not None:
+            self.observer.fell_back(s.queued.id, t, self._books())
 
     # -- the job's progress ------------------------------------------------------------------
     def enter(self, s: JobState, state: str, t: float) -> None:
         """``s`` moves on: ``stage-in`` -> ``running`` -> ``stage-out`` (the runtime's steps)."""
-        if self.checker is not None:
-            self.checker.transition(s, state, t)
+        if self.observer is not None:
+            self.observer.entered(s.queued.id, state, t)
         s.state = state
 
     def staged(self, s: JobState, direction: str, nbytes: float, t: float, tol: float = 0.0) -> None:
         """The runtime moved ``nbytes`` (spec bytes, to within ``tol``) of ``s`` over the staging
         link (``stage-in`` or ``stage-out``); checked in strict mode, nothing changes."""
-        if self.checker is not None:
-            self.checker.staged(s, direction, nbytes, t, tol)
+        if self.observer is not None:
+            self.observer.staged(s.queued.id, direction, nbytes, t, tol)
 
     def suspend(self, s: JobState, t: float) -> None:
         """Stop ``s``'s progress (the load controller, dheenadayalan2017 §4.3); it keeps its
@@ -364,8 +402,8 @@ class BatchKernel:
             raise InvariantViolation("job-state", t, s.queued.id, f"suspend of a {s.state} job")
         s.resume_state, s.state = s.state, SUSPENDED
         s.suspended_at = t
-        if self.checker is not None:
-            self.checker.accounts(t, s.queued.id)
+        if self.observer is not None:
+            self.observer.suspended(s.queued.id, t)
 
     def resume(self, s: JobState, t: float) -> None:
         """``s`` goes on where it stopped; its expected end moves by the time it was stopped
@@ -380,6 +418,8 @@ class BatchKernel:
         self._seen(s)
         s.suspended_at = math.nan
         self.changed = True  # a reservation behind it moved
+        if self.observer is not None:
+            self.observer.resumed(s.queued.id, t)
 
     def suspended_time(self, s: JobState, t: float) -> float:
         """Seconds ``s`` spent suspended up to ``t``."""
@@ -388,8 +428,8 @@ class BatchKernel:
 
     def finish(self, s: JobState, t: float, state: str = DONE, message: str = "") -> None:
         """``s`` ended (``done``, ``failed`` or ``killed``): its nodes and HPS bytes return."""
-        if self.checker is not None:
-            self.checker.finish(s, state, t)
+        if s.state not in HOLDING:
+            raise InvariantViolation("job-state", t, s.queued.id, f"{s.state} -> {state}")
         s.end = t
         del self.running[s.queued.id]
         del self._views[s.queued.id]
@@ -410,9 +450,8 @@ class BatchKernel:
         if message:
             s.message = message
         self.changed = True
-        if self.checker is not None:
-            self.checker.accounts(t, s.queued.id)
-            self.checker.disks(t, s.queued.id)
+        if self.observer is not None:
+            self.observer.ended(s.queued.id, state, t, self._books())
 
     # -- node ids, walltime estimates, plan tracking (soysal2019) ---------------------------------
     def _setup_soysal(self, estimate: tuple[str, float], track_predictions: bool) -> None:
@@ -590,7 +629,7 @@ class BatchKernel:
         due = self._due
         if due is None:
             due = self._due = self._advance_due()
-        elif self.checker is not None and due != self._advance_due():
+        elif self.observer is not None and due != self._advance_due():
             raise InvariantViolation("advance-due-kept", math.nan, "the kernel",
                                      f"kept {due}, the plan says {self._advance_due()}")
         return due
@@ -663,6 +702,8 @@ class BatchKernel:
             self.tracker.forget(job)
         s.state, s.status, s.message, s.end = KILLED, STATUS[KILLED], "cancelled before its start", t
         self.changed = True
+        if self.observer is not None:
+            self.observer.withdrawn(job, t)
 
     # -- inspection ----------------------------------------------------------------------------
     def allocation_rows(self) -> list[tuple]:
