@@ -15,6 +15,7 @@ import click
 
 from .. import __version__
 from ..invariants import InvariantViolation
+from . import network
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -76,4 +77,5 @@ def cli() -> None:
 
 
 def main() -> None:
+    network.REEXEC = True  # the program may re-execute itself in a network namespace (cli/network.py)
     cli(prog_name="iolab")  # exit codes: LazyGroup.invoke and iolab.errors
