@@ -10,6 +10,7 @@ usage errors); 130 interrupted (Ctrl-C, SIGTERM where a command traps it).
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -77,5 +78,5 @@ def cli() -> None:
 
 
 def main() -> None:
-    network.REEXEC = True  # the program may re-execute itself in a network namespace (cli/network.py)
+    network.private_network(sys.argv[1:])  # a local run: re-executed in a namespace of its own (cli/network.py)
     cli(prog_name="iolab")  # exit codes: LazyGroup.invoke and iolab.errors

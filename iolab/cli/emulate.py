@@ -18,7 +18,6 @@ from ..specs.load import load_spec
 from ..errors import Interrupted
 from .format import dumps, seconds
 from .live import LiveView
-from .network import private_network
 from .options import strict_option
 from .outcome import exit_if_failed
 from .simulate import metrics_json, print_metrics
@@ -58,7 +57,6 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
     every app and writes a partial trace (attribute complete = False).  The work folder is
     removed after a run that ended well (--keep-work keeps it), kept otherwise.
     """
-    private_network(address, launcher)
     if time_scale is not None and not time_scale > 0:
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())

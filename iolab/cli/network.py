@@ -7,27 +7,49 @@ allocation (``SLURM_JOB_ID``: the apps are ``srun`` steps, Ray runs on the alloc
 ``--launcher srun``, or ``--address`` (a Ray that is already up, maybe elsewhere).  Where no
 namespace can be made, one line on stderr says so and what stays reachable.  docs/emulator.md,
 "Network exposure".
+
+:func:`private_network` runs in ``main``, on the raw arguments, before the command's module (and
+numpy, h5py...) is imported: the re-executed process imports them once, not twice.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-
-import click
+from collections.abc import Sequence
 
 from ..emulator import netns
 from ..emulator.launchers import network_mode
 from ..emulator.ray_session import LOOPBACK_RAY_ENV
-from ..errors import IolabError
 
-# Only the ``iolab`` program (``main``) re-executes itself: a command invoked in-process (click's
-# CliRunner, a library caller) has no command line of its own to run again.
-REEXEC = False
+LOCAL_RUNS = frozenset({"emulate", "validate", "sweep", "study"})  # the commands that start Ray or MPI here
 
 FALLBACK = ("network: this run has no network namespace of its own ({reason}): Ray and the ranks listen on "
             "127.0.0.1 only, but Hydra's control port (mpiexec, hydra_pmi_proxy, inherited by the ranks) "
             "listens on every interface while the run lasts (docs/emulator.md, \"Network exposure\")")
+
+
+def option(args: Sequence[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` in ``args`` ("" if it ends them), else None."""
+    for i, a in enumerate(args):
+        if a == name:
+            return args[i + 1] if i + 1 < len(args) else ""
+        if a.startswith(name + "="):
+            return a[len(name) + 1:]
+    return None
+
+
+def spans_hosts(args: Sequence[str]) -> bool:
+    """Whether the command in ``args`` (``iolab``'s arguments) runs beyond this host, or runs nothing
+    here: not a local-run command, help, ``IOLAB_NETWORK=open`` (or a Slurm allocation of several
+    nodes), inside a Slurm allocation, ``--launcher srun``, ``--address``.  Raises ValueError for a
+    bad ``IOLAB_NETWORK``."""
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] not in LOCAL_RUNS or "-h" in args or "--help" in args:
+        return True
+    if network_mode() == "open" or os.environ.get("SLURM_JOB_ID"):
+        return True
+    return option(args, "--address") is not None or (option(args, "--launcher") or "").lower() == "srun"
 
 
 def own_command_line() -> list[str]:
@@ -38,24 +60,24 @@ def own_command_line() -> list[str]:
     return [sys.executable, first, *sys.argv[1:]]
 
 
-def private_network(address: str | None = None, launcher: str | None = None) -> None:
-    """Put this local run in a network namespace of its own: re-execute this process there (this call
-    then never returns here), or, in the re-executed process, bring ``lo`` up.  Nothing for a run that
-    spans hosts (module docstring), nor when called in-process (:data:`REEXEC` unset)."""
+def private_network(args: Sequence[str]) -> None:
+    """Put the local run ``iolab ARGS`` in a network namespace of its own: re-execute this process
+    there (this call then never returns), or, in the re-executed process, bring ``lo`` up.  Nothing
+    for a command that spans hosts or runs nothing here (:func:`spans_hosts`).  Exits 2 on a bad
+    ``IOLAB_NETWORK``."""
     if netns.inside():
         netns.loopback_up()
         _ray_on_loopback()
         return
     try:
-        mode = network_mode()
+        if spans_hosts(args):
+            return
     except ValueError as exc:
-        raise IolabError(str(exc)) from None
-    spans_hosts = mode == "open" or address or os.environ.get("SLURM_JOB_ID") or (launcher or "").lower() == "srun"
-    if spans_hosts or not REEXEC:
-        return
+        print(f"Error: {exc}", file=sys.stderr)
+        sys.exit(2)
     reason = netns.probe()
     if reason is not None:
-        click.echo(FALLBACK.format(reason=reason), err=True)
+        print(FALLBACK.format(reason=reason), file=sys.stderr, flush=True)
         _ray_on_loopback()
         return
     cmd = [*netns.unshare_prefix(), *own_command_line()]

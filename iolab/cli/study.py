@@ -20,7 +20,6 @@ from ..studies import soysal as soysal_study
 from ..studies.engine import Engine, write_campaign
 from ..trace import read_trace
 from .format import dumps, table
-from .network import private_network
 
 
 def engine_options(fn):
@@ -37,7 +36,6 @@ def engine_options(fn):
                   help="write the study's campaign file here and run nothing (`iolab sweep FILE` runs it)")
     @functools.wraps(fn)
     def wrapper(*args, workers, address, no_ray, retry_failed, campaign_file, **kwargs):
-        private_network(address)
         small = kwargs.get("quick") and workers is None and address is None
         engine = Engine(workers=workers, address=address, use_ray=not (no_ray or small), stop_on_sigterm=True,
                         retry_failed=retry_failed)

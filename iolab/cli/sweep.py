@@ -15,7 +15,6 @@ from ..errors import RunError, SpecError
 from ..specs.load import read_document
 from ..specs.size import MAX_RUNS
 from .format import dumps
-from .network import private_network
 from .live import SweepView
 
 
@@ -48,7 +47,6 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
     Exit status: 0 if every run succeeded, 1 if some runs failed (recorded with
     their error), 2 for a bad campaign, 130 if interrupted.
     """
-    private_network(address)
     study = is_study_document(read_document(campaign_path))
     if dry_run and study:
         campaign, runs = load_study(campaign_path, max_runs=max_runs)

@@ -18,7 +18,6 @@ from ..emulator.validate import validate as run_validate
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
 from .format import fmt, table
-from .network import private_network
 from .options import strict_option
 from .outcome import exit_if_failed
 from .validate_batch import validate_batch_cli
@@ -142,7 +141,6 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     compared job by job with its simulation as written and with the launch, exit
     and per-phase costs measured by a real run (--calibration; docs/validation.md).
     """
-    private_network(address)
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     if not campaign_path:  # one validation per work folder and report folder (held until the command ends)
         ctx.with_resource(hold_outputs([work_dir, report_dir], "output of iolab validate"))

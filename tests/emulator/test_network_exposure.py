@@ -263,3 +263,32 @@ def test_a_user_without_root_gets_a_namespace_with_loopback_up(tmp_path):
                                 f"import socket; s = socket.socket(); s.settimeout(2); s.connect(({HOST!r}, 9))"],
                                capture_output=True, text=True, timeout=60)
         assert probe.returncode != 0 and "unreachable" in probe.stderr.lower(), probe.stderr
+
+
+# ------------------------------------------------------------------ which command lines get a namespace
+
+@pytest.mark.parametrize("args, spans", [
+    (["emulate", "spec.yaml"], False),
+    (["--version"], True),
+    (["simulate", "spec.yaml"], True),                      # runs nothing that listens
+    (["report", "run.h5"], True),
+    (["emulate", "--help"], True),
+    (["study", "lackner", "--quick"], False),
+    (["sweep", "c.yaml", "--address", "10.0.0.1:6379"], True),
+    (["validate", "s.yaml", "--address=auto"], True),
+    (["emulate", "s.yaml", "--launcher", "srun"], True),
+    (["emulate", "s.yaml", "--launcher=mpiexec"], False),
+    (["emulate", "s.yaml", "--out", "emulate.h5"], False),
+])
+def test_which_command_lines_span_hosts(monkeypatch, args, spans):
+    from iolab.cli.network import spans_hosts
+
+    for key in ("IOLAB_NETWORK", "SLURM_JOB_ID", "SLURM_NNODES"):
+        monkeypatch.delenv(key, raising=False)
+    assert spans_hosts(args) is spans
+    if not spans:  # the same command line in a Slurm allocation, or opened, spans hosts
+        monkeypatch.setenv("SLURM_JOB_ID", "7")
+        assert spans_hosts(args) is True
+        monkeypatch.delenv("SLURM_JOB_ID")
+        monkeypatch.setenv("IOLAB_NETWORK", "open")
+        assert spans_hosts(args) is True
