@@ -6,8 +6,9 @@ The command line re-executes itself under ``unshare`` before Ray or MPI start
 otherwise), with :data:`MARKER` set so that the new process does not do it again; the new process
 brings ``lo`` up (:func:`loopback_up`, an ioctl: no ``ip`` needed) and runs the command.  ``exec``
 keeps the PID, the process group, the terminal and stdin, so signals, ``--live`` and the exit code
-are those of the run itself.  :func:`probe` tries the whole thing on ``true``-like child first, so a
-refusal (no ``unshare``, user namespaces off, a seccomp filter) is known before anything is replaced.
+are those of the run itself.  :func:`probe` tries the whole thing on a child first (``unshare`` of
+this module, which brings ``lo`` up and checks it is alone), so a refusal (no ``unshare``, user
+namespaces off, a seccomp filter) is known before anything is replaced.
 
 Run as ``python -m iolab.emulator.netns``: bring ``lo`` up and exit 0 (what :func:`probe` runs
 inside a fresh namespace).  Docs: docs/emulator.md, "Network exposure".
