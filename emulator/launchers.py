@@ -59,12 +59,9 @@ _NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 NETWORK_MODES = ("loopback", "open")
-# What keeps a rank's own listening sockets on 127.0.0.1: the mpich wheel's ch4 device
-# uses UCX (UCX_NET_DEVICES) or libfabric (FI_*_IFACE); both are named.  Each rank also
-# joins Ray (its core worker serves gRPC): RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 keeps
-# Ray's node address, and so that server, on 127.0.0.1 (ray_session.LOOPBACK_RAY_ENV).
-LOOPBACK_ENV = {"FI_SOCKETS_IFACE": "lo", "FI_TCP_IFACE": "lo", "UCX_NET_DEVICES": "lo",
-                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# What keeps an MPICH rank's own listening sockets on 127.0.0.1: the mpich wheel's
+# ch4 device uses UCX (UCX_NET_DEVICES) or libfabric (FI_*_IFACE); both are named.
+LOOPBACK_ENV = {"FI_SOCKETS_IFACE": "lo", "FI_TCP_IFACE": "lo", "UCX_NET_DEVICES": "lo"}
 
 
 def network_mode() -> str:

@@ -6,8 +6,8 @@ and ``_node_ip_address=127.0.0.1``.  Ray replaces that address by the host's rou
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` was in the environment when Ray was imported
 (:data:`LOOPBACK_RAY_ENV`: the command line sets it for a local run, see
 :mod:`iolab.cli.network`): then every server binds 127.0.0.1 (docs/emulator.md, "Network
-exposure").  The apps join it with the GCS address this session reports, so they must run as the same user with the same ``HOME`` and
-``RAY_AUTH_MODE`` (Ray's auth token lives under ``~/.ray``).
+exposure").  The apps join it with the GCS address this session reports, so they must run as
+the same user with the same ``HOME`` and ``RAY_AUTH_MODE`` (Ray's auth token lives under ``~/.ray``).
 
     with RaySession.open() as session:       # starts Ray (or reuses the one already up)
         session.gcs_address                  # "host:port", for the apps' config
@@ -47,8 +47,8 @@ def prepare_local_ray() -> None:
 # Keeps a Ray started or joined by a process that had it in its environment when it imported Ray on
 # 127.0.0.1: its node address stays the loopback one, and Ray's servers (GCS, raylet, core workers,
 # agents) bind that address instead of every interface.  Set for a local run by the command line
-# (before Ray is imported) and in the ranks' environment (launchers.LOOPBACK_ENV); never for a run
-# that spans hosts (the other hosts could not reach it).
+# (before Ray is imported), so that every process of the run inherits it (Ray's, the ranks, whose
+# core workers join Ray); never for a run that spans hosts (the other hosts could not reach it).
 LOOPBACK_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 

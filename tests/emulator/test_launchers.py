@@ -40,8 +40,7 @@ def test_mpiexec_minimal_line():
 def test_mpiexec_keeps_the_ranks_on_loopback_unless_the_network_is_opened(monkeypatch):
     monkeypatch.delenv("IOLAB_NETWORK", raising=False)
     monkeypatch.delenv("SLURM_NNODES", raising=False)
-    lo = ["-genv", "FI_SOCKETS_IFACE", "lo", "-genv", "FI_TCP_IFACE", "lo", "-genv", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",
-          "0", "-genv", "UCX_NET_DEVICES", "lo"]
+    lo = ["-genv", "FI_SOCKETS_IFACE", "lo", "-genv", "FI_TCP_IFACE", "lo", "-genv", "UCX_NET_DEVICES", "lo"]
     assert mpiexec_command(2, PY, mpiexec="m") == ["m", *lo, "-n", "2", "python", "app.py"]
     monkeypatch.setenv("IOLAB_NETWORK", "open")
     assert mpiexec_command(2, PY, mpiexec="m") == ["m", "-n", "2", "python", "app.py"]
