@@ -1,12 +1,13 @@
 """Start a local Ray for one run, or join one, and always leave it as found.
 
-A local Ray is started with ``num_cpus`` (default 2), no dashboard and
-``_node_ip_address=127.0.0.1``.  Note: Ray replaces that address by the host's
-routable one (``services.resolve_ip_for_localhost``) and its gRPC servers bind
-every interface; Ray 2.60 has no setting to keep them on loopback (see
-docs/emulator.md, "Network exposure"); run it on a private network only.  The apps join it with the GCS address this session
-reports, so they must run as the same user with the same ``HOME`` and
-``RAY_AUTH_MODE`` (Ray's auth token lives under ``~/.ray``).
+A local Ray is started with ``num_cpus`` (default 2), no dashboard (:func:`without_dashboard`)
+and ``_node_ip_address=127.0.0.1``.  Ray replaces that address by the host's routable one
+(``services.resolve_ip_for_localhost``), and its gRPC servers then bind every interface, unless
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` was in the environment when Ray was imported
+(:data:`LOOPBACK_RAY_ENV`: the command line sets it for a local run, see
+:mod:`iolab.cli.network`): then every server binds 127.0.0.1 (docs/emulator.md, "Network
+exposure").  The apps join it with the GCS address this session reports, so they must run as
+the same user with the same ``HOME`` and ``RAY_AUTH_MODE`` (Ray's auth token lives under ``~/.ray``).
 
     with RaySession.open() as session:       # starts Ray (or reuses the one already up)
         session.gcs_address                  # "host:port", for the apps' config
@@ -41,6 +42,36 @@ def prepare_local_ray() -> None:
     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     for key, value in PRIORITY_ENV.items():
         os.environ.setdefault(key, value)
+
+
+# Keeps a Ray started or joined by a process that had it in its environment when it imported Ray on
+# 127.0.0.1: its node address stays the loopback one, and Ray's servers (GCS, raylet, core workers,
+# agents) bind that address instead of every interface.  Set for a local run by the command line
+# (before Ray is imported), so that every process of the run inherits it (Ray's, the ranks, whose
+# core workers join Ray); never for a run that spans hosts (the other hosts could not reach it).
+LOOPBACK_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def without_dashboard() -> None:
+    """Start no dashboard process with a local Ray unless ``include_dashboard=True`` is asked for.
+    Ray 2.60 starts its API server (``dashboard/dashboard.py --minimal``) on every head node even
+    with ``include_dashboard=False``, and has no setting against it: this replaces
+    ``Node.start_api_server`` so that it starts nothing then (iolab uses neither the job API nor
+    the state API it serves).  Ray's ``DashboardAgent`` (metrics, started by the raylet) still runs:
+    the raylet refuses an empty agent command.  Idempotent; a Ray without that method is left as it is."""
+    from ray._private import node  # lazy: called just before ray.init
+
+    original = getattr(node.Node, "start_api_server", None)
+    if original is None or getattr(original, "_iolab_without_dashboard", False):
+        return
+
+    def start_api_server(self, *, include_dashboard, raise_on_failure):
+        if include_dashboard:
+            return original(self, include_dashboard=include_dashboard, raise_on_failure=raise_on_failure)
+        return None
+
+    start_api_server._iolab_without_dashboard = True
+    node.Node.start_api_server = start_api_server
 
 
 def token_path() -> str:
@@ -78,6 +109,7 @@ class RaySession:
                     ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level="ERROR")
                 else:
                     prepare_local_ray()
+                    without_dashboard()
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                              namespace=namespace, log_to_driver=False, logging_level="ERROR")
             except Exception as exc:

@@ -1,8 +1,10 @@
-"""The TCP sockets a process tree listens on (from /proc: /proc/net/tcp{,6} inodes matched
-with /proc/PID/fd), for the network-exposure tests (docs/emulator.md)."""
+"""The TCP sockets a process tree listens on (from /proc: /proc/PID/net/tcp{,6} inodes, read in
+each process's own network namespace, matched with /proc/PID/fd), for the network-exposure tests
+(docs/emulator.md)."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import time
 import socket
@@ -19,20 +21,35 @@ def _address(hexaddr: str, v6: bool) -> tuple[str, int]:
     return socket.inet_ntop(socket.AF_INET, raw[::-1]), int(port, 16)
 
 
-def listening_inodes() -> dict[int, tuple[str, int]]:
-    """inode -> (address, port) of every TCP socket in state LISTEN on this host."""
+def listening_inodes(pid: int | str = "self") -> dict[int, tuple[str, int]]:
+    """inode -> (address, port) of every TCP socket in state LISTEN in ``pid``'s network namespace
+    (default: this process's)."""
     out = {}
     for name, v6 in (("tcp", False), ("tcp6", True)):
         try:
-            with open(f"/proc/net/{name}") as f:
+            with open(f"/proc/{pid}/net/{name}") as f:
                 next(f)
                 for line in f:
                     p = line.split()
                     if p[3] == "0A":  # TCP_LISTEN
                         out[int(p[9])] = _address(p[1], v6)
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
     return out
+
+
+def network_namespace(pid: int | str = "self") -> str:
+    """``net:[INODE]``: which network namespace ``pid`` is in ("" if it is gone)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return ""
+
+
+def interfaces(pid: int | str = "self") -> list[str]:
+    """The network interfaces ``pid``'s namespace has (``/proc/PID/net/dev``)."""
+    with open(f"/proc/{pid}/net/dev") as f:
+        return [line.split(":", 1)[0].strip() for line in f if ":" in line]
 
 
 def _parent(pid: int) -> int | None:
@@ -129,10 +146,15 @@ def _exiting(pid: int) -> str:
 
 
 def listening(root: int) -> list[tuple[int, str, str, int]]:
-    """``(pid, command, address, port)`` of every listening socket held by ``root``'s tree."""
-    table = listening_inodes()
+    """``(pid, command, address, port)`` of every listening socket held by ``root``'s tree, each read
+    in the network namespace of the process that holds it."""
+    tables: dict[str, dict[int, tuple[str, int]]] = {}
     rows = []
     for pid in process_tree(root):
+        ns = network_namespace(pid)
+        if ns not in tables:
+            tables[ns] = listening_inodes(pid)
+        table = tables[ns]
         for inode in socket_inodes(pid):
             if inode in table:
                 cmd = command(pid) or _exiting(pid)
@@ -144,4 +166,9 @@ def listening(root: int) -> list[tuple[int, str, str, int]]:
 
 
 def is_loopback(address: str) -> bool:
-    return address.startswith("127.") or address == "::1"
+    """127.0.0.0/8, ``::1``, or 127.x written as an IPv4-mapped IPv6 address (``::ffff:127.0.0.1``:
+    how /proc/net/tcp6 shows a dual-stack socket bound to 127.0.0.1, as Ray's servers on loopback)."""
+    ip = ipaddress.ip_address(address)
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback

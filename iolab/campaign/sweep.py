@@ -28,7 +28,7 @@ from typing import Any, Callable, TextIO
 from ..atomic import atomic_write_text
 from ..errors import RunError, SpecError
 from ..emulator.output_lock import hold_outputs
-from ..emulator.ray_session import prepare_local_ray
+from ..emulator.ray_session import prepare_local_ray, without_dashboard
 from ..signals import raise_interrupt
 from ..specs.load import read_document
 from . import results as R
@@ -82,6 +82,7 @@ class _Ray:
             else:
                 if real_runs:  # the priorities `iolab emulate` gives the apps and actors (not Ray's nice 15)
                     prepare_local_ray()
+                without_dashboard()  # Ray 2.60 starts its API server even with include_dashboard=False
                 ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
                          include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         self.where = address or ("local" if self.owned else "existing connection")

@@ -10,11 +10,13 @@ usage errors); 130 interrupted (Ctrl-C, SIGTERM where a command traps it).
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
 from .. import __version__
 from ..invariants import InvariantViolation
+from . import network
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -76,4 +78,5 @@ def cli() -> None:
 
 
 def main() -> None:
+    network.private_network(sys.argv[1:])  # a local run: re-executed in a namespace of its own (cli/network.py)
     cli(prog_name="iolab")  # exit codes: LazyGroup.invoke and iolab.errors
