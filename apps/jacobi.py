@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+import iolab
 from iolab.apps.coordination import load_coordinator
 from iolab.apps.jacobi_args import PROG, Config, UsageError, build_parser, resolve
 from iolab.apps.phase_driver import PhaseDriver
@@ -203,6 +204,7 @@ def _summary(cfg: Config, comm, solver, app: PhaseDriver, t0: float, manifest: d
         "iterations": app.records[-1]["iteration"] if app.records else (manifest or {}).get("iteration", 0),
         "residual": residual, "bytes_written": app.bytes_written, "bytes_read": app.bytes_read,
         "wall_seconds": time.time() - t0,
+        "package": str(Path(iolab.__file__).parent),  # the iolab the ranks imported (a checkout, a wheel's)
     }
     if error is not None:
         out["error"] = error

@@ -10,19 +10,18 @@ spec seconds with :func:`spec_time`.
 from __future__ import annotations
 
 import math
-import platform as _platform
 import time
 from pathlib import Path
 from typing import Callable
 
-from iolab import __version__, calibration
+from iolab import calibration
 from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
 from iolab.middleware.policies.batch.nodes import ranges
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
+from iolab.trace.provenance import provenance
 
 from .batch_jobs import JobRun
-from .run import versions
 
 
 def spec_time(wall: float, t0: float, time_scale: float) -> float:
@@ -110,9 +109,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         wall_rates={"lps": s.wall_rate(p.lps.rate), "hps": s.wall_rate(p.hps.rate)} if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
-        runtime="emulator-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
-        seed=spec.seed, spec=spec.model_dump(mode="json"), iolab_version=__version__,
-        python=_platform.python_version(), host=_platform.node(), versions=versions(),
+        **provenance(spec, "emulator-batch", real=True), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
         total_nodes=p.nodes, hps_capacity=hps_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, time_scale=s.time_scale, bytes_scale=s.bytes_scale,
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,

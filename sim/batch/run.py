@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-import platform as _platform
 import time
 
-from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
+from iolab.trace.provenance import provenance
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.batch.nodes import ranges
 from iolab.middleware.policies.interference import tier_laws
@@ -87,9 +86,8 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
     return tb.build(
-        runtime="sim-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind, seed=spec.seed,
-        spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),
-        host=_platform.node(), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
+        **provenance(spec, "sim-batch"), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
+        wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, phases_kept=phases, **extra,
     )
