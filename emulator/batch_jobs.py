@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from iolab.apps import checkpoint
 from iolab.apps.jacobi_command import jacobi_argv, rank_env
 from iolab.middleware.policies.batch.kernel import JobState
 from iolab.sim.batch.steps import job_steps
@@ -77,8 +78,6 @@ class JobProcesses:
 
     # -- inputs ----------------------------------------------------------------------------------------
     def prepare_inputs(self, jobs: list[JobRun]) -> None:
-        from iolab.apps import checkpoint  # lazy: h5py only when a run writes its inputs
-
         for j in jobs:
             total = int(j.job.input * self.s.bytes_scale)
             if total <= 0:
@@ -98,8 +97,6 @@ class JobProcesses:
     def launch(self, j: JobRun, session, actor: str) -> None:
         """Start ``j`` (``mpiexec`` or its ``srun`` step) in its tier directory ``j.directory`` (already
         open), with the storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
-        from iolab.apps import checkpoint  # lazy: h5py only when a run launches a job
-
         s, job_id = self.s, j.queued.id
         out_dir = self.work / "apps" / job_id
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -130,8 +127,6 @@ class JobProcesses:
 
     # -- outputs and processes -------------------------------------------------------------------------
     def output_files(self, j: JobRun) -> list[str]:
-        from iolab.apps import checkpoint  # lazy: h5py only when a run collects outputs
-
         try:
             m = checkpoint.read_manifest(checkpoint.manifest_path(self.work / "apps" / j.queued.id, j.queued.id))
         except ValueError:

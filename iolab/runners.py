@@ -25,7 +25,7 @@ from .emulator.batch_run import run_batch_emulation
 from .emulator.run import run_emulation
 from .emulator.validate import validate as validate_io
 from .emulator.validate_batch import validate_batch
-from .metrics.from_trace import trace_batch_metrics
+from .metrics.batch_trace import trace_batch_metrics
 from .metrics.io import io_metrics
 from .sim.batch.run import simulate_batch
 from .sim.run import simulate
