@@ -46,9 +46,6 @@ class Runner:
     run: Callable[..., Trace]  # run(spec, **options) -> Trace
     metrics: Callable[[Trace], Any]  # the level's metrics of the trace it returns
 
-    def __call__(self, spec, **options) -> Trace:
-        return self.run(spec, **options)
-
 
 RUNNERS: dict[tuple[str, str], Runner] = {
     ("io", "sim"): Runner("io", "sim", simulate, io_metrics),
@@ -84,10 +81,4 @@ def runner_for(spec, runtime: str) -> Runner:
     return runner(level_of(spec), runtime)
 
 
-def validation_for(spec) -> Callable[..., Any]:
-    """The comparison of the real run and the simulation of ``spec``'s level."""
-    return VALIDATIONS[level_of(spec)]
-
-
-__all__ = ["LEVELS", "RUNNERS", "RUNTIMES", "Runner", "VALIDATIONS", "level_of", "runner", "runner_for",
-           "validation_for"]
+__all__ = ["LEVELS", "RUNNERS", "RUNTIMES", "Runner", "VALIDATIONS", "level_of", "runner", "runner_for"]
