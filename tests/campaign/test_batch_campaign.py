@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from iolab.campaign import load_runs, run_campaign
 from iolab.campaign.results import read_h5
+from iolab.campaign.summary import relative_makespan
 from iolab.cli import cli
 from iolab.errors import SpecError
 from iolab.specs.load import load_spec
@@ -70,6 +71,12 @@ def test_a_batch_campaign_runs_every_seed_and_scheduler_in_the_simulator(tmp_pat
         assert kept.jobs["start"].tolist() == j["start"].tolist()
         tiers.add(tuple(j["tier"]))
     assert len(tiers) == 2  # fcfs keeps every job on LPS, sas puts some on HPS: two different runs
+    # the runs of one seed are one instance (their missing I/O parameters match): the best is 1
+    rel = relative_makespan(res)
+    for seed in (1, 2):
+        mine = [i for i, r in enumerate(runs) if r.params["seed"] == seed]
+        best = min(res["makespan"][i] for i in mine)
+        assert [rel[i] for i in mine] == pytest.approx([res["makespan"][i] / best for i in mine])
 
 
 def test_a_batch_campaign_without_axes_runs_the_base_and_the_dry_run_lists_it(tmp_path):
