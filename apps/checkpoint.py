@@ -43,12 +43,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import h5py
 import numpy as np
 
 from iolab.atomic import remove_stale_temporaries
+
+if TYPE_CHECKING:
+    import h5py
 
 MANIFEST_VERSION = 1
 DEFAULT_CHUNK = 2 * 1024 * 1024
@@ -115,6 +117,15 @@ def _fsync_dir(path: Path) -> None:
 
 
 # -- rank files ------------------------------------------------------------------------
+def load_h5py():
+    """h5py, imported on the first call: the manifests, names and sizes need none, and a driver or
+    a rank that checks its arguments starts without it.  A rank calls it before its first phase
+    (h5py takes ~1 s to import on a loaded machine: not inside a timed I/O phase)."""
+    import h5py  # lazy: h5py only once a rank is about to run, or a rank file is written or read
+
+    return h5py
+
+
 def _layout(f: h5py.File, block: np.ndarray, attrs: dict[str, np.ndarray], filler: int) -> h5py.Dataset:
     for key, value in attrs.items():
         f.attrs[key] = value
@@ -132,7 +143,7 @@ def metadata_overhead(shape: tuple[int, int], attrs: dict[str, np.ndarray]) -> i
         block = np.zeros(shape)
         with tempfile.TemporaryDirectory(prefix="iolab-h5probe-") as tmp:
             probe = Path(tmp) / "probe.h5"
-            with h5py.File(probe, "w", libver="latest", locking=False) as f:
+            with load_h5py().File(probe, "w", libver="latest", locking=False) as f:
                 _layout(f, block, attrs, 1)[0] = 1
             _overheads[key] = probe.stat().st_size - block.nbytes - 1
     return _overheads[key]
@@ -174,7 +185,7 @@ def write_rank_file(
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         os.close(fd)
-        with h5py.File(tmp, "w", libver="latest", locking=False) as f:
+        with load_h5py().File(tmp, "w", libver="latest", locking=False) as f:
             data = _layout(f, block, attrs, filler)
             for offset in range(0, filler, chunk):
                 n = min(chunk, filler - offset)
@@ -215,7 +226,7 @@ def read_rank_file(path: Path, nbytes: int, throttle: Throttle, chunk: int = DEF
     Returns the block ``u`` and the bytes counted (``nbytes``, or the file's
     dataset bytes if ``nbytes`` is 0 or negative).
     """
-    with h5py.File(path, "r", locking=False) as f:
+    with load_h5py().File(path, "r", locking=False) as f:
         u, filler = f["u"], f["filler"]
         row = u.shape[1] * u.dtype.itemsize
         total = u.shape[0] * row + filler.shape[0]
@@ -248,7 +259,7 @@ def read_rank_file(path: Path, nbytes: int, throttle: Throttle, chunk: int = DEF
 
 def load_block(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The block ``u`` and the attributes of one rank file."""
-    with h5py.File(path, "r", locking=False) as f:
+    with load_h5py().File(path, "r", locking=False) as f:
         return f["u"][...], {k: np.asarray(v) for k, v in f.attrs.items()}
 
 

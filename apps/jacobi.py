@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+import iolab
+from iolab.apps import checkpoint
 from iolab.apps.coordination import load_coordinator
 from iolab.apps.jacobi_args import PROG, Config, UsageError, build_parser, resolve
 from iolab.apps.phase_driver import PhaseDriver
@@ -49,8 +51,6 @@ def _say(rank: int, message: str) -> None:
 
 def _check_restart(cfg: Config, solver, comm) -> dict:
     """Rank 0 reads and checks the manifest; every rank gets it, or ``UsageError``."""
-    from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
-
     result: dict = {}
     if comm.Get_rank() == 0:
         path = checkpoint.manifest_path(cfg.out_dir, cfg.app_id)
@@ -103,7 +103,7 @@ def _calibrate(cfg: Config, comm, watch, solver) -> int:
 
 def run(comm, cfg: Config) -> int:
     """Run the app on ``comm``; return the exit code (failures abort the job instead)."""
-    from iolab.apps import checkpoint, stencil  # lazy: h5py, MPI only after the arguments are checked
+    from iolab.apps import stencil  # lazy: MPI only after the arguments are checked
     from iolab.apps.failure import PeerFailed, Watch  # lazy: MPI only after the arguments are checked
 
     rank = comm.Get_rank()
@@ -179,8 +179,6 @@ def abort(comm) -> None:
 
 def _publish(cfg: Config, summary: dict) -> None:
     """Rank 0: the summary file (atomic, the record to trust), then the stdout line."""
-    from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
-
     checkpoint.write_manifest(checkpoint.summary_path(cfg.out_dir, cfg.app_id), summary, fsync=False)
     print(json.dumps(summary), flush=True)
 
@@ -203,6 +201,7 @@ def _summary(cfg: Config, comm, solver, app: PhaseDriver, t0: float, manifest: d
         "iterations": app.records[-1]["iteration"] if app.records else (manifest or {}).get("iteration", 0),
         "residual": residual, "bytes_written": app.bytes_written, "bytes_read": app.bytes_read,
         "wall_seconds": time.time() - t0,
+        "package": str(Path(iolab.__file__).parent),  # the iolab the ranks imported (a checkout, a wheel's)
     }
     if error is not None:
         out["error"] = error

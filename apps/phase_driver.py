@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iolab.apps import checkpoint
 from iolab.apps.jacobi_args import Config
 
 
@@ -39,8 +40,7 @@ class PhaseDriver:
     """One rank of the running application."""
 
     def __init__(self, cfg: Config, comm, watch, solver, coord, manifest: dict | None):
-        from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
-
+        checkpoint.load_h5py()  # now, not inside the first (timed) I/O phase
         self.cfg, self.comm, self.watch, self.solver, self.coord = cfg, comm, watch, solver, coord
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.manifest = manifest  # rank 0: the latest complete checkpoint
@@ -149,8 +149,6 @@ class PhaseDriver:
 
     # -- I/O -----------------------------------------------------------------------------------
     def io(self, phase) -> dict:
-        from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
-
         np = self._np
         cfg = self.cfg
         requested = time.time()
@@ -216,8 +214,6 @@ class PhaseDriver:
     def _make_room(self, nbytes: int) -> None:
         """Rank 0, before a write phase: drop the latest checkpoint's files if the new one
         would not fit beside them in the job's quota (only with a coordinator that keeps one)."""
-        from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
-
         room = getattr(self.coord, "room", None)
         if room is None or self.manifest is None or room() >= nbytes:
             return
@@ -242,8 +238,6 @@ class PhaseDriver:
 
 def _old_manifest(path: Path) -> dict | None:
     """A fresh run's first checkpoint supersedes the one an earlier run left (if readable)."""
-    from iolab.apps import checkpoint  # lazy: h5py only after the arguments are checked
-
     try:
         return checkpoint.read_manifest(path)
     except ValueError:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from iolab.campaign import load_results
 from iolab.studies import lackner as L
-from iolab.studies.engine import Engine, rows_of, run_as_campaign
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from iolab.metrics.from_trace import trace_batch_metrics
+from iolab.metrics.batch_trace import trace_batch_metrics
 from iolab.trace import Trace
 
 from .comparison import geo_error, rel_error

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from iolab.metrics.response_model import predictor_args
+from iolab.middleware.policies.controller.response_model import predictor_args
 from iolab.middleware.controller_actor import LoadControllerActor
 from iolab.middleware.policies.batch.kernel import RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import SUSPEND, ControllerParams

@@ -13,11 +13,9 @@ here, one ``srun`` step in a Slurm allocation), and finds the files it wrote.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from iolab.apps import checkpoint
+from iolab.apps.jacobi_command import jacobi_argv, rank_env
 from iolab.middleware.policies.batch.kernel import JobState
 from iolab.sim.batch.steps import job_steps
 from iolab.specs.batch import BatchExperiment
 
 from .shell import spawn
 
-REPO = Path(__file__).resolve().parents[1]
 STAGE_KINDS = ("stage-in", "stage-out")
 
 
@@ -79,8 +78,6 @@ class JobProcesses:
 
     # -- inputs ----------------------------------------------------------------------------------------
     def prepare_inputs(self, jobs: list[JobRun]) -> None:
-        from iolab.apps import checkpoint  # lazy: h5py only when a run writes its inputs
-
         for j in jobs:
             total = int(j.job.input * self.s.bytes_scale)
             if total <= 0:
@@ -100,8 +97,6 @@ class JobProcesses:
     def launch(self, j: JobRun, session, actor: str) -> None:
         """Start ``j`` (``mpiexec`` or its ``srun`` step) in its tier directory ``j.directory`` (already
         open), with the storage manager ``actor`` of the Ray ``session`` as its coordinator; sets ``j.proc``."""
-        from iolab.apps import checkpoint  # lazy: h5py only when a run launches a job
-
         s, job_id = self.s, j.queued.id
         out_dir = self.work / "apps" / job_id
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -120,18 +115,11 @@ class JobProcesses:
                   "actor": actor, "job": job_id, "directory": j.directory, "link": j.tier,
                   "capped": s.bandwidth_cap}
         coordinator, config = self.launcher.coordinator("iolab.middleware.storage_client:coordinator", config)
-        argv = [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", job_id, "--grid", str(s.grid),
-                "--phases-json", json.dumps(phases), "--compute-mode", "duration",
-                "--coordinator", coordinator,
-                "--coordinator-config", json.dumps(config), "--out-dir", str(out_dir),
-                "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
-        if not s.fsync:
-            argv.append("--no-fsync")
+        argv = jacobi_argv(job_id, grid=s.grid, phases=phases, compute_mode="duration", coordinator=coordinator,
+                           coordinator_config=config, out_dir=out_dir, chunk_bytes=s.chunk_bytes,
+                           seed=self.spec.seed, fsync=s.fsync)
         cmd = self.launcher.command(j, argv, s.nice)
-        path = os.environ.get("PYTHONPATH", "")
-        env = {"PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "PYTHONUNBUFFERED": "1",
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        j.proc = spawn(cmd, env=env, cwd=self.work, log_path=self.log(j))
+        j.proc = spawn(cmd, env=rank_env(), cwd=self.work, log_path=self.log(j))
         j.launched = time.time()
 
     def log(self, j: JobRun) -> Path:
@@ -139,8 +127,6 @@ class JobProcesses:
 
     # -- outputs and processes -------------------------------------------------------------------------
     def output_files(self, j: JobRun) -> list[str]:
-        from iolab.apps import checkpoint  # lazy: h5py only when a run collects outputs
-
         try:
             m = checkpoint.read_manifest(checkpoint.manifest_path(self.work / "apps" / j.queued.id, j.queued.id))
         except ValueError:

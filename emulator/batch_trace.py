@@ -10,24 +10,31 @@ spec seconds with :func:`spec_time`.
 from __future__ import annotations
 
 import math
-import platform as _platform
 import time
 from pathlib import Path
 from typing import Callable
 
-from iolab import __version__, calibration
+from iolab import calibration
 from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
 from iolab.middleware.policies.batch.nodes import ranges
+from iolab.sim.batch.job_table import job_columns
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
+from iolab.trace.provenance import provenance
 
 from .batch_jobs import JobRun
-from .run import versions
 
 
 def spec_time(wall: float, t0: float, time_scale: float) -> float:
     """Spec seconds since the clock started at wall time ``t0``; NaN stays NaN."""
     return (wall - t0) / time_scale if wall == wall else math.nan
+
+
+def _status(j: JobRun) -> str:
+    """A job's status in the trace: its own once it ended, killed if the run stopped it, else pending."""
+    if j.state in ENDED:
+        return j.status
+    return "killed" if j.state not in (FUTURE, QUEUED) else "pending"
 
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
@@ -81,16 +88,10 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
             launch_overhead[j.queued.id] = first_phase[j.queued.id] - j.launched
         if j.queued.id in last_phase and j.exited == j.exited and j.rc == 0:
             exit_overhead[j.queued.id] = j.exited - last_phase[j.queued.id]
-        job = j.job
-        ended = j.state in ENDED
-        status_ = j.status if ended else ("killed" if j.state not in (FUTURE, QUEUED) else "pending")
-        tb.add_job(id=j.queued.id, rank=j.index, nodes=j.queued.nodes, release=float(job.submit),
-                   start=j.start, end=j.end if ended else math.nan,
-                   io_node=-1, pack=-1, status=status_, tier=j.tier, min_time=float(job.runtime),
-                   compute_time=max(0.0, float(job.runtime) - (job.input + job.output + job.data) / p.lps.rate),
-                   io_volume=float(job.input + job.output + job.data),
-                   hosts=hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts),
-                   node_ids=ranges(j.node_ids), io_time=io_time.get(j.queued.id, 0.0))
+    tb.extend_columns("jobs", job_columns(
+        jobs, p.lps.rate, io_time=[io_time.get(j.queued.id, 0.0) for j in jobs],
+        ends=[j.end if j.state in ENDED else math.nan for j in jobs], statuses=[_status(j) for j in jobs],
+        hosts=[hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts) for j in jobs]))
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)
@@ -110,9 +111,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         wall_rates={"lps": s.wall_rate(p.lps.rate), "hps": s.wall_rate(p.hps.rate)} if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
-        runtime="emulator-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
-        seed=spec.seed, spec=spec.model_dump(mode="json"), iolab_version=__version__,
-        python=_platform.python_version(), host=_platform.node(), versions=versions(),
+        **provenance(spec, "emulator-batch", real=True), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
         total_nodes=p.nodes, hps_capacity=hps_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, time_scale=s.time_scale, bytes_scale=s.bytes_scale,
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,

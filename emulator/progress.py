@@ -35,7 +35,7 @@ def progress_line(p: dict, elapsed: float) -> str:
 class StatusLine:
     """The status line of a running emulation on stderr: notes, and the progress of its phases.
 
-    (Not :class:`iolab.studies.common.Progress`, which counts the finished tasks of a study.)"""
+    (Not :class:`iolab.campaign.progress.Progress`, which counts the finished tasks of a study or a campaign.)"""
 
     live = False  # True: the runtime passes snapshots to show() at each poll
 

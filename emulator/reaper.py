@@ -28,13 +28,7 @@ from pathlib import Path
 
 from .run_residue import Residue, descendants, mpi_processes, remove_files, start_time
 
-REPO = Path(__file__).resolve().parents[1]  # iolab's source, for `python -m iolab.emulator.reaper`
 UPDATE_EVERY = 1.0  # seconds between the driver's updates to the reaper
-
-
-def _env() -> dict[str, str]:
-    path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
 
 
 class Supervisor:
@@ -55,7 +49,7 @@ class Supervisor:
             self.proc = subprocess.Popen(  # its own session: a terminal's Ctrl-C or a killpg of the driver's
                 [sys.executable, "-m", "iolab.emulator.reaper"],  # group leaves it, to clean up after them
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                env=_env(), start_new_session=True)
+                start_new_session=True)
         self._thread = threading.Thread(target=self._run, name="iolab-reaper-feed", daemon=True)
         self._thread.start()
 

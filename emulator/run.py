@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import json
 import os
-import platform as _platform
-import sys
 import time
 import uuid
-from importlib.metadata import version
 from pathlib import Path
 
-from iolab import __version__, calibration
+from iolab import calibration
+from iolab.apps.jacobi_command import calibrate_argv, jacobi_argv, rank_env
 from iolab.errors import RunError
 from iolab.middleware.arbiter import Arbiter
 from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
 from iolab.trace import Trace, TraceBuilder, write_trace
+from iolab.trace.provenance import provenance
 
 from . import shell
 from .checks import check_runnable
@@ -44,7 +43,6 @@ from .run_clock import run_clock, save_partial
 from .settings import default_work_dir, settle_settings
 from .slurm_launch import MpiexecApps, make_launcher
 
-REPO = Path(__file__).resolve().parents[1]
 ENDED = ("ok", "failed", "killed")
 PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
 
@@ -162,21 +160,10 @@ class Emulation:
         coordinator, config = self.launcher.coordinator("iolab.middleware.client:coordinator", config)
         phases = [[k, x * s.time_scale if k == "compute" else int(round(x * s.unit_bytes))]
                   for k, x in app.phase_list()]
-        argv = [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", app.id, "--grid", str(s.grid),
-                "--phases-json", json.dumps(phases), "--compute-mode", s.compute_mode,
-                "--coordinator", coordinator,
-                "--coordinator-config", json.dumps(config), "--out-dir", str(self.work / "apps"),
-                "--chunk-bytes", str(s.chunk_bytes), "--seed", str(self.spec.seed)]
-        if not s.fsync:
-            argv.append("--no-fsync")
-        if sweeps is not None:
-            argv += ["--sweeps-per-second", repr(sweeps[s.ranks_for(app.nodes)])]
-        return argv
-
-    def _env(self) -> dict[str, str]:
-        path = os.environ.get("PYTHONPATH", "")
-        return {"PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "PYTHONUNBUFFERED": "1",
-                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        return jacobi_argv(app.id, grid=s.grid, phases=phases, compute_mode=s.compute_mode,
+                           coordinator=coordinator, coordinator_config=config, out_dir=self.work / "apps",
+                           chunk_bytes=s.chunk_bytes, seed=self.spec.seed, fsync=s.fsync,
+                           sweeps_per_second=None if sweeps is None else sweeps[s.ranks_for(app.nodes)])
 
     def _launch(self, app, session: RaySession, sweeps) -> None:
         s = self.spec.emulator
@@ -184,7 +171,7 @@ class Emulation:
                   "actor": self.arbiter.name, "app": app.id}
         cmd = self.launcher.app_command(app.id, s.ranks_for(app.nodes), self._argv(app, config, sweeps), s.nice)
         log = self.work / "logs" / f"{app.id}.log"
-        self.procs[app.id] = shell.spawn(cmd, env=self._env(), cwd=self.work, log_path=log)
+        self.procs[app.id] = shell.spawn(cmd, env=rank_env(), cwd=self.work, log_path=log)
         self.launched[app.id] = time.time()
         self.supervisor.add_group(self.procs[app.id].pid)
 
@@ -193,9 +180,8 @@ class Emulation:
         s = self.spec.emulator
         out = {}
         for r in sorted({s.ranks_for(a.nodes) for a in self.spec.apps}):
-            cmd = self.launcher.calibrate_command(r, [sys.executable, "-m", "iolab.apps.jacobi", "--app-id", "calibrate",
-                                                      "--grid", str(s.grid), "--calibrate", "--calibrate-seconds", "2"])
-            rc, so, se = shell.execute_wait(cmd, timeout=120, env=self._env(), cwd=self.work)
+            cmd = self.launcher.calibrate_command(r, calibrate_argv(s.grid, seconds=2))
+            rc, so, se = shell.execute_wait(cmd, timeout=120, env=rank_env(), cwd=self.work)
             if rc != 0:
                 raise RunError(f"calibration with {r} ranks failed (exit {rc}): {se.strip()[-500:]}")
             out[r] = json.loads(so.strip().splitlines()[-1])["sweeps_per_second"]
@@ -310,13 +296,12 @@ class Emulation:
         tb.extend("grants", [tuple(r) for r in rec["grants"]])
         tb.extend("actions", [tuple(r) for r in rec["actions"]])
         trace = tb.build(
-            runtime="emulator", policy=spec.policy, mode="emulator", dt=0.0, seed=spec.seed,
-            spec=spec.model_dump(mode="json"), bandwidth=spec.platform.bandwidth,
+            **provenance(spec, "emulator", real=True), policy=spec.policy, mode="emulator", dt=0.0,
+            bandwidth=spec.platform.bandwidth,
             io_nodes=spec.platform.io_nodes, nodes_per_io_node=spec.platform.nodes_per_io_node,
             packed=self.plan.packed, packs=self.plan.pack_count, unit_bytes=s.unit_bytes,
             time_scale=s.time_scale, bandwidth_cap=s.bandwidth_cap, ranks_per_app=str(s.ranks_per_app),
-            host=_platform.node(), versions=versions(), iolab_version=__version__,
-            python=_platform.python_version(), complete=complete, failures=rec["failures"],
+            complete=complete, failures=rec["failures"],
             exit_codes=self.exit_codes, bytes_booked=rec["bytes_booked"], t0=self.t0,
             wall_seconds=time.time() - self.t0, launch_seconds=self.t0 - self.wall0, work_dir=str(self.work),
             launcher=self.launcher.name, app_launch_seconds=self.launcher.launch_seconds(self.launched),
@@ -338,15 +323,3 @@ class Emulation:
         return out
 
 
-def versions() -> dict[str, str]:
-    out = {"iolab": __version__, "python": _platform.python_version()}
-    for mod in ("ray", "mpi4py", "h5py", "numpy", "pydantic"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except Exception:
-            pass
-    try:
-        out["mpich"] = version("mpich")
-    except Exception:
-        pass
-    return out

@@ -73,6 +73,9 @@ def enable_driver_auth() -> None:
     ``RAY_AUTH_MODE`` is unset, as ``ray.init()`` does for a local cluster."""
     if "RAY_AUTH_MODE" in os.environ:
         return
+    # Ray has no public call for this (``ray.init`` and ``ray start`` call the private one below
+    # themselves, for a cluster they start); this function is the one place iolab reaches into
+    # ``ray._private``, and a Ray that moves it leaves token auth to RAY_AUTH_MODE.
     try:
         from ray._private.authentication.authentication_token_setup import (  # lazy: Ray only when a run joins
             maybe_enable_token_auth_if_token_available,
@@ -100,7 +103,7 @@ def head_address(node: str, node_addr: str | None = None) -> str:
         node_addr = _node_addr(node)
     if node_addr and not _is_loopback(node_addr):
         return node_addr
-    from ray._private.services import get_node_ip_address  # lazy: Ray only when a cluster starts
+    from ray.util import get_node_ip_address  # lazy: Ray only when a cluster starts
 
     return get_node_ip_address()
 

@@ -169,10 +169,10 @@ class RayCoordinator(ActorProxy):
 
 
 def _warm_up() -> None:
-    """Import the checkpoint writer now (h5py takes ~1 s to import on a loaded machine; the
-    app imports it lazily, which would otherwise stretch its first granted I/O phase)."""
+    """Import h5py now, for the checkpoint writer (it takes ~1 s to import on a loaded machine; the
+    writer imports it on first use, which would otherwise stretch the first granted I/O phase)."""
     try:
-        import iolab.apps.checkpoint  # noqa: F401  # lazy: h5py, loaded here on purpose before the first grant
+        import h5py  # noqa: F401  # lazy: h5py, loaded here on purpose before the first grant
     except ImportError:
         pass
 

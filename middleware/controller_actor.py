@@ -7,12 +7,12 @@ device's counters when there is one, and feeds the response time, in spec
 seconds (wall / time_scale), and the sample's counters (writers, the volume's
 byte and operation rates per spec second, in-flight I/O, the seconds of transfers
 queued on the storage manager's link) to
-:class:`iolab.metrics.response_model.ResponsePredictor` (the simulator's too),
+:class:`iolab.middleware.policies.controller.response_model.ResponsePredictor` (the simulator's too),
 and what it returns (the measured response, or the random forest's prediction
 under ``controller.prediction: forest``) to the pure
 :class:`~iolab.middleware.policies.controller.LoadController`; the forecast of
 Eq. 9 is the spec's ``controller.forecast`` on that series
-(:class:`iolab.metrics.forecast.ResponseForecaster`, the simulator's too).
+(:class:`iolab.middleware.policies.controller.forecast.ResponseForecaster`, the simulator's too).
 
 The batch loop calls :meth:`LoadControllerActor.cycle` with the jobs' open
 files and carries out the returned suspensions itself (the signals belong to
@@ -27,8 +27,8 @@ import threading
 import time
 from typing import Any
 
-from iolab.metrics.forecast import ResponseForecaster
-from iolab.metrics.response_model import ResponsePredictor
+from iolab.middleware.policies.controller.forecast import ResponseForecaster
+from iolab.middleware.policies.controller.response_model import ResponsePredictor
 
 from .actor_handle import ActorHandle, call
 from .policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
@@ -171,7 +171,7 @@ class LoadControllerActor(ActorHandle):
                name: str, namespace: str, forecast: str = "last", ar_order: int = 3,
                manager: tuple[str, str] | None = None, bytes_scale: float = 1.0,
                prediction: dict | None = None) -> "LoadControllerActor":
-        """``prediction``: :func:`iolab.metrics.response_model.predictor_args` of the spec."""
+        """``prediction``: :func:`iolab.middleware.policies.controller.response_model.predictor_args` of the spec."""
         config = {"params": {k: getattr(params, k) for k in params.__dataclass_fields__}, "volumes": volumes,
                   "time_scale": time_scale, "unit_bytes": int(unit_bytes), "forecast": forecast,
                   "ar_order": int(ar_order), "manager": list(manager) if manager else None,

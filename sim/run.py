@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import platform as _platform
 import time
 
-from iolab import __version__
 from iolab.specs.io import IOExperiment
 from iolab.trace import Trace
+from iolab.trace.provenance import provenance
 
 from .event import EventEngine
 from .recorder import Recorder
@@ -46,10 +45,8 @@ def simulate(spec: IOExperiment, *, policy: str | None = None, mode: str | None 
     rec = run_engine(spec, policy=policy, mode=mode, dt=dt, scenario=sc, strict=strict)
     wall = time.perf_counter() - t0
     return rec.trace(
-        runtime=f"sim-{mode}", policy=policy, mode=mode, dt=dt if mode == "step" else 0.0,
-        seed=spec.seed, spec=spec.model_dump(mode="json"), iolab_version=__version__,
-        python=_platform.python_version(), host=_platform.node(), wall_seconds=wall,
-        events=rec.events, bandwidth=spec.platform.bandwidth,
+        **provenance(spec, f"sim-{mode}"), policy=policy, mode=mode, dt=dt if mode == "step" else 0.0,
+        wall_seconds=wall, events=rec.events, bandwidth=spec.platform.bandwidth,
         io_nodes=spec.platform.io_nodes, nodes_per_io_node=spec.platform.nodes_per_io_node,
         packed=sc.plan.packed, packs=sc.plan.pack_count, unit_bytes=1,
     )

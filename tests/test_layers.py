@@ -13,8 +13,8 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
   ``iolab.middleware`` (the Ray actors and the clients that implement the apps' coordinator)
   the bottom, the policies and the apps' interface; ``iolab.emulator`` (the orchestrator of
   real runs) every runtime.
-* front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots``, ``iolab.export`` (and ``python -m iolab``)
-  import anything.
+* front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots``, ``iolab.export``, ``iolab.runners``
+  (the table of runners) and ``python -m iolab`` import anything.
 
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
 (counting function-local imports too, so a lazy import cannot hide one); no cycle between the
@@ -51,7 +51,8 @@ BOTTOM = frozenset({
     "iolab.examples", "iolab.templates",
 })
 POLICIES = "iolab.middleware.policies"
-FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.__main__"})
+FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
+                   "iolab.__main__"})
 
 # unit -> the units it may import (besides itself).  The front may import anything.
 LAYERS: dict[str, frozenset[str]] = {

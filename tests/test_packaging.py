@@ -95,3 +95,32 @@ def test_only_iolab_lands_in_site_packages():
     extra = {t for t in tops if t != "iolab" and not re.fullmatch(r"iolab-[^/]+\.dist-info", t)}
     assert not extra, f"the wheel installs more than iolab: {sorted(extra)}"
     assert any(Path(f).parts[:2] == ("iolab", "sim") for f in dist.files)
+
+
+@pytest.mark.mpi
+@pytest.mark.ray
+def test_a_real_run_s_ranks_import_the_driver_s_iolab(tmp_path):
+    """The ranks of a real run start with the driver's interpreter and environment, no ``PYTHONPATH``
+    added: they import the iolab the driver imported (under ``make test-wheel``, the wheel's in
+    its venv's ``site-packages``, not a checkout's)."""
+    import json
+    import subprocess
+
+    import iolab
+
+    spec = {"name": "where", "platform": {"io_nodes": 1, "nodes_per_io_node": 2, "bandwidth": 1.0},
+            "apps": [{"id": "A", "nodes": 1, "iterations": 2, "compute": 0.2, "io_volume": 0.2}],
+            "emulator": {"ranks_per_app": 1, "unit_bytes": 1 << 20, "grid": 16, "lease": 20}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-m", "iolab", "emulate", "spec.json", "--out", "run.h5", "--work-dir",
+                        "work", "--keep-work", "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    summary = json.loads((tmp_path / "work" / "apps" / "A.summary.json").read_text())
+    assert summary["ok"] and summary["ranks"] == 1
+    assert Path(summary["package"]) == Path(iolab.__file__).parent
+    if WHEEL:
+        site = Path(sys.prefix).resolve()
+        assert Path(summary["package"]).resolve().is_relative_to(site) and "site-packages" in Path(
+            summary["package"]).parts, summary["package"]

@@ -1,7 +1,7 @@
 """From a campaign file to its runs: resolve files, generate workloads, validate, hash.
 
-Every run is an independent, fully resolved I/O experiment plus the axis
-values that produced it.  Its id is a hash of exactly that (the resolved
+Every run is an independent, fully resolved experiment (I/O, or batch: the base's
+``kind``) plus the axis values that produced it.  Its id is a hash of exactly that (the resolved
 experiment, the runtime and the axis values; not its position in the list),
 so rerunning a campaign recognises the runs already done, adding an axis value
 leaves the other runs' ids alone, and editing a workload file changes the ids
@@ -28,8 +28,9 @@ from ..errors import SpecError
 from ..names import path_component
 from ..sim.workloads.carretero import CarreteroParams, generate
 from ..specs.base import problems_of
+from ..specs.batch import BatchExperiment, SchedulerSpec
 from ..specs.io import IOExperiment, Mapping
-from ..specs.load import STDIN, parse_spec, read_document, spec_dir
+from ..specs.load import KINDS, STDIN, parse_spec, read_document, spec_dir
 from ..specs.size import MAX_RUNS
 from .spec import Campaign, FileWorkload, GeneratedWorkload
 
@@ -47,13 +48,18 @@ class Run:
     experiment: dict[str, Any]
     runtime: str
 
-    def spec(self) -> IOExperiment:
-        return IOExperiment.model_validate(self.experiment)
+    def spec(self) -> IOExperiment | BatchExperiment:
+        return experiment_of(self.experiment)
 
     def payload(self) -> dict[str, Any]:
         """What a worker needs (plain data, cheap to ship to a Ray task)."""
         return {"run_id": self.run_id, "index": self.index, "params": self.params,
                 "experiment": self.experiment, "runtime": self.runtime}
+
+
+def experiment_of(data: dict[str, Any]) -> IOExperiment | BatchExperiment:
+    """A run's resolved experiment (JSON data) as the spec of its kind."""
+    return KINDS[data.get("kind", "io")].model_validate(data)
 
 
 def load_campaign(path: str | Path) -> Campaign:
@@ -158,6 +164,8 @@ class _Expander:
         self.c, self.source, self.root = campaign, source, root
         self.mode = mode or campaign.mode
         self.problems: list[tuple[str, str]] = []
+        self.level = "io"
+        self.base_dir = root  # where the base's relative paths start
         self.base = self._base()
         self._files: dict[int, dict[str, Any] | None] = {}
 
@@ -178,10 +186,16 @@ class _Expander:
     def _base(self) -> dict[str, Any]:
         base = self.c.base
         if isinstance(base, str):
+            path = Path(base) if Path(base).is_absolute() else self.root / base
+            self.base_dir = path.parent
             base = self._read("base", base) or {}
         base = dict(base or {})
-        if base.get("kind", "io") != "io":
-            self.fail("base.kind", f"the base must be an I/O experiment (kind io), not {base['kind']!r}")
+        if base.get("kind", "io") not in ("io", "batch"):
+            self.fail("base.kind", f"the base is an I/O (kind io) or a batch experiment (kind batch), not "
+                                   f"{base['kind']!r}")
+        if base.get("kind") == "batch":
+            self.level = "batch"
+            return base
         base.pop("kind", None)
         _check_base(base, self.fail)
         return base
@@ -189,6 +203,8 @@ class _Expander:
     def count(self) -> int:
         """The number of runs the axes expand to (before duplicates are dropped), without expanding."""
         ax = self.c.axes
+        if self.level == "batch":
+            return len(ax.seeds or [1]) * len(ax.schedulers or [1])
         sizes = len(ax.platform.io_nodes or [1]) * len(ax.platform.nodes_per_io_node or [1]) * \
             len(ax.platform.bandwidth or [1])
         entries = ax.workloads or []
@@ -239,7 +255,12 @@ class _Expander:
     # ---- the product
 
     def runs(self) -> list[Run]:
+        if self.level == "batch":
+            return self._batch_runs()
         c, ax = self.c, self.c.axes
+        if ax.schedulers:
+            self.fail("axes.schedulers", "applies to a batch base (kind batch); an I/O base sweeps axes.policies")
+            return []
         base_platform = dict(self.base.get("platform") or {})
         seeds = ax.seeds or [self.base.get("seed", 0)]
         policies = ax.policies or [self.base.get("policy", "fifo")]
@@ -286,6 +307,54 @@ class _Expander:
                             out.append(Run(rid, len(out), {"index": len(out), **params}, experiment, c.runtime))
         return out
 
+    def _batch_runs(self) -> list[Run]:
+        """A batch base's runs: every seed under every scheduler (the base's own when the axes give none)."""
+        c, ax = self.c, self.c.axes
+        io_only = [("axes.policies", ax.policies), ("axes.workloads", ax.workloads), ("axes.mappings", ax.mappings),
+                   ("axes.platform", ax.platform.model_dump(exclude_none=True)), ("dt", c.dt)]
+        for field, given in io_only:
+            if given:
+                self.fail(field, "applies to I/O experiments; a batch base sweeps axes.seeds and axes.schedulers")
+        if c.mode:  # the I/O simulator's engine (the campaign's, not a --mode given to the sweep)
+            self.fail("mode", "applies to I/O experiments; a batch base sweeps axes.seeds and axes.schedulers")
+        if self.problems:
+            return []
+        base = self._validate_batch(self.base, "base")
+        if base is None:
+            return []
+        seeds = ax.seeds or [base.seed]
+        schedulers = ax.schedulers or [base.scheduler]
+        label = base.name
+        out: list[Run] = []
+        for seed in seeds:
+            for i, sched in enumerate(schedulers):
+                where = f"axes.schedulers[{i}]" if ax.schedulers else "base"
+                exp = {**_merge(self.base, {"seed": seed}),  # the axis's scheduler replaces the base's whole
+                       "scheduler": sched.model_dump(mode="json", exclude_defaults=True)}
+                spec = self._validate_batch(exp, where)
+                if spec is None:
+                    continue
+                experiment = spec.model_dump(mode="json")
+                params = {"workload": label, "workload_source": "base" if not isinstance(c.base, str) else c.base,
+                          "alpha_gen": None, "replicate": 0, "workload_seed": None, "seed": seed,
+                          "policy": scheduler_label(sched), "mapping": None, "io_nodes": None,
+                          "nodes_per_io_node": None, "bandwidth": None, "apps": None, "runtime": c.runtime,
+                          "mode": None, "dt": None}
+                rid = run_id(experiment, params, c.runtime)
+                if any(r.run_id == rid for r in out):
+                    continue
+                out.append(Run(rid, len(out), {"index": len(out), **params}, experiment, c.runtime))
+        return out
+
+    def _validate_batch(self, exp: dict[str, Any], where: str) -> BatchExperiment | None:
+        try:
+            return BatchExperiment.model_validate(exp, strict=True,
+                                                  context={"base_dir": self.base_dir, "strict": True})
+        except ValidationError as err:
+            for p, r in problems_of(err):
+                self.fail(f"{where}: {p}" if where != "base" else f"base.{p}", r)
+            return None
+
     def _validate(self, exp: dict[str, Any], entry: int | None, label: str) -> IOExperiment | None:
         try:
             return IOExperiment.model_validate(exp, strict=True)
@@ -301,6 +370,12 @@ class _Expander:
                     origin = where
                 self.fail(f"{origin} ({label}): {p}", r)
             return None
+
+
+def scheduler_label(s: SchedulerSpec) -> str:
+    """A scheduler as the runs' ``policy`` column: its kind, and the options given (``random-tier(p=0.4)``)."""
+    given = s.model_dump(mode="json", exclude_defaults=True, exclude={"kind"})
+    return s.kind + (f"({', '.join(f'{k}={v}' for k, v in sorted(given.items()))})" if given else "")
 
 
 def expand(campaign: Campaign, source: str | Path = "<campaign>", *, root: str | Path | None = None,

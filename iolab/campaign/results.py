@@ -30,7 +30,7 @@ from ..atomic import atomic_path
 from ..errors import InputWarning, IolabError
 from . import table as T
 from .journal import Journal
-from .task import METRICS
+from .task import INT_METRICS, METRICS
 
 FORMAT_VERSION = 1
 JOURNAL = "journal.jsonl"
@@ -46,7 +46,7 @@ PARAM_COLUMNS: tuple[tuple[str, str], ...] = (
 COLUMNS: tuple[tuple[str, str], ...] = (
     (("index", "int"), ("run_id", "str"), ("status", "str"), ("error", "str"))
     + PARAM_COLUMNS
-    + tuple((m, "int" if m in ("packs", "events") else "float") for m in METRICS)
+    + tuple((m, "int" if m in INT_METRICS else "float") for m in METRICS)
     + (("wall_seconds", "float"), ("host", "str"), ("trace", "str"))
 )
 NONDETERMINISTIC = ("wall_seconds", "sim_seconds", "host", "trace")

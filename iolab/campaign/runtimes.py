@@ -1,10 +1,11 @@
 """The seam between a campaign and what executes one run.
 
 A runtime is a function ``fn(spec, *, mode, run_id, workdir) -> Trace``.  Two
-are built in: ``sim`` (:func:`iolab.sim.run.simulate`) and ``emulate``
-(:func:`iolab.emulator.run.run_emulation`).  A campaign may also
-name ``module:function``, imported in every worker (the module must be
-importable there, e.g. through ``PYTHONPATH``).
+are built in: ``sim`` and ``emulate``, the simulator's and the real run's runner of
+the spec's level (:data:`iolab.runners.RUNNERS`: an I/O or a batch experiment).
+A campaign may also name ``module:function``, imported in every worker (the module
+must be importable there, e.g. through ``PYTHONPATH``); ``mode`` is the I/O
+simulator's engine (``event`` or ``step``), None for a batch spec.
 """
 
 from __future__ import annotations
@@ -16,20 +17,21 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from ..emulator.run import run_emulation
 from ..errors import RunError
-from ..sim.run import simulate
+from ..runners import level_of, runner_for
 
 Runtime = Callable[..., Any]
 
 
-def run_sim(spec, *, mode: str, run_id: str = "", workdir: Path | None = None):
-    return simulate(spec, mode=mode)
+def run_sim(spec, *, mode: str | None, run_id: str = "", workdir: Path | None = None):
+    """The simulator's runner of the spec's level (``mode``: the I/O engine; a batch spec has one)."""
+    sim = runner_for(spec, "sim")
+    return sim.run(spec, mode=mode) if level_of(spec) == "io" else sim.run(spec)
 
 
-def run_emulate(spec, *, mode: str, run_id: str = "", workdir: Path | None = None):
-    """A real run: ``iolab.emulator.run.run_emulation(spec, policy=, out=, work_dir=) -> Trace`` (tested
-    through ``iolab validate --campaign``: tests/emulator/test_validate_campaign.py).
+def run_emulate(spec, *, mode: str | None, run_id: str = "", workdir: Path | None = None):
+    """A real run, by the real runner of the spec's level (I/O runs tested through ``iolab validate
+    --campaign``: tests/emulator/test_validate_campaign.py).
 
     Each emulated run starts MPI processes and an arbiter actor in the Ray
     cluster the task runs in; give the campaign a ``cpus_per_run`` that
@@ -44,7 +46,10 @@ def run_emulate(spec, *, mode: str, run_id: str = "", workdir: Path | None = Non
     name = run_id or spec.name
     work = Path(workdir) if workdir else Path(tempfile.gettempdir())
     run_dir = work / f"{name}.work"
-    trace = run_emulation(spec, policy=spec.policy, out=work / f"{name}.h5", work_dir=run_dir)
+    real = runner_for(spec, "real")
+    if level_of(spec) == "batch":
+        return real.run(spec, out=work / f"{name}.h5", work_dir=run_dir)
+    trace = real.run(spec, policy=spec.policy, out=work / f"{name}.h5", work_dir=run_dir)
     if trace.attrs.get("complete") and not trace.attrs.get("failures"):
         for d in run_dir.glob("io-node-*"):
             shutil.rmtree(d, ignore_errors=True)

@@ -1,7 +1,8 @@
 """The campaign spec: a base experiment and the axes a study sweeps over.
 
-A campaign names a base I/O experiment (inline, or a spec file relative to the
-campaign file) and axes; its runs are the cartesian product of the axes::
+A campaign names a base experiment (inline, or a spec file relative to the
+campaign file) and axes; its runs are the cartesian product of the axes.  An I/O
+base (``kind: io``, the default)::
 
     kind: campaign
     name: quick
@@ -17,6 +18,14 @@ campaign file) and axes; its runs are the cartesian product of the axes::
 
 Precedence, lowest first: the base, then what the workload brings (``apps``
 and ``platform``), then the axes (policy, mapping, seed, platform sizes).
+
+A batch base (``kind: batch``) sweeps its seeds and its schedulers (each a name or a
+scheduler mapping such as ``{kind: random-tier, p: 0.4}``)::
+
+    kind: campaign
+    name: schedulers
+    base: ../kth-sp2-easy.yaml
+    axes: {schedulers: [fcfs, easy, sas], seeds: [1, 2]}
 Only the shape of the file is checked here; :mod:`.expand` resolves the
 files, generates the workloads and validates every run's experiment, so that
 every problem is reported (path + reason) before anything runs.
@@ -31,6 +40,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..sim.workloads.carretero import CarreteroParams
 from ..specs.base import FieldProblems, StrictModel, problems_of, raise_if
+from ..specs.batch import SchedulerSpec
 from ..specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyName, Mapping, normalise_policy
 from ..specs.load import MAX_APPS
 
@@ -177,6 +187,7 @@ class Axes(StrictModel):
     seeds: list[Seed] | None = Field(None, min_length=1)
     platform: PlatformAxes = PlatformAxes()
     mappings: list[Mapping] | None = Field(None, min_length=1)
+    schedulers: list[SchedulerSpec] | None = Field(None, min_length=1, description="a batch base's schedulers")
 
     @field_validator("policies", mode="before")
     @classmethod
@@ -202,10 +213,16 @@ class Axes(StrictModel):
         v = _as_list(v)
         return [{"kind": m} if isinstance(m, str) else m for m in v] if isinstance(v, list) else v
 
+    @field_validator("schedulers", mode="before")
+    @classmethod
+    def _schedulers(cls, v: object) -> object:
+        v = _as_list(v)
+        return [{"kind": x} if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
+
     @model_validator(mode="after")
     def _unique(self) -> "Axes":
         problems = []
-        for name in ("policies", "seeds", "mappings", "workloads"):
+        for name in ("policies", "seeds", "mappings", "workloads", "schedulers"):
             problems += _duplicates(name, getattr(self, name) or [])
         raise_if(problems)
         return self

@@ -7,7 +7,7 @@ A study campaign file names a study and its size instead of a base and axes::
     study: lackner                 # iolab.studies.lackner, or a dotted module path
     params: {jobs: 500, workloads: 10, repetitions: 1}   # the study's size (its defaults otherwise)
 
-The study module provides (see ``iolab/studies/engine.py`` and docs/studies.md):
+The study module provides (see ``iolab/studies/as_campaign.py`` and docs/studies.md):
 
 - ``campaign_runs(params: dict) -> list[dict]``: every run's arguments (JSON
   data), in order; the arguments are all a run depends on;

@@ -38,9 +38,14 @@ def _gstats(values: list[float]) -> dict[str, float]:
             "min": float(arr.min()), "max": float(arr.max())}
 
 
+def _same(value):
+    """A missing float (NaN: a batch run's ``dt``, say) as one value, so that runs missing it match."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
 def relative_makespan(res: Results) -> np.ndarray:
     """Each ok run's makespan / the best makespan among the strategies on its instance."""
-    keys = [tuple(res[c][i] for c in INSTANCE) for i in range(len(res))]
+    keys = [tuple(_same(res[c][i]) for c in INSTANCE) for i in range(len(res))]
     best: dict[tuple, float] = {}
     for k, st, mk in zip(keys, res["status"], res["makespan"]):
         if st == "ok" and np.isfinite(mk):

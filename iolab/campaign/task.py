@@ -15,28 +15,36 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..metrics import io_metrics
-from ..specs.io import IOExperiment
+from ..runners import level_of, runner
 from ..trace import write_trace
+from .expand import experiment_of
 from .runtimes import resolve
 
-# metric columns of a record, in table order
-METRICS: tuple[str, ...] = (
+# metric columns of a record, in table order: an I/O run's, the run's own, then a batch run's (makespan is
+# both levels'; a run leaves the other level's empty)
+IO_METRICS: tuple[str, ...] = (
     "makespan", "max_stretch", "mean_stretch", "worst_stretch", "mean_pack_max_slowdown", "io_load", "packs",
-    "exec_time", "delay_time", "idle_time", "events", "sim_seconds",
+    "exec_time", "delay_time", "idle_time",
 )
+BATCH_METRICS: tuple[str, ...] = ("jobs", "mean_turnaround", "node_utilisation", "hps_utilisation", "hps_jobs")
+METRICS: tuple[str, ...] = IO_METRICS + ("events", "sim_seconds") + BATCH_METRICS
+INT_METRICS = frozenset({"packs", "events", "jobs", "hps_jobs"})
+# what a run must have, finite, to be a result
+REQUIRED: dict[str, tuple[str, ...]] = {"io": ("makespan", "max_stretch", "mean_stretch"),
+                                        "batch": ("makespan", "mean_turnaround")}
 
 
 def _finite(x: Any) -> Any:
     return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
-def metrics_of(trace) -> dict[str, Any]:
-    m = io_metrics(trace)
-    out = {k: getattr(m, k) for k in METRICS[:-2]}
+def metrics_of(trace, level: str = "io") -> dict[str, Any]:
+    """The metric columns of a run of ``level`` (its runners' metrics of ``trace``)."""
+    m = runner(level, "sim").metrics(trace)
+    out = {k: getattr(m, k) for k in (IO_METRICS if level == "io" else ("makespan",) + BATCH_METRICS)}
     out["events"] = int(trace.attrs.get("events", -1))
     out["sim_seconds"] = float(trace.attrs.get("wall_seconds", math.nan))
-    return {k: _finite(float(v) if k not in ("packs", "events") else int(v)) for k, v in out.items()}
+    return {k: _finite(float(v) if k not in INT_METRICS else int(v)) for k, v in out.items()}
 
 
 def execute(payload: dict[str, Any], traces_dir: str | None = None) -> dict[str, Any]:
@@ -45,12 +53,14 @@ def execute(payload: dict[str, Any], traces_dir: str | None = None) -> dict[str,
     rec: dict[str, Any] = {"run_id": payload["run_id"], "params": payload["params"], "status": "ok", "error": "",
                            "metrics": {}, "trace": "", "host": platform.node(), "pid": os.getpid()}
     try:
-        spec = IOExperiment.model_validate(payload["experiment"])
+        spec = experiment_of(payload["experiment"])
+        level = level_of(spec)
         fn = resolve(payload["runtime"])
         workdir = Path(traces_dir) if traces_dir else None
-        trace = fn(spec, mode=spec.sim.mode, run_id=payload["run_id"], workdir=workdir)
-        rec["metrics"] = metrics_of(trace)
-        bad = [k for k in ("makespan", "max_stretch", "mean_stretch") if rec["metrics"].get(k) is None]
+        mode = spec.sim.mode if level == "io" else None  # the I/O simulator's engine; a batch run has one
+        trace = fn(spec, mode=mode, run_id=payload["run_id"], workdir=workdir)
+        rec["metrics"] = metrics_of(trace, level)
+        bad = [k for k in REQUIRED[level] if rec["metrics"].get(k) is None]
         if bad:  # a run whose metrics are not finite is not a result (never recorded as ok)
             raise ValueError(f"non-finite metric(s) {', '.join(bad)}: the run's times overflowed")
         if traces_dir:

@@ -66,11 +66,6 @@ COMMANDS = {
 }
 
 
-def register(name: str, target: str) -> None:
-    """Add a command ``name`` implemented at ``module:attr``."""
-    COMMANDS[name] = target
-
-
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="iolab")
 def cli() -> None:

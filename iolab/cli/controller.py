@@ -9,8 +9,8 @@ import click
 import numpy as np
 
 from ..errors import IolabError
-from ..metrics.forecast import forecast_skill
-from ..metrics.response_model import train_and_test
+from ..middleware.policies.controller.forecast import forecast_skill
+from ..middleware.policies.controller.response_model import train_and_test
 from ..trace import read_trace
 from ..sim.batch.volume_fit import fit_volume_model
 from .format import dumps, table

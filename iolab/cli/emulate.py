@@ -9,13 +9,12 @@ from pathlib import Path
 import click
 
 from ..calibration import describe_io
-from .emulate_batch import emulate_batch
-from ..emulator.run import run_emulation
 from ..emulator.work_folder import ended_well, finish, work_folder
-from ..metrics import io_metrics
+from ..errors import Interrupted
+from ..runners import level_of, runner
 from ..specs.io import IO_POLICIES
 from ..specs.load import load_spec
-from ..errors import Interrupted
+from .emulate_batch import emulate_batch
 from .format import dumps, seconds
 from .live import LiveView
 from .options import strict_option
@@ -63,20 +62,21 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
     spec = load_spec(path)
     work = work_folder(spec, out, work_dir)
     existed = work_dir is not None and work.exists()
-    if spec.kind == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
+    if level_of(spec) == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
         with kept_on_failure(work):
             trace = emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
                                   work_dir=work_dir, as_json=as_json, quiet=quiet, live=live, launcher=launcher)
         click.echo(finish(work, well=ended_well(trace), keep=keep_work, existed=existed), err=True)
         return exit_if_failed([trace], out if as_json else "")
+    real = runner("io", "real")
     with kept_on_failure(work):
         try:
-            trace = run_emulation(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
+            trace = real.run(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
                                   progress=LiveView(not quiet) if live else not quiet, source=path,
                                   launcher=launcher)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; partial trace in {out}") from None
-    m = io_metrics(trace)
+    m = real.metrics(trace)
     done = finish(work, well=ended_well(trace), keep=keep_work, existed=existed)
     if as_json:
         click.echo(dumps({**metrics_json(m), "failures": trace.attrs.get("failures", {})}))

@@ -6,9 +6,8 @@ from dataclasses import asdict
 
 import click
 
-from ..emulator.batch_run import run_batch_emulation
-from ..metrics.from_trace import trace_batch_metrics
 from ..errors import Interrupted
+from ..runners import runner
 from .format import dumps, seconds, table
 from .live import LiveView
 
@@ -25,12 +24,13 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
     """Run the batch experiment, print its metrics; returns the trace."""
     if policy:
         raise click.UsageError("--policy applies to I/O experiments; a batch spec names its scheduler")
+    real = runner("batch", "real")
     try:
-        trace = run_batch_emulation(spec, out=out, address=address, work_dir=work_dir, time_scale=time_scale,
+        trace = real.run(spec, out=out, address=address, work_dir=work_dir, time_scale=time_scale,
                                     progress=batch_sink(spec, quiet, live), source=path, launcher=launcher)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; partial trace in {out}") from None
-    m = trace_batch_metrics(trace)
+    m = real.metrics(trace)
     a = trace.attrs
     if as_json:
         click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.kind, "failures": a.get("failures", {}),

@@ -5,7 +5,7 @@ The runtimes produce the data (``ArbiterState.snapshot`` for an I/O emulation,
 module only draws it.  :class:`LiveView` has the sink interface the emulators
 call (``note``/``update``/``done`` of :class:`~iolab.emulator.progress.StatusLine`,
 plus ``show(snapshot)``); :class:`SweepView` the one of a sweep
-(``step`` of :class:`~iolab.studies.common.Progress`, plus ``show``).
+(``step`` of :class:`~iolab.campaign.progress.Progress`, plus ``show``).
 
 On a terminal the view is redrawn in place below the notes (no alternate
 screen; the cursor is hidden while it runs and shown again by ``done``, also
@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..emulator.progress import StatusLine, _hms
-from ..studies.common import Progress
+from ..campaign.progress import Progress
 
 SUSPENDED_NONE = "-"
 QUIET_STATES = ("future", "done", "failed", "killed")  # counted in the head line, no row each

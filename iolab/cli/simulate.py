@@ -10,10 +10,7 @@ from pathlib import Path
 import click
 
 from ..calibration import calibrated, describe_io, read_calibration
-from ..metrics import io_metrics
-from ..metrics.from_trace import trace_batch_metrics
-from ..sim.batch.run import simulate_batch
-from ..sim.run import simulate as run_sim
+from ..runners import runner
 from ..specs.io import IO_POLICIES
 from ..specs.load import MAX_APPS, load_spec, read_document
 from ..specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
@@ -94,8 +91,8 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
         raise click.BadParameter("must be > 0", param_hint="--dt")
 
     limits = {"apps": max_apps, "jobs": max_jobs}
-    kind = read_document(spec_path, limits).get("kind", "io")
-    if kind == "batch":
+    level = read_document(spec_path, limits).get("kind", "io")  # the level, before the spec is validated
+    if level == "batch":
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
@@ -113,8 +110,9 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
     if size.estimate > 1e6 and not as_json:
         click.echo(f"{spec.name}: about {size.estimate:,.0f} {size.what} to simulate (Ctrl-C stops)", err=True)
-    trace = run_sim(spec)
-    m = io_metrics(trace)
+    sim = runner("io", "sim")
+    trace = sim.run(spec)
+    m = sim.metrics(trace)
     if out:
         write_trace(trace, Path(out))
     if as_json:
@@ -170,8 +168,9 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
                        f"(spec seconds at time_scale {spec.emulator.time_scale:g}); links deliver lps {d.lps:.3g}, "
                        f"hps {d.hps:.3g}, stage {d.stage:.3g} of their rates", err=True)
     batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
-    trace = simulate_batch(spec, progress=SimProgress(spec.name), phases=phases)
-    m = trace_batch_metrics(trace)
+    sim = runner("batch", "sim")
+    trace = sim.run(spec, progress=SimProgress(spec.name), phases=phases)
+    m = sim.metrics(trace)
     if out:
         write_trace(trace, Path(out))
     if as_json:

@@ -17,7 +17,7 @@ from ..studies import dheenadayalan_emulated as emulated_ds1
 from ..studies import lackner as lackner_study
 from ..studies import monniot as monniot_study
 from ..studies import soysal as soysal_study
-from ..studies.engine import Engine, write_campaign
+from ..studies.as_campaign import Engine, write_campaign
 from ..trace import read_trace
 from .format import dumps, table
 

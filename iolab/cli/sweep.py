@@ -68,6 +68,9 @@ def sweep(campaign_path: str, address: str | None, workers: int | None, out: str
         click.echo(f"{campaign.name}: {len(runs)} runs (runtime {campaign.runtime})")
         for r in runs:
             p = r.params
+            if r.experiment.get("kind") == "batch":
+                click.echo(f"{r.index:5d} {r.run_id}  {p['workload']}  seed={p['seed']} scheduler={p['policy']}")
+                continue
             click.echo(f"{r.index:5d} {r.run_id}  {p['workload']}  seed={p['seed']} policy={p['policy']} "
                        f"mapping={p['mapping']} R={p['io_nodes']} P={p['nodes_per_io_node']} b={p['bandwidth']:g}")
         return

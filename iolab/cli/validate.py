@@ -14,7 +14,7 @@ from ..calibration import describe_io, read_calibration
 from ..emulator.comparison import ranking_words
 from ..emulator.output_lock import hold_outputs
 from ..emulator.validate import TraceMismatch, figure
-from ..emulator.validate import validate as run_validate
+from ..runners import VALIDATIONS, level_of
 from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from ..specs.load import load_spec
 from .format import fmt, table
@@ -144,7 +144,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     if not campaign_path:  # one validation per work folder and report folder (held until the command ends)
         ctx.with_resource(hold_outputs([work_dir, report_dir], "output of iolab validate"))
-    if spec.kind == "batch":
+    if level_of(spec) == "batch":
         given = [f"--{n.replace('_', '-')}" for n in ("policies", "seeds", "jitter_text", "figure_path", "repeats",
                                                       "campaign_path")
                  if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
@@ -171,7 +171,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     if traces_dir and is_campaign_results(traces_dir):
         traces_dir = campaign_traces(traces_dir, names)
     try:
-        report, runs = run_validate(spec, names, address=address, work_dir=work_dir, progress=not as_json,
+        report, runs = VALIDATIONS["io"](spec, names, address=address, work_dir=work_dir, progress=not as_json,
                                     on_policy=None if as_json else (lambda r: print_policy(r, spec)), seeds=seeds, jitter=jitter,
                                     traces=traces_dir, repeats=repeats, calibration=cal)
     except TraceMismatch as exc:

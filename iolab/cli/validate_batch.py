@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..emulator.validate import TraceMismatch
-from ..emulator.validate_batch import validate_batch
+from ..runners import VALIDATIONS
 from .format import table
 from .outcome import exit_if_failed
 from .validate_output import emit
@@ -37,7 +37,7 @@ def print_comparison(title: str, c: dict) -> None:
 def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration, *, report_dir=None,
                        command: str = "") -> None:
     try:
-        report, traces = validate_batch(spec, address=address, work_dir=work_dir, traces=traces_dir,
+        report, traces = VALIDATIONS["batch"](spec, address=address, work_dir=work_dir, traces=traces_dir,
                                    calibration=calibration, progress=not as_json,
                                    note=None if as_json else lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:

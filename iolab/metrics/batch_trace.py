@@ -7,7 +7,9 @@ Aggregated over the jobs that ran to an end (any status): mean, median,
 p95 and max.  Over time: the fraction of the cluster's nodes held by running
 jobs and the fraction of the HPS capacity allocated, both summarised over
 ``[first submit, last end]`` of those jobs, weighted by time (their means are
-lackner2019 Eq. 3's node and HPS utilisation).  Definitions: docs/metrics.md.
+lackner2019 Eq. 3's node and HPS utilisation).  :func:`trace_batch_metrics`: the few numbers
+``iolab simulate`` and ``emulate`` print (makespan, mean turnaround, both utilisations).
+Definitions: docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import numpy as np
 from ..errors import TraceError
 from ..trace import Trace
 from .batch import (
-    BSLD_TAU, assign_nodes, bounded_slowdown, step_curve, summary, time_weighted_summary, turnaround, wait_time,
+    BSLD_TAU, BatchMetrics, assign_nodes, batch_metrics, bounded_slowdown, step_curve, summary, time_weighted_summary,
+    turnaround, wait_time,
 )
 
 BATCH_RUNTIMES = ("sim-batch", "emulator-batch")
@@ -71,6 +74,23 @@ class BatchReport:
         if not per_job:
             d.pop("per_job")
         return d
+
+
+def trace_batch_metrics(trace: Trace) -> BatchMetrics:
+    """Makespan, mean turnaround, node and HPS utilisation of a batch trace (lackner2019 Eq. 3),
+    over the jobs that ended."""
+    if "total_nodes" not in trace.attrs:
+        raise TraceError("not a batch trace (no total_nodes attribute)")
+    j = trace.jobs
+    ok = ~np.isnan(j["end"].astype(float))
+    hps = {}
+    a = trace.allocations
+    for job, b in zip(a["job"], a["bytes"]):
+        hps[job] = hps.get(job, 0.0) + float(b)
+    hb = np.array([hps.get(x, 0.0) for x in j["id"][ok]])
+    return batch_metrics(j["release"][ok], j["start"][ok], j["end"][ok], j["nodes"][ok],
+                         int(trace.attrs["total_nodes"]), j["tier"][ok], hb,
+                         float(trace.attrs.get("hps_capacity", 0.0)))
 
 
 def _finished(trace: Trace) -> np.ndarray:
@@ -176,4 +196,4 @@ def batch_report(trace: Trace, tau: float = BSLD_TAU) -> BatchReport:
 
 
 __all__ = ["BATCH_RUNTIMES", "BatchJobMetrics", "BatchReport", "batch_report", "hps_curve", "is_batch_trace",
-           "job_nodes", "node_curve", "total_nodes_of"]
+           "job_nodes", "node_curve", "total_nodes_of", "trace_batch_metrics"]

@@ -33,10 +33,11 @@ from iolab.sim.event import EventEngine
 from iolab.sim.scenario import Scenario
 from iolab.sim.workloads.carretero import CarreteroParams, generate
 
+from ..atomic import atomic_write_text
 from ..metrics import geometric_mean
 from ..middleware.policies.plan import make_packs, packed_plan
-from .common import atomic_write_text, write_csv
-from .engine import Engine, rows_of, run_as_campaign
+from .as_campaign import Engine, rows_of, run_as_campaign
+from .common import write_csv
 
 ALPHAS = (0.5, 0.75, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 IO_NODE_COUNTS = (1, 3, 5)
@@ -216,7 +217,7 @@ def draw_figures(rows: list[dict], out_dir: Path) -> list[Path]:
     return made
 
 
-# ---------------------------------------------------------------- the study as a campaign (iolab.studies.engine)
+# ---------------------------------------------------------------- the study as a campaign (iolab.studies.as_campaign)
 
 RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
 

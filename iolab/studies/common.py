@@ -1,4 +1,4 @@
-"""What every study needs: CSV copies of its tables, progress lines (the campaign engine's)."""
+"""What every study needs: CSV copies of its tables, and the content hash of the data files it reads."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..atomic import atomic_path
-from ..atomic import atomic_write_text  # noqa: F401  (only studies/carretero.py still imports it from here)
-from ..campaign.progress import Progress  # noqa: F401  (the studies' progress lines are the campaign's)
 
 
 def file_sha256(path: str | Path) -> str:

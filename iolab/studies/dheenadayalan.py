@@ -53,7 +53,7 @@ from ..specs.controller import ControllerSpec
 from ..specs.interference import InterferenceSpec
 from .common import write_csv
 from .dheenadayalan_emulated import VOLUME_LAW, EmulatedDS1, run_emulated
-from .engine import Engine, rows_of, run_as_campaign
+from .as_campaign import Engine, rows_of, run_as_campaign
 
 __all__ = ["PAPER", "QUICK", "DheenadayalanSize", "campaign_runs", "campaign_summary", "campaign_task", "datasets",
            "params_of", "run_one", "run_study", "size_of"]

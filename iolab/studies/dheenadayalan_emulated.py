@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..calibration import calibrated
-from ..metrics.forecast import forecast_skill
-from ..metrics.response_model import train_and_test
+from ..middleware.policies.controller.forecast import forecast_skill
+from ..middleware.policies.controller.response_model import train_and_test
 from ..emulator.batch_checks import check_batch_runnable
 from ..emulator.batch_run import run_batch_emulation
 from ..emulator.ray_session import RaySession
@@ -323,9 +323,9 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
 
 def model_report(traces: list[tuple[str, Any]], seed: int = 0) -> dict:
     """§4.2 measured on real runs' samples: the random forest's held-out accuracy (the first 75 % of
-    each ``(name, trace)``'s samples train it, the rest test it: :func:`iolab.metrics.response_model.train_and_test`)
+    each ``(name, trace)``'s samples train it, the rest test it: :func:`iolab.middleware.policies.controller.response_model.train_and_test`)
     and the AR(3) forecast's error t ahead against persistence on each trace's measured response
-    (:func:`iolab.metrics.forecast.forecast_skill`; t = steps x the spec's d, the state against its
+    (:func:`iolab.middleware.policies.controller.forecast.forecast_skill`; t = steps x the spec's d, the state against its
     r_threshold).  What cannot be measured (too few samples, no counter correlating) says why."""
     out: dict[str, Any] = {"traces": len(traces), "regression": {}, "forecast": []}
     if not traces:

@@ -44,8 +44,8 @@ from iolab.sim.workloads.theta import _utc, theta_trace
 
 from iolab.shared_data import shared_data_file
 
+from .as_campaign import Engine, rows_of, run_as_campaign
 from .common import check_unchanged, file_sha256, write_csv
-from .engine import Engine, rows_of, run_as_campaign
 
 RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
 

@@ -40,8 +40,8 @@ from ..sim.workloads.swf import read_swf, swf_jobs
 from ..specs import parse_spec
 from ..specs.batch import HPS_REQUEST_SCHEDULERS
 from ..shared_data import shared_data_file
+from .as_campaign import Engine, rows_of, run_as_campaign
 from .common import check_unchanged, file_sha256, write_csv
-from .engine import Engine, rows_of, run_as_campaign
 
 RUN_VERSION = 2  # bump when a run's meaning changes (new run ids)
 

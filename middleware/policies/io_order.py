@@ -79,16 +79,6 @@ def io_share_at(now: float) -> Callable[[IORequest], tuple]:
     return key
 
 
-def current_stretch(r: IORequest, now: float) -> float:
-    """Stretch the app would have if granted now (Eq. 2 applied to its progress)."""
-    return stretch_at(now)(r)[0]
-
-
-def io_share(r: IORequest, now: float) -> float:
-    """Fraction of its time in the system the app has spent transferring."""
-    return io_share_at(now)(r)[0]
-
-
 @dataclass(frozen=True)
 class ListPolicy:
     """A priority order; ``time_dependent`` keys change while a request waits.

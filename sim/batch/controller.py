@@ -25,11 +25,11 @@ run drives; this module gives it what the simulator can measure:
 - **Prediction** (``controller.prediction``): what the window is fed, the
   response itself or a random forest's prediction from the sample's counters
   (writers = streams, bytes_rate = the link's delivered rate, in_flight =
-  streams): :class:`iolab.metrics.response_model.ResponsePredictor`, the real
+  streams): :class:`iolab.middleware.policies.controller.response_model.ResponsePredictor`, the real
   run's too.
 - **Forecast** (Eq. 9): ``controller.forecast``: the last response
   (persistence, the default) or an AR(``ar_order``) fitted online to the
-  volume's responses (:class:`iolab.metrics.forecast.ResponseForecaster`, the
+  volume's responses (:class:`iolab.middleware.policies.controller.forecast.ResponseForecaster`, the
   real run's too).
 - **jobDetails**: a job's "files" on a volume are the bytes its steps moved
   there so far; they were "modified" now if its current step streams on the
@@ -51,8 +51,8 @@ from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, R
 from iolab.middleware.policies.controller import RESUME, ControllerParams, JobUsage, LoadController, OpenFile
 from iolab.middleware.policies.interference import InterferenceLaw, tier_laws
 
-from iolab.metrics.forecast import ResponseForecaster
-from iolab.metrics.response_model import ResponsePredictor, predictor_args
+from iolab.middleware.policies.controller.forecast import ResponseForecaster
+from iolab.middleware.policies.controller.response_model import ResponsePredictor, predictor_args
 
 from ..fairshare import FairShareLink
 from .steps import COMPUTE

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import math
-import platform as _platform
 import time
 
-from iolab import __version__
 from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.trace.provenance import provenance
 from iolab.middleware.policies.batch.kernel import BatchKernel
-from iolab.middleware.policies.batch.nodes import ranges
 from iolab.middleware.policies.interference import tier_laws
 
 from ..fairshare import FairShareLink
@@ -18,18 +15,9 @@ from ..fairshare import FairShareLink
 from ..workloads import load_workload
 from .controller import SimController
 from .engine import BatchEngine, BatchRecord
-from .steps import compute_seconds
+from .job_table import job_columns, node_ranges
 
 __all__ = ["run_batch", "simulate_batch"]
-
-
-def _node_ranges(masks) -> list[str]:
-    """Node sets (masks) as text, each distinct set written once (SDSC-BLUE: 243 306 jobs, most of
-    them on a few hundred distinct sets)."""
-    text = dict.fromkeys(masks)
-    for m in text:
-        text[m] = ranges(m)
-    return list(map(text.__getitem__, masks))
 
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,
@@ -63,25 +51,15 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     wall = time.perf_counter() - t0
     p = spec.platform
     tb = TraceBuilder()
-    js = rec.jobs
-    n = len(js)
-    rate = p.lps.rate
     # column-wise (TraceBuilder.extend_columns): the same table as one add_job per job
-    tb.extend_columns("jobs", {
-        "id": [s.queued.id for s in js], "rank": [s.index for s in js], "nodes": [s.queued.nodes for s in js],
-        "release": [s.queued.submit for s in js], "start": [s.start for s in js], "end": [s.end for s in js],
-        "io_node": [-1] * n, "pack": [-1] * n, "status": ["ok"] * n, "tier": [s.tier for s in js],
-        "min_time": [float(s.job.runtime) for s in js],
-        "compute_time": [compute_seconds(s.job, rate) for s in js],
-        "io_volume": [float(s.job.input + s.job.output + s.job.data) for s in js],
-        "node_ids": _node_ranges([s.node_ids for s in js]),
-        "io_time": rec.io_time if phases != "none" else [math.nan] * n}, take=True)
+    tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None),
+                      take=True)
     tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
     if len(preds):
         # KTH, FCFS: 808 008 rows, 70 735 distinct node sets
         tb.extend_columns("predictions", {"job": preds.job, "time": preds.time, "start": preds.start,
-                                          "nodes": _node_ranges(preds.mask)})
+                                          "nodes": node_ranges(preds.mask)})
     tb.extend("allocations", rec.allocations)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
     extra = {}
@@ -89,9 +67,8 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
     return tb.build(
-        runtime="sim-batch", scheduler=spec.scheduler.kind, policy=spec.scheduler.kind, seed=spec.seed,
-        spec=spec.model_dump(mode="json"), iolab_version=__version__, python=_platform.python_version(),
-        host=_platform.node(), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
+        **provenance(spec, "sim-batch"), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
+        wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, phases_kept=phases, **extra,
     )

@@ -10,7 +10,7 @@ import json
 from click.testing import CliRunner
 
 from iolab.cli import cli
-from iolab.studies.engine import Engine
+from iolab.studies.as_campaign import Engine
 from iolab.studies.soysal import Size, run_study
 
 

@@ -19,7 +19,7 @@ from iolab.campaign.study import StudyCampaign, expand_study
 from iolab.cli import cli
 from iolab.errors import SpecError
 from iolab.studies import dheenadayalan as D
-from iolab.studies.engine import Engine, rows_of, run_as_campaign
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
 
 from test_study_campaign import csv_rows, same
 

@@ -21,7 +21,7 @@ from iolab.campaign.journal import Journal
 from iolab.cli import cli
 from iolab.sim.workloads import load_workload
 from iolab.studies import soysal as S
-from iolab.studies.engine import Engine
+from iolab.studies.as_campaign import Engine
 
 from shared_data import shared_file
 from test_resume import kill_after_records

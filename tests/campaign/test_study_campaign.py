@@ -23,7 +23,7 @@ from iolab.cli import cli
 from iolab.studies import carretero as C
 from iolab.studies import lackner as L
 from iolab.studies import monniot as M
-from iolab.studies.engine import Engine, rows_of, run_as_campaign
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
 
 from shared_data import SHARED_DATA, shared_file
 from test_resume import kill_after_records

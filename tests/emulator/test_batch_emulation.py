@@ -126,7 +126,7 @@ def test_sas_run_stages_for_real_and_matches_the_simulated_tiers(run):
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_trace_is_a_batch_trace_the_metrics_read(run):
-    from iolab.metrics.from_trace import trace_batch_metrics
+    from iolab.metrics.batch_trace import trace_batch_metrics
     from iolab.trace import read_trace
 
     trace, work, _ = run

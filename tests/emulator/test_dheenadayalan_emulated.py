@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from iolab.cli import cli
 from iolab.studies import dheenadayalan as D
 from iolab.studies import dheenadayalan_emulated as E
-from iolab.studies.engine import Engine
+from iolab.studies.as_campaign import Engine
 
 pytestmark = [pytest.mark.ray, pytest.mark.mpi, pytest.mark.long]
 

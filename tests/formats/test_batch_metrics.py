@@ -16,7 +16,7 @@ from iolab.metrics.batch import (
     assign_nodes, bounded_slowdown, id_ranges, node_utilisation, step_curve, summary, time_weighted_summary,
 )
 from iolab.metrics.batch_trace import batch_report, job_nodes
-from iolab.metrics.from_trace import trace_batch_metrics
+from iolab.metrics.batch_trace import trace_batch_metrics
 from iolab.trace import read_trace
 
 # window [0, 105]: nodes held 2 on [0,20), 3 on [20,60), 2 on [60,100), 3 on [100,105) of 4

@@ -12,7 +12,7 @@ pytest.importorskip("sklearn", reason="scikit-learn is the controller extra")
 pytest.importorskip("statsmodels", reason="statsmodels is the controller extra")
 
 from iolab.cli import cli  # noqa: E402
-from iolab.metrics.response_model import ResponseModel, forecast, select_features  # noqa: E402
+from iolab.middleware.policies.controller.response_model import ResponseModel, forecast, select_features  # noqa: E402
 from iolab.sim.batch.run import simulate_batch  # noqa: E402
 from iolab.specs import parse_spec  # noqa: E402
 from iolab.trace import write_trace  # noqa: E402
@@ -81,7 +81,7 @@ def test_cli_trains_on_simulated_samples(tmp_path):
 
 
 def test_the_predictor_feeds_the_measurement_until_its_forest_exists():
-    from iolab.metrics.response_model import ResponsePredictor
+    from iolab.middleware.policies.controller.response_model import ResponsePredictor
 
     rng = np.random.default_rng(3)
     p = ResponsePredictor("forest", warmup=60, retrain=100, seed=0, trees=30)
@@ -100,7 +100,7 @@ def test_the_predictor_feeds_the_measurement_until_its_forest_exists():
 
 
 def test_a_predictor_whose_counters_explain_nothing_keeps_the_measurement_and_tries_again():
-    from iolab.metrics.response_model import ResponsePredictor
+    from iolab.middleware.policies.controller.response_model import ResponsePredictor
 
     p = ResponsePredictor("forest", warmup=10, seed=0, trees=10)
     out = [p.feed({"writers": 2, "bytes_rate": 1.0, "in_flight": 0.0}, float(i)) for i in range(25)]
@@ -126,7 +126,7 @@ def test_a_simulation_predicts_with_a_model_trained_by_the_cli(tmp_path):
 
 
 def test_cli_scores_the_forecast_t_ahead(tmp_path):
-    from iolab.metrics.forecast import forecast_skill
+    from iolab.middleware.policies.controller.forecast import forecast_skill
 
     path = tmp_path / "ds1.h5"
     tr = simulate_batch(ds1(True))

@@ -52,8 +52,8 @@ def test_quick_study_writes_table1_and_the_gantt(tmp_path):
 
 def test_the_model_report_measures_the_forest_and_the_forecast_on_kept_samples():
     """The study's §4.2 report, on simulated controller samples (what it does with the real runs' traces)."""
-    from iolab.metrics.forecast import forecast_skill
-    from iolab.metrics.response_model import train_and_test
+    from iolab.middleware.policies.controller.forecast import forecast_skill
+    from iolab.middleware.policies.controller.response_model import train_and_test
     from iolab.sim.batch.run import simulate_batch
     from iolab.studies.dheenadayalan import datasets, size_of, spec_for
     from iolab.studies.dheenadayalan_emulated import FORECAST_STEPS, model_report

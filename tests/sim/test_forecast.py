@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from iolab.metrics.forecast import ResponseForecaster, ar_forecast
+from iolab.middleware.policies.controller.forecast import ResponseForecaster, ar_forecast
 
 
 def ar_by_hand(y, q, steps):
@@ -84,7 +84,7 @@ def test_the_simulated_controller_uses_the_spec_forecast():
 
 
 def test_forecast_skill_on_a_known_recurrence_and_on_noise():
-    from iolab.metrics.forecast import forecast_skill
+    from iolab.middleware.policies.controller.forecast import forecast_skill
 
     y = [0.0]
     for _ in range(120):

@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from iolab.studies.engine import Engine
+from iolab.studies.as_campaign import Engine
 from iolab.studies.monniot import QUICK, MonniotSize, run_study, theta_requests, workload_stats
 from shared_data import shared_file
 

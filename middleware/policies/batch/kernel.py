@@ -23,15 +23,16 @@ it holds its nodes and asks again at ``retry_at``.  A job on LPS goes from
 back to LPS at once (monniot2023 §4.2).  ``suspended`` keeps nodes and space
 (the load controller, dheenadayalan2017, will drive it).
 
-Decisions: the runtime calls :meth:`BatchKernel.decide_all` at an instant at
-which something changed (a submission, a job end, a fallback): the policy, built
+Decisions: the runtime calls :meth:`BatchKernel.decide` at an instant at which
+something changed (a submission, a job end, a fallback: :attr:`BatchKernel.changed`): the policy, built
 once from the spec (:meth:`BatchKernel.from_spec`), decides on a
 :class:`~.snapshot.Snapshot`; every start takes its nodes and its HPS bytes,
 and an HPS start is placed on the disks by the spec's ``placement``
 (:class:`~iolab.middleware.policies.placement.StorageAllocator`: strategy,
 split, requeue), the same object in both runtimes.  A start that ends at once
-(a job of runtime 0) frees its nodes inside the decision, so ``decide_all``
-decides again at the same instant until nothing more changes.
+(a job of runtime 0) frees its nodes inside the decision and sets ``changed``
+again, so the runtime calls ``decide`` again at the same instant until nothing
+more changes (``while kernel.changed: kernel.decide(t)``, in both runtimes).
 
 Observers: the kernel tells an ``observer`` (:class:`BatchObserver`) of the platform and the
 workload once, then of every decision and state change, with its books after the change.  Strict

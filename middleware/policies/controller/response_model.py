@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..specs.controller import FEATURES
+from iolab.specs.controller import FEATURES
+
 from .forecast import ar_forecast
 
 __all__ = ["FEATURES", "PREDICTIONS", "ResponseModel", "ResponsePredictor", "forecast", "predictor_args",
@@ -128,7 +129,7 @@ def train_and_test(tables, *, threshold: float = 0.3, test_share: float = 0.25, 
 
 
 def forecast(series, q: int, steps: int) -> np.ndarray:
-    """The next ``steps`` values of ``series`` by an AR(q) fitted to it (:func:`iolab.metrics.forecast.ar_forecast`)."""
+    """The next ``steps`` values of ``series`` by an AR(q) fitted to it (:func:`iolab.middleware.policies.controller.forecast.ar_forecast`)."""
     return ar_forecast(series, q, steps)
 
 

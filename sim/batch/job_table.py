@@ -1,0 +1,52 @@
+"""A batch run's jobs table (the trace's ``jobs`` rows), written the same way by both runtimes.
+
+Each job's row holds what its description says (submit time, nodes, runtime, its pure compute
+time by :func:`~.steps.compute_seconds`, its bytes) and what the run did with it (start, end,
+status, tier, nodes held, time in I/O).  The simulator (:func:`iolab.sim.batch.run.simulate_batch`)
+and the real run (:func:`iolab.emulator.batch_trace.batch_trace`) hand their kernel's job states
+here, plus what only they know (a real run's ends, statuses and hosts).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from iolab.middleware.policies.batch.nodes import ranges
+
+from .steps import compute_seconds
+
+
+def node_ranges(masks: Sequence[int]) -> list[str]:
+    """Node sets (masks) as text, each distinct set written once (SDSC-BLUE: 243 306 jobs, most of
+    them on a few hundred distinct sets)."""
+    text = dict.fromkeys(masks)
+    for m in text:
+        text[m] = ranges(m)
+    return list(map(text.__getitem__, masks))
+
+
+def job_columns(states: Sequence[Any], lps_rate: float, *, io_time: Sequence[float] | None = None,
+                ends: Sequence[float] | None = None, statuses: Sequence[str] | None = None,
+                hosts: Sequence[str] | None = None) -> dict[str, Sequence]:
+    """The ``jobs`` columns of the kernel's job states ``states`` (in submission order), for
+    :meth:`iolab.trace.TraceBuilder.extend_columns`.  Left out: ``io_time`` NaN (not kept), ``ends``
+    the states' ends, ``statuses`` ok, ``hosts`` empty."""
+    n = len(states)
+    cols: dict[str, Sequence] = {
+        "id": [s.queued.id for s in states], "rank": [s.index for s in states],
+        "nodes": [s.queued.nodes for s in states], "release": [s.queued.submit for s in states],
+        "start": [s.start for s in states], "end": ends if ends is not None else [s.end for s in states],
+        "io_node": [-1] * n, "pack": [-1] * n, "status": statuses if statuses is not None else ["ok"] * n,
+        "tier": [s.tier for s in states], "min_time": [float(s.job.runtime) for s in states],
+        "compute_time": [compute_seconds(s.job, lps_rate) for s in states],
+        "io_volume": [float(s.job.input + s.job.output + s.job.data) for s in states],
+        "node_ids": node_ranges([s.node_ids for s in states]),
+        "io_time": io_time if io_time is not None else [math.nan] * n,
+    }
+    if hosts is not None:
+        cols["hosts"] = hosts
+    return cols
+
+
+__all__ = ["job_columns", "node_ranges"]

@@ -1,0 +1,64 @@
+"""The table of runners (iolab/runners.py): every level has a runner in every runtime, and the
+one a command picks is the level's own."""
+
+from __future__ import annotations
+
+import pytest
+
+from iolab.emulator.batch_run import run_batch_emulation
+from iolab.emulator.run import run_emulation
+from iolab.metrics.batch_trace import trace_batch_metrics
+from iolab.metrics.io import io_metrics
+from iolab.runners import LEVELS, RUNNERS, RUNTIMES, level_of, runner, runner_for
+from iolab.sim.batch.run import simulate_batch
+from iolab.sim.run import simulate
+from iolab.specs.load import parse_spec
+
+from small_runs import small_batch, small_io
+
+
+def test_every_level_has_a_runner_in_every_runtime():
+    assert set(RUNNERS) == {(lvl, rt) for lvl in LEVELS for rt in RUNTIMES}
+    expected = {("io", "sim"): simulate, ("io", "real"): run_emulation, ("batch", "sim"): simulate_batch,
+                ("batch", "real"): run_batch_emulation}
+    for key, fn in expected.items():
+        r = RUNNERS[key]
+        assert (r.level, r.runtime, r.run) == (*key, fn)
+        assert r.metrics is (io_metrics if key[0] == "io" else trace_batch_metrics)
+
+
+def test_a_spec_s_level_picks_its_runner_and_runs_as_the_direct_call():
+    io, batch = parse_spec(small_io("t")), parse_spec(small_batch("b"))
+    assert (level_of(io), level_of(batch)) == ("io", "batch")
+    a = runner_for(io, "sim").run(io)
+    b = simulate(io)
+    assert a.jobs["end"].tolist() == b.jobs["end"].tolist() and a.attrs["runtime"] == "sim-event"
+    t = runner_for(batch, "sim").run(batch)
+    assert t.attrs["runtime"] == "sim-batch"
+    assert runner("batch", "sim").metrics(t).makespan == trace_batch_metrics(simulate_batch(batch)).makespan
+
+
+def test_an_unknown_level_or_runtime_is_named():
+    with pytest.raises(ValueError, match="level 'io' in runtime 'cloud'"):
+        runner("io", "cloud")
+    with pytest.raises(ValueError, match="level 'storage'"):
+        runner("storage", "sim")
+
+
+def test_every_runner_s_trace_names_its_run_the_same_way():
+    import platform
+
+    import iolab
+    from iolab.trace.provenance import provenance
+
+    io, batch = parse_spec(small_io("t", seed=5)), parse_spec(small_batch("b"))
+    for spec, trace in ((io, simulate(io)), (batch, simulate_batch(batch))):
+        p = provenance(spec, trace.attrs["runtime"])
+        assert set(p) == {"runtime", "seed", "spec", "iolab_version", "python", "host"}
+        for k in ("runtime", "seed", "iolab_version", "python", "host"):
+            assert trace.attrs[k] == p[k]
+        assert trace.attrs["spec"] == spec.model_dump(mode="json")
+    assert simulate(io).attrs["seed"] == 5
+    real = provenance(io, "emulator", real=True)["versions"]  # a real run's also names its packages
+    assert real["iolab"] == iolab.__version__ and real["python"] == platform.python_version()
+    assert {"numpy", "pydantic", "h5py"} <= set(real)
