@@ -11,7 +11,8 @@ usage: python benchmarks/example_digests.py make DIR            simulate every b
 Run ``make`` on the commit before a change and on the one after, then ``compare``: it prints one line
 per file (``same`` or the first differences) and exits 1 if any differ.  Columns that measure the
 machine rather than the model (``wall_seconds``, time stamps) and the real runs of the
-dheenadayalan study (its ``emulated`` folder and ``emulated-vs-sim.csv``) are not compared.
+dheenadayalan study (its ``emulated`` folder, ``emulated-vs-sim.csv`` and rows whose ``runtime``
+is ``emulated``) are not compared.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def csv_differences(a: Path, b: Path, limit: int = 5) -> list[str]:
         ra, rb = list(csv.reader(fa)), list(csv.reader(fb))
     if not ra or not rb or ra[0] != rb[0]:
         return [f"header differs: {ra[:1]} / {rb[:1]}"]
+    if "runtime" in ra[0]:  # rows of real runs (a study's runtime=emulated) are not the model's
+        col = ra[0].index("runtime")
+        ra = ra[:1] + [r for r in ra[1:] if r[col] != "emulated"]
+        rb = rb[:1] + [r for r in rb[1:] if r[col] != "emulated"]
     if len(ra) != len(rb):
         return [f"{len(ra) - 1} rows before, {len(rb) - 1} after"]
     keep = [i for i, name in enumerate(ra[0]) if name not in MACHINE_COLUMNS]
