@@ -505,6 +505,34 @@ def test_rising_profile_answers_what_the_walk_answers():
     assert bisected > 3000  # the bisections were exercised, not only the walk
 
 
+def _tied_tiered_snapshot(rng: random.Random) -> Snapshot:
+    """A snapshot with HPS whose times, lengths and bytes are small dyadic numbers (exact floats: the two
+    tiers' turnarounds tie, bytes fit exactly) or decimal fractions (whose sums fall just short of the
+    amount asked: the byte tolerance decides), and little HPS free now."""
+    from iolab.middleware.policies.batch import TierRates
+
+    total, cap, now = 16, 4.0, 8.0
+    running, used, held = [], 0, 0.0
+    while used < total and rng.random() < 0.85:
+        n = rng.randint(1, min(4, total - used))
+        b = min(rng.choice([0.0, 0.1, 0.2, 0.25, 0.5, 0.7, 1.0]), cap - held)
+        held += b
+        running.append(RunningJob(f"r{len(running)}", n, now + rng.choice([1.0, 2.0, 3.0, 4.0, 6.0]),
+                                  HPS if b > 0 else LPS, b))
+        used += n
+    queue = []
+    for i in range(rng.randint(1, 30)):
+        w = float(rng.randint(1, 12))
+        queue.append(QueuedJob(f"q{i}", now - rng.randint(0, 4), rng.randint(1, 4), w,
+                               storage=rng.choice([0.0, 0.25, 0.3, 0.5, 0.6, 0.8, 1.0, 2.0, 8.0]),
+                               input=float(rng.randint(0, 8)), output=float(rng.randint(0, 8)),
+                               data=float(rng.randint(0, 8))))
+    hps_free = rng.choice([0.0, 0.1 + 0.2, cap - held])
+    return Snapshot(now=now, total_nodes=total, free_nodes=total - used, queue=tuple(queue), running=tuple(running),
+                    hps_capacity=cap, hps_free=max(0.0, min(hps_free, cap - held)),
+                    rates=TierRates(lps=1.0, hps=2.0, stage=4.0), overrun_grace=1.0)
+
+
 def test_sas_on_rising_profiles_decides_what_it_decides_on_walked_ones(monkeypatch):
     """SAS and random-tier (with and without the projected plan, with a backfill depth) decide the same
     on random snapshots with HPS whether their profiles search by bisection and SAS reads j1's first
@@ -514,8 +542,8 @@ def test_sas_on_rising_profiles_decides_what_it_decides_on_walked_ones(monkeypat
     plain_build = Profile.from_snapshot.__func__
     rng = random.Random(53)
     started = 0
-    for case in range(1200):
-        snap = _random_tiered_snapshot(rng)
+    for case in range(2400):
+        snap = _random_tiered_snapshot(rng) if case % 2 else _tied_tiered_snapshot(rng)
         if rng.random() < 0.5:
             snap = _with_releases(snap)
         depth = rng.choice([None, None, 1, 3])

@@ -120,11 +120,13 @@ class _TieredBackfill(BatchPolicy):
         # Alg. 1 lines 1-5: in queue order while jobs start.  Every start holds from now, so the base
         # profile stays rising (Profile.rising: its searches are bisections) through the whole pass.
         head_opt: Option | None = None
+        k = 0  # the queue's first k jobs start (and the next is j1)
         for job in snap.queue:
             opt = self._choose(job, base, snap)
             if opt.start == snap.now:
                 base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
                 chosen[job.id] = (opt, True)
+                k += 1
                 continue
             head, head_opt = job, opt
             chosen[job.id] = (opt, True)
@@ -138,11 +140,20 @@ class _TieredBackfill(BatchPolicy):
         # starts, every job needing one).
         if head is not None and base.nodes[0] > 0:
             # sjf_key's tuples built inline and sorted without a key call (the index is unique: the
-            # job itself is never compared): a long queue is sorted at every decision
-            rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in enumerate(snap.queue) if j.id not in chosen]
-            rest.sort()
-            if self.backfill_depth is not None:
+            # job itself is never compared): a long queue is sorted at every decision.  The rest are
+            # the jobs behind j1 (those ahead of it started); without a depth, only those whose nodes
+            # are free now (the pass only takes nodes: the others cannot start in it).
+            queue = itertools.islice(enumerate(snap.queue), k + 1, None)
+            if self.backfill_depth is None:
+                free0 = base.nodes[0]
+                rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue if j.nodes <= free0]
+                rest.sort()
+            else:
+                rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue]
+                rest.sort()
                 del rest[self.backfill_depth:]  # Slurm's bf_max_job_test: the first D in backfill order
+            literal = self._inline_literal()
+            room_eps = None  # base's free bytes + eps per segment (rising: a bisection finds HPS's start)
             free_now = base.nodes  # segment 0 starts now: the nodes free now, as the pass takes them
             free_bytes = base.hps
             eps = base.eps
@@ -200,6 +211,35 @@ class _TieredBackfill(BatchPolicy):
                         now_h = room >= job.storage
                         ok_h = now_h and (endh <= sh or (n <= h_nodes and h_bytes + eps >= job.storage))
                     if not (ok_l or ok_h):
+                        continue
+                    if literal:  # SAS._now_options and the acceptance below, written out (the same floats)
+                        if hd is None:
+                            opt = Option(LPS, now, ds[0], n, 0.0)  # ok_l: it starts now and fits with j1
+                        else:
+                            if now_h:  # (then now_l too: room >= storage > 0) both start now
+                                when_h = now
+                            else:  # the HPS schedule starts where the bytes are free (the nodes are, now)
+                                if room_eps is None:
+                                    room_eps = [x + eps for x in free_bytes]
+                                i = bisect.bisect_left(room_eps, job.storage)
+                                when_h = base.times[i] if i < len(room_eps) else math.inf
+                            if (when_h + hd) - job.submit < end - job.submit:  # HPS is the best schedule
+                                if not ok_h:
+                                    continue
+                                opt = Option(HPS, now, hd, n, job.storage)
+                            else:
+                                if not ok_l:
+                                    continue
+                                opt = Option(LPS, now, ds[0], n, 0.0)
+                        base.reserve(now, opt.duration, n, opt.storage)
+                        if with_head is not None:
+                            with_head.reserve(now, opt.duration, n, opt.storage)
+                        room_eps = None
+                        if sh < opt.end:  # it holds j1's first segment too
+                            h_nodes -= n
+                            if opt.storage != 0.0:
+                                h_bytes -= opt.storage
+                        chosen[job.id] = (opt, True)
                         continue
                 else:
                     j = bisect.bisect_left(times, end) - 1
@@ -260,6 +300,11 @@ class _TieredBackfill(BatchPolicy):
     def _prepare(self, snap: Snapshot) -> None:
         pass
 
+    def _inline_literal(self) -> bool:
+        """Whether the backfill pass may decide a candidate as SAS's literal :meth:`_now_options`
+        does, written out in the pass (no call, no option list per candidate)."""
+        return False
+
     def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
                      accept: tuple = (True, True, None, None)) -> list[Option]:
         """The schedules of :meth:`_backfill_options` that start now, in their order (``durations``:
@@ -294,6 +339,9 @@ class SAS(_TieredBackfill):
     def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
         assert snap.rates is not None
         return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
+
+    def _inline_literal(self) -> bool:
+        return not self.start_now and type(self)._now_options is SAS._now_options
 
     def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
                      accept: tuple = (True, True, None, None)) -> list[Option]:
