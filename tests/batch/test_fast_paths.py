@@ -16,6 +16,11 @@
   with a profile search, the same decision on random snapshots.
 * Both conservative variants continue the last decision's profile over an arrival-only pass:
   the same decisions as deciding from scratch.
+* A profile whose free counts never fall (``Profile.rising``: built from a snapshot and held only
+  from its start since) searches by bisection and reads a fit from its first segment; the walk
+  gives the same starts, fits and profiles, and the flag is never set on a profile that falls.
+  SAS decides on it (and keeps j1's first segment instead of the prefix minima) what it decides
+  with every profile walked.
 * SWF jobs are built with ``Job.model_construct`` after the parser's checks; ``model_validate``
   of the same fields gives an equal job with the same fields set.
 """
@@ -448,3 +453,112 @@ def test_prefix_minima_answer_fits_from_now():
             n, b = rng.randint(0, 16), rng.choice([0.0, rng.uniform(0, 100)])
             j = bisect.bisect_left(prof.times, now + d) - 1
             assert (n <= least_n[j] and least_b[j] + prof.eps >= b) == prof.fits(now, d, n, b), case
+
+
+def _walked(prof: Profile) -> Profile:
+    """A copy of ``prof`` that searches by the walk (as if its counts could fall)."""
+    p = prof.copy()
+    p.rising = False
+    return p
+
+
+def _falls(prof: Profile) -> bool:
+    return any(a > b for a, b in zip(prof.nodes, prof.nodes[1:])) or any(a > b for a, b in zip(prof.hps, prof.hps[1:]))
+
+
+def test_rising_profile_answers_what_the_walk_answers():
+    """Random snapshots' profiles (releases with ties, overruns, HPS bytes; kept releases or not),
+    then random holds from now (what a pass's starts are), some from later (which end the rising
+    state): ``earliest_fit``, ``fits`` and ``place`` give the walk's answers and profiles, float for
+    float, and a profile flagged rising never has a count that falls."""
+    rng = random.Random(47)
+    bisected = 0
+    for case in range(1500):
+        snap = _random_tiered_snapshot(rng) if rng.random() < 0.5 else _random_snapshot(rng)
+        if rng.random() < 0.5:
+            snap = _with_releases(snap)
+        fast = Profile.from_snapshot(snap)
+        assert fast.rising, case
+        for _ in range(12):
+            slow = _walked(fast)
+            assert not (fast.rising and _falls(fast)), case
+            n = rng.randint(0, snap.total_nodes + 1)
+            d = rng.choice([0.5, 1.0, 10.0, rng.uniform(0.1, 300)] + [t - snap.now for t in fast.times[1:]])
+            b = rng.choice([0.0, rng.uniform(0, max(snap.hps_capacity, 1.0)), float(fast.hps[-1]), float(fast.hps[0])])
+            floor = rng.choice([None, snap.now, snap.now + rng.uniform(0, 100)])
+            if not d > 0:
+                continue
+            t = fast.earliest_fit(n, d, b, floor)
+            assert t == slow.earliest_fit(n, d, b, floor), case
+            for start in (snap.now, rng.choice(fast.times), snap.now + rng.uniform(0, 200)):
+                assert fast.fits(start, d, n, b) == slow.fits(start, d, n, b), case
+            bisected += fast.rising
+            if rng.random() < 0.4 and t != math.inf:
+                held = t if rng.random() < 0.8 else snap.now + rng.uniform(0, 50)  # mostly from now
+                if fast.fits(held, d, n, b):
+                    fast.reserve(held, d, n, b)
+                    slow.reserve(held, d, n, b)
+                    assert (fast.times, fast.nodes, fast.hps) == (slow.times, slow.nodes, slow.hps), case
+            elif rng.random() < 0.3:
+                a, s2 = fast.place(n, d, b, floor), slow.place(n, d, b, floor)
+                assert a == s2 and (fast.times, fast.nodes, fast.hps) == (slow.times, slow.nodes, slow.hps), case
+    assert bisected > 3000  # the bisections were exercised, not only the walk
+
+
+def _tied_tiered_snapshot(rng: random.Random) -> Snapshot:
+    """A snapshot with HPS whose times, lengths and bytes are small dyadic numbers (exact floats: the two
+    tiers' turnarounds tie, bytes fit exactly) or decimal fractions (whose sums fall just short of the
+    amount asked: the byte tolerance decides), and little HPS free now."""
+    from iolab.middleware.policies.batch import TierRates
+
+    total, cap, now = 16, 4.0, 8.0
+    running, used, held = [], 0, 0.0
+    while used < total and rng.random() < 0.85:
+        n = rng.randint(1, min(4, total - used))
+        b = min(rng.choice([0.0, 0.1, 0.2, 0.25, 0.5, 0.7, 1.0]), cap - held)
+        held += b
+        running.append(RunningJob(f"r{len(running)}", n, now + rng.choice([1.0, 2.0, 3.0, 4.0, 6.0]),
+                                  HPS if b > 0 else LPS, b))
+        used += n
+    queue = []
+    for i in range(rng.randint(1, 30)):
+        w = float(rng.randint(1, 12))
+        queue.append(QueuedJob(f"q{i}", now - rng.randint(0, 4), rng.randint(1, 4), w,
+                               storage=rng.choice([0.0, 0.25, 0.3, 0.5, 0.6, 0.8, 1.0, 2.0, 8.0]),
+                               input=float(rng.randint(0, 8)), output=float(rng.randint(0, 8)),
+                               data=float(rng.randint(0, 8))))
+    hps_free = rng.choice([0.0, 0.1 + 0.2, cap - held])
+    return Snapshot(now=now, total_nodes=total, free_nodes=total - used, queue=tuple(queue), running=tuple(running),
+                    hps_capacity=cap, hps_free=max(0.0, min(hps_free, cap - held)),
+                    rates=TierRates(lps=1.0, hps=2.0, stage=4.0), overrun_grace=1.0)
+
+
+def test_sas_on_rising_profiles_decides_what_it_decides_on_walked_ones(monkeypatch):
+    """SAS and random-tier (with and without the projected plan, with a backfill depth) decide the same
+    on random snapshots with HPS whether their profiles search by bisection and SAS reads j1's first
+    segment, or every profile is walked and SAS reads the prefix minima (the code before the bisections)."""
+    from iolab.middleware.policies.batch.sas import SAS, RandomTier
+
+    plain_build = Profile.from_snapshot.__func__
+    rng = random.Random(53)
+    started = 0
+    for case in range(2400):
+        snap = _random_tiered_snapshot(rng) if case % 2 else _tied_tiered_snapshot(rng)
+        if rng.random() < 0.5:
+            snap = _with_releases(snap)
+        depth = rng.choice([None, None, 1, 3])
+        seed = rng.randint(0, 99)
+        makers = [lambda: SAS(project=False), lambda: SAS(), lambda: SAS(project=False, start_now=True),
+                  lambda: RandomTier(0.5, seed, project=False), lambda: RandomTier(0.5, seed)]
+        for make in makers:
+            decisions = []
+            for walk in (False, True):
+                with monkeypatch.context() as m:
+                    if walk:
+                        m.setattr(Profile, "from_snapshot", classmethod(lambda cls, s: _walked(plain_build(cls, s))))
+                    policy = make()
+                    policy.backfill_depth = depth
+                    decisions.append(policy.decide(snap))
+            assert decisions[0] == decisions[1], case
+            started += len(decisions[0].starts)
+    assert started > 3000

@@ -219,3 +219,40 @@ def test_ranges_equals_the_ids_grouped_into_runs():
         assert text == _ranges_by_ids(mask), case
         assert parse_ranges(text) == mask
     assert ranges(0) == "" and ranges(0b100001111) == "0-3,8" and ranges(1 << 1151) == "1151"
+
+
+def test_fcfs_snapshots_of_the_fitting_prefix_decide_what_the_whole_queue_decides(monkeypatch):
+    """FCFS deciding its starts only gets snapshots whose queue stops at the first job whose nodes are
+    not free (the kernel's ``_fitting_prefix``): the same run, job for job, as with the whole queue in
+    every snapshot, on random workloads whose queue grows (and shrinks) with jobs of zero runtime."""
+    from iolab.middleware.policies.batch.backfill import FCFS
+    from iolab.middleware.policies.batch.kernel import BatchKernel
+
+    shown = []
+    snapshot = BatchKernel.snapshot
+
+    def counted(self, t):
+        snap = snapshot(self, t)
+        shown.append(len(snap.queue) < len(self.queue))
+        return snap
+
+    prefix = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        spec = parse_spec({"kind": "batch", "platform": {"nodes": 8, "memory_per_node": "1GB",
+                                                         "lps": {"rate": "1GB/s"},
+                                                         "hps": {"rate": "10GB/s", "capacity": "100GB"},
+                                                         "stage_rate": "2GB/s"},
+                           "scheduler": "fcfs", "workload": {"source": "inline", "jobs": _random_jobs(rng)}})
+        with monkeypatch.context() as m:
+            m.setattr(BatchKernel, "snapshot", counted)
+            shown.clear()
+            fast = simulate_batch(spec, strict=False)
+            prefix += sum(shown)
+            m.setattr(FCFS, "reads_fitting_prefix", property(lambda self: False))
+            shown.clear()
+            whole = simulate_batch(spec, strict=False)
+            assert not any(shown)  # the second run showed every snapshot the whole queue
+        _same_table(fast.jobs, whole.jobs)
+        _same_table(fast.phases, whole.phases)
+    assert prefix > 50  # snapshots held a prefix only

@@ -133,6 +133,13 @@ class FCFS(_TierByRequest, BatchPolicy):
         self.hps_requests = hps_requests
         self._swept: tuple | None = None  # (releases, available nodes, queue, plan, sweep state) of the last plan
 
+    @property
+    def reads_fitting_prefix(self) -> bool:
+        """A decision reads the queue only up to the first job whose nodes are not free (the jobs ahead of
+        it start): no plan beyond the starts, LPS only, every release after now (a runtime's snapshot
+        holding only that prefix gets the same decision)."""
+        return not self.project and not self.hps_requests
+
     def _decide(self, snap: Snapshot) -> Decision:
         if self.hps_requests:  # two resources: the profile search (the sweep counts nodes only)
             return self._decide_on_profile(snap)

@@ -229,11 +229,30 @@ class BatchKernel:
     def snapshot(self, t: float) -> Snapshot:
         return Snapshot.trusted(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
-            queue=tuple(self._queued.values()),
+            queue=self._fitting_prefix() if self._prefix_only() else tuple(self._queued.values()),
             running=self._running_views(t),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
             rates=self.rates, releases=self._releases)
+
+    def _prefix_only(self) -> bool:
+        """Whether the policy's decision reads the queue only up to the first job whose nodes are not
+        free (FCFS deciding its starts only) and nobody else reads the snapshot's queue (no strict
+        checks, no plans recorded or tracked): a snapshot then holds that prefix, not a copy of a
+        queue that grows without bound under FCFS at a high load."""
+        return (getattr(self.policy, "reads_fitting_prefix", False) and self.checker is None
+                and not self.record_plans and self.tracker is None)
+
+    def _fitting_prefix(self) -> tuple[QueuedJob, ...]:
+        """The waiting jobs in queue order while their nodes are free (each takes its own), and the first
+        that does not fit."""
+        out, free = [], self.free_nodes
+        for q in self._queued.values():
+            out.append(q)
+            if q.nodes > free:
+                break
+            free -= q.nodes
+        return tuple(out)
 
     def _dequeue(self, q: QueuedJob) -> None:
         self._due = None

@@ -10,6 +10,14 @@ time, of an interval of a given length where nodes and bytes suffice
 throughout.  It skips past each blocking segment, so one search costs time
 linear in the number of breakpoints.  :meth:`Profile.place` searches and holds
 in one call, the way the backfilling policies use it.
+
+A profile whose free counts never fall over time (``rising``: built from a
+snapshot, whose running jobs only release, and since then only held from its
+start, as the jobs a pass starts now are) answers both queries in O(log n):
+where a job fits it fits for good, so the earliest fit is the first segment
+with enough nodes and enough bytes (a bisection of each column) and a fit is
+read from its first segment.  The same answers, float for float, as the walk
+(``tests/batch/test_fast_paths.py``).
 """
 
 from __future__ import annotations
@@ -33,13 +41,15 @@ def _refuse(start: float, duration: float, nodes: int, hps: float = 0.0) -> NoRe
 
 
 class Profile:
-    __slots__ = ("times", "nodes", "hps", "eps")
+    __slots__ = ("times", "nodes", "hps", "eps", "rising")
 
     def __init__(self, start: float, nodes: int, hps: float = 0.0, eps: float = 0.0):
         self.times: list[float] = [start]
         self.nodes: list[int] = [nodes]
         self.hps: list[float] = [hps]
         self.eps = eps  # byte tolerance for float sums
+        # the free nodes and bytes never fall from one segment to the next (kept by every edit: see _held)
+        self.rising = True
 
     @classmethod
     def from_snapshot(cls, snap: Snapshot) -> "Profile":
@@ -52,6 +62,9 @@ class Profile:
         overrun's stand-in end falls after a later expected end do the two orders differ;
         then the releases are added one by one, as before.  A snapshot that carries its
         ``releases`` (kept sorted by the runtime) is read as it is, without the sort.
+
+        The profile is ``rising``: its running jobs only release (the kept releases are
+        non-negative, as :class:`Snapshot` says; the running jobs' counts are checked).
         """
         now = snap.now
         eps = 1e-9 * max(1.0, snap.hps_capacity)
@@ -59,13 +72,22 @@ class Profile:
         grace_end = now + snap.overrun_grace
         rel = snap.releases  # (end, start order, nodes, HPS bytes), kept sorted by the runtime
         if rel is not None and not (rel and rel[0][0] <= now):  # no overrun: read them as they are
+            # the running sums computed in C, the same additions in the same order as _accumulate's; of
+            # releases at one instant only the sum after the last is a segment (as _accumulate merges them)
             ends = list(map(_first, rel))
-            if len(set(ends)) == len(ends):  # no two at one instant: the running sums, computed in C
-                prof.times += ends         # (the same additions, in the same order, as _accumulate's)
-                prof.nodes = list(itertools.accumulate(map(_third, rel), initial=prof.nodes[0]))
-                prof.hps = list(itertools.accumulate(map(_fourth, rel), initial=prof.hps[0]))
-                return prof
-            return prof._accumulate((end, k, b) for end, _, k, b in rel)
+            nodes = itertools.accumulate(map(_third, rel), initial=prof.nodes[0])
+            hps = itertools.accumulate(map(_fourth, rel), initial=prof.hps[0])
+            keep = [True]  # segment 0 (now), then whether each release is the last at its instant
+            keep += map(operator.ne, ends, itertools.islice(ends, 1, None))
+            keep.append(True)
+            if all(keep):
+                prof.times += ends
+                prof.nodes, prof.hps = list(nodes), list(hps)
+            else:
+                prof.times += itertools.compress(ends, itertools.islice(keep, 1, None))
+                prof.nodes = list(itertools.compress(nodes, keep))
+                prof.hps = list(itertools.compress(hps, keep))
+            return prof
         if rel is not None:
             ends = [r[0] for r in rel]
             counts = [(r[2], r[3]) for r in rel]
@@ -73,6 +95,8 @@ class Profile:
             running = sorted(snap.running, key=_expected_end)
             ends = [r.expected_end for r in running]
             counts = [(r.nodes, r.storage if r.tier == HPS else 0.0) for r in running]
+            if any(k < 0 or b < 0.0 for k, b in counts):
+                prof.rising = False
         if ends and ends[0] <= now:  # an overran job (sorted: the first end is the earliest)
             ends = [e if e > now else grace_end for e in ends]
             if any(a > b for a, b in zip(ends, ends[1:])):  # an overrun's stand-in end is out of order
@@ -99,6 +123,7 @@ class Profile:
     def copy(self) -> "Profile":
         p = Profile.__new__(Profile)
         p.times, p.nodes, p.hps, p.eps = list(self.times), list(self.nodes), list(self.hps), self.eps
+        p.rising = self.rising
         return p
 
     # -- editing ------------------------------------------------------------
@@ -121,7 +146,15 @@ class Profile:
 
     def _debit(self, i: int, k: int, nodes: int, hps: float) -> None:
         """Segments ``i`` to ``k - 1`` lose ``nodes`` and ``hps`` bytes (no bytes: the byte
-        column as it is, since ``x - 0.0`` is ``x``)."""
+        column as it is, since ``x - 0.0`` is ``x``).
+
+        The counts still never fall (``rising``) after a hold from the first segment (the
+        last segment held, ``x - a``, is at most ``x``, at most the next one: float
+        subtraction of a non-negative amount is monotone) or a release to the end (every
+        value from ``i`` on rises by the same amount); any other edit may make them fall."""
+        if self.rising and not ((i == 0 and nodes >= 0 and hps >= 0.0)
+                                or (k == len(self.times) and nodes <= 0 and hps <= 0.0)):
+            self.rising = False
         free = self.nodes
         free[i:k] = [x - nodes for x in free[i:k]]
         if hps != 0.0:
@@ -153,6 +186,8 @@ class Profile:
         k = bisect.bisect_right(times, start) - 1
         if k < 0:
             return False
+        if self.rising:  # the later segments have at least as many nodes and bytes as segment k
+            return free[k] >= nodes and room[k] + eps >= hps
         end = start + duration
         n = len(times)
         while True:
@@ -203,6 +238,17 @@ class Profile:
         t = times[0] if not_before is None else max(not_before, times[0])
         i = bisect.bisect_right(times, t) - 1
         n = len(times)
+        if self.rising:  # the first segment from i on with the nodes and the bytes: they stay free after it
+            j = i
+            if free[j] < nodes:
+                j = bisect.bisect_left(free, nodes, j)
+            if j < n and not room[j] + eps >= hps:
+                j = bisect.bisect_left(room, hps, j, key=lambda x: x + eps)  # the walk's test, x + eps >= hps
+            if j >= n:
+                return math.inf, n, n
+            if j != i:
+                i, t = j, times[j]
+            return t, i, bisect.bisect_left(times, t + duration, i + 1)
         while True:
             j = i  # no start in a segment that lacks nodes or bytes (as in fits): the next one
             while free[j] < nodes or not room[j] + eps >= hps:

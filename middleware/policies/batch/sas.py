@@ -117,45 +117,76 @@ class _TieredBackfill(BatchPolicy):
         chosen: dict[str, tuple[Option, bool]] = {}
         head: QueuedJob | None = None
         with_head: Profile | None = None
-        # Alg. 1 lines 1-5: in queue order while jobs start.
+        # Alg. 1 lines 1-5: in queue order while jobs start.  Every start holds from now, so the base
+        # profile stays rising (Profile.rising: its searches are bisections) through the whole pass.
+        head_opt: Option | None = None
+        k = 0  # the queue's first k jobs start (and the next is j1)
         for job in snap.queue:
             opt = self._choose(job, base, snap)
             if opt.start == snap.now:
                 base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
                 chosen[job.id] = (opt, True)
+                k += 1
                 continue
-            head = job
-            with_head = base.copy()
-            if math.isfinite(opt.start):
-                with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+            head, head_opt = job, opt
             chosen[job.id] = (opt, True)
             break
-        # Alg. 1 lines 6-8: backfill the rest shortest-job-first; never delay j1.
-        if head is not None and with_head is not None:
+        rising = base.rising
+        if head_opt is not None and (self.project or not rising):
+            with_head = base.copy()
+            if math.isfinite(head_opt.start):
+                with_head.reserve(head_opt.start, head_opt.duration, head_opt.nodes, head_opt.storage)
+        # Alg. 1 lines 6-8: backfill the rest shortest-job-first; never delay j1 (no node free now: none
+        # starts, every job needing one).
+        if head is not None and base.nodes[0] > 0:
             # sjf_key's tuples built inline and sorted without a key call (the index is unique: the
-            # job itself is never compared): a long queue is sorted at every decision
-            rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in enumerate(snap.queue) if j.id not in chosen]
-            rest.sort()
-            if self.backfill_depth is not None:
+            # job itself is never compared): a long queue is sorted at every decision.  The rest are
+            # the jobs behind j1 (those ahead of it started); without a depth, only those whose nodes
+            # are free now (the pass only takes nodes: the others cannot start in it).
+            queue = itertools.islice(enumerate(snap.queue), k + 1, None)
+            if self.backfill_depth is None:
+                free0 = base.nodes[0]
+                rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue if j.nodes <= free0]
+                rest.sort()
+            else:
+                rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue]
+                rest.sort()
                 del rest[self.backfill_depth:]  # Slurm's bf_max_job_test: the first D in backfill order
+            literal = self._inline_literal()
+            room_eps = None  # base's free bytes + eps per segment (rising: a bisection finds HPS's start)
             free_now = base.nodes  # segment 0 starts now: the nodes free now, as the pass takes them
+            free_bytes = base.hps
+            eps = base.eps
+            now = snap.now
+            durations = self._durations_by_id(snap)
             # A candidate starts only on an option that starts now and fits with j1's reservation:
             # with_head.fits(now, d, nodes, bytes), which reads with_head's segments 0..j (j: the last
-            # one starting before now + d).  least_n[j] and least_b[j], the fewest free nodes and bytes
-            # of those segments (rebuilt after a start), answer it for each tier's duration without a
-            # walk, so that a job neither of whose tiers could be accepted is skipped before its two
-            # searches, and the searches of a tier that could not be accepted are spared where the
-            # choice allows (the same decisions: see _now_options).
-            # The same minima of base say whether a schedule starts now at all (earliest_fit(..., now)
-            # is now iff it fits from now): a subclass's choice then needs no search for it.
-            times, eps = with_head.times, with_head.eps
-            least_n = list(itertools.accumulate(with_head.nodes, min))
-            least_b = list(itertools.accumulate(with_head.hps, min))
-            btimes = base.times
-            base_n = list(itertools.accumulate(base.nodes, min))
-            base_b = list(itertools.accumulate(base.hps, min))
-            durations = self._durations_by_id(snap)
-            now = snap.now
+            # one starting before now + d), and it starts now at all iff base.fits(now, d, nodes, bytes)
+            # (earliest_fit(..., now) is now iff it fits from now): both are answered without a walk, so
+            # that a job neither of whose tiers could be accepted is skipped before its searches, and the
+            # searches of a tier that could not be accepted are spared where the choice allows (the same
+            # decisions: see _now_options).
+            if rising:
+                # base rises from segment 0 (its free counts, those of with_head's segment 0), and so does
+                # with_head except from j1's reservation on: its segments from j1's start to j1's end rise
+                # from the first, whose counts (h_nodes, h_bytes) are kept here as with_head's are (the same
+                # subtractions in the same order), and the later ones are base's again.  So segments
+                # 0..j of with_head hold at least min(segment 0, that first segment if it starts before
+                # now + d), the same answer as the prefix minima of the profile (the walk's).
+                sh = head_opt.start if head_opt is not None else math.inf
+                if math.isfinite(sh):
+                    i = bisect.bisect_right(base.times, sh) - 1
+                    h_nodes = base.nodes[i] - head_opt.nodes
+                    h_bytes = base.hps[i] - head_opt.storage if head_opt.storage != 0.0 else base.hps[i]
+            else:
+                # the prefix minima of each profile's free nodes and bytes (rebuilt after a start) answer
+                # fits(now, d, ...) for each tier's duration by a bisection
+                times = with_head.times
+                least_n = list(itertools.accumulate(with_head.nodes, min))
+                least_b = list(itertools.accumulate(with_head.hps, min))
+                btimes = base.times
+                base_n = list(itertools.accumulate(base.nodes, min))
+                base_b = list(itertools.accumulate(base.hps, min))
             for entry in rest:
                 job = entry[4]
                 n = job.nodes
@@ -169,29 +200,78 @@ class _TieredBackfill(BatchPolicy):
                 if ds is None:
                     ds = durations[job.id] = _durations(job, snap)
                 end = now + ds[0]
-                j = bisect.bisect_left(times, end) - 1
-                ok_l = n <= least_n[j] and least_b[j] + eps >= 0.0  # with_head.fits of the LPS schedule
-                ok_h = now_h = False
-                if ds[1] is not None:
-                    endh = now + ds[1]
-                    j = bisect.bisect_left(times, endh) - 1
-                    ok_h = n <= least_n[j] and least_b[j] + eps >= job.storage  # ... of the HPS schedule
-                if not (ok_l or ok_h):
-                    continue
-                j = bisect.bisect_left(btimes, end) - 1
-                now_l = n <= base_n[j] and base_b[j] + eps >= 0.0  # the LPS schedule starts now
-                if ds[1] is not None:
-                    j = bisect.bisect_left(btimes, endh) - 1
-                    now_h = n <= base_n[j] and base_b[j] + eps >= job.storage  # the HPS schedule starts now
+                hd = ds[1]
+                if rising:
+                    room = free_bytes[0] + eps
+                    now_l = room >= 0.0  # the LPS schedule starts now (its nodes are free now)
+                    ok_l = now_l and (end <= sh or (n <= h_nodes and h_bytes + eps >= 0.0))  # ... and fits with j1
+                    ok_h = now_h = False
+                    if hd is not None:
+                        endh = now + hd
+                        now_h = room >= job.storage
+                        ok_h = now_h and (endh <= sh or (n <= h_nodes and h_bytes + eps >= job.storage))
+                    if not (ok_l or ok_h):
+                        continue
+                    if literal:  # SAS._now_options and the acceptance below, written out (the same floats)
+                        if hd is None:
+                            opt = Option(LPS, now, ds[0], n, 0.0)  # ok_l: it starts now and fits with j1
+                        else:
+                            if now_h:  # (then now_l too: room >= storage > 0) both start now
+                                when_h = now
+                            else:  # the HPS schedule starts where the bytes are free (the nodes are, now)
+                                if room_eps is None:
+                                    room_eps = [x + eps for x in free_bytes]
+                                i = bisect.bisect_left(room_eps, job.storage)
+                                when_h = base.times[i] if i < len(room_eps) else math.inf
+                            if (when_h + hd) - job.submit < end - job.submit:  # HPS is the best schedule
+                                if not ok_h:
+                                    continue
+                                opt = Option(HPS, now, hd, n, job.storage)
+                            else:
+                                if not ok_l:
+                                    continue
+                                opt = Option(LPS, now, ds[0], n, 0.0)
+                        base.reserve(now, opt.duration, n, opt.storage)
+                        if with_head is not None:
+                            with_head.reserve(now, opt.duration, n, opt.storage)
+                        room_eps = None
+                        if sh < opt.end:  # it holds j1's first segment too
+                            h_nodes -= n
+                            if opt.storage != 0.0:
+                                h_bytes -= opt.storage
+                        chosen[job.id] = (opt, True)
+                        continue
+                else:
+                    j = bisect.bisect_left(times, end) - 1
+                    ok_l = n <= least_n[j] and least_b[j] + eps >= 0.0  # with_head.fits of the LPS schedule
+                    ok_h = now_h = False
+                    if hd is not None:
+                        endh = now + hd
+                        j = bisect.bisect_left(times, endh) - 1
+                        ok_h = n <= least_n[j] and least_b[j] + eps >= job.storage  # ... of the HPS schedule
+                    if not (ok_l or ok_h):
+                        continue
+                    j = bisect.bisect_left(btimes, end) - 1
+                    now_l = n <= base_n[j] and base_b[j] + eps >= 0.0  # the LPS schedule starts now
+                    if hd is not None:
+                        j = bisect.bisect_left(btimes, endh) - 1
+                        now_h = n <= base_n[j] and base_b[j] + eps >= job.storage  # the HPS schedule starts now
                 for opt in self._now_options(job, base, snap, ds, (ok_l, ok_h, now_l, now_h)):
                     if ok_h if opt.tier == HPS else ok_l:
                         base.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
-                        with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
-                        times, btimes = with_head.times, base.times
-                        least_n = list(itertools.accumulate(with_head.nodes, min))
-                        least_b = list(itertools.accumulate(with_head.hps, min))
-                        base_n = list(itertools.accumulate(base.nodes, min))
-                        base_b = list(itertools.accumulate(base.hps, min))
+                        if with_head is not None:
+                            with_head.reserve(opt.start, opt.duration, opt.nodes, opt.storage)
+                        if rising:
+                            if sh < opt.start + opt.duration:  # it holds j1's first segment too
+                                h_nodes -= opt.nodes
+                                if opt.storage != 0.0:
+                                    h_bytes -= opt.storage
+                        else:
+                            times, btimes = with_head.times, base.times
+                            least_n = list(itertools.accumulate(with_head.nodes, min))
+                            least_b = list(itertools.accumulate(with_head.hps, min))
+                            base_n = list(itertools.accumulate(base.nodes, min))
+                            base_b = list(itertools.accumulate(base.hps, min))
                         chosen[job.id] = (opt, True)
                         break
         # The plan: started jobs, j1's reservation, and a projection of the rest.
@@ -219,6 +299,11 @@ class _TieredBackfill(BatchPolicy):
 
     def _prepare(self, snap: Snapshot) -> None:
         pass
+
+    def _inline_literal(self) -> bool:
+        """Whether the backfill pass may decide a candidate as SAS's literal :meth:`_now_options`
+        does, written out in the pass (no call, no option list per candidate)."""
+        return False
 
     def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
                      accept: tuple = (True, True, None, None)) -> list[Option]:
@@ -254,6 +339,9 @@ class SAS(_TieredBackfill):
     def _choose(self, job: QueuedJob, prof: Profile, snap: Snapshot) -> Option:
         assert snap.rates is not None
         return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
+
+    def _inline_literal(self) -> bool:
+        return not self.start_now and type(self)._now_options is SAS._now_options
 
     def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
                      accept: tuple = (True, True, None, None)) -> list[Option]:

@@ -125,6 +125,7 @@ class Snapshot:
     #: tuples (HPS bytes 0.0 on LPS), in the order a stable sort of ``running`` by expected end gives.  A
     #: runtime that keeps them as jobs start and end (the batch kernel) hands them over so that a policy
     #: reads the next releases without sorting every running job at every decision; None: the policies sort.
+    #: The amounts are never negative (a release frees): the policies' profiles rely on it (Profile.rising).
     releases: Any = None
 
     @classmethod
