@@ -390,8 +390,10 @@ class StorageState:
         jobs' paced I/O, so with ``bandwidth_cap`` on), and ``queued``, the seconds of booked transfers
         the link has not served at ``now`` (the grants waiting for it). The load controller samples
         them: its byte and operation rates come from them where a volume has no block device to
-        read (tmpfs, overlay), its ``queued`` always."""
-        return {link: {"bytes": b.booked, "bookings": b.bookings, "queued": b.backlog(now)}
+        read (tmpfs, overlay), its ``queued`` always; ``streams``, the jobs transferring on the link at
+        ``now`` (the ``k`` of its interference law), a tier probe's."""
+        return {link: {"bytes": b.booked, "bookings": b.bookings, "queued": b.backlog(now),
+                       "streams": b.active(now)}
                 for link, b in self.buckets.items()}
 
     # -- load-controller hooks (record only) ---------------------------------------------------
