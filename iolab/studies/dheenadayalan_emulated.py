@@ -4,7 +4,8 @@ The six DS1 jobs the study draws (:func:`.dheenadayalan.datasets`, 2 CPU-bound a
 a real batch spec: one ``mpiexec`` Jacobi job each on the study's platform (12 one-slot nodes, LPS
 100 MB/s), every time scaled by ``time_scale`` (wall seconds per spec second) and every size by
 ``bytes_scale`` (real bytes per spec byte), the load controller's benchmark write fsync'd to the real
-disk and its suspensions real SIGSTOP/SIGCONT of a job's process tree (docs/controller.md).  It runs
+disk plus the paced tier's share of it (the tier probe) and its suspensions real SIGSTOP/SIGCONT of a
+job's process tree (docs/controller.md).  It runs
 under FCFS without and with the controller, one run after the other in the study's driver process
 (they share the machine's cores), after the simulated campaign; EASY is not run: all six jobs start at
 once on 12 nodes, so EASY gives FCFS's schedule (the simulated DS1 rows show the equality).
