@@ -84,6 +84,7 @@ def booking_time(now: float, asked: float | None) -> float:
         return now
     return min(now, max(float(asked), now - MAX_BACKDATE))
 
+
 __all__ = ["HPS", "LINKS", "LPS", "STAGE", "TIERS", "Allocation", "NameRefused", "QuotaExceeded", "StorageState",
            "check_job_name", "copy_paced", "disk_usage"]
 

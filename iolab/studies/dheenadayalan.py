@@ -55,8 +55,8 @@ from .common import write_csv
 from .dheenadayalan_emulated import VOLUME_LAW, EmulatedDS1, run_emulated
 from .engine import Engine, rows_of, run_as_campaign
 
-__all__ = ["FITTED", "PAPER", "QUICK", "DheenadayalanSize", "campaign_runs", "campaign_summary", "campaign_task", "datasets",
-           "params_of", "run_one", "run_study", "size_of"]
+__all__ = ["FITTED", "PAPER", "QUICK", "DheenadayalanSize", "campaign_runs", "campaign_summary", "campaign_task",
+           "datasets", "params_of", "run_one", "run_study", "size_of"]
 
 RUN_VERSION = 2  # bump when a run's meaning changes (new run ids); 2: the volume's law is VOLUME_LAW
 DATASETS = ("DS1", "DS2", "DS3")
