@@ -163,38 +163,46 @@ def write_rank_file(
     fill: np.ndarray,
     fsync: bool = True,
     quota: Any = None,
+    carried: bool = True,
 ) -> int:
     """Write one rank's file of ``nbytes`` bytes (at least its block) atomically; return its size.
 
     ``throttle(n)`` is called before every write of ``n`` bytes, and ``throttle(0)`` once the file is
-    in place (a paced writer waits there for the link to carry its last bytes); ``fill`` is
-    one chunk of filler bytes (its size is the chunk size).  ``quota``: see
-    the module's doc (reserve the file's bytes first, settle them after).
+    in place (a paced writer waits there for the link to carry its last bytes; ``carried=False``
+    leaves that wait to the caller, who may have more to do while the link carries them); ``fill``
+    is one chunk of filler bytes (its size is the chunk size).  The first call books the file's
+    header, block and first filler chunk together, before anything else: a paced link carries them
+    while the folder is made, the quota answers and the HDF5 file is laid out, instead of idling.
+    ``quota``: see the module's doc (reserve the file's bytes before writing any, settle them after).
     The file is 0600, its new folders 0700.
     """
     block = np.ascontiguousarray(block)
     overhead = metadata_overhead(block.shape, attrs)
     filler = max(0, nbytes - overhead - block.nbytes)
     chunk = fill.size
+    first = min(chunk, filler)  # filler bytes booked with the header
+    throttle(overhead + block.nbytes + first)
     _private_dir(path.parent)
     tmp = _temporary(path)
     if quota is not None:  # before any byte: a refusal leaves nothing on disk
         quota.reserve(str(path), overhead + block.nbytes + filler, [str(path), str(tmp)])
     try:
-        throttle(overhead + block.nbytes)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         os.close(fd)
         with load_h5py().File(tmp, "w", libver="latest", locking=False) as f:
             data = _layout(f, block, attrs, filler)
-            for offset in range(0, filler, chunk):
+            if first:
+                data[:first] = fill[:first]
+            for offset in range(first, filler, chunk):
                 n = min(chunk, filler - offset)
                 throttle(n)
                 data[offset : offset + n] = fill[:n]
         if fsync:
             _fsync_file(tmp)
         os.replace(tmp, path)
-        throttle(0)  # the file ends once the link has carried its last bytes (a paced writer's booking)
+        if carried:
+            throttle(0)  # the file ends once the link has carried its last bytes (a paced writer's booking)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

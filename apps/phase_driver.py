@@ -183,7 +183,7 @@ class PhaseDriver:
             checkpoint.write_rank_file(
                 checkpoint.rank_file(ckpt_dir, self.rank), self.solver.interior, attrs,
                 checkpoint.share(nbytes, self.size, self.rank), throttle, self.fill, cfg.fsync,
-                quota=self.coord if hasattr(self.coord, "reserve") else None)
+                quota=self.coord if hasattr(self.coord, "reserve") else None, carried=False)
             self.watch.barrier()  # every rank file is in place
             if self.rank == 0:
                 manifest = checkpoint.make_manifest(
@@ -196,6 +196,10 @@ class PhaseDriver:
                 self.manifest = manifest
                 nbytes = manifest["total_bytes"]
                 self.bytes_written += nbytes
+            # the phase ends once the link has carried every rank's last bytes: the manifest and the
+            # pruning above overlap the link's last booked interval instead of following it
+            throttle(0)
+            self.watch.barrier()
         else:
             path = Path(info["files"][self.rank]["path"])
             checkpoint.read_rank_file(path, checkpoint.share(nbytes, self.size, self.rank), throttle,

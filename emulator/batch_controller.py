@@ -31,12 +31,24 @@ from iolab.middleware.policies.controller.response_model import predictor_args
 from iolab.middleware.controller_actor import LoadControllerActor
 from iolab.middleware.policies.batch.kernel import RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import SUSPEND, ControllerParams
+from iolab.middleware.policies.interference import tier_laws
 from iolab.middleware.volume_probe import open_files
 
 from .suspension import Suspender
 
 __all__ = ["ControllerDriver"]
 
+
+
+def tier_probes(spec) -> dict:
+    """volume -> (spec bytes/s, law) of each watched volume whose probe is its paced tier
+    (``controller.model.probe: tier``): the unit's ``probe_rate``, else the tier's rate."""
+    c = spec.controller
+    m = c.model
+    if m is None or m.probe != "tier":
+        return {}
+    laws = tier_laws(spec)
+    return {v: (m.probe_rate or getattr(spec.platform, v).rate, laws[v]) for v in c.volumes}
 
 
 class ControllerDriver:
@@ -52,7 +64,7 @@ class ControllerDriver:
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
             ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace), bytes_scale=s.bytes_scale,
-            prediction=predictor_args(c, run.spec.seed))
+            prediction=predictor_args(c, run.spec.seed), tiers=tier_probes(run.spec))
         self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume, lever=run.launcher.lever)
         self.next = 0.0
         self.dead = ""

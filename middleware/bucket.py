@@ -22,6 +22,14 @@ from its first booking until ``grace`` seconds after the end of its last one (a 
 its next chunk before its previous one has been carried, so a writer in a phase always has
 bytes booked ahead; ``grace`` covers a writer slow to book again).  Without a law, or without
 stream names, the rate is the plain ``rate``.
+
+**Lead** (``book(..., lead=L)``): a stream *alone* on the link (no other stream transferring) may
+move its bytes up to ``L`` seconds before their interval starts: the answer's first time is then
+``start - L``.  A lone writer's own costs (a pause for the CPU, a file's rename, a checkpoint's
+manifest at a phase's end) then overlap bytes the link still carries instead of idling it; the
+phase still ends no earlier than its bytes at the rate (the writer waits for its last interval's
+end).  With other streams there is no lead: their bookings fill a writer's pauses, and a lead
+would make a stream that joins wait behind bookings made ahead.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ class TokenBucket:
         self.next_free = -math.inf  # when the link is free of every booking
         self.booked = 0  # bytes booked so far
         self.bookings = 0  # acquires of more than 0 bytes so far (the link's operations)
-        self.streams: dict[object, float] = {}  # stream -> end of its last booking (with a law)
+        self.streams: dict[object, float] = {}  # stream -> end of its last booking
 
     def acquire(self, nbytes: int, now: float, stream: object = None) -> float:
         """Book ``nbytes`` at ``now``; returns the seconds to wait before writing them."""
@@ -53,10 +61,12 @@ class TokenBucket:
         """Streams transferring at ``now`` (booked bytes not carried yet, or carried within ``grace``)."""
         return sum(end + self.grace > now for end in self.streams.values())
 
-    def book(self, nbytes: int, now: float, stream: object = None) -> tuple[float, float]:
+    def book(self, nbytes: int, now: float, stream: object = None, lead: float = 0.0) -> tuple[float, float]:
         """Book ``nbytes`` of ``stream`` at ``now``: the interval ``(start, end)`` in which the link
         carries them (``(now, now)`` unpaced or for 0 bytes).  A writer that moves its bytes inside it,
-        and books more only after ``end``, is never faster than the rate (times ``f(k)`` with a law)."""
+        and books more only after ``end``, is never faster than the rate (times ``f(k)`` with a law).
+        ``lead``: for a named stream alone on the link the answer is ``(start - lead, end)`` (the
+        module's doc)."""
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         self.booked += nbytes
@@ -65,16 +75,19 @@ class TokenBucket:
             return now, now
         start = max(now, self.next_free)
         rate = self.rate
-        if self.law is not None and stream is not None:
+        k = 0
+        if stream is not None:
             streams = self.streams
             for key in [key for key, end in streams.items() if end + self.grace <= now and key != stream]:
                 del streams[key]  # ended: no longer transferring
             streams.setdefault(stream, now)
-            rate *= self.law.factor(len(streams))
+            k = len(streams)
+            if self.law is not None:
+                rate *= self.law.factor(k)
         self.next_free = start + nbytes / rate
-        if self.law is not None and stream is not None:
+        if stream is not None:
             self.streams[stream] = self.next_free
-        return start, self.next_free
+        return (start - lead if k == 1 else start), self.next_free
 
     def backlog(self, now: float) -> float:
         """Seconds of booked bytes the link has not served yet at ``now`` (0 when idle or unpaced)."""

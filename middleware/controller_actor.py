@@ -37,6 +37,14 @@ from .volume_probe import benchmark_write, device_of, diskstats
 __all__ = ["LoadControllerActor"]
 
 
+def tier_response(tier: tuple[float, Any], p: float, k: int) -> float:
+    """Spec seconds the benchmark unit of ``p`` spec bytes takes on a paced tier of ``tier = (rate, law)``
+    carrying ``k`` jobs: one more stream, ``p (k + 1) / (rate f(k + 1))`` (the simulator's
+    ``VolumeModel.response`` without its ``r0``, which the real write measures)."""
+    rate, law = tier
+    return p * (k + 1) / (rate * law.factor(k + 1))
+
+
 class _ControllerActor:
     def __init__(self, config: dict):
         self.params = ControllerParams(**config["params"])  # spec seconds and spec bytes
@@ -49,6 +57,8 @@ class _ControllerActor:
                                                         self.params.t, self.params.d)
         self.bytes_scale = float(config.get("bytes_scale", 1.0))
         self.predictor = ResponsePredictor.from_args(config.get("prediction") or {})
+        # volume -> (spec bytes/s, interference law) of its paced tier, for a tier probe (see _sample_loop)
+        self.tiers: dict[str, tuple[float, Any]] = dict(config.get("tiers") or {})
         self.lock = threading.Lock()
         # wall, volume, response (spec s), writers, bytes rate (spec B/s), in flight, score, fed to the window,
         # operations rate (per spec s), queued (spec s)
@@ -81,6 +91,8 @@ class _ControllerActor:
                 dev = self.devices[v]
                 st = diskstats(dev) if dev else None
                 mgr = self._manager_counters(v)
+                if v in self.tiers:  # a tier probe: the emulated volume's response on the link's state now
+                    r += tier_response(self.tiers[v], self.params.p, int(mgr["streams"]) if mgr else 0)
                 # bytes and operations written: the block device's sectors and writes completed, else the
                 # storage manager's booked bytes and bookings (tmpfs); the link's queued seconds: the manager's
                 moved, ops = ((st["sectors_written"] * 512, st["writes"]) if st else
@@ -170,12 +182,15 @@ class LoadControllerActor(ActorHandle):
     def create(cls, params: ControllerParams, volumes: dict[str, str], *, time_scale: float, unit_bytes: int,
                name: str, namespace: str, forecast: str = "last", ar_order: int = 3,
                manager: tuple[str, str] | None = None, bytes_scale: float = 1.0,
-               prediction: dict | None = None) -> "LoadControllerActor":
-        """``prediction``: :func:`iolab.middleware.policies.controller.response_model.predictor_args` of the spec."""
+               prediction: dict | None = None, tiers: dict | None = None) -> "LoadControllerActor":
+        """``prediction``: :func:`iolab.middleware.policies.controller.response_model.predictor_args` of the
+        spec; ``tiers``: volume -> (spec bytes/s, interference law) of the volumes whose probe is the tier's
+        (``controller.model.probe: tier``; needs ``manager``)."""
         config = {"params": {k: getattr(params, k) for k in params.__dataclass_fields__}, "volumes": volumes,
                   "time_scale": time_scale, "unit_bytes": int(unit_bytes), "forecast": forecast,
                   "ar_order": int(ar_order), "manager": list(manager) if manager else None,
-                  "bytes_scale": float(bytes_scale), "prediction": dict(prediction or {})}
+                  "bytes_scale": float(bytes_scale), "prediction": dict(prediction or {}),
+                  "tiers": dict(tiers or {})}
         return cls._spawn(_ControllerActor, config, name, namespace)
 
     def cycle(self, now: float, usages: list, timeout: float = 30.0) -> dict[str, Any]:

@@ -68,6 +68,22 @@ TIERS = (LPS, HPS)
 LINKS = (LPS, HPS, STAGE)
 POOL = "hps"  # disk id of the single-pool HPS
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z")
+# A job alone on its tier may write up to LOOKAHEAD wall seconds ahead of the link (TokenBucket's lead:
+# its own costs between chunks and at a phase's end overlap the bytes the link carries); a job stops
+# counting in its tier's law STREAM_GRACE after its last bytes were carried
+LOOKAHEAD = 0.05
+STREAM_GRACE = 0.05
+MAX_BACKDATE = 0.5  # seconds a booking may count from before its call reached the storage manager
+
+
+def booking_time(now: float, asked: float | None) -> float:
+    """When a writer's booking counts from: ``asked``, the instant the writer asked (its clock), not
+    ``now``, when the call reached the manager, so the call's latency does not idle the link; at most
+    ``MAX_BACKDATE`` before ``now`` (clocks of two hosts, a call stuck in a queue), never after it."""
+    if asked is None:
+        return now
+    return min(now, max(float(asked), now - MAX_BACKDATE))
+
 
 __all__ = ["HPS", "LINKS", "LPS", "STAGE", "TIERS", "Allocation", "NameRefused", "QuotaExceeded", "StorageState",
            "check_job_name", "copy_paced", "disk_usage"]
@@ -156,7 +172,7 @@ class StorageState:
         unknown = set(laws) - set(LINKS)
         if unknown:
             raise ValueError(f"laws for unknown links {sorted(unknown)}; known: {', '.join(LINKS)}")
-        self.buckets = {link: TokenBucket(rates.get(link), laws.get(link)) for link in LINKS}
+        self.buckets = {link: TokenBucket(rates.get(link), laws.get(link), STREAM_GRACE) for link in LINKS}
         self.used = 0
         self.live: dict[str, Allocation] = {}
         self.waiting: OrderedDict[str, tuple] = OrderedDict()  # job -> (bytes, parts or None), FIFO
@@ -362,20 +378,23 @@ class StorageState:
         """Book ``nbytes`` on ``link``; seconds to wait before moving them."""
         return self.book(link, nbytes, now, stream)[1] - now
 
-    def book(self, link: str, nbytes: int, now: float, stream: str | None = None) -> tuple[float, float]:
+    def book(self, link: str, nbytes: int, now: float, stream: str | None = None,
+             lead: float = 0.0) -> tuple[float, float]:
         """Book ``nbytes`` of ``stream`` (a job) on ``link``: the interval that carries them
-        (:meth:`TokenBucket.book`)."""
+        (:meth:`TokenBucket.book`; a job alone on its link may move them ``lead`` seconds early)."""
         if link not in self.buckets:
             raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
-        return self.buckets[link].book(int(nbytes), now, stream)
+        return self.buckets[link].book(int(nbytes), now, stream, lead)
 
     def counters(self, now: float) -> dict[str, dict]:
         """Per link: ``bytes`` and ``bookings`` (operations) booked since the start (real bytes; the
         jobs' paced I/O, so with ``bandwidth_cap`` on), and ``queued``, the seconds of booked transfers
         the link has not served at ``now`` (the grants waiting for it). The load controller samples
         them: its byte and operation rates come from them where a volume has no block device to
-        read (tmpfs, overlay), its ``queued`` always."""
-        return {link: {"bytes": b.booked, "bookings": b.bookings, "queued": b.backlog(now)}
+        read (tmpfs, overlay), its ``queued`` always; ``streams``, the jobs transferring on the link at
+        ``now`` (the ``k`` of its interference law), a tier probe's."""
+        return {link: {"bytes": b.booked, "bookings": b.bookings, "queued": b.backlog(now),
+                       "streams": b.active(now)}
                 for link, b in self.buckets.items()}
 
     # -- load-controller hooks (record only) ---------------------------------------------------

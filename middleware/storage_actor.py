@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from .actor_handle import ActorHandle, call
-from .storage import HPS, LPS, STAGE, TIERS, StorageState, check_job_name, copy_paced
+from .storage import HPS, LOOKAHEAD, LPS, STAGE, TIERS, StorageState, booking_time, check_job_name, copy_paced
 
 SAMPLE_EVERY = 0.5  # seconds between two measures of the HPS directories
 
@@ -119,11 +119,14 @@ class _StorageActor:
         return rec
 
     # -- the jobs' side ------------------------------------------------------------------------------
-    async def book(self, link: str, nbytes: int, stream: str | None = None) -> tuple[float, float]:
+    async def book(self, link: str, nbytes: int, stream: str | None = None,
+                   at: float | None = None) -> tuple[float, float]:
         """Book ``nbytes`` of ``stream`` (a job) on ``link``: the interval of wall times that carries them
-        (as the arbiter's)."""
+        (as the arbiter's; a job alone on its tier may move them up to ``LOOKAHEAD`` early).  ``at``:
+        when the writer asked (its wall clock): the booking counts from then (:func:`booking_time`)."""
+        now = booking_time(time.time(), at)
         with self.lock:
-            return self.state.book(link, nbytes, time.time(), stream)
+            return self.state.book(link, nbytes, now, stream, LOOKAHEAD)
 
     async def reserve(self, job: str, key: str, nbytes: int, paths: list[str]) -> int:
         with self.lock:

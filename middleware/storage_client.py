@@ -69,8 +69,9 @@ class StorageCoordinator(ActorProxy):
     def throttle(self, nbytes: int) -> None:
         if not self.capped:
             return
-        # inside their booked interval: the actor's clock (same host, or NTP under Slurm)
-        self._pace(lambda n: self.actor.book.remote(self.link, n, self.job), nbytes)  # the job is the stream
+        # inside their booked interval: the actor's clock (same host, or NTP under Slurm); the job is the
+        # stream, and the booking counts from when this rank asked
+        self._pace(lambda n: self.actor.book.remote(self.link, n, self.job, time.time()), nbytes)
 
 
 def coordinator(config: dict[str, Any], rank: int, size: int) -> StorageCoordinator:

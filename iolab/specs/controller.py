@@ -59,6 +59,12 @@ class VolumeModelSpec(StrictModel):
     probe_rate: float | None = Field(None, gt=0, allow_inf_nan=False,
                                      description="bytes/s the benchmark unit is written at alone (default: the "
                                                  "tier's rate; `iolab controller fit` measures it)")
+    probe: Literal["disk", "tier"] = Field(
+        "disk", description="what a real run's benchmark unit measures: disk (the unit written unpaced with fsync "
+                            "to the volume's directory: the real disk's response) or tier (that measured write "
+                            "plus p (k + 1) / (probe_rate f(k + 1)) spec seconds, k the jobs the tier's paced "
+                            "link carries at that instant: the response of the emulated volume, the simulator's "
+                            "model on the real link's state)")
     spread: list[float] | None = Field(None, min_length=2, max_length=1001,
                                        description="the response's tail: quantiles of measured response / model "
                                                    "response at evenly spaced probabilities 0..1 (non-decreasing, "

@@ -76,9 +76,13 @@ def test_three_writers_on_a_tier_whose_law_halves_them_get_half_the_rate(three):
     first, last = min(w[0] for w in writes), max(w[1] for w in writes)
     total = sum(w[2] for w in writes)
     aggregate = total / (last - first)  # spec bytes/s
-    # the halved total: 600 GB in ~1200 s, not the lossless 600 s (the writers start a few s apart)
-    assert aggregate == pytest.approx(0.5 * RATE, rel=0.06)
+    # the halved total: 600 GB in ~1200 s, not the lossless 600 s.  The writers start up to tens of
+    # s apart (process launch on a loaded machine), alone or in two at the law's 1 and 0.75 meanwhile:
+    # the reference is the law replayed from the measured starts (0.50-0.55 x the rate)
     ends = replay(writes, law)
+    expected = total / (max(ends.values()) - first)
+    assert 0.5 * RATE <= expected < 0.6 * RATE
+    assert aggregate == pytest.approx(expected, rel=0.03)
     for start, end, _, job in writes:
         assert end - start == pytest.approx(ends[job] - start, rel=0.05), job
     lossless = replay(writes, None)
@@ -91,7 +95,7 @@ def test_three_writers_on_a_tier_whose_law_halves_them_get_half_the_rate(three):
     assert on_disk == {j: pytest.approx(200 * GB * BS, rel=0.01) for j in on_disk}
     # and they came at half the wall rate: real bytes over the real (wall) span of the writes
     wall_rate = sum(on_disk.values()) / ((last - first) * TS)
-    assert wall_rate == pytest.approx(0.5 * RATE * BS / TS, rel=0.06)
+    assert wall_rate == pytest.approx(expected * BS / TS, rel=0.03)
 
 
 def rows_spec(law, volumes, memory=10 * GB) -> BatchExperiment:
@@ -108,26 +112,49 @@ def rows_spec(law, volumes, memory=10 * GB) -> BatchExperiment:
 
 
 def aggregate_per_k(phases):
-    """Spec bytes/s moved while exactly k writers were in their write phases, from the phase rows: each
-    checkpoint's bytes spread evenly over its row, summed over the time the count was k and some row
-    was open (a lone writer's switch from one checkpoint file to the next moves nothing)."""
-    writes = [(r["start"], r["end"], r["volume"], r["job"]) for r in phases if r["kind"] == "write"]
-    span = {}
-    for s, e, _, j in writes:
-        a, b = span.get(j, (s, e))
-        span[j] = (min(a, s), max(b, e))
-    cuts = sorted({t for w in writes for t in w[:2]})
+    """Spec bytes/s moved while exactly k writers were in their write phases, from the phase rows.
+
+    k changes only where a writer's span (its first write's start to its last write's end) begins or
+    ends.  Between two such instants each writer's rate is its bytes over its time in the rows that lie
+    wholly inside (a row that straddles a change moved its bytes at two rates; spreading them evenly
+    over it would charge the new k with the old one's rate); the aggregate is the sum of the writers'
+    rates, weighted by the length of the interval when k is the same in several.  Time between a
+    writer's rows (its switch from one checkpoint file to the next) moves nothing and is not counted.
+    The count starts once every writer has started: the writers are released together, and until the
+    last one's process is up (launches are staggered on a loaded machine) the first ones write their
+    first checkpoint, whose one-off costs (the first HDF5 file, the layout's probe) are not a k's rate."""
+    rows: dict[str, list] = {}
+    for r in phases:
+        if r["kind"] == "write":
+            rows.setdefault(r["job"], []).append((r["start"], r["end"], r["volume"]))
+    span = {j: (min(w[0] for w in ws), max(w[1] for w in ws)) for j, ws in rows.items()}
+    begin = max(s for s, _ in span.values())
+    cuts = sorted({t for s, e in span.values() for t in (s, e) if t >= begin})
     moved, length = {}, {}
     for a, b in zip(cuts, cuts[1:]):
-        k = sum(s <= a and b <= e for s, e in span.values())
-        if not any(s <= a and b <= e for s, e, _, _ in writes):
-            continue
+        active = [j for j, (s, e) in span.items() if s <= a and b <= e]
+        inside = [[w for w in rows[j] if a <= w[0] and w[1] <= b] for j in active]
+        if not active or not all(inside):
+            continue  # no writer, or too short for a whole row of every writer
+        rate = sum(sum(w[2] for w in ws) / sum(w[1] - w[0] for w in ws) for ws in inside)
+        k = len(active)
+        moved[k] = moved.get(k, 0.0) + rate * (b - a)
         length[k] = length.get(k, 0.0) + (b - a)
-        for s, e, v, _ in writes:
-            overlap = min(b, e) - max(a, s)
-            if overlap > 0:
-                moved[k] = moved.get(k, 0.0) + v * overlap / (e - s)
-    return {k: moved.get(k, 0.0) / length[k] for k in length if k}
+    return {k: moved[k] / length[k] for k in length}
+
+
+def test_the_measure_per_k_charges_each_k_its_own_rate():
+    # two writers: b joins at 10 and leaves at 30; a writes at 1 alone, 0.5 with b (the law's f(2) = 1);
+    # a's row from 5 to 15 straddles b's arrival (5 bytes at 1, then 2.5 at 0.5), so it is not counted
+    rows = [{"kind": "write", "job": "a", "start": s, "end": e, "volume": v}
+            for s, e, v in [(0, 5, 5), (5, 15, 7.5), (15, 25, 5), (25, 30, 2.5), (30, 40, 10)]]
+    rows += [{"kind": "write", "job": "b", "start": s, "end": e, "volume": v}
+             for s, e, v in [(10, 20, 5), (20, 30, 5)]]
+    rows.append({"kind": "compute", "job": "a", "start": 40, "end": 50, "volume": 0})
+    assert aggregate_per_k(rows) == {1: pytest.approx(1.0), 2: pytest.approx(1.0)}
+    # before b's first write, a was alone at a tenth of the rate: not counted (the writers' start)
+    rows[0]["volume"] = 0.5
+    assert aggregate_per_k(rows) == {1: pytest.approx(1.0), 2: pytest.approx(1.0)}
 
 
 @pytest.mark.parametrize("law", [{"gamma": 0.25, "knee": 1}, {"table": {2: 0.9, 3: 0.75, 4: 0.6}}],
@@ -144,8 +171,7 @@ def test_k_writers_get_rate_times_f_of_k(law, tmp_path):
     f = law_of(s.platform.lps.interference)
     print({k: round(measured[k] / RATE, 4) for k in sorted(measured)}, {k: round(f.factor(k), 4) for k in sorted(measured)})
     assert sorted(measured) == [1, 2, 3, 4]
-    for k in (2, 3, 4):
+    # every k, one writer alone included: its own costs between checkpoints (the file's layout, its
+    # rename, the manifest) overlap the bytes the link carries (79-87 % of the rate when they did not)
+    for k in (1, 2, 3, 4):
         assert measured[k] == pytest.approx(RATE * f.factor(k), rel=0.05), (k, measured)
-    # one writer alone: never above the rate; below it by its own costs (a new file every 10 GB, a Ray
-    # call per 128 KiB booking on a loaded machine), which other writers hide when there are some
-    assert 0.75 * RATE < measured[1] <= 1.02 * RATE, measured

@@ -78,3 +78,32 @@ def test_the_arbiter_paces_shared_apps_under_the_platforms_law():
     plain.start(0.0)
     plain.gates(0.0)
     assert plain.book("A", 1000, 0.0) == pytest.approx((0.0, 0.001))
+
+
+@pytest.mark.parametrize("law", [None, InterferenceLaw.table({2: 0.5})], ids=["plain", "law"])
+def test_a_stream_alone_may_move_its_bytes_a_lead_early_and_never_with_others(law):
+    lead = 0.05
+    b = TokenBucket(1e6, law, grace=0.01)
+    assert b.book(1000, 0.0, "a", lead) == pytest.approx((-0.05, 0.001))  # alone: the interval is [0, 0.001]
+    assert b.book(1000, 0.0, "a", lead) == pytest.approx((0.001 - 0.05, 0.002))  # still alone, after its own
+    start, end = b.book(1000, 0.0, "b", lead)  # a second stream: no lead for it
+    assert start == pytest.approx(0.002) and end - start == pytest.approx(0.001 / (law.factor(2) if law else 1))
+    start, _ = b.book(1000, 0.001, "a", lead)  # nor for a, while b transfers
+    assert start == pytest.approx(end)
+    # the lead moves no interval: the link's bookings follow one another at the rate (times f(k))
+    plain = TokenBucket(1e6, law, grace=0.01)
+    for now, who in [(0.0, "a"), (0.0, "a"), (0.0, "b"), (0.001, "a")]:
+        plain.book(1000, now, who)
+    assert plain.next_free == pytest.approx(b.next_free)
+    # once b is done (past its grace), a is alone again
+    assert b.book(1000, 1.0, "a", lead)[0] == pytest.approx(1.0 - lead)
+    assert b.book(1000, 1.0, None, lead)[0] == pytest.approx(1.001)  # an unnamed booking never leads
+
+
+def test_a_booking_counts_from_when_the_writer_asked_within_a_bound():
+    from iolab.middleware.storage import MAX_BACKDATE, booking_time
+
+    assert booking_time(10.0, None) == 10.0
+    assert booking_time(10.0, 9.997) == 9.997  # the call took 3 ms to arrive: the link counts from the ask
+    assert booking_time(10.0, 10.2) == 10.0  # a clock ahead: never later than now
+    assert booking_time(10.0, 3.0) == 10.0 - MAX_BACKDATE  # a call stuck long: at most MAX_BACKDATE back

@@ -242,5 +242,5 @@ def test_counters_give_each_links_bytes_operations_and_queue(tmp_path):
     s.acquire("lps", 300, now=0.0)
     s.acquire("lps", 700, now=0.0)
     c = s.counters(now=0.4)
-    assert c["lps"] == {"bytes": 1000, "bookings": 2, "queued": pytest.approx(0.6)}
+    assert c["lps"] == {"bytes": 1000, "bookings": 2, "queued": pytest.approx(0.6), "streams": 0}  # unnamed
     assert c["hps"]["bookings"] == 0 and c["hps"]["queued"] == 0.0

@@ -69,3 +69,40 @@ def test_the_model_report_measures_the_forest_and_the_forecast_on_kept_samples()
     assert model_report([])["regression"]["error"].startswith("no real run")
     short = simulate_batch(spec_for(datasets(size)["DS1"][:1], "fcfs", True, size.seed))  # one job: few samples
     assert all("error" in r or r["n"] > 0 for r in model_report([("one", short)])["forecast"])
+
+
+def _hms(text: str) -> int:
+    h, m, s = map(int, text.split(":"))
+    return h * 3600 + m * 60 + s
+
+
+def test_the_fitted_constants_give_the_papers_no_controller_fcfs_totals_of_ds2_and_ds3():
+    from iolab.studies.dheenadayalan import FITTED, PAPER, run_one
+
+    for ds in ("DS2", "DS3"):
+        row = run_one(ds, "fcfs", False, FITTED)["rows"][0]
+        paper = PAPER[ds]["fcfs"]
+        assert row["total_completion"] == pytest.approx(_hms(paper[0]), rel=0.05), ds
+        assert row["total_flow"] == pytest.approx(_hms(paper[2]), rel=0.05), ds
+    # the default draw is not the paper's workload (DS2's completion 22 % short): the fit is what matches
+    row = run_one("DS2", "fcfs", False, DheenadayalanSize())["rows"][0]
+    assert row["total_completion"] < 0.9 * _hms(PAPER["DS2"]["fcfs"][0])
+
+
+def test_the_fitted_constants_scale_the_same_draw_and_pick_ds3_apart():
+    from dataclasses import replace
+
+    from iolab.studies.dheenadayalan import size_of
+
+    base, fitted = datasets(DheenadayalanSize()), datasets(replace(DheenadayalanSize(), service_scale=1.29))
+    for a, b in zip(base["DS2"], fitted["DS2"]):
+        assert b["submit"] == a["submit"] and b["runtime"] == pytest.approx(1.29 * a["runtime"], abs=2e-3)
+    own = datasets(replace(DheenadayalanSize(), ds3_seed=205))
+    assert own["DS2"] == base["DS2"]  # DS3's generator leaves DS2 alone
+    ids2 = {j["id"] for j in own["DS2"]}
+    assert len(own["DS3"]) == 21 and {j["id"] for j in own["DS3"]} <= ids2 and own["DS3"][0]["submit"] == 0
+    dense = datasets(replace(DheenadayalanSize(), ds3_seed=205, ds3_arrival_scale=0.5))["DS3"]
+    assert [j["submit"] for j in dense] == pytest.approx([0.5 * j["submit"] for j in own["DS3"]], abs=1e-3)
+    for bad in ({"service_scale": 0}, {"ds3_arrival_scale": -1}, {"ds3_seed": 1.5}, {"service_scale": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            size_of(bad)

@@ -55,7 +55,7 @@ def test_the_batch_spec_places_on_both_disks_splits_and_falls_back():
     assert t.jobs["end"].max() * spec.emulator.time_scale < 600  # under 10 minutes of wall time for real
 
 
-@pytest.mark.parametrize("name", ["multi-node-io.yaml", "batch-sas-disks.yaml"])
+@pytest.mark.parametrize("name", ["multi-node-io.yaml", "batch-sas-disks.yaml", "controller-interference.yaml"])
 def test_the_emulator_accepts_the_validation_specs(name, tmp_path):
     spec = load_spec(HERE / name)
     if spec.kind == "batch":
@@ -67,3 +67,21 @@ def test_the_emulator_accepts_the_validation_specs(name, tmp_path):
         from iolab.emulator.checks import check_runnable
 
         check_runnable(spec, tmp_path)
+
+
+def test_the_controller_spec_loads_its_volume_and_the_controller_acts_in_the_simulation():
+    from iolab.middleware.policies.interference import tier_laws
+    from iolab.sim.batch.controller import VolumeModel
+
+    spec = load_spec(HERE / "controller-interference.yaml")
+    c = spec.controller
+    assert c.model.probe == "tier" and c.volumes == ["lps"]
+    law = tier_laws(spec)["lps"]
+    unit = VolumeModel(spec.platform.lps.rate, law=law)
+    # the header: the unit answers 10 s alone, 30 s beside one writer, 60 s beside two; the threshold between
+    assert [round(unit.response(k, c.p)) for k in (0, 1, 2)] == [10, 30, 60]
+    assert unit.response(1, c.p) < c.r_threshold <= unit.response(2, c.p)
+    t = simulate_batch(spec, strict=True)
+    suspended = {r["job"] for r in t.actions.rows()}
+    assert suspended and suspended <= {"b", "c"}  # never the oldest I/O job (a) nor the CPU-only one (d)
+    assert t.jobs["end"].max() * spec.emulator.time_scale < 90  # about a minute of wall time for real
