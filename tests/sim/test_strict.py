@@ -47,7 +47,7 @@ def test_an_arbiter_that_grants_twice_stops_the_run_naming_node_time_and_apps(en
     tests/sim/test_event_loops.py) and the fixed-step engine."""
     sc = two_writers()
     eng = EventEngine(sc, "fifo", strict=True) if engine == "event" else SteppedEngine(sc, "fifo", 0.5, strict=True)
-    eng.arbiters = [GrantsTwice(eng.policy, 0)]
+    eng.kernel.arbiters[0] = GrantsTwice(eng.policy, 0)
     with pytest.raises(InvariantViolation) as err:
         eng._run_general() if engine == "event" else eng.run()
     v = err.value
@@ -59,7 +59,7 @@ def test_an_arbiter_that_grants_twice_stops_the_run_naming_node_time_and_apps(en
 def test_not_strict_does_not_check():
     sc = two_writers()
     eng = EventEngine(sc, "fifo", strict=False)
-    eng.arbiters = [GrantsTwice(eng.policy, 0)]
+    eng.kernel.arbiters[0] = GrantsTwice(eng.policy, 0)
     rec = eng._run_general()  # the broken decisions go through unnoticed
     assert rec.end[0] == rec.end[1]
 
