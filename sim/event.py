@@ -61,45 +61,42 @@ class EventEngine:
             self._push(due(r), _START, r)
 
     # -- transitions ------------------------------------------------------
-    def _after(self, rank: int, t: float, started: bool = False) -> None:
+    def _after(self, rank: int, t: float, started: bool = False, wait: bool = True) -> None:
         """The app's phase ended (or, ``started``, the app started) at t: begin its next phase
-        after the platform's gap, exit or launch delay (at once without one)."""
-        if self.delayed:
+        after the platform's gap, exit or launch delay (at once without one; ``wait=False``: at
+        once, the delay is over).  What begins is the kernel's to say."""
+        if wait and self.delayed:
             d = self.kernel.delay(rank, started)
             if d > 0:
                 self._push(t + d, _NEXT, rank)
                 return
-        self._advance(rank, t)
-
-    def _advance(self, rank: int, t: float) -> None:
-        """Begin the app's next phase at time t (the kernel says what it is)."""
         what, x = self.kernel.advance(rank, t)
         if what == COMPUTE_PHASE:
             amount = self.sc.apps[rank].amounts[x]
             factors = self.factors[rank]
-            self._push(t + (amount * factors[x] if factors else amount), _COMPUTE_END, rank)
+            heapq.heappush(self._heap, (t + (amount * factors[x] if factors else amount), next(self._seq),
+                                        _COMPUTE_END, rank))
         elif what == DELAY:
             self._push(t + x, _NEXT, rank)
         elif what == ENDED and x:
             self._start_when_due(x)
         # IO_WAIT: the request waits on its I/O node, which dispatches at the end of the instant
 
-    def _finish_io(self, rank: int, t: float) -> None:
-        self.kernel.io_done(rank, t)
-        self._after(rank, t)
-
-    def _dispatch(self, node: int, granted: list, t: float) -> None:
-        """Time the transfers the kernel granted on ``node`` at t."""
+    def _dispatch(self, node: int, t: float) -> None:
+        """The kernel's grants on ``node`` at t, and their transfers timed."""
+        granted = self.kernel.dispatch(node, t)
         link = self.links[node]
-        for req in granted:
-            factors = self.factors[req.rank]
-            f = factors[req.phase] if factors else 1.0
-            if self.exclusive:
-                self._push(t + self.fixed + req.io_time * f, _IO_END, req.rank)
-            elif self.fixed > 0:  # its bytes join the link after the fixed cost
-                self._push(t + self.fixed, _JOIN, (node, req.rank, req.volume * f))
-            else:
-                link.add(req.rank, req.volume * f, t)
+        if granted:
+            exclusive, fixed, factors_of = self.exclusive, self.fixed, self.factors
+            for req in granted:
+                factors = factors_of[req.rank]
+                f = factors[req.phase] if factors else 1.0
+                if exclusive:
+                    self._push(t + fixed + req.io_time * f, _IO_END, req.rank)
+                elif fixed > 0:  # its bytes join the link after the fixed cost
+                    self._push(t + fixed, _JOIN, (node, req.rank, req.volume * f))
+                else:
+                    link.add(req.rank, req.volume * f, t)
         if not self.exclusive and (granted or self._changed_link[node]):
             nxt = link.next_completion()
             if nxt < math.inf:
@@ -121,7 +118,7 @@ class EventEngine:
         pop = heapq.heappop
         events = 0
         t = 0.0
-        self._changed_link = [False] * sc.io_nodes
+        self._changed_link = changed = [False] * sc.io_nodes
         while heap:
             t = heap[0][0]
             while heap and heap[0][0] == t:
@@ -131,16 +128,17 @@ class EventEngine:
                     k.compute_done(arg, t)
                     self._after(arg, t)
                 elif ev == _IO_END:
-                    self._finish_io(arg, t)
+                    k.io_done(arg, t)
+                    self._after(arg, t)
                 elif ev == _START:
                     k.begin(arg, t)
                     self._after(arg, t, started=True)
                 elif ev == _NEXT:
-                    self._advance(arg, t)
+                    self._after(arg, t, wait=False)
                 elif ev == _JOIN:  # a shared transfer's fixed cost is over: its bytes join the link
                     node, rank, amount = arg
                     self.links[node].add(rank, amount, t)
-                    self._changed_link[node] = True
+                    changed[node] = True
                     touched.add(node)
                 else:  # _SHARED completion check
                     node, version = arg
@@ -148,12 +146,21 @@ class EventEngine:
                     if version != link.version:
                         continue
                     for rank in link.pop_finished(t):
-                        self._finish_io(rank, t)
-                    self._changed_link[node] = True
+                        k.io_done(rank, t)
+                        self._after(rank, t)
+                    changed[node] = True
                     touched.add(node)
-            for node, granted in k.dispatch_touched(t):
-                self._dispatch(node, granted, t)
-                self._changed_link[node] = False
+            if touched:  # every I/O node touched at t dispatches, in node order
+                if len(touched) == 1:
+                    node = touched.pop()
+                    self._dispatch(node, t)
+                    changed[node] = False
+                else:
+                    nodes = sorted(touched)
+                    touched.clear()
+                    for node in nodes:
+                        self._dispatch(node, t)
+                        changed[node] = False
         k.close(t)
         self.rec.events = events
         return self.rec
@@ -161,8 +168,8 @@ class EventEngine:
     def _run_exclusive(self) -> Recorder:
         """The loop for list policies (one transfer at a time per I/O node).
 
-        The same transitions as :meth:`_run_general` with :meth:`_advance`, :meth:`_finish_io`
-        and :meth:`_dispatch`, in the same order and with the same float operations (so the
+        The same transitions as :meth:`_run_general` with the kernel's methods (``advance``,
+        ``io_done``, ``dispatch``), :meth:`_after` and :meth:`_dispatch`, in the same order and with the same float operations (so the
         same times, bit for bit; ``tests/sim/test_event_loops.py`` runs both on random
         specs), written out in one function: a call per transition was most of the
         simulator's time (docs/performance.md, "The I/O simulator's loop").
@@ -215,7 +222,7 @@ class EventEngine:
                         rec.phase(rank, i, COMPUTE, phase_start[rank], t, 0.0)
                     if check is not None:
                         check.phase(rank, i, COMPUTE, 0.0, t)
-                elif ev == _IO_END:  # _finish_io
+                elif ev == _IO_END:  # io_done
                     i = idx[rank]
                     g = grant_time[rank]
                     if rows:
@@ -244,7 +251,7 @@ class EventEngine:
                         push(heap, (t + d, seq, _NEXT, rank))
                         seq += 1
                         i = -1  # nothing begins now
-                # _advance: begin the app's next phase at t
+                # advance: begin the app's next phase at t
                 if i >= 0:
                     while i < n:
                         amount = amounts[i]

@@ -30,7 +30,8 @@ A driver calls, at spec time ``t``::
     k.begin(rank, t)                # an app starts
     k.advance(rank, t)              # simulator: begin its next phase -> (what, value)
     k.request(rank, phase, t)       # real run: the app asks for its I/O phase ``phase``
-    k.dispatch(node, t)             # the grants its arbiter decides now
+    k.dispatch(node, t)             # the grants its arbiter decides now (nodes in ``touched``
+                                    # had news since their last dispatch)
     k.io_done(rank, t)              # simulator: the transfer ended (release and rows)
     k.release(rank, phase, t)       # real run: the transfer ended
     k.compute_done(rank, t)         # simulator: a compute phase ended
@@ -39,8 +40,8 @@ A driver calls, at spec time ``t``::
 
 Mutators only record; ``dispatch`` decides, so everything that happens at one instant
 competes.  ``record``, if given, receives the trace's rows (``phase(rank, index, kind,
-start, end, volume)`` and ``grant(rank, index, request, grant, release)``:
-``iolab.sim.recorder.Recorder``).
+start, end, volume)``, only if its ``rows`` is true, and every ``grant(rank, index, request,
+grant, release)``: ``iolab.sim.recorder.Recorder``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class IOKernel:
         self.check = (IOChecker(self.apps, packs, packed=self.packed, exclusive=self.exclusive,
                                 ordered=ordered, slack=slack) if strict_default(strict) else None)
         self.record = record
+        self._rows = record is not None and getattr(record, "rows", True)  # phase rows wanted
         self.launch, self.gap, self.exit = float(launch), float(gap), float(exit)
         n = len(self.apps)
         self.idx = [-1] * n
@@ -144,11 +146,22 @@ class IOKernel:
                 self.idx[rank] = i
                 self.phase_start[rank] = t
                 return COMPUTE_PHASE, i
-            if amounts[i] > 0:
+            if amounts[i] > 0:  # (request's _ask, written out: one call less per phase)
                 self.idx[rank] = i
-                self._ask(rank, i, t)
+                self.req_time[rank] = t
+                req = app.request(i, t, self.start[rank], self.io_recv[rank])
+                if check is not None:
+                    check.request(req, t)
+                self.asking[rank] = req
+                self.granted[rank] = False
+                if self.suspended and rank in self.suspended:
+                    self.held[rank] = req
+                else:
+                    node = app.io_node
+                    self.arbiters[node].submit(req)
+                    self.touched.add(node)
                 return IO_WAIT, i
-            if self.record is not None:
+            if self._rows:
                 self.record.phase(rank, i, kinds[i], t, t, 0.0)
             if check is not None:
                 check.phase(rank, i, kinds[i], 0.0, t)
@@ -163,7 +176,7 @@ class IOKernel:
     def compute_done(self, rank: int, t: float) -> None:
         """The app's current (compute) phase ended at ``t``."""
         i = self.idx[rank]
-        if self.record is not None:
+        if self._rows:
             self.record.phase(rank, i, COMPUTE, self.phase_start[rank], t, 0.0)
         if self.check is not None:
             self.check.phase(rank, i, COMPUTE, 0.0, t)
@@ -174,12 +187,24 @@ class IOKernel:
         i = self.idx[rank]
         volume = app.amounts[i]
         g = self.grant_time[rank]
-        if self.record is not None:
-            self.record.phase(rank, i, app.kinds[i], g, t, volume)
-            self.record.grant(rank, i, self.req_time[rank], g, t)
-        self.release(rank, i, t)
-        if self.check is not None:
-            self.check.phase(rank, i, app.kinds[i], volume, t)
+        record = self.record
+        if record is not None:
+            if self._rows:
+                record.phase(rank, i, app.kinds[i], g, t, volume)
+            record.grant(rank, i, self.req_time[rank], g, t)
+        # release's books, written out (one call less per transfer); the simulator releases
+        # only what it was granted
+        node = app.io_node
+        self.arbiters[node].release(app.id)
+        check = self.check
+        if check is not None:
+            check.release(rank, i, t)
+        self.touched.add(node)
+        self.io_recv[rank] += t - g
+        self.asking[rank] = None
+        self.granted[rank] = False
+        if check is not None:
+            check.phase(rank, i, app.kinds[i], volume, t)
 
     def recorded(self, rank: int, index: int, kind: str, volume: float, t: float) -> None:
         """A real app reported its phase ``index`` ended at ``t`` (the checker sees it)."""
@@ -222,13 +247,6 @@ class IOKernel:
         if self.check is not None:
             self.check.dispatched(node, granted, t)
         return granted
-
-    def dispatch_touched(self, t: float) -> list[tuple[int, list[IORequest]]]:
-        """Every I/O node touched since its last dispatch dispatches, in node order:
-        ``[(node, grants)]``."""
-        touched = sorted(self.touched)
-        self.touched.clear()
-        return [(node, self.dispatch(node, t)) for node in touched]
 
     def release(self, rank: int, phase: int, t: float) -> None:
         """The app's transfer of phase ``phase`` ended at ``t``: its I/O node is free."""

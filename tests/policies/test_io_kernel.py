@@ -41,8 +41,9 @@ def test_advance_walks_the_phases_and_records_the_empty_ones_at_once():
     k.compute_done(0, 1.0)
     assert k.advance(0, 1.0) == (IO_WAIT, 2)  # the empty write 1 ended at 1 on the way
     assert k.waits(0) and k.touched == {0}
-    [(node, [req])] = k.dispatch_touched(1.0)
-    assert (node, req.phase, req.volume, req.io_time, req.requested_at) == (0, 2, 2.0, 4.0, 1.0)
+    [req] = k.dispatch(0, 1.0)
+    assert (req.phase, req.volume, req.io_time, req.requested_at) == (2, 2.0, 4.0, 1.0)
+    k.touched.clear()  # the driver's: it dispatched the node
     assert k.holds_grant(0) and not k.touched
     k.io_done(0, 5.0)
     assert not k.holds_grant(0) and k.io_recv[0] == 4.0 and k.touched == {0}
