@@ -110,12 +110,15 @@ class SteppedEngine:
                 if self.state[r] == "new" and self.start_at[r] <= t + _TOL * dt:
                     kernel.begin(r, t)
                     self._after(r, t, started=True)
-            # 3. every I/O node dispatches.
-            kernel.touched.clear()
-            for node in range(sc.io_nodes):
-                for req in kernel.dispatch(node, t):
-                    self.state[req.rank] = "io"
-                    self.fixed_left[req.rank] = sc.io_fixed
+            # 3. every I/O node with news (a request, a release) dispatches; the others would
+            #    grant nothing (their waiting requests and transfers are those of their last dispatch).
+            if kernel.touched:
+                nodes = sorted(kernel.touched)
+                kernel.touched.clear()
+                for node in nodes:
+                    for req in kernel.dispatch(node, t):
+                        self.state[req.rank] = "io"
+                        self.fixed_left[req.rank] = sc.io_fixed
             if all(s == "done" for s in self.state):
                 kernel.close(t)
                 break
