@@ -1,10 +1,10 @@
 """Simulator throughput and the wall time / peak memory of the carretero study.
 
-usage:: python benchmarks/sim_throughput.py [--full] [--jobs N]
+usage:: python benchmarks/sim_throughput.py [--full] [--jobs N] [--repeat N]
 
 Prints events per second of CPU time (``time.process_time``: on a loaded machine
 the wall clock counts the other processes' turns too) of the next-event engine on a generated workload
-(each of the 9 I/O policies, best of 3) and, for the policies it knows (fifo,
+(each of the 9 I/O policies, best of ``--repeat``, 3) and, for the policies it knows (fifo,
 longest-remaining, stretch), of benchmarks/reference_carretero.py on the same
 workload and plan (the same events; every app's end is checked equal), of the
 time-stepped engine on Table 1, and, with --full, the
@@ -33,6 +33,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--full", action="store_true", help="also time the full carretero study")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per policy, the best counts (default 3)")
     args = ap.parse_args()
 
     spec = generate(1.0, 7)
@@ -43,7 +44,7 @@ def main() -> None:
     plan = [[list(pack) for pack in node] for node in sc.plan.nodes]
     for policy in POLICIES:
         best = best_ref = float("inf")
-        for _ in range(3):
+        for _ in range(args.repeat):
             t0 = time.process_time()
             rec = EventEngine(sc, policy, rows=False).run()
             best = min(best, time.process_time() - t0)
