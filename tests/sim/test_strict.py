@@ -104,12 +104,17 @@ def run_general(eng):
     return eng._run_general() if isinstance(eng, EventEngine) else eng.run()
 
 
+def violation_in(kind: str) -> InvariantViolation:
+    """What strict mode stops a run of ``engine(kind)`` with."""
+    with pytest.raises(InvariantViolation) as err:
+        run_general(engine(kind))
+    return err.value
+
+
 @pytest.mark.parametrize("kind", ["event", "step"])
 def test_a_kernel_that_forgets_a_release_in_its_arbiter_is_caught_at_the_next_dispatch(kind, monkeypatch):
     kernel_forgets_the_arbiters_release(monkeypatch)
-    with pytest.raises(InvariantViolation) as err:
-        run_general(engine(kind))
-    v = err.value
+    v = violation_in(kind)
     # A transfers 1-4 s; at 4 its node's arbiter still shows A's transfer and grants B nothing
     assert (v.rule, v.subject, v.time) == ("idle-while-waiting", "I/O node 0", 4.0)
     assert "grants nothing to B" in v.detail and "t=1" in v.detail
@@ -125,9 +130,7 @@ def test_without_strict_mode_the_forgotten_release_shows_only_later_and_elsewher
 
 def test_a_kernel_that_forgets_to_dispatch_a_released_node_is_caught_at_the_runs_end(monkeypatch):
     kernel_forgets_to_touch_a_released_node(monkeypatch)
-    with pytest.raises(InvariantViolation) as err:
-        run_general(engine("event"))
-    v = err.value
+    v = violation_in("event")
     # fifo: the node is dispatched only when a request touches it: A's at 5 hands it to B (5-8),
     # B's at 9 to A (9-12); A's release at 12 is its last event and B's last write waits forever
     assert (v.rule, v.subject, v.time) == ("unfinished", "app B", 12.0)
@@ -137,9 +140,7 @@ def test_a_kernel_that_forgets_to_dispatch_a_released_node_is_caught_at_the_runs
 @pytest.mark.parametrize("kind", ["event", "step"])
 def test_a_kernel_that_loses_a_phase_index_is_caught(kind, monkeypatch):
     kernel_forgets_a_phase_index(monkeypatch)
-    with pytest.raises(InvariantViolation) as err:
-        run_general(engine(kind))
-    v = err.value
+    v = violation_in(kind)
     # A's second compute phase (index 2) begins at 4 with the index of its write (1): at its end
     # the kernel records a compute phase 1, which the spec does not have
     assert (v.rule, v.subject, v.time) == ("phase-order", "app A", 5.0)
