@@ -146,7 +146,7 @@ class IOKernel:
                 self.idx[rank] = i
                 self.phase_start[rank] = t
                 return COMPUTE_PHASE, i
-            if amounts[i] > 0:  # (request's _ask, written out: one call less per phase)
+            if amounts[i] > 0:  # the books of request(), written out: one call less per phase
                 self.idx[rank] = i
                 self.req_time[rank] = t
                 req = app.request(i, t, self.start[rank], self.io_recv[rank])
@@ -220,11 +220,8 @@ class IOKernel:
         if nbytes is not None and self.check is not None:
             self.check.bytes_asked(rank, phase, int(nbytes), unit_bytes, t)
         self.idx[rank] = phase
-        return self._ask(rank, phase, t)
-
-    def _ask(self, rank: int, i: int, t: float) -> IORequest:
         self.req_time[rank] = t
-        req = self.apps[rank].request(i, t, self.start[rank], self.io_recv[rank])
+        req = self.apps[rank].request(phase, t, self.start[rank], self.io_recv[rank])
         if self.check is not None:
             self.check.request(req, t)
         self.asking[rank] = req
