@@ -134,7 +134,7 @@ class _ArbiterActor:
         self.calls += 1
         now = time.time()
         if self.state.request(app, phase, kind, nbytes, now):
-            return {"directory": self.state.apps[app].info.directory, "granted_at": now,
+            return {"directory": self.state.directories[self.state.apps[app].info.io_node], "granted_at": now,
                     "lease": self.state.lease, "io_node": self.state.apps[app].info.io_node, "phase": phase}
         fut = asyncio.get_running_loop().create_future()
         self.grant_waiters[app] = fut

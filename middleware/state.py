@@ -22,10 +22,12 @@ Life of an app::
 Like :class:`~iolab.middleware.policies.IONodeArbiter`, mutators only record and
 ``dispatch`` decides, so everything that happens at one instant competes.
 
-What an app is, what it asks for and when it may start come from the I/O kernel the
-simulator uses too (:mod:`iolab.middleware.policies.io_apps`: ``IOApp``, its
-``request``, ``PackTurns``); with ``strict`` its checker
-(:mod:`iolab.middleware.policies.io_checker`) watches every call, in spec seconds.
+The I/O level's books are the I/O kernel the simulator drives too
+(:class:`~iolab.middleware.policies.io_kernel.IOKernel`, ``kernel``: the apps, their pack
+turns, the requests, grants and releases on every I/O node's arbiter, the requests set aside
+while an app is suspended, and with ``strict`` the checker's calls, in spec seconds).  This
+state adds the clock (wall seconds to spec seconds), the start gates (every rank arrived),
+the leases, the I/O nodes' token buckets and the wall-clock records of the trace.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from iolab.invariants import InvariantViolation, strict_default
-from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
-from iolab.middleware.policies.io_apps import COMPUTE, IOApp, PackTurns, node_packs
-from iolab.middleware.policies.io_checker import IOChecker
+from iolab.invariants import InvariantViolation
+from iolab.middleware.policies import IONodeArbiter, get_policy
+from iolab.middleware.policies.io_apps import COMPUTE, IOApp, node_packs
+from iolab.middleware.policies.io_kernel import IOKernel
 
 from .bucket import TokenBucket
 
@@ -59,11 +61,9 @@ class _App:
     message: str = ""
     last_seen: float = -math.inf
     phase: int = -1  # phase of the current request / grant
-    requested: float = math.nan
-    granted: float = math.nan
-    io_received: float = 0.0  # spec seconds of transfers done
-    suspended: float = math.nan
-    held: IORequest | None = None  # a waiting request set aside while suspended
+    requested: float = math.nan  # wall
+    granted: float = math.nan  # wall
+    suspended: float = math.nan  # wall
     phases: list[tuple] = field(default_factory=list)  # (index, kind, start, end, volume), wall
     grants: list[tuple] = field(default_factory=list)  # (phase, request, grant, release), wall
     actions: list[tuple] = field(default_factory=list)  # (suspend, resume), wall
@@ -101,7 +101,6 @@ class ArbiterState:
                 raise ValueError(f"app {a.id!r} was built for bandwidth {a.bandwidth:g}, the arbiter has "
                                  f"{self.bandwidth:g}")
             self.apps[a.id] = _App(a)
-        self.nodes = [IONodeArbiter(self.policy, n) for n in range(io_nodes)]
         self.buckets = [TokenBucket(cap, law) for _ in range(io_nodes)]  # law: the platform's interference
         if directories is not None and len(directories) != io_nodes:
             raise ValueError(f"{len(directories)} directories for {io_nodes} I/O nodes")
@@ -110,11 +109,15 @@ class ArbiterState:
         if packs is None:
             packs = node_packs(list(apps), io_nodes)
         self.packed = any(len(seq) > 1 for seq in packs) if packed is None else bool(packed)
-        self.turns = PackTurns(packs, [a.release for a in apps], self.packed)
-        self.check = (IOChecker(list(apps), packs, packed=self.packed, exclusive=self.policy.exclusive,
-                                ordered=False) if strict_default(strict) else None)
+        # phase reports arrive fire-and-forget: the checker checks their content and count, not their order
+        self.kernel = IOKernel(list(apps), self.policy, io_nodes, packs, self.packed, strict=strict, ordered=False)
         self.violation: InvariantViolation | None = None
         self.t0: float | None = None
+
+    @property
+    def nodes(self) -> list[IONodeArbiter]:
+        """Every I/O node's arbiter (the kernel's)."""
+        return self.kernel.arbiters
 
     # -- clock -----------------------------------------------------------------------------
     def spec_time(self, wall: float) -> float:
@@ -161,7 +164,7 @@ class ArbiterState:
 
     def _gate_due(self, a: _App) -> float:
         """Wall time ``a`` may start (inf if its pack's turn has not come)."""
-        due = self.turns.due(a.info.rank)
+        due = self.kernel.due(a.info.rank)
         return self.wall_time(due) if due < math.inf else math.inf
 
     def gates(self, now: float) -> list[str]:
@@ -171,9 +174,8 @@ class ArbiterState:
         t = self.spec_time(now)
         opened = []
         for a in self.apps.values():
-            if a.status == "ready" and self.turns.due(a.info.rank) <= t:
-                if self.check is not None:
-                    self._checked(self.check.start, a.info.rank, t)
+            if a.status == "ready" and self.kernel.due(a.info.rank) <= t:
+                self._checked(self.kernel.begin, a.info.rank, t)
                 a.status = "running"
                 a.start = now
                 a.last_seen = now
@@ -183,18 +185,17 @@ class ArbiterState:
     def _ended(self, a: _App, now: float) -> None:
         """After an app ends (in any way): the next pack of its node may open."""
         t = self.spec_time(now) if self.t0 is not None else 0.0
-        if self.check is not None:
-            if a.status == "ok":
-                self._checked(self.check.end, a.info.rank, t)
-            else:
-                self.check.drop(a.info.rank, t)
-        self.turns.end(a.info.rank, t)
+        if a.status == "ok":
+            self._checked(self.kernel.finish, a.info.rank, t)
+        else:
+            self.kernel.drop(a.info.rank, t)
 
     # -- strict mode ---------------------------------------------------------------------------
-    def _checked(self, hook, *args) -> None:
-        """Call a checker hook; a violation is kept (``violation``) and raised."""
+    def _checked(self, hook, *args):
+        """Call the kernel (which calls its checker in strict mode); a violation is kept
+        (``violation``) and raised."""
         try:
-            hook(*args)
+            return hook(*args)
         except InvariantViolation as exc:
             self.violation = self.violation or exc
             raise
@@ -204,7 +205,7 @@ class ArbiterState:
         """Rank 0 asks for its I/O phase ``phase``.  Returns True if there is nothing to
         arbitrate (an empty phase: granted at once, not recorded as a grant)."""
         a = self._running(app)
-        if a.phase >= 0 and not math.isnan(a.requested):
+        if self.kernel.asking[a.info.rank] is not None:
             raise RuntimeError(f"app {app!r} already has an I/O request (phase {a.phase})")
         if not 0 <= phase < len(a.info.kinds) or a.info.kinds[phase] != kind:
             raise ValueError(f"app {app!r}: phase {phase} is not a {kind} phase of its spec")
@@ -212,16 +213,8 @@ class ArbiterState:
         volume = a.info.amounts[phase]
         if volume <= 0:
             return True
+        self._checked(self.kernel.request, a.info.rank, phase, self.spec_time(now), int(nbytes), self.unit_bytes)
         a.phase, a.requested, a.granted = phase, now, math.nan
-        t = self.spec_time(now)
-        req = a.info.request(phase, t, self.spec_time(a.start), a.io_received)
-        if self.check is not None:
-            self._checked(self.check.bytes_asked, a.info.rank, phase, int(nbytes), self.unit_bytes, t)
-            self._checked(self.check.request, req, t)
-        if not math.isnan(a.suspended):
-            a.held = req
-        else:
-            self.nodes[a.info.io_node].submit(req)
         return False
 
     def dispatch(self, now: float) -> list[tuple[str, dict]]:
@@ -230,11 +223,9 @@ class ArbiterState:
             return []
         t = self.spec_time(now)
         out = []
-        for n, node in enumerate(self.nodes):
-            granted = node.dispatch(t)
-            if granted and self.check is not None:
-                self._checked(self.check.grant, n, granted, t)
-            for req in granted:
+        self.kernel.touched.clear()  # every node dispatches
+        for n in range(len(self.nodes)):
+            for req in self._checked(self.kernel.dispatch, n, t):
                 a = self.apps[req.app]
                 a.granted = now
                 a.last_seen = now
@@ -252,17 +243,12 @@ class ArbiterState:
 
     def release(self, app: str, phase: int, now: float) -> None:
         a = self._running(app)
-        if a.phase != phase or math.isnan(a.granted):
-            raise RuntimeError(f"app {app!r} releases phase {phase} but holds no grant for it")
-        self.nodes[a.info.io_node].release(app)
-        if self.check is not None:
-            self._checked(self.check.release, a.info.rank, phase, self.spec_time(now))
+        self._checked(self.kernel.release, a.info.rank, phase, self.spec_time(now))
         self._close_grant(a, now)
 
     def _close_grant(self, a: _App, now: float) -> None:
         if not math.isnan(a.granted):
             a.grants.append((a.phase, a.requested, a.granted, now))
-            a.io_received += (now - a.granted) / self.time_scale
         a.phase, a.requested, a.granted = -1, math.nan, math.nan
 
     def acquire(self, app: str, nbytes: int, now: float) -> float:
@@ -285,8 +271,8 @@ class ArbiterState:
         if not 0 <= phase < len(a.info.kinds):
             raise ValueError(f"app {app!r}: no phase {phase}")
         volume = 0.0 if kind == COMPUTE else a.info.amounts[phase]
-        if self.check is not None and self.t0 is not None:
-            self._checked(self.check.phase, a.info.rank, phase, kind, volume, self.spec_time(end))
+        if self.t0 is not None:
+            self._checked(self.kernel.recorded, a.info.rank, phase, kind, volume, self.spec_time(end))
         a.phases.append((phase, kind, float(start), float(end), volume))
 
     # -- endings --------------------------------------------------------------------------------
@@ -309,9 +295,7 @@ class ArbiterState:
         a = self._app(app)
         if a.status in ENDED:
             return False
-        self.nodes[a.info.io_node].cancel(app)
         self._close_grant(a, now)
-        a.held = None
         a.status, a.end, a.message = status, now, reason
         self._ended(a, now)
         return True
@@ -340,10 +324,7 @@ class ArbiterState:
         if not math.isnan(a.suspended):
             return
         a.suspended = now
-        if self.check is not None:
-            self.check.suspend(a.info.rank)
-        if not math.isnan(a.requested) and math.isnan(a.granted):
-            a.held = self.nodes[a.info.io_node].cancel(app)
+        self.kernel.suspend(a.info.rank)
 
     def resume(self, app: str, now: float) -> None:
         a = self._running(app)
@@ -351,12 +332,8 @@ class ArbiterState:
             return
         a.actions.append((a.suspended, now))
         a.suspended = math.nan
-        if self.check is not None:
-            self.check.resume(a.info.rank)
+        self.kernel.resume(a.info.rank)
         a.last_seen = now
-        if a.held is not None:
-            self.nodes[a.info.io_node].submit(a.held)
-            a.held = None
 
     # -- inspection -----------------------------------------------------------------------------
     def next_due(self) -> float:
@@ -406,8 +383,7 @@ class ArbiterState:
                 waiting = self.policy.order(waiting, t)
             else:
                 waiting = sorted(waiting, key=lambda r: (r.requested_at, r.rank))
-            held = sorted(a.info.id for a in self.apps.values()
-                          if a.info.io_node == n and a.held is not None)
+            held = sorted(self.kernel.apps[r].id for r in self.kernel.held if self.kernel.apps[r].io_node == n)
             nodes.append({"node": n, "grant": sorted(node.active), "waiting": [r.app for r in waiting],
                           "held": held})
         apps = []

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import math
 
-from iolab.invariants import strict_default
-from iolab.middleware.policies import IONodeArbiter, get_policy
-from iolab.middleware.policies.io_apps import COMPUTE
-from iolab.middleware.policies.io_checker import IOChecker
+from iolab.middleware.policies import get_policy
+from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, IO_WAIT, IOKernel
 
 from .recorder import Recorder
 from .scenario import Scenario
@@ -34,6 +32,10 @@ _TOL = 1e-9
 
 
 class SteppedEngine:
+    """The fixed-step clock around one :class:`~iolab.middleware.policies.io_kernel.IOKernel`
+    (``kernel``: the apps' phases, requests, grants, pack turns and strict mode's checker): the
+    step grid and each running phase's work left."""
+
     def __init__(self, scenario: Scenario, policy: str, dt: float, rows: bool = True,
                  strict: bool | None = None):
         if dt <= 0:
@@ -42,90 +44,55 @@ class SteppedEngine:
         self.dt = dt
         self.policy = get_policy(policy)
         self.rec = Recorder(scenario, rows)
-        self.arbiters = [IONodeArbiter(self.policy, n) for n in range(scenario.io_nodes)]
+        self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
+                                   scenario.plan.packed, strict=strict, slack=_TOL * dt, launch=scenario.launch,
+                                   gap=scenario.gap, exit=scenario.exit, record=self.rec)
+        self.rec.start, self.rec.end = k.start, k.end  # the trace's starts and ends are the kernel's
         n = len(scenario.apps)
-        self.idx = [-1] * n
         self.left = [0.0] * n  # remaining seconds (compute) or units (I/O) of the current phase
         self.fixed_left = [0.0] * n  # seconds of a granted transfer's fixed cost still to pay
         self.state = ["new"] * n  # new, compute, wait, io, delay, done
-        self.io_recv = [0.0] * n
-        self.phase_start = [0.0] * n
-        self.req_time = [0.0] * n
-        self.grant_time = [0.0] * n
         self.start_at = [math.inf] * n  # when each app may start
-        self.turns = scenario.turns()
-        self.check = (IOChecker(scenario.apps, scenario.plan.nodes, packed=scenario.plan.packed,
-                                exclusive=self.policy.exclusive, slack=_TOL * dt)
-                      if strict_default(strict) else None)
 
     def _may_start(self, ranks: list[int]) -> None:
         for r in ranks:
-            self.start_at[r] = self.turns.due(r)
+            self.start_at[r] = self.kernel.due(r)
 
     def _begin_next(self, rank: int, t: float) -> None:
-        app = self.sc.apps[rank]
-        check = self.check
-        i = self.idx[rank] + 1
-        while i < len(app.kinds):
-            if app.kinds[i] == COMPUTE:
-                self.idx[rank], self.left[rank] = i, app.amounts[i] * self.sc.factor(rank, i)
-                self.state[rank], self.phase_start[rank] = "compute", t
-                if self.left[rank] <= _TOL:  # empty compute phase ends at once
-                    self._end_phase(rank, t)
-                return
-            if app.amounts[i] > 0:
-                self.idx[rank], self.left[rank] = i, app.amounts[i] * self.sc.factor(rank, i)
-                self.state[rank], self.req_time[rank] = "wait", t
-                req = app.request(i, t, self.rec.start[rank], self.io_recv[rank])
-                if check is not None:
-                    check.request(req, t)
-                self.arbiters[app.io_node].submit(req)
-                return
-            self.rec.phase(rank, i, app.kinds[i], t, t, 0.0)
-            if check is not None:
-                check.phase(rank, i, app.kinds[i], 0.0, t)
-            i += 1
-            d = self.sc.gap if i < len(app.kinds) else self.sc.exit
-            if d > 0:
-                self.idx[rank], self.state[rank], self.left[rank] = i - 1, "delay", d
-                return
-        self.idx[rank], self.state[rank] = i, "done"
-        self.rec.end[rank] = t
-        if check is not None:
-            check.end(rank, t)
-        self._may_start(self.turns.end(rank, t))
+        what, x = self.kernel.advance(rank, t)
+        if what == COMPUTE_PHASE:
+            self.left[rank] = self.sc.apps[rank].amounts[x] * self.sc.factor(rank, x)
+            self.state[rank] = "compute"
+            if self.left[rank] <= _TOL:  # empty compute phase ends at once
+                self._end_phase(rank, t)
+        elif what == IO_WAIT:
+            self.left[rank] = self.sc.apps[rank].amounts[x] * self.sc.factor(rank, x)
+            self.state[rank] = "wait"
+        elif what == DELAY:
+            self.state[rank], self.left[rank] = "delay", x
+        else:  # ENDED
+            self.state[rank] = "done"
+            self._may_start(x)
 
     def _end_phase(self, rank: int, t: float) -> None:
-        app = self.sc.apps[rank]
-        i = self.idx[rank]
-        check = self.check
         if self.state[rank] == "compute":
-            self.rec.phase(rank, i, COMPUTE, self.phase_start[rank], t, 0.0)
-            if check is not None:
-                check.phase(rank, i, COMPUTE, 0.0, t)
+            self.kernel.compute_done(rank, t)
         else:
-            self.rec.phase(rank, i, app.kinds[i], self.grant_time[rank], t, app.amounts[i])
-            self.rec.grant(rank, i, self.req_time[rank], self.grant_time[rank], t)
-            self.arbiters[app.io_node].release(app.id)
-            if check is not None:
-                check.release(rank, i, t)
-                check.phase(rank, i, app.kinds[i], app.amounts[i], t)
-            self.io_recv[rank] += t - self.grant_time[rank]
+            self.kernel.io_done(rank, t)
         self._after(rank, t)
 
     def _after(self, rank: int, t: float, started: bool = False) -> None:
         """A phase of the app ended (``started``: the app started) at t: its next phase begins
         after the platform's gap, exit or launch delay, at once without one."""
-        sc = self.sc
-        d = sc.launch if started else (sc.gap if self.idx[rank] + 1 < len(sc.apps[rank].kinds) else sc.exit)
+        d = self.kernel.delay(rank, started)
         if d > 0:
             self.state[rank], self.left[rank] = "delay", d
             return
         self._begin_next(rank, t)
 
     def run(self) -> Recorder:
-        sc, dt, check = self.sc, self.dt, self.check
-        self._may_start(self.turns.initial())
+        sc, dt, kernel = self.sc, self.dt, self.kernel
+        self._may_start(kernel.initial())
         n = len(sc.apps)
         k = 0
         steps = 0
@@ -141,24 +108,24 @@ class SteppedEngine:
             # 2. apps whose start time has come start (a pack opened in 1 may start now).
             for r in range(n):
                 if self.state[r] == "new" and self.start_at[r] <= t + _TOL * dt:
-                    self.rec.start[r] = t
-                    if check is not None:
-                        check.start(r, t)
+                    kernel.begin(r, t)
                     self._after(r, t, started=True)
-            # 3. every I/O node dispatches.
-            for node, arb in enumerate(self.arbiters):
-                granted = arb.dispatch(t)
-                if granted and check is not None:
-                    check.grant(node, granted, t)
-                for req in granted:
-                    self.state[req.rank], self.grant_time[req.rank] = "io", t
-                    self.fixed_left[req.rank] = sc.io_fixed
+            # 3. every I/O node with news (a request, a release) dispatches; the others would
+            #    grant nothing (their waiting requests and transfers are those of their last dispatch).
+            if kernel.touched:
+                nodes = sorted(kernel.touched)
+                kernel.touched.clear()
+                for node in nodes:
+                    for req in kernel.dispatch(node, t):
+                        self.state[req.rank] = "io"
+                        self.fixed_left[req.rank] = sc.io_fixed
             if all(s == "done" for s in self.state):
+                kernel.close(t)
                 break
             # 4. progress by one step.
             active = False
             fixed_left = self.fixed_left
-            for node, arb in enumerate(self.arbiters):
+            for arb in kernel.arbiters:
                 if arb.active:
                     moving = [req.rank for req in arb.active.values() if fixed_left[req.rank] <= _TOL * dt]
                     for req in arb.active.values():

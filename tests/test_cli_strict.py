@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-import iolab.sim.stepped as stepped
+import iolab.middleware.policies.io_kernel as io_kernel
 from iolab.cli import main
 
 from io_fakes import GrantsTwice
@@ -28,7 +28,7 @@ def broken_arbiter(monkeypatch):
     """Every I/O node of the fixed-step engine hands a busy node to a second app too (the event
     engine's list-policy loop chooses from the arbiter's queue, not the arbiter: its broken
     queue is caught in tests/sim/test_strict.py)."""
-    monkeypatch.setattr(stepped, "IONodeArbiter", GrantsTwice)
+    monkeypatch.setattr(io_kernel, "IONodeArbiter", GrantsTwice)  # the I/O kernel's arbiters
     monkeypatch.delenv("IOLAB_STRICT", raising=False)  # only the flag may switch strict mode on
 
 

@@ -1,6 +1,7 @@
 """The state of one I/O node's arbiter: who waits, who transfers, who goes next.
 
-A pure state machine shared by the simulator and the Ray arbiter actor:
+A pure state machine; the I/O kernel (:class:`~.io_kernel.IOKernel`) holds one per I/O
+node, for the simulator and the Ray arbiter actor alike:
 
     node = IONodeArbiter(get_policy("fifo"))
     node.submit(request)          # an app asks for I/O
@@ -15,7 +16,7 @@ a transfer is never preempted; under ``shared`` every request is granted at once
 
 Who goes next under a list policy is the wait queue's choice (``io_queue.wait_queue``);
 the arbiter adds the protocol around it (an app asks once at a time, a release must
-match a grant, ``cancel``).  The simulator's loop for list policies holds the same
+match a grant, ``cancel``).  The event engine's loop for list policies holds the same
 queues and keeps those books itself.
 """
 

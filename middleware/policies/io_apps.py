@@ -1,7 +1,8 @@
-"""The I/O level's kernel, shared by both clocks: the apps, their requests and the pack turns.
+"""The I/O level's apps, their requests and the pack turns, for the I/O kernel.
 
-The simulator (``iolab.sim.event``, ``iolab.sim.stepped``) and the Ray arbiter's state
-(``iolab.middleware.state``) differ only in how time advances and in what really
+The I/O kernel (:class:`~.io_kernel.IOKernel`) holds them for the simulator
+(``iolab.sim.event``, ``iolab.sim.stepped``) and the Ray arbiter's state
+(``iolab.middleware.state``), which differ only in how time advances and in what really
 happens; what an app *is* to the I/O level, what it asks its I/O node for, and when
 it may start are written here, once:
 

@@ -1,10 +1,13 @@
 """Strict mode for the I/O level: every decision and state change of a run, checked.
 
-Both clocks call the same hooks of one :class:`IOChecker` (the simulator's engines on
-simulated time, :class:`iolab.middleware.state.ArbiterState` on spec time converted from
-the wall clock) when strict mode is on (``iolab.invariants.strict_default``).  The
-checker keeps its own books (who waits, who transfers, which apps ended, what was
-moved) rather than asking the kernel it watches, and raises
+The I/O kernel (:class:`~.io_kernel.IOKernel`, driven by the simulator's engines on
+simulated time and by :class:`iolab.middleware.state.ArbiterState` on spec time converted
+from the wall clock) calls the hooks of one :class:`IOChecker` when strict mode is on
+(``iolab.invariants.strict_default``): it sees the kernel's decisions and state changes as
+events (start, request, dispatch and its grants, release, phase, end, drop) and keeps its
+own books (who waits on which I/O node, which requests each I/O node granted, which apps
+ended, what was moved) rather than reading the kernel's structures, so that a bug in the
+kernel's books shows as a broken rule.  It and raises
 :class:`~iolab.invariants.InvariantViolation` at the first broken rule, naming the app
 or I/O node, the spec time and the rule:
 
@@ -21,6 +24,10 @@ or I/O node, the spec time and the rule:
 - ``exclusive-io``: under a list policy, a grant while the I/O node serves another
   app (``shared`` grants everyone: not checked);
 - ``release-not-granted``: a transfer ends that holds no grant;
+- ``idle-while-waiting``: an I/O node's dispatch grants nothing although, by the checker's
+  own books, a request waits on it and no transfer holds it (under ``shared``: although a
+  request waits), e.g. a kernel that forgot a release;
+- ``unfinished``: the run is over (the simulator's last event) while an app has not ended;
 - ``bytes-conserved``: what a request (a real app: its bytes), a grant, a recorded phase or a whole app moved
   is not what the app's phases state.
 """
@@ -62,6 +69,7 @@ class IOChecker:
         self.started = [False] * n
         self.ended = [False] * n
         self.waiting: dict[int, IORequest] = {}
+        self.queued: list[dict[int, IORequest]] = [{} for _ in self.seq]  # waiting requests per I/O node
         self.active: list[dict[int, IORequest]] = [{} for _ in self.seq]
         self.suspended: set[int] = set()
         self.last = [-1] * n  # last phase recorded (ordered)
@@ -122,6 +130,7 @@ class IOChecker:
             raise InvariantViolation("bytes-conserved", t, self._app(rank),
                                      f"phase {i} states {app.amounts[i]:g} units, the request asks {req.volume:g}")
         self.waiting[rank] = req
+        self.queued[app.io_node][rank] = req
 
     def bytes_asked(self, rank: int, phase: int, nbytes: int, unit_bytes: int, t: float) -> None:
         """A real app asks to move ``nbytes`` in ``phase``: its phase states amount x unit_bytes."""
@@ -144,7 +153,24 @@ class IOChecker:
                 raise InvariantViolation("exclusive-io", t, f"I/O node {node}",
                                          f"grants {self._app(rank)} while {holders} transfers")
             del self.waiting[rank]
+            del self.queued[node][rank]
             active[rank] = req
+
+    def dispatched(self, node: int, granted: list[IORequest], t: float) -> None:
+        """I/O node ``node`` dispatched at ``t`` and granted ``granted`` (possibly nothing):
+        the grants are checked (:meth:`grant`), then that the node left no request waiting
+        that its policy had to grant (a list policy grants when no transfer holds the node,
+        ``shared`` grants every request)."""
+        if granted:
+            self.grant(node, granted, t)
+        queued = self.queued[node]
+        if queued and (not self.exclusive or not self.active[node]):
+            left = [r for r in queued if r not in self.suspended]
+            if left:
+                why = "no transfer holds it" if self.exclusive else "shared grants every request"
+                raise InvariantViolation("idle-while-waiting", t, f"I/O node {node}",
+                                         f"grants nothing to {', '.join(self.apps[r].id for r in left)} "
+                                         f"waiting since t={queued[left[0]].requested_at:.6g}, although {why}")
 
     def release(self, rank: int, phase: int, t: float) -> None:
         node = self.apps[rank].io_node
@@ -194,9 +220,24 @@ class IOChecker:
     def drop(self, rank: int, t: float) -> None:
         """The app failed or was killed: whatever it waited for or held is cancelled."""
         self.waiting.pop(rank, None)
+        self.queued[self.apps[rank].io_node].pop(rank, None)
         self.active[self.apps[rank].io_node].pop(rank, None)
         self.suspended.discard(rank)
         self.ended[rank] = True
+
+    def close(self, t: float) -> None:
+        """The run is over at ``t``: every app ended (normally or dropped)."""
+        for rank, ended in enumerate(self.ended):
+            if not ended:
+                if not self.started[rank]:
+                    state = "never started"
+                elif rank in self.waiting:
+                    state = f"waits for I/O phase {self.waiting[rank].phase}"
+                elif any(rank in a for a in self.active):
+                    state = "holds a grant"
+                else:
+                    state = "has not ended"
+                raise InvariantViolation("unfinished", t, self._app(rank), f"the run is over while it {state}")
 
     # -- load-controller hooks ---------------------------------------------------------------------
     def suspend(self, rank: int) -> None:

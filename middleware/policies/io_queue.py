@@ -3,8 +3,9 @@
 One structure, used wherever a list policy decides, so that the choice is made by the same
 code in every runtime:
 
-- :class:`~.arbiter.IONodeArbiter` (the Ray arbiter actor's state, the simulator's general
-  loop and its fixed-step engine) keeps its waiting requests in one and adds the protocol
+- :class:`~.arbiter.IONodeArbiter` (one per I/O node in the I/O kernel,
+  :class:`~.io_kernel.IOKernel`, which the Ray arbiter actor's state, the simulator's general
+  loop and its fixed-step engine drive) keeps its waiting requests in one and adds the protocol
   around it (an app asks once at a time, a release must match a grant, ``shared``, cancel);
 - the simulator's loop for list policies (``iolab.sim.event``) holds one per I/O node and
   keeps the protocol's books itself, by construction (strict mode's checker watches it).

@@ -11,7 +11,7 @@ from iolab.middleware.bucket import TokenBucket
 from iolab.middleware.policies.io_apps import IOApp
 from iolab.middleware.state import AppFailed, ArbiterState
 
-from io_fakes import GrantsTwice
+from io_fakes import GrantsTwice, kernel_forgets_the_arbiters_release
 
 
 def two_apps(policy="fifo", lease=math.inf, cap=None, **kw):
@@ -188,6 +188,43 @@ def test_strict_stops_a_second_grant_on_a_busy_io_node_in_spec_time():
     v = err.value
     assert (v.rule, v.subject, v.time) == ("exclusive-io", "I/O node 0", 2.0)  # wall 1.0 = spec 2.0
     assert st.violation is v
+
+
+def test_strict_catches_a_kernel_that_forgets_a_release_in_its_arbiter(monkeypatch):
+    """A bug in the kernel's books (not in a policy): the checker keeps its own and sees that
+    the node is free and B waits, yet the dispatch grants nothing."""
+    kernel_forgets_the_arbiters_release(monkeypatch)
+    st = two_apps("fifo", strict=True, time_scale=0.5)
+    st.request("A", 1, "write", 10, 0.5)
+    st.request("B", 1, "write", 10, 0.5)
+    assert [a for a, _ in st.dispatch(0.5)] == ["A"]
+    st.release("A", 1, 1.5)
+    with pytest.raises(InvariantViolation) as err:
+        st.dispatch(1.5)
+    v = err.value
+    assert (v.rule, v.subject, v.time) == ("idle-while-waiting", "I/O node 0", 3.0)  # wall 1.5 = spec 3.0
+    assert "grants nothing to B" in v.detail and st.violation is v
+    lenient = two_apps("fifo", strict=False)  # without strict mode B waits, unnoticed
+    lenient.request("A", 1, "write", 10, 0.5)
+    lenient.request("B", 1, "write", 10, 0.5)
+    lenient.dispatch(0.5)
+    lenient.release("A", 1, 1.5)
+    assert lenient.dispatch(1.5) == [] and lenient.status()["B"]["waiting"]
+
+
+def test_a_suspended_apps_request_is_held_by_the_kernel_and_not_counted_as_waiting_on_the_node():
+    st = two_apps("fifo", strict=True)
+    st.suspend("B", 0.5)
+    st.request("A", 1, "write", 10, 1.0)
+    st.request("B", 1, "write", 10, 1.0)  # set aside: B is suspended
+    assert st.snapshot(1.0)["io_nodes"][0]["held"] == ["B"]
+    assert [a for a, _ in st.dispatch(1.0)] == ["A"]
+    st.release("A", 1, 3.0)
+    assert st.dispatch(3.0) == []  # the node is free, but B's request is held: no violation
+    st.resume("B", 4.0)
+    assert [a for a, _ in st.dispatch(4.0)] == ["B"]
+    with pytest.raises(RuntimeError, match="already has an I/O request"):
+        st.request("B", 3, "write", 10, 4.0)
 
 
 def test_strict_checks_the_bytes_an_app_asks_for_and_moves():

@@ -157,3 +157,34 @@ def test_a_dropped_app_frees_its_pack_and_its_grant():
     c.drop(0, 2.0)  # crashed while transferring
     c.start(1, 2.0)
     assert c.active[0] == {}
+
+
+def test_a_dispatch_that_leaves_a_free_node_idle_while_a_request_waits():
+    a, c = checker()
+    ra, rb = run_to_request(a, c, 0, 1.0), run_to_request(a, c, 1, 1.5)
+    c.dispatched(0, [ra], 1.5)
+    c.dispatched(0, [], 2.0)  # A transfers: B waits, as it should
+    c.release(0, 1, 3.0)
+    v = violation("idle-while-waiting", "I/O node 0", 3.0, c.dispatched, 0, [], 3.0)
+    assert "grants nothing to B waiting since t=1.5" in v.detail
+    c.suspend(1)
+    c.dispatched(0, [], 3.0)  # a suspended app's request is set aside: nothing is owed
+    c.resume(1)
+    c.dispatched(0, [rb], 3.5)
+
+
+def test_shared_owes_every_waiting_request_a_grant():
+    a, c = checker(exclusive=False)
+    ra, rb = run_to_request(a, c, 0, 1.0), run_to_request(a, c, 1, 1.0)
+    v = violation("idle-while-waiting", "I/O node 0", 1.0, c.dispatched, 0, [ra], 1.0)
+    assert "grants nothing to B" in v.detail and "shared" in v.detail
+
+
+def test_the_end_of_a_run_with_an_app_not_ended():
+    a, c = checker()
+    run_to_request(a, c, 0, 1.0)
+    v = violation("unfinished", "app A", 4.0, c.close, 4.0)
+    assert "waits for I/O phase 1" in v.detail
+    c.drop(0, 4.0)
+    v = violation("unfinished", "app B", 4.0, c.close, 4.0)
+    assert "never started" in v.detail

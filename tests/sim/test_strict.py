@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from iolab.sim.scenario import Scenario
 from iolab.sim.stepped import SteppedEngine
 from iolab.specs import load_spec, parse_spec
 
-from io_fakes import GrantsTwice, queues_twice
+from io_fakes import (GrantsTwice, kernel_forgets_a_phase_index, kernel_forgets_the_arbiters_release,
+                      kernel_forgets_to_touch_a_released_node, queues_twice)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -47,7 +49,7 @@ def test_an_arbiter_that_grants_twice_stops_the_run_naming_node_time_and_apps(en
     tests/sim/test_event_loops.py) and the fixed-step engine."""
     sc = two_writers()
     eng = EventEngine(sc, "fifo", strict=True) if engine == "event" else SteppedEngine(sc, "fifo", 0.5, strict=True)
-    eng.arbiters = [GrantsTwice(eng.policy, 0)]
+    eng.kernel.arbiters[0] = GrantsTwice(eng.policy, 0)
     with pytest.raises(InvariantViolation) as err:
         eng._run_general() if engine == "event" else eng.run()
     v = err.value
@@ -59,7 +61,7 @@ def test_an_arbiter_that_grants_twice_stops_the_run_naming_node_time_and_apps(en
 def test_not_strict_does_not_check():
     sc = two_writers()
     eng = EventEngine(sc, "fifo", strict=False)
-    eng.arbiters = [GrantsTwice(eng.policy, 0)]
+    eng.kernel.arbiters[0] = GrantsTwice(eng.policy, 0)
     rec = eng._run_general()  # the broken decisions go through unnoticed
     assert rec.end[0] == rec.end[1]
 
@@ -89,3 +91,57 @@ def test_a_start_before_the_packs_turn_is_caught():
         eng.run()
     v = err.value
     assert (v.rule, v.subject, v.time) == ("pack-turn", f"app {sc.apps[late].id}", 0.0)
+
+
+# -- bugs in the I/O kernel's books (not in a policy): the checker keeps its own ---------------------
+def engine(kind: str, strict: bool = True):
+    sc = two_writers()
+    return EventEngine(sc, "fifo", strict=strict) if kind == "event" else SteppedEngine(sc, "fifo", 0.5, strict=strict)
+
+
+def run_general(eng):
+    """The loops that drive the kernel's methods (the list-policy loop inlines them)."""
+    return eng._run_general() if isinstance(eng, EventEngine) else eng.run()
+
+
+def violation_in(kind: str) -> InvariantViolation:
+    """What strict mode stops a run of ``engine(kind)`` with."""
+    with pytest.raises(InvariantViolation) as err:
+        run_general(engine(kind))
+    return err.value
+
+
+@pytest.mark.parametrize("kind", ["event", "step"])
+def test_a_kernel_that_forgets_a_release_in_its_arbiter_is_caught_at_the_next_dispatch(kind, monkeypatch):
+    kernel_forgets_the_arbiters_release(monkeypatch)
+    v = violation_in(kind)
+    # A transfers 1-4 s; at 4 its node's arbiter still shows A's transfer and grants B nothing
+    assert (v.rule, v.subject, v.time) == ("idle-while-waiting", "I/O node 0", 4.0)
+    assert "grants nothing to B" in v.detail and "t=1" in v.detail
+
+
+def test_without_strict_mode_the_forgotten_release_shows_only_later_and_elsewhere(monkeypatch):
+    kernel_forgets_the_arbiters_release(monkeypatch)
+    eng = engine("event", strict=False)
+    with pytest.raises(RuntimeError, match="'A' already has an I/O request"):  # A's next request, at 5
+        run_general(eng)
+    assert math.isnan(eng.rec.end[1]) and eng.kernel.waits(1)  # B waited from 1 on, unnoticed
+
+
+def test_a_kernel_that_forgets_to_dispatch_a_released_node_is_caught_at_the_runs_end(monkeypatch):
+    kernel_forgets_to_touch_a_released_node(monkeypatch)
+    v = violation_in("event")
+    # fifo: the node is dispatched only when a request touches it: A's at 5 hands it to B (5-8),
+    # B's at 9 to A (9-12); A's release at 12 is its last event and B's last write waits forever
+    assert (v.rule, v.subject, v.time) == ("unfinished", "app B", 12.0)
+    assert "waits for I/O phase 3" in v.detail
+
+
+@pytest.mark.parametrize("kind", ["event", "step"])
+def test_a_kernel_that_loses_a_phase_index_is_caught(kind, monkeypatch):
+    kernel_forgets_a_phase_index(monkeypatch)
+    v = violation_in(kind)
+    # A's second compute phase (index 2) begins at 4 with the index of its write (1): at its end
+    # the kernel records a compute phase 1, which the spec does not have
+    assert (v.rule, v.subject, v.time) == ("phase-order", "app A", 5.0)
+    assert "compute phase 1" in v.detail
