@@ -240,7 +240,7 @@ class BatchKernel:
         free (FCFS deciding its starts only) and nobody else reads the snapshot's queue (no strict
         checks, no plans recorded or tracked): a snapshot then holds that prefix, not a copy of a
         queue that grows without bound under FCFS at a high load."""
-        return (getattr(self.policy, "reads_fitting_prefix", False) and self.checker is None
+        return (getattr(self.policy, "reads_fitting_prefix", False) and self.observer is None
                 and not self.record_plans and self.tracker is None)
 
     def _fitting_prefix(self) -> tuple[QueuedJob, ...]:
