@@ -1,7 +1,7 @@
 """The command line and environment that start :mod:`iolab.apps.jacobi`'s ranks, for both real runs.
 
-The I/O level's runner (:mod:`iolab.emulator.run`: one app per spec app) and the batch level's
-(:mod:`iolab.emulator.batch_jobs`: one app per job) start the same program; they differ only in
+The I/O level's runner (:mod:`iolab.emulator.io.run`: one app per spec app) and the batch level's
+(:mod:`iolab.emulator.batch.jobs`: one app per job) start the same program; they differ only in
 the values.  The launcher (``mpiexec -n R`` or an ``srun`` step) goes in front of :func:`jacobi_argv`.
 
 The ranks run the interpreter of the driver (``sys.executable``) with the environment of the

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from iolab.specs import parse_spec  # noqa: E402
 from iolab.sim.batch.run import run_batch  # noqa: E402
-from iolab.sim.workloads import swf_jobs  # noqa: E402
+from iolab.workloads import swf_jobs  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TRACES = {"KTH-SP2": ("KTH-SP2-1996-2.1-cln.swf.gz", 100), "SDSC-BLUE": ("SDSC-BLUE-2000-4.2-cln.swf.gz", 144)}

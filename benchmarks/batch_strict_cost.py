@@ -18,7 +18,7 @@ from pathlib import Path
 
 from iolab.specs import parse_spec
 from iolab.sim.batch.run import run_batch
-from iolab.sim.workloads import swf_jobs
+from iolab.workloads import swf_jobs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TRACE, NODES = "KTH-SP2-1996-2.1-cln.swf.gz", 100

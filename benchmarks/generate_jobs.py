@@ -35,7 +35,7 @@ def peak_mb() -> float:
 def child(n: int, validated: bool) -> dict:
     import time
 
-    from iolab.sim.workloads import feitelson_jobs
+    from iolab.workloads import feitelson_jobs
     from iolab.specs.batch import FeitelsonWorkload
 
     params = FeitelsonWorkload(jobs=n, arrival_factor=75, io_rate="share", checkpoint={"interval": 3600})

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from iolab.middleware.policies.interference import InterferenceLaw
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 from iolab.specs import parse_spec
 
 V = 40.0  # units each app writes (4 MiB each: 160 MiB)
@@ -53,7 +53,7 @@ def main() -> None:
     print(f"law {law.describe()}: f({a.apps}) = {law.factor(a.apps):.4f}, the paper's d = {1 - law.factor(a.apps):.1%}")
     runtimes = [("simulated", lambda s, out: simulate(s))]
     if not a.no_real:
-        from iolab.emulator.run import run_emulation
+        from iolab.emulator.io.run import run_emulation
 
         runtimes.append(("real", lambda s, out: run_emulation(s, out=out)))
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 from iolab.specs import parse_spec
 from iolab.specs.interference import PRESETS
 

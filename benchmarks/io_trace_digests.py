@@ -26,9 +26,9 @@ import numpy as np
 
 from iolab.campaign.expand import load_runs
 from iolab.middleware.policies import POLICIES
-from iolab.sim.event import EventEngine
-from iolab.sim.run import run_engine
-from iolab.sim.scenario import Scenario
+from iolab.sim.io.event import EventEngine
+from iolab.sim.io.run import run_engine
+from iolab.sim.io.scenario import Scenario
 from iolab.specs import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -87,7 +87,7 @@ def main() -> None:
                 print(label, trace_digest(spec, policy, mode, dt, strict), flush=True)
     # the carretero study at its quick size: what run_workload simulates, per app
     from iolab.middleware.policies.plan import make_packs, packed_plan
-    from iolab.sim.workloads.carretero import generate
+    from iolab.workloads.carretero import generate
     from iolab.studies.carretero import QUICK, STRATEGIES, campaign_params, campaign_runs
 
     for run in campaign_runs(campaign_params(QUICK, 2020)):

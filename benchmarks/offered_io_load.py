@@ -21,7 +21,7 @@ import argparse
 
 import numpy as np
 
-from iolab.sim.workloads import feitelson_jobs, load_workload
+from iolab.workloads import feitelson_jobs, load_workload
 from iolab.studies.soysal import experiment, trace_path
 
 GB = 1e9

@@ -23,7 +23,7 @@ import numpy as np
 
 
 from iolab.studies.monniot import default_theta_path, theta_requests  # noqa: E402
-from iolab.sim.storage_replay import PAPER_SPLIT, TB, StorageRequest, replay_layout  # noqa: E402
+from iolab.sim.batch.storage_replay import PAPER_SPLIT, TB, StorageRequest, replay_layout  # noqa: E402
 
 YEAR = 365 * 86400
 

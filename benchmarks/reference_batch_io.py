@@ -27,7 +27,7 @@ The input
 - ``--lps-rate`` R (bytes/s, default 1e9) and ``--memory-per-node`` M (bytes, default 16e9) are the
   platform's ``lps.rate`` and ``memory_per_node``.
 
-A job's steps on LPS (lackner2019 §IV-B; iolab's ``sim/batch/steps.py``)
+A job's steps on LPS (lackner2019 §IV-B; iolab's ``iolab/workloads/steps.py``)
 ------------------------------------------------------------------------
 - The runtime is the job's time alone on LPS, I/O included, so its compute time is
   ``c = max(0, runtime - (input + output + data) / R)``.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal pack simulator for carretero2020's I/O model: FIFO, longest-remaining and stretch.
 
-An independent second opinion on iolab's I/O simulator (``iolab.sim.run.simulate``, event mode) and the
+An independent second opinion on iolab's I/O simulator (``iolab.sim.io.run.simulate``, event mode) and the
 speed floor it is measured against (docs/performance.md, "Independent references").  One file, no iolab
 import (PyYAML reads the spec)::
 

@@ -49,9 +49,9 @@ import yaml
 
 from iolab.middleware.policies.mapping import PackJob, make_pack
 from iolab.middleware.policies.plan import Plan
-from iolab.sim.run import run_engine
-from iolab.sim.scenario import Scenario
-from iolab.sim.workloads.carretero import generate
+from iolab.sim.io.run import run_engine
+from iolab.sim.io.scenario import Scenario
+from iolab.workloads.carretero import generate
 from iolab.studies.carretero import QUICK, STRATEGIES, StudySize, workload_seed
 from iolab.trace import read_trace
 

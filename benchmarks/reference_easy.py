@@ -11,7 +11,7 @@ One file, standard library only, no iolab import::
 Prints a summary (jobs, makespan, mean wait, decisions, wall time, peak memory); ``--json`` prints it as
 one JSON object; ``--csv`` writes ``job,submit,start,end`` for every job in file order.
 
-Reading the SWF file (the rules of iolab's importer ``sim/workloads/swf.py``, reproduced here)
+Reading the SWF file (the rules of iolab's importer ``iolab/workloads/swf.py``, reproduced here)
 -------------------------------------------------------------------------------------------------
 - gzip is detected from the content (magic bytes ``1f 8b``), not the name; text is UTF-8, bad bytes
   replaced; blank lines are skipped.

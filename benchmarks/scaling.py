@@ -25,7 +25,7 @@ add, e.g. a checkpoint interval).
 
 Measured per run with ``os.wait4`` on the child: CPU seconds (user + system) and peak resident memory.
 ``--reference`` also runs benchmarks/reference_batch_io.py (standard library only) on the same jobs (the
-job table is written from ``iolab.sim.workloads.load_workload`` of the same spec, outside the
+job table is written from ``iolab.workloads.load_workload`` of the same spec, outside the
 measurement) for FCFS and EASY, and prints its CPU, memory, makespan and mean turnaround beside
 iolab's.  ``--figure`` draws CPU seconds against jobs and against nodes (log-log), one line per
 policy x I/O (the reference dashed), each labelled with the exponent of a least-squares line
@@ -119,7 +119,7 @@ def workload(jobs: int, af: float, io: bool, extra: dict) -> dict:
 
 
 def offered_load(nodes: int, af: float, seed: int) -> float:
-    from iolab.sim.workloads import feitelson_jobs  # only here: the measured runs are subprocesses
+    from iolab.workloads import feitelson_jobs  # only here: the measured runs are subprocesses
 
     js = feitelson_jobs(seed=seed, max_nodes=nodes, lps_rate=R_LPS, memory_per_node=MEMORY, jobs=SAMPLE,
                         arrival_factor=af)
@@ -136,7 +136,7 @@ def arrival_factor(nodes: int, load: float, seed: int) -> float:
 
 def write_table(spec: dict, path: Path) -> None:
     """The spec's jobs (iolab's generator, as ``iolab simulate`` draws them) as the reference's job table."""
-    from iolab.sim.workloads import load_workload
+    from iolab.workloads import load_workload
     from iolab.specs import parse_spec
 
     jobs = load_workload(parse_spec(spec))

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from iolab.middleware.policies import POLICIES  # noqa: E402
 from iolab.specs import load_spec  # noqa: E402
-from iolab.sim.event import EventEngine  # noqa: E402
-from iolab.sim.scenario import Scenario  # noqa: E402
-from iolab.sim.stepped import SteppedEngine  # noqa: E402
-from iolab.sim.workloads.carretero import generate  # noqa: E402
+from iolab.sim.io.event import EventEngine  # noqa: E402
+from iolab.sim.io.scenario import Scenario  # noqa: E402
+from iolab.sim.io.stepped import SteppedEngine  # noqa: E402
+from iolab.workloads.carretero import generate  # noqa: E402
 from reference_compare import load_reference_carretero  # noqa: E402  (beside this script)
 
 

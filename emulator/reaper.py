@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from .run_residue import Residue, descendants, mpi_processes, remove_files, start_time
+from iolab.emulator.run_residue import Residue, descendants, mpi_processes, remove_files, start_time
 
 UPDATE_EVERY = 1.0  # seconds between the driver's updates to the reaper
 

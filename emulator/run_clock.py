@@ -6,7 +6,7 @@ from __future__ import annotations
 from iolab.signals import sigterm_as_interrupt
 from iolab.trace import write_trace
 
-from .progress import StatusLine
+from iolab.emulator.progress import StatusLine
 
 
 def save_partial(make_trace, out, work_dir, progress: StatusLine) -> None:

@@ -1,6 +1,6 @@
 """A real run's settings: the spec's ``emulator`` section with the command line's overrides,
 and the run's work directory when the spec names none.  Shared by the I/O emulator
-(:mod:`iolab.emulator.run`) and the batch one (:mod:`iolab.emulator.batch_run`)."""
+(:mod:`iolab.emulator.io.run`) and the batch one (:mod:`iolab.emulator.batch.run`)."""
 
 from __future__ import annotations
 

@@ -35,11 +35,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from .launchers import (expand_hostlist, listpids_command, scancel_signal_command, scancel_step_command,
+from iolab.emulator.launchers import (expand_hostlist, listpids_command, scancel_signal_command, scancel_step_command,
                         scontrol_command)
-from .shell import execute_wait
-from .slurm_state import SlurmJobState, parse_state
-from .suspension import wait_halted
+from iolab.emulator.shell import execute_wait
+from iolab.emulator.slurm_state import SlurmJobState, parse_state
+from iolab.emulator.suspension import wait_halted
 
 __all__ = ["SlurmControlError", "StepLever", "cancel", "command", "find_step", "job_state", "resume",
            "step_nodes", "step_pids", "stop_step", "suspend"]
@@ -169,7 +169,7 @@ def cancel(step: str, *, env: Mapping[str, str] | None = None, timeout: float = 
 
 class StepLever:
     """The batch loop's lever for jobs that are steps of the allocation ``job_id``: job ``J`` is
-    the step named ``iolab-J`` (:mod:`iolab.emulator.batch_launch`); it is stopped and continued
+    the step named ``iolab-J`` (:mod:`iolab.emulator.batch.launch`); it is stopped and continued
     with :func:`suspend`/:func:`resume` of that step, and its processes are :func:`step_pids`.
 
     The ``pid`` the :class:`~iolab.emulator.suspension.Suspender` passes (the job's ``srun``) is

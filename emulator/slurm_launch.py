@@ -1,6 +1,6 @@
 """How an app is started: ``mpiexec`` on this machine, or ``srun`` inside a Slurm allocation.
 
-:class:`~iolab.emulator.run.Emulation` asks its *app launcher* these things and nothing else:
+:class:`~iolab.emulator.io.run.Emulation` asks its *app launcher* these things and nothing else:
 
 - ``open_ray(address)``: the Ray session of the run (a local Ray, a given one, or under
   srun a Ray cluster over the allocation: :mod:`iolab.emulator.slurm_ray`);
@@ -51,11 +51,11 @@ from iolab.errors import IolabError, RunError
 from iolab.middleware.policies.plan import Plan
 from iolab.specs.io import IOExperiment
 
-from . import slurm_control, slurm_hosts
-from .launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_command
-from .ray_session import RaySession
-from .slurm_ray import SlurmRay, enable_driver_auth
-from .suspension import signal_tree
+from iolab.emulator import slurm_control, slurm_hosts
+from iolab.emulator.launchers import expand_hostlist, mpiexec_command, partition_nodes, srun_command
+from iolab.emulator.ray_session import RaySession
+from iolab.emulator.slurm_ray import SlurmRay, enable_driver_auth
+from iolab.emulator.suspension import signal_tree
 
 __all__ = ["LAUNCHERS", "AllocationTooSmall", "choose_launcher", "SlurmAllocation", "app_nodes", "MpiexecApps",
            "SrunApps", "make_launcher", "open_allocation_ray"]

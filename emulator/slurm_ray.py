@@ -42,9 +42,9 @@ from pathlib import Path
 
 from iolab.errors import RunError
 
-from .launchers import ray_start_commands
-from .ray_session import PRIORITY_ENV, RaySession
-from .shell import execute_wait, kill_tree, spawn
+from iolab.emulator.launchers import ray_start_commands
+from iolab.emulator.ray_session import PRIORITY_ENV, RaySession
+from iolab.emulator.shell import execute_wait, kill_tree, spawn
 
 __all__ = ["SlurmRay", "head_address", "free_port", "auth_env", "node_env", "priority_env", "enable_driver_auth"]
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .settings import default_work_dir
+from iolab.emulator.settings import default_work_dir
 
 
 def work_folder(spec, out: str | Path | None, work_dir: str | Path | None) -> Path:
-    """The folder a run of ``spec`` works in: the rule of :func:`iolab.emulator.run.run_emulation`
-    and :func:`iolab.emulator.batch_run.run_batch_emulation` (``--work-dir``, the spec's
+    """The folder a run of ``spec`` works in: the rule of :func:`iolab.emulator.io.run.run_emulation`
+    and :func:`iolab.emulator.batch.run.run_batch_emulation` (``--work-dir``, the spec's
     ``emulator.work_dir``, else :func:`default_work_dir`)."""
     given = work_dir if work_dir is not None else spec.emulator.work_dir
     return (Path(given) if given else default_work_dir(spec, out)).resolve()

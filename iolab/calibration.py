@@ -4,7 +4,7 @@ A real job pays what lackner2019's model leaves out: its processes start
 (``mpiexec``, Python, MPI, joining Ray) before its first phase, stop after its
 last, and every read or write has a fixed cost (a round trip to the storage
 manager, opening an HDF5 file) before its bytes move.  :func:`measure` computes
-them from a real run's wall-clock records (``iolab.emulator.batch_trace`` calls
+them from a real run's wall-clock records (``iolab.emulator.batch.trace`` calls
 it and stores the result as the trace's ``calibration`` attribute);
 :func:`read_calibration` reads it back from a trace file and :func:`calibrated`
 turns it into the ``platform.overheads`` of *any* batch spec, in that spec's
@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np  # numpy.polyfit, not scipy.stats.linregress: scipy.stats cost 0.8 s and 60 MB to import
 
-from .errors import TraceError
-from .trace import read_trace
+from iolab.errors import TraceError
+from iolab.trace import read_trace
 
 CALIBRATION_VERSION = 2  # 2: the delivered rates
 KEYS = ("launch", "exit", "io_phase")

@@ -37,13 +37,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .atomic import atomic_write_text
-from .errors import TraceError
-from .metrics.batch import id_ranges
-from .metrics.batch_trace import job_nodes, total_nodes_of
-from .metrics.partial import cut_short
-from .trace import Trace
-from .trace.schema import TABLES
+from iolab.atomic import atomic_write_text
+from iolab.errors import TraceError
+from iolab.metrics.batch import id_ranges
+from iolab.metrics.batch_trace import job_nodes, total_nodes_of
+from iolab.metrics.partial import cut_short
+from iolab.trace import Trace
+from iolab.trace.schema import TABLES
 
 FORMATS = ("swf", "batsim-csv", "csv")
 

@@ -28,8 +28,8 @@ from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies.io_apps import IOApp, io_apps
 from iolab.middleware.policies.interference import law_of
 
-from .actor_handle import ActorHandle, call
-from .state import AppFailed, ArbiterState
+from iolab.middleware.actor_handle import ActorHandle, call
+from iolab.middleware.state import AppFailed, ArbiterState
 
 __all__ = ["AppFailed", "Arbiter"]
 

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from iolab.apps.coordination import Grant
 
-from .actor_handle import call
+from iolab.middleware.actor_handle import call
 
 REQUIRED = ("address", "namespace", "actor", "app")
 

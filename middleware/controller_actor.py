@@ -30,9 +30,9 @@ from typing import Any
 from iolab.middleware.policies.controller.forecast import ResponseForecaster
 from iolab.middleware.policies.controller.response_model import ResponsePredictor
 
-from .actor_handle import ActorHandle, call
-from .policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
-from .volume_probe import benchmark_write, device_of, diskstats
+from iolab.middleware.actor_handle import ActorHandle, call
+from iolab.middleware.policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
+from iolab.middleware.volume_probe import benchmark_write, device_of, diskstats
 
 __all__ = ["LoadControllerActor"]
 

@@ -40,7 +40,7 @@ from iolab.middleware.policies import IONodeArbiter, get_policy
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, node_packs
 from iolab.middleware.policies.io_kernel import IOKernel
 
-from .bucket import TokenBucket
+from iolab.middleware.bucket import TokenBucket
 
 STATUSES = ("pending", "ready", "running", "ok", "failed", "killed")
 ENDED = ("ok", "failed", "killed")

@@ -60,8 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .bucket import TokenBucket
-from .policies.placement import StorageAllocator
+from iolab.middleware.bucket import TokenBucket
+from iolab.middleware.policies.placement import StorageAllocator
 
 LPS, HPS, STAGE = "lps", "hps", "stage"
 TIERS = (LPS, HPS)

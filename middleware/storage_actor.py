@@ -27,8 +27,8 @@ import threading
 import time
 from typing import Any
 
-from .actor_handle import ActorHandle, call
-from .storage import HPS, LOOKAHEAD, LPS, STAGE, TIERS, StorageState, booking_time, check_job_name, copy_paced
+from iolab.middleware.actor_handle import ActorHandle, call
+from iolab.middleware.storage import HPS, LOOKAHEAD, LPS, STAGE, TIERS, StorageState, booking_time, check_job_name, copy_paced
 
 SAMPLE_EVERY = 0.5  # seconds between two measures of the HPS directories
 

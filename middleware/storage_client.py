@@ -1,6 +1,6 @@
 """The job-side proxy of a batch run: ``--coordinator iolab.middleware.storage_client:coordinator``.
 
-A batch job (``iolab.apps.jacobi`` launched by :mod:`iolab.emulator.batch_run`) already
+A batch job (``iolab.apps.jacobi`` launched by :mod:`iolab.emulator.batch.run`) already
 holds its nodes and its tier directory when it starts, so nothing is
 arbitrated: ``begin_io`` grants at once into the job's directory (on LPS or
 HPS).  What the storage manager still does:
@@ -30,7 +30,7 @@ from typing import Any
 
 from iolab.apps.coordination import Grant
 
-from .client import ActorProxy
+from iolab.middleware.client import ActorProxy
 
 REQUIRED = ("address", "namespace", "actor", "job", "directory", "link")
 

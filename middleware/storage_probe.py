@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from .volume_probe import benchmark_write
+from iolab.middleware.volume_probe import benchmark_write
 
 BLOCK = 1 << 20
 __all__ = ["ProbeResult", "ProcessWriters", "Writers", "direct_supported", "probe"]

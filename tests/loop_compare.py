@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iolab.sim.event import EventEngine
+from iolab.sim.io.event import EventEngine
 
 
 def both(sc_of, policy: str):

@@ -3,7 +3,8 @@
 Layers, bottom to top (the table ``LAYERS`` below is the reference):
 
 * bottom: ``iolab.specs``, ``iolab.units``, ``iolab.calibration``, ``iolab.trace``, ``iolab.metrics``,
-  ``iolab.atomic``, ``iolab.errors``, ``iolab.invariants``, ``iolab.signals``, ``iolab.names``, ``iolab.shared_data``, the package's
+  ``iolab.workloads`` (the job readers, generators and lackner2019's job steps: they describe jobs, not a
+  clock), ``iolab.tiers``, ``iolab.atomic``, ``iolab.errors``, ``iolab.invariants``, ``iolab.signals``, ``iolab.names``, ``iolab.shared_data``, the package's
   ``__init__`` and the data packages.  They import only one another.
 * policies: ``iolab.middleware.policies``, pure decisions (the plan of an I/O experiment
   included); imports only the bottom.
@@ -12,9 +13,10 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
   loads the implementation by name; ``iolab.sim`` imports the bottom and the policies;
   ``iolab.middleware`` (the Ray actors and the clients that implement the apps' coordinator)
   the bottom, the policies and the apps' interface; ``iolab.emulator`` (the orchestrator of
-  real runs) every runtime.
+  real runs) every runtime but the simulator: a real run never depends on the simulator.
 * front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots``, ``iolab.export``, ``iolab.runners``
-  (the table of runners) and ``python -m iolab`` import anything.
+  (the table of runners), ``iolab.validation`` (both runtimes on one spec, and their comparison) and
+  ``python -m iolab`` import anything.
 
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
 (counting function-local imports too, so a lazy import cannot hide one); no cycle between the
@@ -47,11 +49,12 @@ HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "s
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",
-    "iolab.atomic", "iolab.errors", "iolab.invariants", "iolab.signals", "iolab.names", "iolab.shared_data",
+    "iolab.atomic", "iolab.errors", "iolab.tiers", "iolab.workloads", "iolab.invariants", "iolab.signals", "iolab.names", "iolab.shared_data",
     "iolab.examples", "iolab.templates",
 })
 POLICIES = "iolab.middleware.policies"
 FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
+                   "iolab.validation",
                    "iolab.__main__"})
 
 # unit -> the units it may import (besides itself).  The front may import anything.
@@ -61,7 +64,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "iolab.sim": BOTTOM | {POLICIES},
     "iolab.apps": BOTTOM,
     "iolab.middleware": BOTTOM | {POLICIES, "iolab.apps"},
-    "iolab.emulator": BOTTOM | {POLICIES, "iolab.middleware", "iolab.sim", "iolab.apps"},
+    "iolab.emulator": BOTTOM | {POLICIES, "iolab.middleware", "iolab.apps"},  # never the simulator
 }
 
 

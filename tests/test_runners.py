@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from iolab.emulator.batch_run import run_batch_emulation
-from iolab.emulator.run import run_emulation
+from iolab.emulator.batch.run import run_batch_emulation
+from iolab.emulator.io.run import run_emulation
 from iolab.metrics.batch_trace import trace_batch_metrics
 from iolab.metrics.io import io_metrics
 from iolab.runners import LEVELS, RUNNERS, RUNTIMES, level_of, runner, runner_for
-from iolab.sim.batch.run import simulate_batch
-from iolab.sim.run import simulate
+from iolab.sim.batch.run import simulate_batch, simulated_makespan
+from iolab.sim.io.run import simulate
 from iolab.specs.load import parse_spec
 
 from small_runs import small_batch, small_io
@@ -23,8 +23,10 @@ def test_every_level_has_a_runner_in_every_runtime():
                 ("batch", "real"): run_batch_emulation}
     for key, fn in expected.items():
         r = RUNNERS[key]
-        assert (r.level, r.runtime, r.run) == (*key, fn)
+        run = getattr(r.run, "func", r.run)  # the batch real runner is given the simulated makespan
+        assert (r.level, r.runtime, run) == (*key, fn)
         assert r.metrics is (io_metrics if key[0] == "io" else trace_batch_metrics)
+    assert RUNNERS["batch", "real"].run.keywords == {"makespan_of": simulated_makespan}
 
 
 def test_a_spec_s_level_picks_its_runner_and_runs_as_the_direct_call():

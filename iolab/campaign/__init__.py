@@ -10,12 +10,12 @@ executed as Ray tasks, recorded in a resumable journal, tabulated in HDF5.
 - :mod:`.summary`: per-strategy statistics for ``iolab report``.
 """
 
-from .expand import Run, expand, load_campaign, load_runs, run_id
-from .journal import Journal
-from .results import Results, is_results
-from .results import load as load_results
-from .spec import Campaign
-from .sweep import SweepSummary, run_campaign
+from iolab.campaign.expand import Run, expand, load_campaign, load_runs, run_id
+from iolab.campaign.journal import Journal
+from iolab.campaign.results import Results, is_results
+from iolab.campaign.results import load as load_results
+from iolab.campaign.spec import Campaign
+from iolab.campaign.sweep import SweepSummary, run_campaign
 
 __all__ = ["Campaign", "Journal", "Results", "Run", "SweepSummary", "expand", "is_results", "load_campaign",
            "load_results", "load_runs", "run_campaign", "run_id"]

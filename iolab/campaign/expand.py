@@ -24,15 +24,15 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from ..errors import SpecError
-from ..names import path_component
-from ..sim.workloads.carretero import CarreteroParams, generate
-from ..specs.base import problems_of
-from ..specs.batch import BatchExperiment, SchedulerSpec
-from ..specs.io import IOExperiment, Mapping
-from ..specs.load import KINDS, STDIN, parse_spec, read_document, spec_dir
-from ..specs.size import MAX_RUNS
-from .spec import Campaign, FileWorkload, GeneratedWorkload
+from iolab.errors import SpecError
+from iolab.names import path_component
+from iolab.workloads.carretero import CarreteroParams, generate
+from iolab.specs.base import problems_of
+from iolab.specs.batch import BatchExperiment, SchedulerSpec
+from iolab.specs.io import IOExperiment, Mapping
+from iolab.specs.load import KINDS, STDIN, parse_spec, read_document, spec_dir
+from iolab.specs.size import MAX_RUNS
+from iolab.campaign.spec import Campaign, FileWorkload, GeneratedWorkload
 
 ID_VERSION = 1  # bump if the meaning of a run's parameters changes
 MAX_PROBLEMS = 25

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ..units import format_duration
+from iolab.units import format_duration
 
 
 class Progress:

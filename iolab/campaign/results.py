@@ -26,11 +26,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..atomic import atomic_path
-from ..errors import InputWarning, IolabError
-from . import table as T
-from .journal import Journal
-from .task import INT_METRICS, METRICS
+from iolab.atomic import atomic_path
+from iolab.errors import InputWarning, IolabError
+from iolab.campaign import table as T
+from iolab.campaign.journal import Journal
+from iolab.campaign.task import INT_METRICS, METRICS
 
 FORMAT_VERSION = 1
 JOURNAL = "journal.jsonl"

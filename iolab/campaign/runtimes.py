@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import RunError
-from ..runners import level_of, runner_for
+from iolab.errors import RunError
+from iolab.runners import level_of, runner_for
 
 Runtime = Callable[..., Any]
 

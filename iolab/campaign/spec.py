@@ -38,11 +38,11 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..sim.workloads.carretero import CarreteroParams
-from ..specs.base import FieldProblems, StrictModel, problems_of, raise_if
-from ..specs.batch import SchedulerSpec
-from ..specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyName, Mapping, normalise_policy
-from ..specs.load import MAX_APPS
+from iolab.workloads.carretero import CarreteroParams
+from iolab.specs.base import FieldProblems, StrictModel, problems_of, raise_if
+from iolab.specs.batch import SchedulerSpec
+from iolab.specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyName, Mapping, normalise_policy
+from iolab.specs.load import MAX_APPS
 
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -72,7 +72,7 @@ def _duplicates(name: str, values: list) -> list[tuple[str, str]]:
 
 
 class CarreteroParamsSpec(StrictModel):
-    """Overrides of :class:`iolab.sim.workloads.carretero.CarreteroParams` (carretero2020 §6.2.2).
+    """Overrides of :class:`iolab.workloads.carretero.CarreteroParams` (carretero2020 §6.2.2).
 
     ``nodes_per_io_node`` and ``bandwidth`` default to the run's platform.
     """

@@ -36,12 +36,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..errors import SpecError
-from ..specs.base import StrictModel
-from ..specs.load import parse_spec, read_document
-from ..specs.size import MAX_JOBS, MAX_RUNS
-from .spec import Name
-from .table import encode
+from iolab.errors import SpecError
+from iolab.specs.base import StrictModel
+from iolab.specs.load import parse_spec, read_document
+from iolab.specs.size import MAX_JOBS, MAX_RUNS
+from iolab.campaign.spec import Name
+from iolab.campaign.table import encode
 
 STUDY_PACKAGE = "iolab.studies"
 

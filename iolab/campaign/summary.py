@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .results import Results
+from iolab.campaign.results import Results
 
 INSTANCE = ("workload", "seed", "io_nodes", "nodes_per_io_node", "bandwidth", "runtime", "mode", "dt")
 

@@ -25,19 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from ..atomic import atomic_write_text
-from ..errors import RunError, SpecError
-from ..emulator.output_lock import hold_outputs
-from ..emulator.ray_session import prepare_local_ray, without_dashboard
-from ..signals import raise_interrupt
-from ..specs.load import read_document
-from . import results as R
-from .expand import Run, load_runs
-from .journal import Journal
-from .progress import Progress
-from .runtimes import resolve
-from .study import StudyCampaign, StudyRun, execute_study, is_study_document, load_study
-from .task import execute, failed_record
+from iolab.atomic import atomic_write_text
+from iolab.errors import RunError, SpecError
+from iolab.emulator.output_lock import hold_outputs
+from iolab.emulator.ray_session import prepare_local_ray, without_dashboard
+from iolab.signals import raise_interrupt
+from iolab.specs.load import read_document
+from iolab.campaign import results as R
+from iolab.campaign.expand import Run, load_runs
+from iolab.campaign.journal import Journal
+from iolab.campaign.progress import Progress
+from iolab.campaign.runtimes import resolve
+from iolab.campaign.study import StudyCampaign, StudyRun, execute_study, is_study_document, load_study
+from iolab.campaign.task import execute, failed_record
 
 
 @dataclass

@@ -15,10 +15,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..runners import level_of, runner
-from ..trace import write_trace
-from .expand import experiment_of
-from .runtimes import resolve
+from iolab.runners import level_of, runner
+from iolab.trace import write_trace
+from iolab.campaign.expand import experiment_of
+from iolab.campaign.runtimes import resolve
 
 # metric columns of a record, in table order: an I/O run's, the run's own, then a batch run's (makespan is
 # both levels'; a run leaves the other level's empty)

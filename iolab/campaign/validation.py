@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .journal import Journal
+from iolab.campaign.journal import Journal
 
 
 def repeats_campaign(spec, policies: list[str], repeats: int) -> dict:

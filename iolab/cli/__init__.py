@@ -14,9 +14,9 @@ import sys
 
 import click
 
-from .. import __version__
-from ..invariants import InvariantViolation
-from . import network
+from iolab import __version__
+from iolab.invariants import InvariantViolation
+from iolab.cli import network
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

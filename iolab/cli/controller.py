@@ -8,12 +8,12 @@ import math
 import click
 import numpy as np
 
-from ..errors import IolabError
-from ..middleware.policies.controller.forecast import forecast_skill
-from ..middleware.policies.controller.response_model import train_and_test
-from ..trace import read_trace
-from ..sim.batch.volume_fit import fit_volume_model
-from .format import dumps, table
+from iolab.errors import IolabError
+from iolab.middleware.policies.controller.forecast import forecast_skill
+from iolab.middleware.policies.controller.response_model import train_and_test
+from iolab.trace import read_trace
+from iolab.sim.batch.volume_fit import fit_volume_model
+from iolab.cli.format import dumps, table
 
 
 @click.group()

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import click
 
-from ..calibration import describe_io
-from ..emulator.work_folder import ended_well, finish, work_folder
-from ..errors import Interrupted
-from ..runners import level_of, runner
-from ..specs.io import IO_POLICIES
-from ..specs.load import load_spec
-from .emulate_batch import emulate_batch
-from .format import dumps, seconds
-from .live import LiveView
-from .options import strict_option
-from .outcome import exit_if_failed
-from .simulate import metrics_json, print_metrics
+from iolab.calibration import describe_io
+from iolab.emulator.work_folder import ended_well, finish, work_folder
+from iolab.errors import Interrupted
+from iolab.runners import level_of, runner
+from iolab.specs.io import IO_POLICIES
+from iolab.specs.load import load_spec
+from iolab.cli.emulate_batch import emulate_batch
+from iolab.cli.format import dumps, seconds
+from iolab.cli.live import LiveView
+from iolab.cli.options import strict_option
+from iolab.cli.outcome import exit_if_failed
+from iolab.cli.simulate import metrics_json, print_metrics
 
 EXAMPLE = "table1-emulation.yaml"
 
@@ -62,7 +62,7 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
     spec = load_spec(path)
     work = work_folder(spec, out, work_dir)
     existed = work_dir is not None and work.exists()
-    if level_of(spec) == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch_run.py)
+    if level_of(spec) == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch/run.py)
         with kept_on_failure(work):
             trace = emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
                                   work_dir=work_dir, as_json=as_json, quiet=quiet, live=live, launcher=launcher)

@@ -6,10 +6,10 @@ from dataclasses import asdict
 
 import click
 
-from ..errors import Interrupted
-from ..runners import runner
-from .format import dumps, seconds, table
-from .live import LiveView
+from iolab.errors import Interrupted
+from iolab.runners import runner
+from iolab.cli.format import dumps, seconds, table
+from iolab.cli.live import LiveView
 
 
 def batch_sink(spec, quiet: bool, live: bool):

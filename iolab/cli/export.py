@@ -6,14 +6,14 @@ import json
 
 import click
 
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 
-from ..errors import TraceError
-from ..export import FORMATS, batsim_rows, export_trace
-from ..metrics.batch_trace import is_batch_trace
-from ..metrics.partial import cut_short
-from ..specs.load import parse_spec
-from ..trace import Trace, read_trace
+from iolab.errors import TraceError
+from iolab.export import FORMATS, batsim_rows, export_trace
+from iolab.metrics.batch_trace import is_batch_trace
+from iolab.metrics.partial import cut_short
+from iolab.specs.load import parse_spec
+from iolab.trace import Trace, read_trace
 
 
 def spec_jobs(trace: Trace) -> dict:

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any, Sequence
 
-from ..units import format_duration
+from iolab.units import format_duration
 
 
 def fmt(v: Any, digits: int = 4) -> str:

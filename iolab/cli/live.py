@@ -24,8 +24,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..emulator.progress import StatusLine, _hms
-from ..campaign.progress import Progress
+from iolab.emulator.progress import StatusLine, _hms
+from iolab.campaign.progress import Progress
 
 SUSPENDED_NONE = "-"
 QUIET_STATES = ("future", "done", "failed", "killed")  # counted in the head line, no row each

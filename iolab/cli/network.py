@@ -18,9 +18,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..emulator import netns
-from ..emulator.launchers import network_mode
-from ..emulator.ray_session import LOOPBACK_RAY_ENV
+from iolab.emulator import netns
+from iolab.emulator.launchers import network_mode
+from iolab.emulator.ray_session import LOOPBACK_RAY_ENV
 
 LOCAL_RUNS = frozenset({"emulate", "validate", "sweep", "study"})  # the commands that start Ray or MPI here
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from . import EXIT_FAILED
+from iolab.cli import EXIT_FAILED
 
 
 def problems(trace) -> list[str]:

@@ -6,17 +6,17 @@ from pathlib import Path
 
 import click
 
-from ..campaign.results import is_results, load
-from ..errors import TraceError
-from ..campaign.summary import summarise
-from ..metrics import io_metrics
-from ..metrics.batch_trace import batch_report, is_batch_trace
-from ..metrics.partial import cut_short
-from ..plots.campaign import strategy_boxplots
-from ..plots.trace import gantt, utilisation
-from ..trace import read_trace
-from .format import dumps, seconds, table
-from .simulate import metrics_json, print_metrics
+from iolab.campaign.results import is_results, load
+from iolab.errors import TraceError
+from iolab.campaign.summary import summarise
+from iolab.metrics import io_metrics
+from iolab.metrics.batch_trace import batch_report, is_batch_trace
+from iolab.metrics.partial import cut_short
+from iolab.plots.campaign import strategy_boxplots
+from iolab.plots.trace import gantt, utilisation
+from iolab.trace import read_trace
+from iolab.cli.format import dumps, seconds, table
+from iolab.cli.simulate import metrics_json, print_metrics
 
 
 @click.command()
@@ -97,7 +97,7 @@ def _batch(path: str, trace, as_json: bool, figures: str | None, fig_format: str
                    "includes stage-in and stage-out); utilisation = fraction of the nodes (HPS capacity) held, "
                    "weighted by time over [first submit, last end]; p95 by linear interpolation for jobs.")
     if figures:
-        from ..plots.batch import batch_gantt, batch_utilisation  # lazy: matplotlib only when drawing
+        from iolab.plots.batch import batch_gantt, batch_utilisation  # lazy: matplotlib only when drawing
 
         out = Path(figures)
         g = batch_gantt(trace, out / f"gantt.{fig_format}")

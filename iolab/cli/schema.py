@@ -6,8 +6,8 @@ import json
 
 import click
 
-from ..campaign.spec import Campaign
-from ..specs.load import KINDS
+from iolab.campaign.spec import Campaign
+from iolab.specs.load import KINDS
 
 # every kind the command line reads: the loader's own, and the front's campaign
 ALL_KINDS = {**KINDS, "campaign": Campaign}

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import click
 
-from ..calibration import calibrated, describe_io, read_calibration
-from ..runners import runner
-from ..specs.io import IO_POLICIES
-from ..specs.load import MAX_APPS, load_spec, read_document
-from ..specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
-from ..trace import write_trace
-from .format import dumps, fmt, seconds, table
-from .options import strict_option
+from iolab.calibration import calibrated, describe_io, read_calibration
+from iolab.runners import runner
+from iolab.specs.io import IO_POLICIES
+from iolab.specs.load import MAX_APPS, load_spec, read_document
+from iolab.specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
+from iolab.trace import write_trace
+from iolab.cli.format import dumps, fmt, seconds, table
+from iolab.cli.options import strict_option
 
 
 def metrics_json(m) -> dict:

@@ -8,11 +8,11 @@ import re
 
 import click
 
-from ..errors import IolabError, RunError
-from ..metrics.interference_fit import fit_interference
-from ..middleware.storage_probe import ProcessWriters, direct_supported, probe
-from ..units import parse_size
-from .format import dumps, table
+from iolab.errors import IolabError, RunError
+from iolab.metrics.interference_fit import fit_interference
+from iolab.middleware.storage_probe import ProcessWriters, direct_supported, probe
+from iolab.units import parse_size
+from iolab.cli.format import dumps, table
 
 
 @click.group()

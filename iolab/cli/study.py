@@ -9,17 +9,17 @@ from pathlib import Path
 
 import click
 
-from ..errors import IolabError
+from iolab.errors import IolabError
 
-from ..studies import carretero as carretero_study
-from ..studies import dheenadayalan as dheenadayalan_study
-from ..studies import dheenadayalan_emulated as emulated_ds1
-from ..studies import lackner as lackner_study
-from ..studies import monniot as monniot_study
-from ..studies import soysal as soysal_study
-from ..studies.as_campaign import Engine, write_campaign
-from ..trace import read_trace
-from .format import dumps, table
+from iolab.studies import carretero as carretero_study
+from iolab.studies import dheenadayalan as dheenadayalan_study
+from iolab.studies import dheenadayalan_emulated as emulated_ds1
+from iolab.studies import lackner as lackner_study
+from iolab.studies import monniot as monniot_study
+from iolab.studies import soysal as soysal_study
+from iolab.studies.as_campaign import Engine, write_campaign
+from iolab.trace import read_trace
+from iolab.cli.format import dumps, table
 
 
 def engine_options(fn):

@@ -6,16 +6,16 @@ import sys
 
 import click
 
-from .options import strict_option
+from iolab.cli.options import strict_option
 
-from ..campaign import load_runs, run_campaign
-from ..campaign.runtimes import resolve
-from ..campaign.study import is_study_document, load_study, module_of
-from ..errors import RunError, SpecError
-from ..specs.load import read_document
-from ..specs.size import MAX_RUNS
-from .format import dumps
-from .live import SweepView
+from iolab.campaign import load_runs, run_campaign
+from iolab.campaign.runtimes import resolve
+from iolab.campaign.study import is_study_document, load_study, module_of
+from iolab.errors import RunError, SpecError
+from iolab.specs.load import read_document
+from iolab.specs.size import MAX_RUNS
+from iolab.cli.format import dumps
+from iolab.cli.live import SweepView
 
 
 @click.command()

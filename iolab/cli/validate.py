@@ -8,20 +8,20 @@ from pathlib import Path
 import click
 import yaml
 
-from ..atomic import atomic_write_text
-from ..campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
-from ..calibration import describe_io, read_calibration
-from ..emulator.comparison import ranking_words
-from ..emulator.output_lock import hold_outputs
-from ..emulator.validate import TraceMismatch, figure
-from ..runners import VALIDATIONS, level_of
-from ..specs.io import IO_POLICIES, LIST_POLICIES, Jitter
-from ..specs.load import load_spec
-from .format import fmt, table
-from .options import strict_option
-from .outcome import exit_if_failed
-from .validate_batch import validate_batch_cli
-from .validate_output import emit
+from iolab.atomic import atomic_write_text
+from iolab.campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
+from iolab.calibration import describe_io, read_calibration
+from iolab.validation.comparison import ranking_words
+from iolab.emulator.output_lock import hold_outputs
+from iolab.validation.io import TraceMismatch, figure
+from iolab.runners import VALIDATIONS, level_of
+from iolab.specs.io import IO_POLICIES, LIST_POLICIES, Jitter
+from iolab.specs.load import load_spec
+from iolab.cli.format import fmt, table
+from iolab.cli.options import strict_option
+from iolab.cli.outcome import exit_if_failed
+from iolab.cli.validate_batch import validate_batch_cli
+from iolab.cli.validate_output import emit
 
 
 def command_line(ctx: click.Context, spec_path: str) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ..emulator.validate import TraceMismatch
-from ..runners import VALIDATIONS
-from .format import table
-from .outcome import exit_if_failed
-from .validate_output import emit
+from iolab.validation.io import TraceMismatch
+from iolab.runners import VALIDATIONS
+from iolab.cli.format import table
+from iolab.cli.outcome import exit_if_failed
+from iolab.cli.validate_output import emit
 
 
 def _pct(x: float) -> str:

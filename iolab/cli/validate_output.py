@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..plots.validation import write_report
-from .format import dumps
+from iolab.plots.validation import write_report
+from iolab.cli.format import dumps
 
 
 def emit(report: dict, *, as_json: bool, report_dir: str | None, command: str, machine: dict) -> bool:

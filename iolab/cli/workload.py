@@ -10,15 +10,15 @@ from pathlib import Path
 import click
 import yaml
 
-from ..atomic import atomic_write_text
-from ..units import format_size
-from ..emulator.checks import H5_OVERHEAD
-from ..sim.workloads.carretero import CarreteroParams
-from ..sim.workloads.carretero import generate as gen
-from ..sim.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
-from ..sim.workloads.slurm_script import slurm_jobs
-from ..specs.batch import SCHEDULERS, parse_duration
-from ..specs.load import parse_spec
+from iolab.atomic import atomic_write_text
+from iolab.units import format_size
+from iolab.emulator.io.checks import H5_OVERHEAD
+from iolab.workloads.carretero import CarreteroParams
+from iolab.workloads.carretero import generate as gen
+from iolab.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
+from iolab.workloads.slurm_script import slurm_jobs
+from iolab.specs.batch import SCHEDULERS, parse_duration
+from iolab.specs.load import parse_spec
 
 
 @click.group()
@@ -147,7 +147,7 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
         header.append(f"{Path(j.path).name}: job {j.jobid}, {j.nprocs} ranks, {j.nodes} nodes ({j.nodes_from}), "
                       f"run {j.run_time:g} s; bytes {mods}; volume = {j.volume_from}; timing from {j.timing_from}")
     if kind == "io":
-        # the emulator's own limit (emulator/checks.py): a rank's share of an I/O phase holds its grid block
+        # the emulator's own limit (emulator/io/checks.py): a rank's share of an I/O phase holds its grid block
         min_units = (EMULATOR_GRID**2 * 8 + H5_OVERHEAD) / unit_bytes if for_emulator else None
         data, notes = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth, min_io_units=min_units,
                               volumes=volumes)

@@ -1,11 +1,11 @@
 """Metrics, computed from traces only (definitions in docs/metrics.md)."""
 
-from .batch import (
+from iolab.metrics.batch import (
     BatchMetrics, StorageMetrics, batch_metrics, hps_utilisation, makespan, mean_turnaround, node_utilisation,
     pooled_utilisation, storage_metrics, turnaround, used_hps_byte_seconds, used_node_seconds,
 )
-from .io import AppMetrics, IOMetrics, geometric_mean, io_metrics
-from .tnap import CLASSES as TNAP_CLASSES, TnapSummary, tnap, tnap_summary
+from iolab.metrics.io import AppMetrics, IOMetrics, geometric_mean, io_metrics
+from iolab.metrics.tnap import CLASSES as TNAP_CLASSES, TnapSummary, tnap, tnap_summary
 
 __all__ = [
     "AppMetrics", "BatchMetrics", "IOMetrics", "StorageMetrics", "batch_metrics", "geometric_mean",

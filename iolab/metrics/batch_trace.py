@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TraceError
-from ..trace import Trace
-from .batch import (
+from iolab.errors import TraceError
+from iolab.trace import Trace
+from iolab.metrics.batch import (
     BSLD_TAU, BatchMetrics, assign_nodes, batch_metrics, bounded_slowdown, step_curve, summary, time_weighted_summary,
     turnaround, wait_time,
 )

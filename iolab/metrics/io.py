@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..errors import TraceError
-from ..trace import Trace
+from iolab.errors import TraceError
+from iolab.trace import Trace
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..trace import Trace
+from iolab.trace import Trace
 
 CUT_STATES = ("killed", "pending", "queued", "future")  # states a job is left in by an interruption
 

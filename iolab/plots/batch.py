@@ -19,9 +19,9 @@ import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-from ..metrics.batch import step_curve
-from ..metrics.batch_trace import hps_curve, job_nodes, node_curve, total_nodes_of
-from . import new_figure, save, time_unit
+from iolab.metrics.batch import step_curve
+from iolab.metrics.batch_trace import hps_curve, job_nodes, node_curve, total_nodes_of
+from iolab.plots import new_figure, save, time_unit
 
 TIER_COLORS = {"hps": "#1f77b4", "lps": "#ff7f0e"}
 OTHER_COLOR = "#7f7f7f"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..campaign.summary import relative_makespan, strategies
-from . import new_figure, save, time_unit
+from iolab.campaign.summary import relative_makespan, strategies
+from iolab.plots import new_figure, save, time_unit
 
 
 def _boxes(ax, labels: list[str], data: list[np.ndarray], ylabel: str, log: bool, key: bool = True) -> None:

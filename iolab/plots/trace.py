@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bin_means, new_figure, save, span_text, time_unit
+from iolab.plots import bin_means, new_figure, save, span_text, time_unit
 
 COLORS = {"compute": "#c8c8c8", "write": "#1f77b4", "read": "#2ca02c", "stage-in": "#9467bd",
           "stage-out": "#8c564b", "wait": "#d62728"}

@@ -23,10 +23,10 @@ import json
 import math
 from pathlib import Path
 
-from ..atomic import atomic_write_text
-from ..calibration import describe_costs
-from ..emulator.comparison import ranking_words
-from . import new_figure, save
+from iolab.atomic import atomic_write_text
+from iolab.calibration import describe_costs
+from iolab.validation.comparison import ranking_words
+from iolab.plots import new_figure, save
 
 
 def _fmt(x) -> str:

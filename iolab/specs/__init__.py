@@ -1,7 +1,7 @@
 """Input specs (pydantic v2): platforms, workloads, experiments, campaigns."""
 
-from .io import IO_POLICIES, LIST_POLICIES, App, IOExperiment, Mapping, Phase, Platform
-from .load import KINDS, load_spec, parse_spec
+from iolab.specs.io import IO_POLICIES, LIST_POLICIES, App, IOExperiment, Mapping, Phase, Platform
+from iolab.specs.load import KINDS, load_spec, parse_spec
 
 __all__ = [
     "IO_POLICIES", "LIST_POLICIES", "App", "IOExperiment", "Mapping", "Phase", "Platform",

@@ -32,12 +32,12 @@ from pathlib import Path
 
 from pydantic import BeforeValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from ..names import NAME_PATTERN
-from ..units import GB, parse_duration, parse_rate, parse_size
-from .base import FieldProblems, StrictModel, finite_sum, nested_options, problems_of, raise_if, resolve_input
-from .batch_emulation import BatchEmulatorSettings
-from .controller import ControllerSpec
-from .interference import INTERFERENCE_HELP, Interference
+from iolab.names import NAME_PATTERN
+from iolab.units import GB, parse_duration, parse_rate, parse_size
+from iolab.specs.base import FieldProblems, StrictModel, finite_sum, nested_options, problems_of, raise_if, resolve_input
+from iolab.specs.batch_emulation import BatchEmulatorSettings
+from iolab.specs.controller import ControllerSpec
+from iolab.specs.interference import INTERFERENCE_HELP, Interference
 
 # ---------------------------------------------------------------- units
 
@@ -333,7 +333,7 @@ class FeitelsonWorkload(StrictModel):
 
 class IOModelSpec(StrictModel):
     """I/O volumes drawn for jobs that carry none (an SWF trace has no I/O): lackner2019 §IV-B's
-    model, the one of ``source: feitelson`` (``iolab.sim.workloads.feitelson.lackner_io``), applied
+    model, the one of ``source: feitelson`` (``iolab.workloads.feitelson.lackner_io``), applied
     to each job's nodes and real runtime and seeded from the experiment's ``seed`` (and the workload's
     ``skip``, so two windows of a trace draw from different streams).  The volumes
     fill fractions of the runtime at R_lps (or at the job's share of it, ``io_rate: share``), so on

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import StrictModel
+from iolab.specs.base import StrictModel
 
 KiB = 1024
 MiB = 1024 * 1024

@@ -31,8 +31,8 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
-from ..units import parse_duration, parse_size
-from .base import StrictModel, raise_if, resolve_input
+from iolab.units import parse_duration, parse_size
+from iolab.specs.base import StrictModel, raise_if, resolve_input
 
 _dur = BeforeValidator(lambda v: parse_duration(v) if isinstance(v, str) else v)
 _size = BeforeValidator(lambda v: parse_size(v) if isinstance(v, str) else v)

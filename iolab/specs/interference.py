@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from .base import StrictModel, raise_if
+from iolab.specs.base import StrictModel, raise_if
 
 # name -> aggregate loss d at k = PRESET_K (carretero2020 §3)
 PRESETS: dict[str, float] = {"lustre-plafrim-a": 0.02, "lustre-plafrim-b": 0.16, "lustre-plafrim-c": 0.11}

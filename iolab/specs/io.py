@@ -20,10 +20,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..names import MAX_NAME, NAME_PATTERN
-from .base import StrictModel, finite_sum, raise_if
-from .emulation import EmulatorSettings
-from .interference import INTERFERENCE_HELP, Interference
+from iolab.names import MAX_NAME, NAME_PATTERN
+from iolab.specs.base import StrictModel, finite_sum, raise_if
+from iolab.specs.emulation import EmulatorSettings
+from iolab.specs.interference import INTERFERENCE_HELP, Interference
 
 # Names of the I/O arbitration policies (carretero2020 §5.1) plus ``shared``.
 IO_POLICIES: tuple[str, ...] = (

@@ -34,10 +34,10 @@ from typing import Any, Mapping
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..errors import SpecError
-from .base import problems_of
-from .batch import BatchExperiment
-from .io import IOExperiment
+from iolab.errors import SpecError
+from iolab.specs.base import problems_of
+from iolab.specs.batch import BatchExperiment
+from iolab.specs.io import IOExperiment
 
 KINDS: Mapping[str, type[BaseModel]] = {"io": IOExperiment, "batch": BatchExperiment}
 

@@ -27,8 +27,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SpecError
-from .load import MAX_JOBS, parse_text, read_text
+from iolab.errors import SpecError
+from iolab.specs.load import MAX_JOBS, parse_text, read_text
 
 MAX_EVENTS = 10_000_000
 MAX_RUNS = 50_000

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..atomic import atomic_write_text
-from ..campaign.results import Results
-from ..campaign.results import load as load_results
-from ..campaign.study import StudyCampaign, expand_study
-from ..campaign.sweep import SweepSummary, run_study_runs
-from ..errors import RunError
+from iolab.atomic import atomic_write_text
+from iolab.campaign.results import Results
+from iolab.campaign.results import load as load_results
+from iolab.campaign.study import StudyCampaign, expand_study
+from iolab.campaign.sweep import SweepSummary, run_study_runs
+from iolab.errors import RunError
 
 ENGINE_COLUMNS = ("index", "run_id", "status", "error", "task_seconds", "host")
 

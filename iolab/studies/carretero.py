@@ -29,15 +29,15 @@ from pathlib import Path
 import numpy as np
 
 from iolab.middleware.policies.mapping import lpt_assign
-from iolab.sim.event import EventEngine
-from iolab.sim.scenario import Scenario
-from iolab.sim.workloads.carretero import CarreteroParams, generate
+from iolab.sim.io.event import EventEngine
+from iolab.sim.io.scenario import Scenario
+from iolab.workloads.carretero import CarreteroParams, generate
 
-from ..atomic import atomic_write_text
-from ..metrics import geometric_mean
-from ..middleware.policies.plan import make_packs, packed_plan
-from .as_campaign import Engine, rows_of, run_as_campaign
-from .common import write_csv
+from iolab.atomic import atomic_write_text
+from iolab.metrics import geometric_mean
+from iolab.middleware.policies.plan import make_packs, packed_plan
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
+from iolab.studies.common import write_csv
 
 ALPHAS = (0.5, 0.75, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 IO_NODE_COUNTS = (1, 3, 5)

@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..atomic import atomic_path
+from iolab.atomic import atomic_path
 
 
 def file_sha256(path: str | Path) -> str:

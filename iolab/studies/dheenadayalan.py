@@ -45,15 +45,15 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_write_text
-from ..middleware.policies.interference import law_of
-from ..sim.batch.run import run_batch
-from ..specs import parse_spec
-from ..specs.controller import ControllerSpec
-from ..specs.interference import InterferenceSpec
-from .common import write_csv
-from .dheenadayalan_emulated import VOLUME_LAW, EmulatedDS1, run_emulated
-from .as_campaign import Engine, rows_of, run_as_campaign
+from iolab.atomic import atomic_write_text
+from iolab.middleware.policies.interference import law_of
+from iolab.sim.batch.run import run_batch
+from iolab.specs import parse_spec
+from iolab.specs.controller import ControllerSpec
+from iolab.specs.interference import InterferenceSpec
+from iolab.studies.common import write_csv
+from iolab.studies.dheenadayalan_emulated import VOLUME_LAW, EmulatedDS1, run_emulated
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
 
 __all__ = ["FITTED", "PAPER", "QUICK", "DheenadayalanSize", "campaign_runs", "campaign_summary", "campaign_task",
            "datasets", "params_of", "run_one", "run_study", "size_of"]

@@ -33,19 +33,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..calibration import calibrated
-from ..middleware.policies.controller.forecast import forecast_skill
-from ..middleware.policies.controller.response_model import train_and_test
-from ..emulator.batch_checks import check_batch_runnable
-from ..emulator.batch_run import run_batch_emulation
-from ..emulator.ray_session import RaySession
-from ..errors import TraceError
-from ..sim.batch.run import run_batch
-from ..sim.batch.volume_fit import fit_volume_model
-from ..sim.workloads import load_workload
-from ..specs import parse_spec
-from ..specs.batch import BatchExperiment
-from ..trace import read_trace
+from iolab.calibration import calibrated
+from iolab.middleware.policies.controller.forecast import forecast_skill
+from iolab.middleware.policies.controller.response_model import train_and_test
+from iolab.emulator.batch.checks import check_batch_runnable
+from iolab.emulator.batch.run import run_batch_emulation
+from iolab.sim.batch.run import simulated_makespan
+from iolab.emulator.ray_session import RaySession
+from iolab.errors import TraceError
+from iolab.sim.batch.run import run_batch
+from iolab.sim.batch.volume_fit import fit_volume_model
+from iolab.workloads import load_workload
+from iolab.specs import parse_spec
+from iolab.specs.batch import BatchExperiment
+from iolab.trace import read_trace
 
 __all__ = ["FULL", "QUICK", "VOLUME_LAW", "EmulatedDS1", "RUNS", "emulated_spec", "model_report", "run_emulated", "spec_digest"]
 
@@ -262,7 +263,8 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
                     f"{settings.time_scale:g}, bytes scale {settings.bytes_scale:g} ({why})")
                 try:
                     # what the emulator checks first (sizes, wall estimate, mpiexec), before Ray starts
-                    check_batch_runnable(spec, load_workload(spec), path.with_suffix(".work"), str(path))
+                    check_batch_runnable(spec, load_workload(spec), path.with_suffix(".work"), str(path),
+                                         simulated_makespan)
                     if session is None:
                         session = RaySession.open()  # one local Ray for the runs (they start none of their own)
                     trace = _run_one(spec, path, progress, keep_work)
@@ -355,7 +357,7 @@ def _run_one(spec: BatchExperiment, path: Path, progress: bool, keep_work: bool)
     scale) is removed when every job ended ok, kept otherwise (the jobs' logs are there)."""
     work = path.with_suffix(".work")
     shutil.rmtree(work, ignore_errors=True)  # a run cut short left its files: start clean
-    trace = run_batch_emulation(spec, out=path, work_dir=work, progress=progress, source=str(path))
+    trace = run_batch_emulation(spec, makespan_of=simulated_makespan, out=path, work_dir=work, progress=progress, source=str(path))
     if not keep_work and all(r["status"] == "ok" for r in trace.jobs.rows()):
         shutil.rmtree(work, ignore_errors=True)
     return trace

@@ -33,8 +33,8 @@ from iolab.middleware.policies.batch.kernel import make_policy
 from iolab.sim.batch.run import run_batch
 from iolab.specs import parse_spec
 
-from .as_campaign import Engine, rows_of, run_as_campaign
-from .common import write_csv
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
+from iolab.studies.common import write_csv
 
 RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
 

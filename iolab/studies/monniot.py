@@ -3,7 +3,7 @@
 Grid (Table 4): layouts 1N1D, 1NnD, nN1D, nNnD x capacities 8/16/32/64 TB x
 random, round-robin, worst-fit, best-bandwidth x split at 200 GB on/off
 (requeue off unless asked: the paper found it unnecessary, §5.2).  Each run
-replays the storage requests through ``iolab.sim.storage_replay`` and computes
+replays the storage requests through ``iolab.sim.batch.storage_replay`` and computes
 Table 3 (``iolab.metrics.batch.storage_metrics``).
 
 **Input and scaling.**  The paper replays a year of Theta (24 000 jobs,
@@ -36,16 +36,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from iolab.atomic import atomic_write_text
-from iolab.sim.storage_replay import (
+from iolab.sim.batch.storage_replay import (
     LAYOUTS, PAPER_CAPACITIES_TB, PAPER_SPLIT, PAPER_SUM_CAP, TB, StorageRequest, monniot_layout, peak_demand,
     replay_layout, requests_from_jobs, week_scale,
 )
-from iolab.sim.workloads.theta import _utc, theta_trace
+from iolab.workloads.theta import _utc, theta_trace
 
 from iolab.shared_data import shared_data_file
 
-from .as_campaign import Engine, rows_of, run_as_campaign
-from .common import check_unchanged, file_sha256, write_csv
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
+from iolab.studies.common import check_unchanged, file_sha256, write_csv
 
 RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
 

@@ -32,16 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_write_text
-from ..metrics import TNAP_CLASSES, tnap_summary
-from ..sim.batch.run import simulate_batch
-from ..sim.workloads import swf_window_io
-from ..sim.workloads.swf import read_swf, swf_jobs
-from ..specs import parse_spec
-from ..specs.batch import HPS_REQUEST_SCHEDULERS
-from ..shared_data import shared_data_file
-from .as_campaign import Engine, rows_of, run_as_campaign
-from .common import check_unchanged, file_sha256, write_csv
+from iolab.atomic import atomic_write_text
+from iolab.metrics import TNAP_CLASSES, tnap_summary
+from iolab.sim.batch.run import simulate_batch
+from iolab.workloads import swf_window_io
+from iolab.workloads.swf import read_swf, swf_jobs
+from iolab.specs import parse_spec
+from iolab.specs.batch import HPS_REQUEST_SCHEDULERS
+from iolab.shared_data import shared_data_file
+from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
+from iolab.studies.common import check_unchanged, file_sha256, write_csv
 
 RUN_VERSION = 2  # bump when a run's meaning changes (new run ids)
 

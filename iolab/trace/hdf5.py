@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_path
-from ..errors import TraceError
-from .model import Table, Trace
-from .schema import ADDED_COLUMNS, SCHEMA_VERSION, TABLES
+from iolab.atomic import atomic_path
+from iolab.errors import TraceError
+from iolab.trace.model import Table, Trace
+from iolab.trace.schema import ADDED_COLUMNS, SCHEMA_VERSION, TABLES
 
 def _attr_value(v: Any) -> Any:
     if isinstance(v, (str, int, float, bool, np.integer, np.floating)):

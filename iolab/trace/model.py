@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .schema import TABLES
+from iolab.trace.schema import TABLES
 
 _NP = {"str": object, "int": np.int64, "float": np.float64}
 

@@ -13,7 +13,7 @@ import platform
 from importlib.metadata import version
 from typing import Any
 
-from .. import __version__
+from iolab import __version__
 
 # the packages a real run's processes depend on (mpich: the MPI library's wheel)
 REAL_RUN_PACKAGES = ("ray", "mpi4py", "h5py", "numpy", "pydantic")

@@ -6,9 +6,9 @@ The simulator (``sim``) and the Ray actors (``middleware``) call the very same
 objects, so a validation compares the runtimes, never two copies of a policy.
 """
 
-from .arbiter import IONodeArbiter
-from .io_order import POLICIES, IORequest, ListPolicy, SharedPolicy, get_policy
-from .mapping import Pack, PackJob, first_fit, lpt_assign, make_pack
+from iolab.middleware.policies.arbiter import IONodeArbiter
+from iolab.middleware.policies.io_order import POLICIES, IORequest, ListPolicy, SharedPolicy, get_policy
+from iolab.middleware.policies.mapping import Pack, PackJob, first_fit, lpt_assign, make_pack
 
 __all__ = [
     "IONodeArbiter", "POLICIES", "IORequest", "ListPolicy", "SharedPolicy", "get_policy",

@@ -22,8 +22,8 @@ queues and keeps those books itself.
 
 from __future__ import annotations
 
-from .io_order import IORequest, ListPolicy, SharedPolicy
-from .io_queue import wait_queue
+from iolab.middleware.policies.io_order import IORequest, ListPolicy, SharedPolicy
+from iolab.middleware.policies.io_queue import wait_queue
 
 
 class IONodeArbiter:

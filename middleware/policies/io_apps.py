@@ -1,7 +1,7 @@
 """The I/O level's apps, their requests and the pack turns, for the I/O kernel.
 
 The I/O kernel (:class:`~.io_kernel.IOKernel`) holds them for the simulator
-(``iolab.sim.event``, ``iolab.sim.stepped``) and the Ray arbiter's state
+(``iolab.sim.io.event``, ``iolab.sim.io.stepped``) and the Ray arbiter's state
 (``iolab.middleware.state``), which differ only in how time advances and in what really
 happens; what an app *is* to the I/O level, what it asks its I/O node for, and when
 it may start are written here, once:
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Sequence
 
-from .io_order import IORequest
+from iolab.middleware.policies.io_order import IORequest
 
 COMPUTE = "compute"
 KINDS = (COMPUTE, "write", "read")

@@ -38,8 +38,8 @@ from typing import Iterable, Sequence
 
 from iolab.invariants import InvariantViolation
 
-from .io_apps import COMPUTE, IOApp
-from .io_order import IORequest
+from iolab.middleware.policies.io_apps import COMPUTE, IOApp
+from iolab.middleware.policies.io_order import IORequest
 
 REL = 1e-9  # relative tolerance on times and volumes (sums in another order)
 

@@ -4,7 +4,7 @@ One kernel, several clocks (like :class:`~.batch.kernel.BatchKernel` for the bat
 :class:`IOKernel` holds every decision-relevant state of an I/O run and reads no clock:
 each call passes ``t``, spec seconds.
 
-- ``iolab.sim.event`` (the next-event engine) and ``iolab.sim.stepped`` (the fixed-step
+- ``iolab.sim.io.event`` (the next-event engine) and ``iolab.sim.io.stepped`` (the fixed-step
   engine) advance it on simulated time and add only their clock: the event heap or the step
   grid, the phases' durations (jitter, overheads) and the fair-share links;
 - ``iolab.middleware.state.ArbiterState`` (the Ray arbiter actor's state) advances it on spec
@@ -41,7 +41,7 @@ A driver calls, at spec time ``t``::
 Mutators only record; ``dispatch`` decides, so everything that happens at one instant
 competes.  ``record``, if given, receives the trace's rows (``phase(rank, index, kind,
 start, end, volume)``, only if its ``rows`` is true, and every ``grant(rank, index, request,
-grant, release)``: ``iolab.sim.recorder.Recorder``).
+grant, release)``: ``iolab.sim.io.recorder.Recorder``).
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ from typing import Sequence
 
 from iolab.invariants import strict_default
 
-from .arbiter import IONodeArbiter
-from .io_apps import COMPUTE, IOApp, PackTurns
-from .io_checker import IOChecker
-from .io_order import IORequest, ListPolicy, SharedPolicy
+from iolab.middleware.policies.arbiter import IONodeArbiter
+from iolab.middleware.policies.io_apps import COMPUTE, IOApp, PackTurns
+from iolab.middleware.policies.io_checker import IOChecker
+from iolab.middleware.policies.io_order import IORequest, ListPolicy, SharedPolicy
 
 # what advance() began: (COMPUTE_PHASE, phase index), (IO_WAIT, phase index),
 # (DELAY, seconds before the next phase), (ENDED, ranks whose pack opened)

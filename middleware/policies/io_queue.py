@@ -7,7 +7,7 @@ code in every runtime:
   :class:`~.io_kernel.IOKernel`, which the Ray arbiter actor's state, the simulator's general
   loop and its fixed-step engine drive) keeps its waiting requests in one and adds the protocol
   around it (an app asks once at a time, a release must match a grant, ``shared``, cancel);
-- the simulator's loop for list policies (``iolab.sim.event``) holds one per I/O node and
+- the simulator's loop for list policies (``iolab.sim.io.event``) holds one per I/O node and
   keeps the protocol's books itself, by construction (strict mode's checker watches it).
 
 ::
@@ -32,7 +32,7 @@ from __future__ import annotations
 from heapq import heapify, heappop, heappush
 from typing import Callable, Sequence
 
-from .io_order import IORequest, ListPolicy
+from iolab.middleware.policies.io_order import IORequest, ListPolicy
 
 
 class KeyedQueue:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from iolab.specs.io import IOExperiment
 
-from .mapping import Pack, PackJob, lpt_assign, make_pack
+from iolab.middleware.policies.mapping import Pack, PackJob, lpt_assign, make_pack
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ The kernel (queue, job states, policy, nodes, HPS bytes and disks) is
 :func:`iolab.sim.batch.run.simulate_batch` the trace.
 """
 
-from .engine import BatchEngine
-from .steps import JobSteps, job_steps
-from .run import simulate_batch
+from iolab.sim.batch.engine import BatchEngine
+from iolab.workloads.steps import JobSteps, job_steps
+from iolab.sim.batch.run import simulate_batch
 
 __all__ = ["BatchEngine", "JobSteps", "job_steps", "simulate_batch"]

@@ -54,8 +54,8 @@ from iolab.middleware.policies.interference import InterferenceLaw, tier_laws
 from iolab.middleware.policies.controller.forecast import ResponseForecaster
 from iolab.middleware.policies.controller.response_model import ResponsePredictor, predictor_args
 
-from ..fairshare import FairShareLink
-from .steps import COMPUTE
+from iolab.sim.fairshare import FairShareLink
+from iolab.workloads.steps import COMPUTE
 
 __all__ = ["ContentionLink", "SimController", "VolumeModel"]
 

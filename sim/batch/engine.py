@@ -15,7 +15,7 @@ Model (lackner2019 §III-A, §IV-B):
 Everything decision-relevant (queue, job states, snapshot, policy, nodes, HPS
 bytes, disk placement, strict checks) is the kernel's,
 :class:`iolab.middleware.policies.batch.kernel.BatchKernel`, the very object the
-real-clock batch loop (``iolab.emulator.batch_run``) drives.  This module adds
+real-clock batch loop (``iolab.emulator.batch.run``) drives.  This module adds
 simulated time (an event heap: submissions, step ends, link completions,
 placement retries) and the jobs' steps (:mod:`.steps`) on the links.  The
 kernel decides at every instant at which something changed, again and again
@@ -37,8 +37,8 @@ from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, Tie
 from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
 
-from ..fairshare import FairShareLink
-from .steps import COMPUTE, FIXED, OVERHEADS, job_steps
+from iolab.sim.fairshare import FairShareLink
+from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, job_steps
 
 _SUBMIT, _STEP_END, _LINK, _RETRY, _ESTIMATE, _ADVANCE, _CONTROL = 0, 1, 2, 3, 4, 5, 6  # _CONTROL: the load controller's own events
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
@@ -123,7 +123,7 @@ class BatchEngine:
     def around(cls, kernel: BatchKernel, *, memory_per_node: float, rows: bool = True,
                overheads=None, phases: str | None = None) -> "BatchEngine":
         """``overheads``: the platform's :class:`iolab.specs.batch.Overheads` (launch, exit and
-        per-phase costs as timed steps, :func:`iolab.sim.batch.steps.with_overheads`), or None.
+        per-phase costs as timed steps, :func:`iolab.workloads.steps.with_overheads`), or None.
         ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows; each job's I/O time is kept,
         :attr:`BatchRecord.io_time`) or ``none``; default ``all`` with ``rows``, else ``none``
         (``rows`` False also leaves out the allocation rows)."""

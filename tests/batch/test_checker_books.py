@@ -19,7 +19,7 @@ from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.placement import StorageAllocator
 from iolab.sim.batch.engine import BatchEngine
 from iolab.sim.batch.run import run_batch
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 
 from .test_strict import JOBS, Scripted, spec
 

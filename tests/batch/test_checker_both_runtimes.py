@@ -1,4 +1,4 @@
-"""One checker, one vocabulary of events, both runtimes: the real batch run (``emulator/batch_run.py``)
+"""One checker, one vocabulary of events, both runtimes: the real batch run (``emulator/batch/run.py``)
 drives the same kernel as the simulator, so strict mode's checker sees the same events from both and
 stops a real run whose kernel books are broken, naming the job and the rule.
 
@@ -50,7 +50,7 @@ for _name in ("submitted", "started", "placed", "fell_back", "entered", "staged"
 
 
 def test_the_real_run_and_the_simulator_send_the_checker_the_same_events(monkeypatch, tmp_path):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
     from iolab.sim.batch.run import simulate_batch
 
     jobs = [{"id": "h", "submit": 0, "nodes": 2, "walltime": 300, "runtime": 100, "input": "10GB",
@@ -59,7 +59,7 @@ def test_the_real_run_and_the_simulator_send_the_checker_the_same_events(monkeyp
     s = spec(jobs, "sas")
     Recorder.runs = []
     monkeypatch.setattr("iolab.sim.batch.run.BatchChecker", Recorder)
-    monkeypatch.setattr("iolab.emulator.batch_run.BatchChecker", Recorder)
+    monkeypatch.setattr("iolab.emulator.batch.run.BatchChecker", Recorder)
     sim = simulate_batch(s, strict=True)
     real = run_batch_emulation(s, work_dir=tmp_path / "w", strict=True)
     assert {r["id"]: r["tier"] for r in real.jobs.rows()} == {r["id"]: r["tier"] for r in sim.jobs.rows()} \
@@ -71,7 +71,7 @@ def test_the_real_run_and_the_simulator_send_the_checker_the_same_events(monkeyp
 
 def test_a_real_run_whose_kernel_loses_a_jobs_node_ids_stops_at_that_jobs_end(monkeypatch, tmp_path):
     """The bug of tests/batch/test_checker_books.py, in a real run: x's end (x runs 100 spec s, y 400)."""
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     original = BatchKernel._give_nodes
 

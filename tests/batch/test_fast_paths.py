@@ -36,7 +36,7 @@ from iolab.middleware.policies.batch.backfill import EASY, FCFS
 from iolab.middleware.policies.batch.nodes import lowest, plan_node_sets, replay_in_start_order
 from iolab.middleware.policies.batch.profile import Profile
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, QueuedJob, RunningJob, Snapshot
-from iolab.sim.workloads import swf
+from iolab.workloads import swf
 from iolab.specs.batch import Job
 
 

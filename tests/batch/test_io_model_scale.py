@@ -1,6 +1,6 @@
 """The I/O model at scale: a checkpoint interval (fixed or Young-Daly), volumes at the job's share of
 the link (``io_rate: share``), lackner2019's rules unchanged as the default, and jobs built from
-checked columns equal to the validated ones (sim/workloads/feitelson.py, job_columns.py)."""
+checked columns equal to the validated ones (iolab/workloads/feitelson.py, job_columns.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from iolab.cli import cli
 from iolab.errors import SpecError
-from iolab.sim.workloads import feitelson_columns, feitelson_jobs, jobs_from_columns, load_workload
-from iolab.sim.workloads.feitelson import lackner_io
+from iolab.workloads import feitelson_columns, feitelson_jobs, jobs_from_columns, load_workload
+from iolab.workloads.feitelson import lackner_io
 from iolab.specs import parse_spec
 from iolab.specs.batch import FeitelsonWorkload, IOModelSpec, Job
 from iolab.specs.size import MAX_JOBS, batch_size
@@ -276,7 +276,8 @@ def test_cli_runs_the_new_rules(tmp_path):
 
 
 def test_an_emulated_batch_spec_accepts_the_new_fields(tmp_path):
-    from iolab.emulator.batch_checks import check_batch_runnable
+    from iolab.emulator.batch.checks import check_batch_runnable
+    from iolab.sim.batch.run import simulated_makespan
 
     doc = {**batch({"jobs": 3, "shortest": 60, "longest": 240, "arrival_factor": 30, "io_rate": "share",
                     "checkpoint": {"interval": 50}, "checkpoint_min_runtime": 0}),
@@ -285,7 +286,7 @@ def test_an_emulated_batch_spec_accepts_the_new_fields(tmp_path):
     spec = parse_spec(doc)
     jobs = load_workload(spec)
     assert all(j.data > 0 for j in jobs)  # every job checkpoints (one every 50 s of >= 60 s)
-    check_batch_runnable(spec, jobs, tmp_path)
+    check_batch_runnable(spec, jobs, tmp_path, makespan_of=simulated_makespan)
 
 
 @pytest.mark.parametrize("io, field", [

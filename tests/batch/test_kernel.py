@@ -15,7 +15,7 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch import kernel as kernel_module
 from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
 
 

@@ -87,7 +87,7 @@ def allocated(trace) -> list[tuple]:
 def test_simulator_and_real_run_allocate_the_same_disks_and_bytes(tmp_path):
     """One spec with placement in both runtimes: the same allocation table (disks, bytes per job
     to the bytes scale's rounding, statuses) and the same tiers."""
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     sim = simulate_batch(spec())
     real = run_batch_emulation(spec(), out=tmp_path / "run.h5", work_dir=tmp_path / "w")

@@ -25,7 +25,7 @@ from iolab.metrics.tnap import _last_changes, _last_changes_plain
 from iolab.middleware.policies.batch import LPS
 from iolab.middleware.policies.batch.nodes import parse_ranges, ranges
 from iolab.sim.batch.run import run_batch, simulate_batch
-from iolab.sim.batch.steps import job_steps
+from iolab.workloads.steps import job_steps
 from iolab.specs import parse_spec
 from iolab.trace import TABLES, Table, TraceBuilder
 

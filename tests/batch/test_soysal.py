@@ -294,7 +294,7 @@ def test_hps_capacity_is_never_exceeded_with_early_copies(scheduler, rows):
         assert held + k.early_bytes <= k.hps_capacity * (1 + 1e-12)
         seen.append(k.early_bytes)
 
-    from iolab.sim.workloads import load_workload
+    from iolab.workloads import load_workload
     kernel = BatchKernel.from_spec(sp, load_workload(sp), observer=BatchChecker(), on_decision=check)
     orig = kernel.advance_check
     kernel.advance_check = lambda t: (orig(t), check())
@@ -306,7 +306,7 @@ def test_plan_tracking_only_observes(kth):
     """The same schedule with and without plan tracking (the tracker and the node-set replay
     decide nothing), for every compute scheduler, on the first 800 KTH-SP2 jobs."""
     from iolab.sim.batch.run import run_batch
-    from iolab.sim.workloads import swf_jobs
+    from iolab.workloads import swf_jobs
     jobs = swf_jobs(kth, limit=800)
     for sched in ("fcfs", "easy", "conservative", "conservative-reinsert"):
         runs = []
@@ -374,7 +374,7 @@ def test_the_kept_advance_due_is_the_plans_answer(scheduler, rows):
     from iolab.middleware.policies.batch.checks import BatchChecker
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.sim.batch.engine import BatchEngine
-    from iolab.sim.workloads import load_workload
+    from iolab.workloads import load_workload
     jobs = [{**job(f"j{i}", sub, n, w, max(1.0, round(w * f))), "input": f"{gb}GB", "storage": f"{gb}GB"}
             for i, (sub, n, w, gb, f) in enumerate(rows)]
     sp = adv_spec(jobs, 3, capacity="50GB", scheduler=scheduler)

@@ -18,7 +18,7 @@ from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.placement import StorageAllocator
 from iolab.sim.batch.engine import BatchEngine
 from iolab.sim.batch.run import run_batch
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
 
 GB = 10**9

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from iolab.sim.workloads import swf
-from iolab.sim.workloads.swf import FIELDS, MAX_TIME, SWFError, read_swf
+from iolab.workloads import swf
+from iolab.workloads.swf import FIELDS, MAX_TIME, SWFError, read_swf
 
 INTS = {0, 4, 7, 10, 11, 12, 13, 14, 15, 16}  # job, alloc_procs, req_procs, status, user, ... preceding_job
 
@@ -115,7 +115,7 @@ def test_a_trusted_job_is_what_model_construct_builds():
     """The reader's jobs skip pydantic's per-field default lookups (1.7 s and 70 MB of SDSC-BLUE's load):
     each must be the object ``Job.model_construct`` builds, to the attribute, and behave as one."""
     from iolab.specs.batch import Job
-    from iolab.sim.workloads.swf import _trusted_job
+    from iolab.workloads.swf import _trusted_job
 
     rng = random.Random(7)
     for _ in range(200):
@@ -146,7 +146,7 @@ def test_trusted_jobs_share_their_dicts_keys_and_nothing_else():
     import sys
 
     from iolab.specs.batch import Job
-    from iolab.sim.workloads import swf
+    from iolab.workloads import swf
 
     template = dict(swf._JOB_DICT)
     jobs = [swf._trusted_job(dict(id=str(i), user="1", submit=float(i), nodes=1 + i, walltime=9.0, runtime=float(i)))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from iolab.errors import SpecError
-from iolab.sim.workloads import feitelson_jobs, load_workload, swf_jobs
+from iolab.workloads import feitelson_jobs, load_workload, swf_jobs
 from iolab.specs import parse_spec
 
 GB = 1e9

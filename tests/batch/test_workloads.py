@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from iolab.specs.batch import FeitelsonWorkload, Job
-from iolab.sim.workloads import SWFError, feitelson_jobs, read_swf, swf_jobs, theta_jobs, theta_trace
-from iolab.sim.workloads.feitelson import expected_runtime, repetition_distribution, size_distribution
+from iolab.workloads import SWFError, feitelson_jobs, read_swf, swf_jobs, theta_jobs, theta_trace
+from iolab.workloads.feitelson import expected_runtime, repetition_distribution, size_distribution
 
 GB = 10**9
 
@@ -180,7 +180,7 @@ def test_experiment_to_first_sas_decision():
     """A spec, its generated workload, and one SAS decision on the first submissions."""
     from iolab.specs.load import parse_spec
     from iolab.middleware.policies.batch import SAS, QueuedJob, Snapshot, TierRates
-    from iolab.sim.workloads import load_workload
+    from iolab.workloads import load_workload
 
     e = parse_spec({"kind": "batch", "seed": 5, "scheduler": "sas",
                     "platform": {"nodes": 128, "lps": {"rate": "0.1 GB/s"},

@@ -10,7 +10,7 @@ from iolab.cli import cli
 from iolab.plots.trace import gantt, occupancy
 from iolab.specs import load_spec
 from iolab.trace import write_trace
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 
 from campaign_helpers import TABLE1
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from iolab.campaign import load_results
 from iolab.campaign.journal import Journal
 from iolab.cli import cli
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 from iolab.studies import soysal as S
 from iolab.studies.as_campaign import Engine
 

@@ -32,7 +32,7 @@ def quick_results(ray_local, tmp_path_factory):
 
 
 def test_quick_campaign_complete_and_equal_to_direct_simulation(quick_results):
-    from iolab.sim.run import simulate
+    from iolab.sim.io.run import simulate
 
     out, summary = quick_results
     assert (summary.total, summary.executed, summary.ok, summary.failed) == (20, 20, 20, 0)

@@ -46,7 +46,7 @@ def spec(scheduler=None) -> BatchExperiment:
 def test_a_stable_plan_has_the_data_in_the_hps_directory_at_the_start(tmp_path, scheduler):
     """Under a tier-choosing policy and under FCFS with ``hps_requests``; the simulator, given
     the same spec, counts the same early copy and hidden time and runs b on HPS too."""
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
     from iolab.sim.batch.run import simulate_batch
 
     work = tmp_path / "w"

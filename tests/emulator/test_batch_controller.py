@@ -43,7 +43,7 @@ FOREST = {"prediction": "forest", "warmup": 5, "correlation_threshold": 0.0}
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_path):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     stopped_seen: dict[str, set] = {}
     procs = {}
@@ -129,7 +129,7 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_killing_the_controller_actor_resumes_every_suspended_job(tmp_path):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
     from iolab.emulator.suspension import process_tree
 
     killed, procs = {}, {}

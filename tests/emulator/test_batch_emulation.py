@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from iolab.errors import SpecError
+from iolab.sim.batch.run import simulated_makespan
 from iolab.specs.batch import BatchExperiment
 
 BS = 1e-4  # bytes scale
@@ -47,7 +48,7 @@ def spec(**emulator) -> BatchExperiment:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     work = tmp_path_factory.mktemp("batch")
     killed: dict[str, float] = {}
@@ -146,7 +147,7 @@ def _no_process_started(work: Path) -> None:
 
 
 def test_a_spec_the_emulator_cannot_run_is_refused_before_anything_starts(tmp_path):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     launched = []
     tiny = spec(bytes_scale=1e-7)  # a 16 GB checkpoint would be 1.6 kB: less than one rank file
@@ -154,9 +155,12 @@ def test_a_spec_the_emulator_cannot_run_is_refused_before_anything_starts(tmp_pa
         run_batch_emulation(tiny, work_dir=tmp_path / "w", on_launch=lambda *a: launched.append(a))
     assert "workload.jobs[0]" in str(err.value) and "bytes_scale" in str(err.value)
     slow = spec(time_scale=10.0)  # hours of wall time
-    with pytest.raises(SpecError) as err:
+    with pytest.raises(SpecError) as err:  # estimated from the simulator's makespan, as the commands do
+        run_batch_emulation(slow, work_dir=tmp_path / "w", makespan_of=simulated_makespan)
+    assert "max_wall" in str(err.value) and "about" in str(err.value)
+    with pytest.raises(SpecError) as err:  # from the lower bound, without the simulator
         run_batch_emulation(slow, work_dir=tmp_path / "w")
-    assert "max_wall" in str(err.value)
+    assert "max_wall" in str(err.value) and "at least" in str(err.value)
     many = spec(ranks_per_job="nodes", max_ranks=1)
     with pytest.raises(SpecError) as err:
         run_batch_emulation(many, work_dir=tmp_path / "w")
@@ -244,7 +248,7 @@ def test_the_run_measures_its_launch_and_exit_costs_and_validate_compares_job_by
 def test_an_swf_window_with_io_is_the_same_jobs_in_both_runtimes(tmp_path):
     """``workload: {source: swf, skip, limit, io: lackner}`` (the soysal study's windows) means the
     same jobs, volumes and schedule in a real run as in the simulator: jobs 3 and 4 of a 6-job file."""
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
     from iolab.sim.batch.run import simulate_batch
 
     swf = tmp_path / "six.swf"

@@ -41,7 +41,7 @@ def overlaps(trace) -> bool:
 
 
 def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     out = tmp_path / "run.h5"
     trace = run_emulation(tiny(), "fifo", out=out, work_dir=tmp_path / "work")
@@ -79,7 +79,7 @@ def test_a_real_run_stores_its_calibration_and_it_brings_the_simulation_closer(s
     the delivered bandwidth, the processes' launch, gaps and exit are really there (> 0), and the nominal
     spec simulated with that calibration ends nearer the real run than without it."""
     from iolab.calibration import calibrated, measure_io
-    from iolab.sim.run import simulate
+    from iolab.sim.io.run import simulate
 
     spec = parse_spec({
         "name": "two-volumes", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},
@@ -113,7 +113,7 @@ def test_a_real_run_stores_its_calibration_and_it_brings_the_simulation_closer(s
 
 
 def test_shared_run_overlaps(session, tmp_path):
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     trace = run_emulation(tiny(), "shared", work_dir=tmp_path / "work")
     assert list(trace.jobs["status"]) == ["ok", "ok"]
@@ -135,7 +135,7 @@ def _kill_a_writer(root: Path, app: str, stop: threading.Event, killed: list) ->
 
 
 def test_a_rank_killed_during_io_fails_only_its_app(session, tmp_path):
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     spec = parse_spec({
         "name": "crash", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},

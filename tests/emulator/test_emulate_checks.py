@@ -29,21 +29,21 @@ def no_processes(monkeypatch):
 
 
 def test_too_many_ranks(no_processes, tmp_path):
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     with pytest.raises(SpecError, match=r"emulator.max_ranks: the apps need 16 MPI ranks.*limit is 12"):
         run_emulation(spec(ranks_per_app=8, max_ranks=12), work_dir=tmp_path)
 
 
 def test_io_phase_smaller_than_a_checkpoint(no_processes, tmp_path):
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     with pytest.raises(SpecError, match=r"apps\[0\].*checkpoint of the 2000x2000 grid"):
         run_emulation(spec(grid=2000), work_dir=tmp_path)
 
 
 def test_unwritable_work_dir(no_processes, tmp_path):
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -52,7 +52,7 @@ def test_unwritable_work_dir(no_processes, tmp_path):
 
 
 def test_bad_override_names_the_field(no_processes, tmp_path):
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     with pytest.raises(SpecError, match="emulator.time_scale"):
         run_emulation(spec(), time_scale=-1, work_dir=tmp_path)
@@ -62,7 +62,7 @@ def test_bad_override_names_the_field(no_processes, tmp_path):
 
 def test_missing_mpiexec(no_processes, tmp_path, monkeypatch):
     from iolab.emulator import launchers
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     def missing():
         raise launchers.MpiexecNotFound("no mpiexec next to python nor on PATH")

@@ -36,7 +36,7 @@ def spec(law, outputs) -> BatchExperiment:
 
 
 def emulate(s, work: Path):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     trace = run_batch_emulation(s, out=work / "run.h5", work_dir=work / "w")
     assert set(trace.jobs["status"].tolist()) == {"ok"}
@@ -162,7 +162,7 @@ def test_the_measure_per_k_charges_each_k_its_own_rate():
 def test_k_writers_get_rate_times_f_of_k(law, tmp_path):
     # four writers of 100, 200, 300, 400 GB (10 GB checkpoints) start together: 4 write until the
     # first ends, then 3, 2, 1
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     s = rows_spec(law, [100 * GB, 200 * GB, 300 * GB, 400 * GB])
     trace = run_batch_emulation(s, out=tmp_path / "run.h5", work_dir=tmp_path / "w")

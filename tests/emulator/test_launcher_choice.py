@@ -64,7 +64,7 @@ def test_allocation_nodes_map_onto_partitions_in_order():
 def test_too_small_an_allocation_is_refused_before_anything_starts(tmp_path, monkeypatch):
     import ray
 
-    from iolab.emulator.run import run_emulation
+    from iolab.emulator.io.run import run_emulation
 
     for key, value in {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-3]"}.items():
         monkeypatch.setenv(key, value)
@@ -132,7 +132,7 @@ def test_a_batch_spec_refuses_an_allocation_smaller_than_its_platform_before_any
 def test_batch_jobs_run_on_the_allocation_nodes_their_node_ids_name(monkeypatch):
     from types import SimpleNamespace
 
-    from iolab.emulator.batch_launch import MpiexecJobs, SrunJobs, job_nodes, make_job_launcher
+    from iolab.emulator.batch.launch import MpiexecJobs, SrunJobs, job_nodes, make_job_launcher
     from iolab.emulator.slurm_control import StepLever
     from iolab.emulator.suspension import TreeLever
     from iolab.specs.load import load_spec

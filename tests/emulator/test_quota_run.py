@@ -74,7 +74,7 @@ def documented(cmd: str, address: str, driver: bool = False) -> bool:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     work = tmp_path_factory.mktemp("quota") / "w"
     samples: list[tuple[float, int, int]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from iolab.emulator.batch_controller import tier_probes
+from iolab.emulator.batch.controller import tier_probes
 from iolab.middleware.bucket import TokenBucket
 from iolab.middleware.controller_actor import tier_response
 from iolab.middleware.policies.interference import InterferenceLaw

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from iolab.emulator.comparison import compare
-from iolab.emulator.validate_spread import _place, compare_spread, duration_ratios, measured_jitter, simulate_spread
+from iolab.validation.comparison import compare
+from iolab.validation.spread import _place, compare_spread, duration_ratios, measured_jitter, simulate_spread
 from iolab.specs import parse_spec
 from iolab.specs.io import Jitter
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 
 CONTENDED = {"name": "c", "platform": {"io_nodes": 1, "nodes_per_io_node": 16, "bandwidth": 2.0}, "seed": 11,
              "apps": [{"id": f"a{i}", "nodes": 2, "iterations": 12, "compute": 4 + i, "io_volume": 3 + i}

@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from iolab.cli import cli
-from iolab.sim.workloads.darshan import DarshanLogError, job_phases, read_darshan
+from iolab.workloads.darshan import DarshanLogError, job_phases, read_darshan
 from iolab.specs import load_spec
 
 darshan = pytest.importorskip("darshan", reason="PyDarshan not installed (pip install 'iolab[darshan]')")
@@ -131,7 +131,7 @@ def test_several_logs_keep_each_its_own_io_time_and_sane_releases(tmp_path, logs
 
 
 def test_one_log_keeps_its_bytes_and_time():
-    from iolab.sim.workloads.darshan import io_spec
+    from iolab.workloads.darshan import io_spec
 
     j = read_darshan(SAMPLE)
     data, notes = io_spec([j], unit_bytes=2**20)
@@ -173,7 +173,7 @@ def test_bad_logs_named_exit_2(tmp_path):
 
 
 def test_emulable_phases():
-    from iolab.sim.workloads.darshan import emulable_phases
+    from iolab.workloads.darshan import emulable_phases
 
     ph = [{"compute": 1.0}, {"read": 0.5}, {"compute": 2.0}, {"read": 3.0}, {"write": 0.2}, {"compute": 1.0},
           {"write": 0.3}, {"compute": 4.0}, {"write": 0.1}]
@@ -187,7 +187,7 @@ def test_emulable_phases():
 
 
 def test_for_emulator_spec_passes_the_emulators_checks(tmp_path):
-    from iolab.emulator.checks import check_runnable
+    from iolab.emulator.io.checks import check_runnable
 
     plain, real = tmp_path / "plain.yaml", tmp_path / "real.yaml"
     for out, extra in ((plain, []), (real, ["--for-emulator"])):

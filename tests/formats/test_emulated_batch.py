@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from iolab.cli import cli
-from iolab.sim.workloads import read_swf
+from iolab.workloads import read_swf
 from iolab.trace import read_trace
 
 pytestmark = [pytest.mark.mpi, pytest.mark.ray]

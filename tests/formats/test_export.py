@@ -18,7 +18,7 @@ from iolab.cli.export import spec_jobs
 from iolab.export import BATSIM_COLUMNS, to_swf
 from iolab.metrics.batch_trace import batch_report
 from iolab.sim.batch.run import simulate_batch
-from iolab.sim.workloads import load_workload, read_swf, swf_jobs
+from iolab.workloads import load_workload, read_swf, swf_jobs
 from iolab.specs import load_spec, parse_spec
 from iolab.trace import read_trace, write_trace
 

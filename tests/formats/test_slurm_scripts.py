@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from iolab.cli import cli
 from iolab.sim.batch.run import simulate_batch
-from iolab.sim.workloads.slurm_script import ScriptError, parse_begin, parse_time_limit, read_script
+from iolab.workloads.slurm_script import ScriptError, parse_begin, parse_time_limit, read_script
 from iolab.specs import load_spec, parse_spec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"

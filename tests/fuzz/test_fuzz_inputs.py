@@ -34,7 +34,7 @@ from iolab.campaign.expand import expand, load_campaign
 from iolab.campaign.task import execute
 from iolab.cli import cli
 from iolab.errors import IolabError
-from iolab.sim.workloads import swf_jobs, theta_jobs
+from iolab.workloads import swf_jobs, theta_jobs
 
 SCALE = float(os.environ.get("IOLAB_FUZZ_SCALE", "1"))
 HANG_SECONDS = 20

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from iolab.cli import cli
 from iolab.sim.batch.run import simulate_batch
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 from iolab.specs import load_spec, parse_spec
 from iolab.trace import read_trace, write_trace
 from shared_data import REPO

@@ -18,7 +18,7 @@ import pytest
 from iolab.specs import parse_spec
 from iolab.middleware.policies import IONodeArbiter, IORequest, get_policy
 from iolab.middleware.policies.io_order import POLICIES
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 
 SPEC = {
     "platform": {"io_nodes": 1, "nodes_per_io_node": 8, "bandwidth": 1.0},

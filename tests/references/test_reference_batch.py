@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from iolab.sim.batch import simulate_batch
-from iolab.sim.workloads import swf_jobs
+from iolab.workloads import swf_jobs
 from iolab.specs import parse_spec
 
 from shared_data import REPO

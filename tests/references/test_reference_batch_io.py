@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from iolab.sim.batch import simulate_batch
-from iolab.sim.workloads import feitelson_jobs
+from iolab.workloads import feitelson_jobs
 from iolab.specs import parse_spec
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

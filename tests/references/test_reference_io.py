@@ -1,6 +1,6 @@
 """iolab's I/O simulator (event mode) against benchmarks/reference_carretero.py, an independent pack simulator.
 
-Random small I/O specs (seeded numpy) go through ``iolab.sim.run.simulate`` and through the reference,
+Random small I/O specs (seeded numpy) go through ``iolab.sim.io.run.simulate`` and through the reference,
 with the same plan (mapping ``none``, or the packs iolab's mapping builds, handed to the reference as
 its input): every app must end at the same time, to 1e-9 relative, for FIFO, longest-remaining and
 stretch.  Integer durations and volumes at b = 1 or 2 make many requests meet at one instant, so the
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from iolab.middleware.policies.plan import Plan, make_plan
-from iolab.sim.event import EventEngine
-from iolab.sim.run import simulate
-from iolab.sim.scenario import Scenario
+from iolab.sim.io.event import EventEngine
+from iolab.sim.io.run import simulate
+from iolab.sim.io.scenario import Scenario
 from iolab.specs import load_spec, parse_spec
 
 from shared_data import REPO

@@ -9,7 +9,7 @@ from iolab.middleware.policies.batch.kernel import DONE, SUSPENDED, BatchKernel
 from iolab.sim.batch.controller import ContentionLink, VolumeModel
 from iolab.sim.batch.engine import BatchEngine
 from iolab.sim.batch.run import run_batch
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 from iolab.specs import parse_spec
 
 MB, GB = 1e6, 1e9

@@ -6,7 +6,7 @@ import pytest
 
 from iolab.specs import parse_spec
 from iolab.sim.batch.run import simulate_batch
-from iolab.sim.batch.steps import EXIT, FIXED, LAUNCH, job_steps
+from iolab.workloads.steps import EXIT, FIXED, LAUNCH, job_steps
 
 PLATFORM = {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "1GB/s"},
             "hps": {"rate": "10GB/s", "capacity": "100GB"}, "stage_rate": "5GB/s"}

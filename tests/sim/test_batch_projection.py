@@ -7,7 +7,7 @@ import pytest
 from iolab.specs import parse_spec
 from iolab.middleware.policies.batch import TierRates, get_scheduler
 from iolab.sim.batch.engine import BatchEngine
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 
 
 @pytest.mark.parametrize("scheduler", ["sas", "easy", "fcfs", "conservative", "random-tier"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iolab.sim.scenario import Scenario
+from iolab.sim.io.scenario import Scenario
 from iolab.specs import parse_spec
 from iolab.specs.io import LIST_POLICIES
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from iolab.cli import cli
 from iolab.metrics import io_metrics
 from iolab.specs import parse_spec
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 
 EXAMPLE = """\
 platform: {io_nodes: 1, nodes_per_io_node: 64, bandwidth: 1.0}

@@ -9,7 +9,7 @@ import pytest
 from iolab.middleware.policies.interference import InterferenceLaw
 from iolab.sim.batch.run import run_batch
 from iolab.sim.fairshare import FairShareLink
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 from iolab.specs import parse_spec
 
 LAWS = [InterferenceLaw.parametric(0.5, 1), InterferenceLaw.parametric(0.2, 3),

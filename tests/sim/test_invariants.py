@@ -7,7 +7,7 @@ from collections import defaultdict
 from hypothesis import given, settings
 
 from iolab.metrics import io_metrics
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 
 from io_strategies import experiments
 

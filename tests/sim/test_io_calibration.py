@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from iolab.calibration import calibrated, io_overheads, measure_io, median_calibration, read_calibration
 from iolab.cli import cli as main
 from iolab.errors import TraceError
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 from iolab.specs import parse_spec
 from iolab.trace import TraceBuilder, write_trace
 

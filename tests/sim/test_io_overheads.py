@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iolab.sim.event import EventEngine
-from iolab.sim.run import simulate
-from iolab.sim.scenario import Scenario
-from iolab.sim.stepped import SteppedEngine
+from iolab.sim.io.event import EventEngine
+from iolab.sim.io.run import simulate
+from iolab.sim.io.scenario import Scenario
+from iolab.sim.io.stepped import SteppedEngine
 from iolab.specs import parse_spec
 from iolab.specs.io import LIST_POLICIES
 from iolab.errors import SpecError

@@ -7,8 +7,8 @@ import pytest
 
 from iolab.errors import SpecError
 from iolab.specs import parse_spec
-from iolab.sim.run import simulate
-from iolab.sim.scenario import Scenario
+from iolab.sim.io.run import simulate
+from iolab.sim.io.scenario import Scenario
 
 BASE = {"platform": {"io_nodes": 4, "nodes_per_io_node": 8, "bandwidth": 2.0}, "seed": 5,
         "apps": [{"id": f"a{i}", "nodes": 2, "io_node": i, "iterations": 400, "compute": 10, "io_volume": 4}
@@ -73,7 +73,7 @@ def test_bad_jitter_is_refused_by_name(bad, where):
 
 # -- empirical jitter: durations resampled from measured ratios (iolab validate --jitter auto) --------
 def resampled(seed, compute=(1.0, 1.02, 1.3), io=(0.9, 1.1)):
-    from iolab.sim.scenario import resample_jitter
+    from iolab.sim.io.scenario import resample_jitter
 
     sc = Scenario.from_spec(spec())
     resample_jitter(sc, list(compute), list(io), seed)

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from iolab.specs import parse_spec
 from iolab.trace import read_trace, write_trace
-from iolab.sim.run import simulate
-from iolab.sim.workloads.carretero import CarreteroParams, generate
+from iolab.sim.io.run import simulate
+from iolab.workloads.carretero import CarreteroParams, generate
 
 from io_strategies import experiments
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-import iolab.sim.event as event
+import iolab.sim.io.event as event
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies import POLICIES
-from iolab.sim.event import EventEngine
-from iolab.sim.run import simulate
-from iolab.sim.scenario import Scenario
-from iolab.sim.stepped import SteppedEngine
+from iolab.sim.io.event import EventEngine
+from iolab.sim.io.run import simulate
+from iolab.sim.io.scenario import Scenario
+from iolab.sim.io.stepped import SteppedEngine
 from iolab.specs import load_spec, parse_spec
 
 from io_fakes import (GrantsTwice, kernel_forgets_a_phase_index, kernel_forgets_the_arbiters_release,

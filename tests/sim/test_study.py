@@ -14,8 +14,8 @@ from iolab.cli import cli
 from iolab.metrics import io_metrics
 from iolab.specs import load_spec
 from iolab.studies.carretero import STRATEGIES, run_workload
-from iolab.sim.run import simulate
-from iolab.sim.workloads.carretero import CarreteroParams, generate, power_of_two_law
+from iolab.sim.io.run import simulate
+from iolab.workloads.carretero import CarreteroParams, generate, power_of_two_law
 
 SMALL = CarreteroParams(nodes_per_io_node=64, apps=(12, 20), iterations=(5, 15))
 

@@ -9,7 +9,7 @@ import pytest
 from iolab.errors import TraceError
 from iolab.specs import parse_spec
 from iolab.trace import TraceBuilder, read_trace, write_trace
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 
 SPEC = {"platform": {"nodes_per_io_node": 4, "bandwidth": 2.0}, "seed": 17,
         "apps": [{"id": "a", "nodes": 2, "iterations": 3, "compute": 1, "io_volume": 4}]}

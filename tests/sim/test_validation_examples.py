@@ -12,7 +12,7 @@ from iolab.cli import cli
 from iolab.specs.io import LIST_POLICIES
 from iolab.specs.load import load_spec
 from iolab.sim.batch.run import simulate_batch
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 from shared_data import REPO
 
 HERE = REPO / "examples" / "validation"
@@ -59,12 +59,13 @@ def test_the_batch_spec_places_on_both_disks_splits_and_falls_back():
 def test_the_emulator_accepts_the_validation_specs(name, tmp_path):
     spec = load_spec(HERE / name)
     if spec.kind == "batch":
-        from iolab.emulator.batch_checks import check_batch_runnable
-        from iolab.sim.workloads import load_workload
+        from iolab.emulator.batch.checks import check_batch_runnable
+        from iolab.sim.batch.run import simulated_makespan
+        from iolab.workloads import load_workload
 
-        check_batch_runnable(spec, load_workload(spec), tmp_path)
+        check_batch_runnable(spec, load_workload(spec), tmp_path, makespan_of=simulated_makespan)
     else:
-        from iolab.emulator.checks import check_runnable
+        from iolab.emulator.io.checks import check_runnable
 
         check_runnable(spec, tmp_path)
 

@@ -113,7 +113,7 @@ def gone(pids) -> bool:
 
 
 def test_killing_a_job_ends_its_step_also_while_it_is_stopped(allocation, tmp_path):
-    from iolab.emulator.batch_launch import SrunJobs, make_job_launcher
+    from iolab.emulator.batch.launch import SrunJobs, make_job_launcher
 
     job, nodes = allocation(3)
     launcher = make_job_launcher(None, spec(), [], tmp_path, "mpiexec")  # srun: SLURM_JOB_ID is set
@@ -132,7 +132,7 @@ def test_killing_a_job_ends_its_step_also_while_it_is_stopped(allocation, tmp_pa
 
 @pytest.mark.long
 def test_the_controller_suspends_job_steps_and_its_death_resumes_every_one(allocation, tmp_path):
-    from iolab.emulator.batch_run import run_batch_emulation
+    from iolab.emulator.batch.run import run_batch_emulation
 
     job, nodes = allocation(3)
     lever = StepLever(job)  # the test's own view of the steps: their ranks' pids (scontrol listpids)

@@ -106,7 +106,7 @@ def test_a_stage_in_of_a_special_filesystem_is_refused_without_walking_it(tmp_pa
 
 
 def test_a_stage_in_of_a_folder_above_the_file_count_bound_is_refused(tmp_path, monkeypatch):
-    from iolab.sim.workloads import slurm_script
+    from iolab.workloads import slurm_script
 
     monkeypatch.setattr(slurm_script, "MAX_STAGED_FILES", 5)
     (tmp_path / "data").mkdir()

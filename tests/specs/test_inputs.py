@@ -24,8 +24,8 @@ from iolab.cli import cli
 from iolab.emulator.settings import default_work_dir
 from iolab.errors import InputWarning, Interrupted, RunError, SpecError
 from iolab.names import inside, path_component
-from iolab.sim.workloads import swf_jobs, theta_jobs
-from iolab.sim.workloads.swf import SWFError
+from iolab.workloads import swf_jobs, theta_jobs
+from iolab.workloads.swf import SWFError
 from iolab.specs import parse_spec
 from shared_data import REPO, shared_file
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from iolab.sim.storage_replay import (
+from iolab.sim.batch.storage_replay import (
     LAYOUTS, PAPER_SPLIT, TB, StorageRequest, monniot_layout, peak_demand, replay, replay_layout,
     requests_from_jobs, week_scale,
 )

@@ -12,11 +12,11 @@ SAS and random-tier also choose the storage tier (lackner2019).  The schedulers 
 
 from __future__ import annotations
 
-from .backfill import EASY, FCFS, Conservative, ConservativeReinsert
-from .profile import Profile
-from .registry import SCHEDULERS, get_scheduler
-from .sas import SAS, Option, RandomTier, choose_tier, sjf_key, tier_options
-from .snapshot import (
+from iolab.middleware.policies.batch.backfill import EASY, FCFS, Conservative, ConservativeReinsert
+from iolab.middleware.policies.batch.profile import Profile
+from iolab.middleware.policies.batch.registry import SCHEDULERS, get_scheduler
+from iolab.middleware.policies.batch.sas import SAS, Option, RandomTier, choose_tier, sjf_key, tier_options
+from iolab.middleware.policies.batch.snapshot import (
     HPS, LPS, TIERS, BatchPolicy, Decision, PlanEntry, QueuedJob, RunningJob, Snapshot, Start, TierRates,
 )
 

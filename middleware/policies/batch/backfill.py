@@ -34,8 +34,8 @@ import heapq
 import itertools
 import math
 
-from .profile import Profile
-from .snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
+from iolab.middleware.policies.batch.profile import Profile
+from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
 
 _new_tuple = tuple.__new__
 

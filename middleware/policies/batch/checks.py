@@ -48,7 +48,7 @@ from typing import Any, Sequence
 
 from iolab.invariants import InvariantViolation, strict_default
 
-from .snapshot import HPS, TIERS, Decision, QueuedJob, Snapshot
+from iolab.middleware.policies.batch.snapshot import HPS, TIERS, Decision, QueuedJob, Snapshot
 
 TOL = 1e-9
 # state -> the states a runtime may move a job to with BatchKernel.enter

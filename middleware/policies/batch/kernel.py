@@ -6,7 +6,7 @@ batch run and reads no clock: each call passes ``t``, spec seconds.
 
 - ``iolab.sim.batch.engine`` advances it on simulated time (an event heap) and
   moves each job's bytes on fair-share links;
-- ``iolab.emulator.batch_run`` advances it on wall time (``(wall - t0) /
+- ``iolab.emulator.batch.run`` advances it on wall time (``(wall - t0) /
   time_scale``) and adds only the effectors: launch a job's ``mpiexec``, ask the
   storage manager actor for the space the kernel placed and for the staging
   copies, kill, collect the results.
@@ -52,12 +52,12 @@ import numpy as np
 
 from iolab.invariants import InvariantViolation
 
-from ..placement import ALLOCATED, RETRY, StorageAllocator
-from . import get_scheduler
-from .nodes import NodeSetReplay, lowest, replay_in_start_order
-from .predictions import PlanRows, PlanTracker
-from .snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
-from .walltime import UserPredictor, refine
+from iolab.middleware.policies.placement import ALLOCATED, RETRY, StorageAllocator
+from iolab.middleware.policies.batch import get_scheduler
+from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, replay_in_start_order
+from iolab.middleware.policies.batch.predictions import PlanRows, PlanTracker
+from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
+from iolab.middleware.policies.batch.walltime import UserPredictor, refine
 
 # job states
 FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
@@ -98,7 +98,7 @@ class JobState:
     """One job of a batch run, as the kernel tracks it (times in spec seconds).
 
     ``steps``/``step``/``step_start``: the runtime's progress through the job's
-    steps (``iolab.sim.batch.steps``); the kernel does not read them.
+    steps (``iolab.workloads.steps``); the kernel does not read them.
     """
 
     index: int

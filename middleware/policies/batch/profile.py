@@ -28,7 +28,7 @@ import math
 import operator
 from typing import NoReturn
 
-from .snapshot import HPS, Snapshot
+from iolab.middleware.policies.batch.snapshot import HPS, Snapshot
 
 
 _expected_end = operator.attrgetter("expected_end")  # the sort key, without a Python call per job

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backfill import EASY, FCFS, Conservative, ConservativeReinsert
-from .sas import SAS, RandomTier
-from .snapshot import BatchPolicy
+from iolab.middleware.policies.batch.backfill import EASY, FCFS, Conservative, ConservativeReinsert
+from iolab.middleware.policies.batch.sas import SAS, RandomTier
+from iolab.middleware.policies.batch.snapshot import BatchPolicy
 
 SCHEDULERS = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier")
 

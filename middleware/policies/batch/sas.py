@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .profile import Profile
-from .snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start, TierRates
+from iolab.middleware.policies.batch.profile import Profile
+from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start, TierRates
 
 
 @dataclass(frozen=True, slots=True)

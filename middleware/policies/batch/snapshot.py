@@ -19,9 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-LPS = "lps"
-HPS = "hps"
-TIERS = (LPS, HPS)
+from iolab.tiers import HPS, LPS, TIERS  # noqa: F401  (re-exported: the policies name tiers by these)
 
 
 @dataclass(frozen=True, slots=True)

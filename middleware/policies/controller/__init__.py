@@ -11,9 +11,9 @@ No clock, no signals: the runtimes (``iolab.sim.batch`` and the emulator) feed t
 measured samples and carry out the actions.
 """
 
-from .decision import ControllerParams, Cycle, LoadController
-from .handler import RESUME, SUSPEND, Action, JobStateHandler, JobUsage, OpenFile
-from .window import ResponseWindow, decay, penalty, sleep_interval, window_size
+from iolab.middleware.policies.controller.decision import ControllerParams, Cycle, LoadController
+from iolab.middleware.policies.controller.handler import RESUME, SUSPEND, Action, JobStateHandler, JobUsage, OpenFile
+from iolab.middleware.policies.controller.window import ResponseWindow, decay, penalty, sleep_interval, window_size
 
 __all__ = ["RESUME", "SUSPEND", "Action", "ControllerParams", "Cycle", "JobStateHandler", "JobUsage",
            "LoadController", "OpenFile", "ResponseWindow", "decay", "penalty", "sleep_interval", "window_size"]

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from .handler import Action, JobStateHandler, JobUsage
-from .window import ResponseWindow, sleep_interval, window_size
+from iolab.middleware.policies.controller.handler import Action, JobStateHandler, JobUsage
+from iolab.middleware.policies.controller.window import ResponseWindow, sleep_interval, window_size
 
 __all__ = ["ControllerParams", "Cycle", "LoadController"]
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from iolab.specs.controller import FEATURES
 
-from .forecast import ar_forecast
+from iolab.middleware.policies.controller.forecast import ar_forecast
 
 __all__ = ["FEATURES", "PREDICTIONS", "ResponseModel", "ResponsePredictor", "forecast", "predictor_args",
            "select_features", "train_and_test"]

@@ -7,11 +7,11 @@
     alloc.log()                                  # rows for iolab.metrics.batch.storage_metrics
 """
 
-from .allocator import (
+from iolab.middleware.policies.placement.allocator import (
     ALLOCATED, FAILED, GB, LOG_STATUSES, REFUSED, RETRY, AllocationRecord, Outcome, StorageAllocator, split_sizes,
 )
-from .disks import DiskInfo, DiskState, make_layout
-from .strategies import (
+from iolab.middleware.policies.placement.disks import DiskInfo, DiskState, make_layout
+from iolab.middleware.policies.placement.strategies import (
     STRATEGIES, BestBandwidth, RandomPlacement, RoundRobin, Strategy, Tentative, WorstFit, get_strategy,
 )
 

@@ -37,8 +37,8 @@ from typing import Iterable, Mapping, Any
 
 import numpy as np
 
-from .disks import DiskInfo, DiskState
-from .strategies import Strategy, get_strategy
+from iolab.middleware.policies.placement.disks import DiskInfo, DiskState
+from iolab.middleware.policies.placement.strategies import Strategy, get_strategy
 
 GB = 10**9
 ALLOCATED, REFUSED, FAILED, RETRY = "allocated", "refused", "failed", "retry"

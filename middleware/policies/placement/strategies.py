@@ -29,7 +29,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from .disks import DiskState
+from iolab.middleware.policies.placement.disks import DiskState
 
 
 class Tentative:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .feitelson import feitelson_columns, feitelson_jobs, with_io
-from .job_columns import JobColumns, jobs_from_columns
-from .swf import SWFError, SWFTrace, read_swf, swf_jobs
-from .theta import ThetaTrace, theta_jobs, theta_trace
+from iolab.workloads.feitelson import feitelson_columns, feitelson_jobs, with_io
+from iolab.workloads.job_columns import JobColumns, jobs_from_columns
+from iolab.workloads.swf import SWFError, SWFTrace, read_swf, swf_jobs
+from iolab.workloads.theta import ThetaTrace, theta_jobs, theta_trace
 
 
 def load_workload(experiment: Any) -> list[Any]:

@@ -23,9 +23,9 @@ from iolab.middleware.policies.io_apps import COMPUTE
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, ENDED, IOKernel
 from iolab.middleware.policies.io_queue import wait_queue
 
-from .fairshare import FairShareLink
-from .recorder import Recorder
-from .scenario import Scenario
+from iolab.sim.fairshare import FairShareLink
+from iolab.sim.io.recorder import Recorder
+from iolab.sim.io.scenario import Scenario
 
 _START, _COMPUTE_END, _IO_END, _SHARED, _JOIN, _NEXT = 0, 1, 2, 3, 4, 5
 

@@ -1,7 +1,7 @@
 """One real run against its simulation: the bandwidth it got (:func:`measured_bandwidth`), per-app
 slowdown and makespan errors (:func:`compare`), the geometric-mean error, and whether two runtimes
-rank the policies alike (:func:`ranking`).  Used by :mod:`iolab.emulator.validate` and
-:mod:`iolab.emulator.validate_spread`."""
+rank the policies alike (:func:`ranking`).  Used by :mod:`iolab.validation.io` and
+:mod:`iolab.validation.spread`."""
 
 from __future__ import annotations
 

@@ -8,10 +8,10 @@ from iolab.specs.io import IOExperiment
 from iolab.trace import Trace
 from iolab.trace.provenance import provenance
 
-from .event import EventEngine
-from .recorder import Recorder
-from .scenario import Scenario
-from .stepped import SteppedEngine
+from iolab.sim.io.event import EventEngine
+from iolab.sim.io.recorder import Recorder
+from iolab.sim.io.scenario import Scenario
+from iolab.sim.io.stepped import SteppedEngine
 
 
 def run_engine(spec: IOExperiment, *, policy: str | None = None, mode: str | None = None,

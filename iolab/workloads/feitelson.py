@@ -69,7 +69,7 @@ import numpy as np
 from iolab.errors import SpecError
 from iolab.specs.batch import FeitelsonWorkload, Job
 
-from .job_columns import JobColumns, jobs_from_columns
+from iolab.workloads.job_columns import JobColumns, jobs_from_columns
 
 GB = 10**9
 

@@ -25,8 +25,8 @@ import math
 from iolab.middleware.policies import get_policy
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, IO_WAIT, IOKernel
 
-from .recorder import Recorder
-from .scenario import Scenario
+from iolab.sim.io.recorder import Recorder
+from iolab.sim.io.scenario import Scenario
 
 _TOL = 1e-9
 

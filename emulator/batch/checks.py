@@ -7,19 +7,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from iolab.specs.batch import BatchExperiment
-from iolab.sim.batch.run import run_batch
 
-from .batch_jobs import app_phases
-from .checks import H5_OVERHEAD, conclude
+from iolab.emulator.batch.jobs import app_phases
+from iolab.emulator.io.checks import H5_OVERHEAD, conclude
 
 LAUNCH_ESTIMATE = 4.0  # wall seconds a job launch costs on a loaded 2-core machine (docs/storage.md)
 
 
-def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, source: str = "<spec>") -> str:
+def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, source: str = "<spec>",
+                         makespan_of: Callable[[BatchExperiment, list], float] | None = None) -> str:
     """Raise ``SpecError`` (the spec) or ``RunError`` (the machine) before any process starts;
-    returns the ``mpiexec`` to use."""
+    returns the ``mpiexec`` to use.
+
+    The run's wall time is estimated from ``makespan_of(spec, jobs)`` (the commands pass the
+    simulator's makespan, :func:`iolab.sim.batch.run.simulated_makespan`: the real runtime does not
+    import the simulator); without it, from a lower bound of the makespan that ignores I/O and
+    waiting (:func:`makespan_lower_bound`)."""
     s = spec.emulator
     problems: list[tuple[str, str]] = []
     if len(jobs) > s.max_jobs:
@@ -48,13 +54,25 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                                         "emulator.bytes_scale or lower emulator.grid"))
                 break
     if not problems:
-        rec = run_batch(spec, jobs, rows=False)
-        makespan = max(st.end for st in rec.jobs) - min(st.queued.submit for st in rec.jobs)
+        simulated = makespan_of is not None
+        makespan = makespan_of(spec, jobs) if simulated else makespan_lower_bound(spec, jobs)
         est = makespan * s.time_scale + LAUNCH_ESTIMATE * len(jobs)
         if est > s.max_wall:
+            what = "simulated makespan" if simulated else "makespan at least"
             problems.append(("emulator.time_scale",
-                             f"the run would last about {est:.0f} wall seconds (simulated makespan "
+                             f"the run would last {'about' if simulated else 'at least'} {est:.0f} wall seconds ({what} "
                              f"{makespan:.0f} s x time_scale {s.time_scale:g} + launches); the limit is "
                              f"emulator.max_wall = {s.max_wall:g} s"))
     return conclude(problems, source, work_dir)
+
+
+def makespan_lower_bound(spec: BatchExperiment, jobs: list) -> float:
+    """No schedule of ``jobs`` ends sooner: the last submission plus that job's run time, and the
+    node-seconds of all jobs spread over every node (I/O and waiting ignored)."""
+    if not jobs:
+        return 0.0
+    first = min(j.submit for j in jobs)
+    by_job = max(j.submit + j.runtime for j in jobs) - first
+    by_nodes = sum(j.nodes * j.runtime for j in jobs) / spec.platform.nodes
+    return max(by_job, by_nodes)
 

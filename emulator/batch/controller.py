@@ -2,7 +2,7 @@
 
 The controller actor (:mod:`iolab.middleware.controller_actor`) samples the
 volumes and decides; :class:`ControllerDriver`, held by
-:class:`~iolab.emulator.batch_run.BatchEmulation`, gives it the jobs' files
+:class:`~iolab.emulator.batch.run.BatchEmulation`, gives it the jobs' files
 and carries out its decisions, because the signals belong to the process that
 launched the jobs:
 
@@ -14,7 +14,7 @@ launched the jobs:
   their size in spec bytes (real / bytes_scale, as omega) and mtime in spec seconds;
 - a suspension stops the job's whole process tree, or under srun signals its
   step (:class:`~iolab.emulator.suspension.Suspender` with the run's job launcher's
-  lever: :mod:`iolab.emulator.batch_launch`), moves the kernel's job to
+  lever: :mod:`iolab.emulator.batch.launch`), moves the kernel's job to
   ``suspended`` and calls the storage manager's hook (its ``actions`` rows
   become the trace's ``actions`` table); a resumption undoes the three;
 - if the actor dies or does not answer, every suspended job is resumed and the
@@ -34,7 +34,7 @@ from iolab.middleware.policies.controller import SUSPEND, ControllerParams
 from iolab.middleware.policies.interference import tier_laws
 from iolab.middleware.volume_probe import open_files
 
-from .suspension import Suspender
+from iolab.emulator.suspension import Suspender
 
 __all__ = ["ControllerDriver"]
 

@@ -1,7 +1,7 @@
 """A batch run's trace, in the simulator's schema and units (spec seconds, spec bytes),
 so ``iolab simulate`` and ``iolab emulate`` compare directly.
 
-:func:`batch_trace` assembles it from the jobs of :mod:`iolab.emulator.batch_run`'s loop
+:func:`batch_trace` assembles it from the jobs of :mod:`iolab.emulator.batch.run`'s loop
 and the storage manager's records (phases, allocations, suspend/resume actions);
 the kernel's times are spec seconds already, the manager's wall times become
 spec seconds with :func:`spec_time`.
@@ -17,12 +17,12 @@ from typing import Callable
 from iolab import calibration
 from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
 from iolab.middleware.policies.batch.nodes import ranges
-from iolab.sim.batch.job_table import job_columns
+from iolab.middleware.policies.batch.job_table import job_columns
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 from iolab.trace.provenance import provenance
 
-from .batch_jobs import JobRun
+from iolab.emulator.batch.jobs import JobRun
 
 
 def spec_time(wall: float, t0: float, time_scale: float) -> float:

@@ -6,7 +6,7 @@ import math
 
 from iolab.trace import Trace, TraceBuilder
 
-from .scenario import Scenario
+from iolab.sim.io.scenario import Scenario
 
 
 class Recorder:

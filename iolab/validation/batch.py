@@ -1,6 +1,6 @@
 """``iolab validate`` on a batch spec: run it for real, simulate it with and without the measured costs, compare.
 
-1. emulate the spec (:func:`iolab.emulator.batch_run.run_batch_emulation`), or read the
+1. emulate the spec (:func:`iolab.emulator.batch.run.run_batch_emulation`), or read the
    trace of an earlier run (``traces``: ``DIR/<scheduler>.h5``, checked to be a complete
    real batch run of the same platform, workload and scheduler);
 2. the calibration: another run's (``calibration``, a trace file: the honest test, a spec
@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Callable
 
 from iolab.calibration import LINKS, calibrated, overheads_of, read_calibration
-from iolab.sim.batch.run import simulate_batch
+from iolab.sim.batch.run import simulate_batch, simulated_makespan
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
 
-from .batch_comparison import compare_batch
-from .batch_run import run_batch_emulation
-from .validate import TraceMismatch, checked_trace
+from iolab.validation.batch_comparison import compare_batch
+from iolab.emulator.batch.run import run_batch_emulation
+from iolab.validation.io import TraceMismatch, checked_trace
 
 KEPT_FIELDS = ("platform", "workload", "scheduler", "placement", "estimate", "advance_stage_in", "controller")
 SIM_ONLY = {"platform": "overheads", "controller": "model"}  # the simulator's models: may differ from the run's
@@ -54,7 +54,7 @@ def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_di
     else:
         out = Path(work_dir) / f"{spec.scheduler.kind}.h5" if work_dir is not None else None
         wd = Path(work_dir) / spec.scheduler.kind if work_dir is not None else None
-        real = run_batch_emulation(spec, out=out, address=address, work_dir=wd, progress=progress)
+        real = run_batch_emulation(spec, makespan_of=simulated_makespan, out=out, address=address, work_dir=wd, progress=progress)
     if calibration is None:
         cal = real.attrs.get("calibration")
         if not isinstance(cal, dict):

@@ -1,13 +1,13 @@
 """A batch run's jobs as processes: their record, inputs, command line, logs and outputs.
 
-:class:`JobRun` is one job of :mod:`iolab.emulator.batch_run`'s loop: the batch kernel's
+:class:`JobRun` is one job of :mod:`iolab.emulator.batch.run`'s loop: the batch kernel's
 job record plus its nodes, process and staging records.  :class:`JobProcesses` does everything that
 touches a job's files and processes, apart from deciding when: it writes every
 job's input to ``WORK/lps/inputs/<job>/`` before the run (one HDF5 file per
 rank, ``iolab.apps.checkpoint``'s format, ``input * bytes_scale`` bytes together),
 launches a job as ``python -m iolab.apps.jacobi --phases-json ...`` (:func:`app_phases`:
 read the input, compute segments and checkpoint writes, write the output) against its tier
-directory, under the run's job launcher (:mod:`iolab.emulator.batch_launch`: ``mpiexec -n R``
+directory, under the run's job launcher (:mod:`iolab.emulator.batch.launch`: ``mpiexec -n R``
 here, one ``srun`` step in a Slurm allocation), and finds the files it wrote.
 """
 
@@ -26,10 +26,10 @@ import numpy as np
 from iolab.apps import checkpoint
 from iolab.apps.jacobi_command import jacobi_argv, rank_env
 from iolab.middleware.policies.batch.kernel import JobState
-from iolab.sim.batch.steps import job_steps
+from iolab.workloads.steps import job_steps
 from iolab.specs.batch import BatchExperiment
 
-from .shell import spawn
+from iolab.emulator.shell import spawn
 
 STAGE_KINDS = ("stage-in", "stage-out")
 
@@ -69,7 +69,7 @@ def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[
 
 
 class JobProcesses:
-    """The jobs' inputs, processes (started by ``launcher``: :mod:`iolab.emulator.batch_launch`), logs
+    """The jobs' inputs, processes (started by ``launcher``: :mod:`iolab.emulator.batch.launch`), logs
     (``WORK/logs/<job>.log``) and outputs."""
 
     def __init__(self, spec: BatchExperiment, work: Path, launcher):

@@ -33,15 +33,15 @@ from iolab.specs.io import IOExperiment
 from iolab.trace import Trace, TraceBuilder, write_trace
 from iolab.trace.provenance import provenance
 
-from . import shell
-from .checks import check_runnable
-from .output_lock import hold_outputs
-from .progress import StatusLine
-from .reaper import Supervisor
-from .ray_session import RaySession
-from .run_clock import run_clock, save_partial
-from .settings import default_work_dir, settle_settings
-from .slurm_launch import MpiexecApps, make_launcher
+from iolab.emulator import shell
+from iolab.emulator.io.checks import check_runnable
+from iolab.emulator.output_lock import hold_outputs
+from iolab.emulator.progress import StatusLine
+from iolab.emulator.reaper import Supervisor
+from iolab.emulator.ray_session import RaySession
+from iolab.emulator.run_clock import run_clock, save_partial
+from iolab.emulator.settings import default_work_dir, settle_settings
+from iolab.emulator.slurm_launch import MpiexecApps, make_launcher
 
 ENDED = ("ok", "failed", "killed")
 PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes

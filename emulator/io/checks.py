@@ -22,7 +22,7 @@ from pathlib import Path
 from iolab.errors import RunError, SpecError
 from iolab.specs.io import IOExperiment
 
-from . import launchers
+from iolab.emulator import launchers
 
 H5_OVERHEAD = 16 * 1024  # generous bound on one rank file's HDF5 metadata
 

@@ -1,8 +1,8 @@
 """How a batch job's processes start, end and are paused: ``mpiexec`` here, an ``srun`` step
 inside a Slurm allocation.
 
-:class:`~iolab.emulator.batch_run.BatchEmulation` and its
-:class:`~iolab.emulator.batch_jobs.JobProcesses` ask the *job launcher*:
+:class:`~iolab.emulator.batch.run.BatchEmulation` and its
+:class:`~iolab.emulator.batch.jobs.JobProcesses` ask the *job launcher*:
 
 - ``open_ray(address)``: the run's Ray session (a local Ray, a given one, or under srun a Ray
   cluster over the nodes the spec uses: :func:`iolab.emulator.slurm_launch.open_allocation_ray`);
@@ -45,13 +45,13 @@ from pathlib import Path
 from iolab.errors import IolabError, RunError
 from iolab.specs.batch import BatchExperiment
 
-from . import slurm_control, slurm_hosts
-from .launchers import mpiexec_command, srun_command
-from .ray_session import RaySession
-from .shell import kill_tree
-from .slurm_control import StepLever
-from .slurm_launch import AllocationTooSmall, SlurmAllocation, choose_launcher, open_allocation_ray
-from .suspension import TreeLever
+from iolab.emulator import slurm_control, slurm_hosts
+from iolab.emulator.launchers import mpiexec_command, srun_command
+from iolab.emulator.ray_session import RaySession
+from iolab.emulator.shell import kill_tree
+from iolab.emulator.slurm_control import StepLever
+from iolab.emulator.slurm_launch import AllocationTooSmall, SlurmAllocation, choose_launcher, open_allocation_ray
+from iolab.emulator.suspension import TreeLever
 
 __all__ = ["AllocationTooSmall", "MpiexecJobs", "SrunJobs", "job_nodes", "make_job_launcher"]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from iolab.middleware.policies.batch import HPS, LPS
+from iolab.tiers import HPS, LPS
 
 COMPUTE = "compute"
 LAUNCH, EXIT, FIXED = "launch", "exit", "fixed"

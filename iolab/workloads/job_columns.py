@@ -91,7 +91,7 @@ def _shared_key_dict(cls: type) -> dict:
     keys: CPython *splits* the dicts of a class's instances whose attributes are set one by one, and
     a ``copy()`` of a split dict is split too (296 B a ``Job`` against 464 B for the plain dict
     pydantic builds; same keys in the same order).  Where an interpreter does not split it, it is
-    simply a plain dict.  (``sim/workloads/swf.py`` builds its jobs' dicts the same way.)"""
+    simply a plain dict.  (``iolab/workloads/swf.py`` builds its jobs' dicts the same way.)"""
     probe = cls.__new__(cls)
     for name in cls.model_fields:
         object.__setattr__(probe, name, None)

@@ -31,14 +31,14 @@ import numpy as np
 
 from iolab.calibration import calibrated, io_overheads, median_calibration, trace_calibration
 from iolab.metrics.distribution import compare_samples
-from iolab.sim.run import simulate
+from iolab.sim.io.run import simulate
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace, read_trace
 
-from .comparison import compare, geo_error, measured_bandwidth, ranking
-from .ray_session import RaySession
-from .run import run_emulation
-from .validate_spread import compare_spread, duration_ratios, simulate_spread
+from iolab.validation.comparison import compare, geo_error, measured_bandwidth, ranking
+from iolab.emulator.ray_session import RaySession
+from iolab.emulator.io.run import run_emulation
+from iolab.validation.spread import compare_spread, duration_ratios, simulate_spread
 
 
 @dataclass
@@ -114,7 +114,7 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
 
     ``seeds`` > 0 also simulates each policy ``seeds`` times with jittered phase
     durations (``"auto"``: resampled from the real run's own phases; a
-    :class:`Jitter`: a normal law; see :mod:`iolab.emulator.validate_spread`) and
+    :class:`Jitter`: a normal law; see :mod:`iolab.validation.spread`) and
     reports where the real run falls.  ``traces``: reuse ``DIR/POLICY.h5``
     of an earlier run instead of emulating (every trace is checked first).  ``repeats`` > 1 runs
     each policy that many times (kept as ``POLICY-rK.h5``) and compares the real runs with the

@@ -3,7 +3,7 @@
 Each job's row holds what its description says (submit time, nodes, runtime, its pure compute
 time by :func:`~.steps.compute_seconds`, its bytes) and what the run did with it (start, end,
 status, tier, nodes held, time in I/O).  The simulator (:func:`iolab.sim.batch.run.simulate_batch`)
-and the real run (:func:`iolab.emulator.batch_trace.batch_trace`) hand their kernel's job states
+and the real run (:func:`iolab.emulator.batch.trace.batch_trace`) hand their kernel's job states
 here, plus what only they know (a real run's ends, statuses and hosts).
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from iolab.middleware.policies.batch.nodes import ranges
 
-from .steps import compute_seconds
+from iolab.workloads.steps import compute_seconds
 
 
 def node_ranges(masks: Sequence[int]) -> list[str]:

@@ -17,13 +17,13 @@ and a real clock (docs/storage.md):
    are submitted at their submit times; at every submission and every job end
    the *same* batch policy object as the simulator's decides on a
    :class:`Snapshot`.  A started job takes ``nodes`` logical nodes of the
-   node budget and then runs lackner2019's steps (:func:`iolab.sim.batch.steps.job_steps`):
+   node budget and then runs lackner2019's steps (:func:`iolab.workloads.steps.job_steps`):
    on HPS the manager allocates its ``storage`` bytes, opens its HPS
    directory and stages the input in (paced at R_stage); the job runs as
    ``mpiexec -n R python -m iolab.apps.jacobi --phases-json ...`` (read the input,
    compute segments and checkpoint writes, write the output; inside a Slurm
    allocation one ``srun`` step on the nodes its node ids name:
-   :mod:`iolab.emulator.batch_launch`) against its tier directory, every byte
+   :mod:`iolab.emulator.batch.launch`) against its tier directory, every byte
    paced by the tier's token bucket (R_lps or R_hps); then the manager stages
    the output out to ``WORK/lps/outputs``.
    On LPS the job reads hard links of its input in its LPS directory and its
@@ -37,10 +37,10 @@ its nodes and space are freed and the others go on.  Ctrl-C kills every job,
 frees their space, writes the partial trace (``complete = False``) and
 re-raises ``KeyboardInterrupt``.
 
-The parts: :mod:`iolab.emulator.batch_checks` (step 1 and the settings),
-:mod:`iolab.emulator.batch_jobs` (the job record, inputs, processes and their outputs),
-:mod:`iolab.emulator.batch_launch` (``mpiexec`` or ``srun``: start, kill, pause, hosts),
-:mod:`iolab.emulator.batch_trace` (step 5); this module holds the loop and every job's
+The parts: :mod:`iolab.emulator.batch.checks` (step 1 and the settings),
+:mod:`iolab.emulator.batch.jobs` (the job record, inputs, processes and their outputs),
+:mod:`iolab.emulator.batch.launch` (``mpiexec`` or ``srun``: start, kill, pause, hosts),
+:mod:`iolab.emulator.batch.trace` (step 5); this module holds the loop and every job's
 state changes.
 """
 
@@ -63,40 +63,42 @@ from iolab.middleware.policies.batch.kernel import (
 from iolab.middleware.policies.batch.nodes import ids as node_ids
 from iolab.middleware.policies.interference import tier_laws
 from iolab.middleware.storage_actor import StorageManager, result
-from iolab.sim.workloads import load_workload
+from iolab.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, write_trace
 
-from .batch_checks import check_batch_runnable
-from .batch_controller import ControllerDriver
-from .batch_jobs import JobProcesses, JobRun
-from .batch_launch import MpiexecJobs, make_job_launcher
-from .batch_trace import batch_trace
-from .progress import StatusLine
-from .run_clock import run_clock, save_partial
-from .output_lock import hold_outputs
-from .reaper import Supervisor
-from .settings import default_work_dir, settle_settings
+from iolab.emulator.batch.checks import check_batch_runnable
+from iolab.emulator.batch.controller import ControllerDriver
+from iolab.emulator.batch.jobs import JobProcesses, JobRun
+from iolab.emulator.batch.launch import MpiexecJobs, make_job_launcher
+from iolab.emulator.batch.trace import batch_trace
+from iolab.emulator.progress import StatusLine
+from iolab.emulator.run_clock import run_clock, save_partial
+from iolab.emulator.output_lock import hold_outputs
+from iolab.emulator.reaper import Supervisor
+from iolab.emulator.settings import default_work_dir, settle_settings
 
 
 def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None, address: str | None = None,
                         work_dir: str | Path | None = None, progress: bool | StatusLine = False,
                         source: str = "<spec>", time_scale: float | None = None,
                         on_launch: Callable[[str, Any], None] | None = None, strict: bool | None = None,
-                        launcher: str | None = None, **overrides) -> Trace:
+                        launcher: str | None = None,
+                        makespan_of: Callable[[BatchExperiment, list], float] | None = None, **overrides) -> Trace:
     """Emulate the batch experiment ``spec``; returns the trace, also written to ``out`` if given.
 
     ``on_launch(job, popen)`` is called right after each job's ``mpiexec`` (or ``srun``) starts
     (tests use it to kill a job).  ``strict`` checks every decision and state change of the batch
     kernel (default: ``IOLAB_STRICT``).  ``launcher``: ``"mpiexec"`` or ``"srun"`` (default: srun
-    inside a Slurm allocation, :mod:`iolab.emulator.batch_launch`).  Raises SpecError/RunError (or
-    an allocation too small for the spec) before any process starts."""
+    inside a Slurm allocation, :mod:`iolab.emulator.batch.launch`).  Raises SpecError/RunError (or
+    an allocation too small for the spec) before any process starts; ``makespan_of`` estimates the
+    run's wall time for that check (:func:`~iolab.emulator.batch.checks.check_batch_runnable`)."""
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
     work = (Path(s.work_dir) if s.work_dir else default_work_dir(spec, out)).resolve()
     jobs = load_workload(spec)
-    mpiexec = check_batch_runnable(spec, jobs, work, source)
+    mpiexec = check_batch_runnable(spec, jobs, work, source, makespan_of)
     jobs_launcher = make_job_launcher(launcher, spec, jobs, work, mpiexec)
     run = BatchEmulation(spec, jobs, work, mpiexec, address,
                          progress if isinstance(progress, StatusLine) else StatusLine(bool(progress), prefix="batch",
