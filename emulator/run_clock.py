@@ -1,12 +1,40 @@
-"""The clocked part both emulators share (:func:`run_clock`), and the partial trace an
-interrupted run leaves (:func:`save_partial`)."""
+"""The clocked part both emulators share (:func:`run_clock`), the partial traces a run writes as
+it goes (:class:`PartialTraces`), and the partial trace an interrupted run leaves (:func:`save_partial`)."""
 
 from __future__ import annotations
+
+import time
 
 from iolab.signals import sigterm_as_interrupt
 from iolab.trace import write_trace
 
 from iolab.emulator.progress import StatusLine
+
+
+PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
+
+
+class PartialTraces:
+    """Writes the trace so far (``complete = False``) to ``out`` at most every :data:`PARTIAL_EVERY`
+    wall seconds, so that a driver killed at any moment (``kill -9``) leaves the run up to then; the
+    complete trace replaces it at the end.  A failed write is said once and never stops the run."""
+
+    def __init__(self, out, progress: StatusLine):
+        self.out, self.progress = out, progress
+        self.at = 0.0
+        self.failed = False
+
+    def write(self, make_trace, force: bool = False) -> None:
+        """``make_trace()`` to the output if :data:`PARTIAL_EVERY` seconds have passed (or ``force``)."""
+        if self.out is None or (not force and time.time() - self.at < PARTIAL_EVERY):
+            return
+        self.at = time.time()
+        try:
+            write_trace(make_trace(), self.out)
+        except Exception as exc:  # noqa: BLE001 - a failed snapshot is said, never fatal to the run
+            if not self.failed:
+                self.progress.note(f"could not write the partial trace to {self.out}: {exc}")
+            self.failed = True
 
 
 def save_partial(make_trace, out, work_dir, progress: StatusLine) -> None:

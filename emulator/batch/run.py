@@ -73,7 +73,7 @@ from iolab.emulator.batch.jobs import JobProcesses, JobRun
 from iolab.emulator.batch.launch import MpiexecJobs, make_job_launcher
 from iolab.emulator.batch.trace import batch_trace
 from iolab.emulator.progress import StatusLine
-from iolab.emulator.run_clock import run_clock, save_partial
+from iolab.emulator.run_clock import PartialTraces, run_clock, save_partial
 from iolab.emulator.output_lock import hold_outputs
 from iolab.emulator.reaper import Supervisor
 from iolab.emulator.settings import default_work_dir, settle_settings
@@ -111,7 +111,6 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
 # ---------------------------------------------------------------- the run
 
 LIVE_EVERY = 0.5  # wall seconds between snapshots for a live view
-PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
 
 
 class BatchEmulation:
@@ -137,8 +136,7 @@ class BatchEmulation:
         self.wall0 = time.time()
         self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
         self.out: str | Path | None = None
-        self.partial_at = 0.0
-        self.partial_failed = False
+        self.partials = PartialTraces(None, self.progress)
         self.supervisor: Supervisor | None = None
         self.lps = work / "lps"
         self.hps = work / "hps"
@@ -159,7 +157,7 @@ class BatchEmulation:
             return self._run(out)
 
     def _run(self, out: str | Path | None) -> Trace:
-        self.out = out
+        self.out = self.partials.out = out
         self.procs.prepare_inputs(self.jobs)
         session = self.launcher.open_ray(self.address)
         try:
@@ -198,17 +196,8 @@ class BatchEmulation:
             session.close()
 
     def _write_partial(self) -> None:
-        """The trace so far (``complete = False``) to the output every :data:`PARTIAL_EVERY` wall seconds,
-        so that a killed driver leaves the run up to then; the complete trace replaces it at the end."""
-        if self.out is None or time.time() - self.partial_at < PARTIAL_EVERY:
-            return
-        self.partial_at = time.time()
-        try:
-            write_trace(self._trace(complete=False), self.out)
-        except Exception as exc:  # noqa: BLE001 - a failed snapshot is said, never fatal to the run
-            if not self.partial_failed:
-                self.progress.note(f"could not write the partial trace to {self.out}: {exc}")
-            self.partial_failed = True
+        """The trace so far, every few wall seconds (:class:`~iolab.emulator.run_clock.PartialTraces`)."""
+        self.partials.write(lambda: self._trace(complete=False))
 
     def _interrupted(self, out) -> None:
         self.progress.note("interrupted: killing every job")

@@ -39,12 +39,11 @@ from iolab.emulator.output_lock import hold_outputs
 from iolab.emulator.progress import StatusLine
 from iolab.emulator.reaper import Supervisor
 from iolab.emulator.ray_session import RaySession
-from iolab.emulator.run_clock import run_clock, save_partial
+from iolab.emulator.run_clock import PartialTraces, run_clock, save_partial
 from iolab.emulator.settings import default_work_dir, settle_settings
 from iolab.emulator.slurm_launch import MpiexecApps, make_launcher
 
 ENDED = ("ok", "failed", "killed")
-PARTIAL_EVERY = 5.0  # wall seconds between the partial traces written while a run goes
 
 
 def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: float | None = None,
@@ -91,8 +90,7 @@ class Emulation:
         self.launched: dict[str, float] = {}
         self.work_deleted: float | None = None  # spec seconds at which the work folder was seen gone
         self.out: str | Path | None = None
-        self.partial_at = 0.0
-        self.partial_failed = False
+        self.partials = PartialTraces(None, self.progress)
         self.supervisor: Supervisor | None = None
 
     # -- life cycle -----------------------------------------------------------------------
@@ -101,7 +99,7 @@ class Emulation:
             return self._run(out)
 
     def _run(self, out: str | Path | None) -> Trace:
-        self.out = out
+        self.out = self.partials.out = out
         session = self.launcher.open_ray(self.address)
         try:
             dirs = [self.work / f"io-node-{k}" for k in range(self.spec.platform.io_nodes)]
@@ -257,18 +255,10 @@ class Emulation:
             time.sleep(self.poll)
 
     def _write_partial(self, force: bool = False) -> None:
-        """Write the trace so far (``complete = False``) to the output every :data:`PARTIAL_EVERY` wall
-        seconds: a driver killed at any moment (``kill -9``) leaves the run up to then.  The complete
-        trace replaces it at the end."""
-        if self.out is None or self.t0 is None or (not force and time.time() - self.partial_at < PARTIAL_EVERY):
-            return
-        self.partial_at = time.time()
-        try:
-            write_trace(self._trace(complete=False), self.out)
-        except Exception as exc:  # noqa: BLE001 - a failed snapshot is said, never fatal to the run
-            if not self.partial_failed:
-                self.progress.note(f"could not write the partial trace to {self.out}: {exc}")
-            self.partial_failed = True
+        """The trace so far, every few wall seconds (:class:`~iolab.emulator.run_clock.PartialTraces`);
+        nothing before the run's clock starts."""
+        if self.t0 is not None:
+            self.partials.write(lambda: self._trace(complete=False), force)
 
     def _check_work(self) -> None:
         """Note (once) that the work folder was deleted under the run: its logs and checkpoints are gone,
