@@ -21,8 +21,12 @@ def check_unchanged(path: str | Path, sha256: str) -> None:
         raise ValueError(f"{path} changed since the campaign was expanded (its SHA-256 differs)")
 
 
-def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+def write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> None:
+    """``rows`` as CSV (the first row's keys are the header); with no rows, ``columns`` alone as the
+    header (a file a spreadsheet or pandas opens), else an empty file."""
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+        if not rows and columns:
+            csv.writer(f).writerow(columns)
         if rows:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()

@@ -294,7 +294,11 @@ def why_not(rows: list[dict], r_threshold: float | None = None, label: str = "")
         k = int(row.get("max_writers", -1))
         k = k if k >= 0 else int(row.get("io_jobs", 0))
         head = f"{label}{ds} {sched.upper()} {runtime}: controller {d:+.1%} total completion (paper: shorter)"
-        if row["suspensions"] == 0:
+        if row["suspensions"] == 0 and row.get("max_response", -1.0) < 0:
+            out.append(f"{head}: no suspension; the controller took no benchmark sample before the jobs ended "
+                       "(a real run's controller starts after the run's clock, later on a loaded machine; at the "
+                       "quick size the jobs last seconds of wall time)")
+        elif row["suspensions"] == 0:
             out.append(f"{head}: no suspension; the benchmark unit's response peaked at "
                        f"{row.get('max_response', -1.0):.1f} s ({k} writers), under r_threshold {thr:g} s: "
                        f"{law.describe()} loses {1 - law.factor(max(k, 1)):.0%} at {k} writers, too little to "
@@ -318,10 +322,15 @@ def _easy_equals_fcfs(rows: list[dict]) -> bool:
                for k in ("total_completion", "total_flow", "suspensions"))
 
 
+# suspensions.csv: the labels every row gets (the study's), then the suspension's job and interval
+SUSPENSION_COLUMNS = ("dataset", "scheduler", "controller", "runtime", "scale", "job", "start", "end")
+
+
 def _write(out: Path, summary: dict, rows: list[dict], jobs: list[dict], susp: list[dict]) -> None:
     write_csv(out / "runs.csv", _same_columns(rows))
     write_csv(out / "jobs.csv", _same_columns(jobs))
-    write_csv(out / "suspensions.csv", _same_columns(susp))  # empty when no run suspended a job
+    write_csv(out / "suspensions.csv", _same_columns(susp), columns=SUSPENSION_COLUMNS)  # a header alone when
+    # no run suspended a job
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1, default=str))
 
 

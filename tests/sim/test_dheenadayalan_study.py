@@ -106,3 +106,30 @@ def test_the_fitted_constants_scale_the_same_draw_and_pick_ds3_apart():
     for bad in ({"service_scale": 0}, {"ds3_arrival_scale": -1}, {"ds3_seed": 1.5}, {"service_scale": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             size_of(bad)
+
+
+def test_why_not_says_when_the_controller_took_no_sample():
+    from iolab.studies.dheenadayalan import why_not
+
+    rows = [{"dataset": "DS1", "scheduler": "fcfs", "controller": on, "runtime": "emulated",
+             "total_completion": t, "suspensions": 0, "max_response": -1.0, "max_writers": 4}
+            for on, t in ((False, 100.0), (True, 110.0))]
+    [line] = why_not(rows)
+    assert "took no benchmark sample" in line and "peaked" not in line
+    rows[1]["max_response"] = 59.5  # sampled, never above the threshold: the law's reason
+    [line] = why_not(rows)
+    assert "peaked at 59.5 s" in line
+
+
+def test_a_suspensions_table_without_suspensions_still_has_its_header(tmp_path):
+    import csv
+
+    from iolab.studies.common import write_csv
+    from iolab.studies.dheenadayalan import SUSPENSION_COLUMNS
+
+    write_csv(tmp_path / "s.csv", [], columns=SUSPENSION_COLUMNS)
+    with open(tmp_path / "s.csv") as f:
+        assert list(csv.reader(f)) == [list(SUSPENSION_COLUMNS)]
+    write_csv(tmp_path / "t.csv", [{"job": "a", "start": 1.0}], columns=SUSPENSION_COLUMNS)  # rows: their keys
+    with open(tmp_path / "t.csv") as f:
+        assert next(csv.reader(f)) == ["job", "start"]
