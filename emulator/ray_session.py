@@ -58,7 +58,8 @@ def without_dashboard() -> None:
     with ``include_dashboard=False``, and has no setting against it: this replaces
     ``Node.start_api_server`` so that it starts nothing then (iolab uses neither the job API nor
     the state API it serves).  Ray's ``DashboardAgent`` (metrics, started by the raylet) still runs:
-    the raylet refuses an empty agent command.  Idempotent; a Ray without that method is left as it is."""
+    the raylet refuses an empty agent command.  Idempotent; a Ray without that method is left as it is.
+    With ``slurm_ray.enable_driver_auth``, one of the two places iolab reaches into ``ray._private``."""
     from ray._private import node  # lazy: called just before ray.init
 
     original = getattr(node.Node, "start_api_server", None)

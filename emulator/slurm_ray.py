@@ -74,8 +74,8 @@ def enable_driver_auth() -> None:
     if "RAY_AUTH_MODE" in os.environ:
         return
     # Ray has no public call for this (``ray.init`` and ``ray start`` call the private one below
-    # themselves, for a cluster they start); this function is the one place iolab reaches into
-    # ``ray._private``, and a Ray that moves it leaves token auth to RAY_AUTH_MODE.
+    # themselves, for a cluster they start); with ray_session.without_dashboard, one of the two places
+    # iolab reaches into ``ray._private``, and a Ray that moves it leaves token auth to RAY_AUTH_MODE.
     try:
         from ray._private.authentication.authentication_token_setup import (  # lazy: Ray only when a run joins
             maybe_enable_token_auth_if_token_available,
