@@ -11,7 +11,7 @@ import yaml
 from iolab.atomic import atomic_write_text
 from iolab.campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from iolab.calibration import describe_io, read_calibration
-from iolab.validation.comparison import ranking_words
+from iolab.validation.io_comparison import ranking_words
 from iolab.emulator.output_lock import hold_outputs
 from iolab.validation.io import TraceMismatch, figure
 from iolab.runners import VALIDATIONS, level_of

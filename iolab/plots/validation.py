@@ -25,7 +25,7 @@ from pathlib import Path
 
 from iolab.atomic import atomic_write_text
 from iolab.calibration import describe_costs
-from iolab.validation.comparison import ranking_words
+from iolab.validation.io_comparison import ranking_words
 from iolab.plots import new_figure, save
 
 

@@ -23,7 +23,7 @@ from collections import defaultdict
 from iolab.metrics.batch_trace import trace_batch_metrics
 from iolab.trace import Trace
 
-from iolab.validation.comparison import geo_error, rel_error
+from iolab.validation.errors import geo_error, rel_error
 
 RUN_METRICS = ("makespan", "mean_turnaround", "node_utilisation", "hps_utilisation")
 

@@ -33,7 +33,7 @@ from iolab.sim.io.scenario import Scenario, resample_jitter
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace
 
-from iolab.validation.comparison import geo_error
+from iolab.validation.errors import geo_error
 
 __all__ = ["Spread", "measured_jitter", "simulate_spread", "compare_spread", "duration_ratios"]
 
@@ -135,7 +135,7 @@ def _place(real: float, sims: np.ndarray) -> dict:
 def compare_spread(comparison: dict, spread: Spread) -> dict:
     """Where the real run of one policy falls in its simulated distribution.
 
-    ``comparison`` is :func:`iolab.validation.comparison.compare` of the same policy (its
+    ``comparison`` is :func:`iolab.validation.io_comparison.compare` of the same policy (its
     real slowdowns and makespan are reused).
     """
     apps = {a: _place(v["emulator"], spread.slowdown[a]) for a, v in comparison["apps"].items()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from iolab.validation.comparison import ranking, ranking_words
+from iolab.validation.io_comparison import ranking, ranking_words
 
 
 def by_hand(values, tie=0.01):

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from iolab.validation.comparison import compare
+from iolab.validation.io_comparison import compare
 from iolab.validation.spread import _place, compare_spread, duration_ratios, measured_jitter, simulate_spread
 from iolab.specs import parse_spec
 from iolab.specs.io import Jitter

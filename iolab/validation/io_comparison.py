@@ -1,5 +1,5 @@
 """One real run against its simulation: the bandwidth it got (:func:`measured_bandwidth`), per-app
-slowdown and makespan errors (:func:`compare`), the geometric-mean error, and whether two runtimes
+slowdown and makespan errors (:func:`compare`), and whether two runtimes
 rank the policies alike (:func:`ranking`).  Used by :mod:`iolab.validation.io` and
 :mod:`iolab.validation.spread`."""
 
@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from iolab.trace import Trace
+from iolab.validation.errors import geo_error, rel_error
 
 
 def measured_bandwidth(trace: Trace) -> float:
@@ -45,15 +46,6 @@ def _slowdowns(trace: Trace, tmin: dict[str, float]) -> dict[str, float]:
     return {str(i): (float(e) - float(r)) / tmin[str(i)]
             for i, r, e, st in zip(j["id"], j["release"], j["end"], j["status"])
             if st == "ok" and tmin.get(str(i), 0) > 0}
-
-
-def rel_error(emu: float, sim: float) -> float:
-    return abs(emu - sim) / abs(sim) if sim else math.nan
-
-
-def geo_error(pairs: list[tuple[float, float]]) -> float:
-    logs = [abs(math.log(e / s)) for e, s in pairs if e > 0 and s > 0]
-    return math.exp(float(np.mean(logs))) - 1 if logs else math.nan
 
 
 def compare(emu: Trace, sim: Trace) -> dict:
