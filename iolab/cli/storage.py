@@ -69,7 +69,7 @@ def probe_cmd(directory, writers_text, size_text, unit_text, direct, out, as_jso
         raise IolabError(f"{directory}: not writable")
     used_direct = bool(direct) and direct_supported(directory)
     if direct and not used_direct:
-        click.echo(f"note: {directory} refuses O_DIRECT (e.g. tmpfs); buffered writes, fsync'd", err=True)
+        click.echo(f"note: {directory} refuses O_DIRECT (so do some file systems, and tmpfs before Linux 6.6); buffered writes, fsync'd", err=True)
     try:
         results = probe(ProcessWriters(directory, size, used_direct, unit), k_max)
     except OSError as exc:

@@ -194,9 +194,13 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
 
 
 @study.command("dheenadayalan")
-@click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10; the real DS1 runs' jobs a "
-                                            "tenth as long at half the time scale (~15 s wall each)")
+@click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10; the simulated DS1 under the "
+                                            "real DS1 runs' controller (tier probe, r_threshold 45 s); the real DS1 "
+                                            "runs' jobs a tenth as long at half the time scale (~15 s wall each)")
 @click.option("--no-emulate", is_flag=True, help="skip DS1's real runs (MPI jobs, real suspensions): simulate only")
+@click.option("--fitted", is_flag=True, help="the paper's sizes with the constants it leaves open fitted (service "
+                                             "times x 1.29, arrivals every 700 s, DS3's own draw): DS2's and DS3's "
+                                             "no-controller FCFS totals within 5 %% of Table 1's (docs/controller.md)")
 @click.option("--seed", type=click.IntRange(0), help="seed of the drawn data sets (default 2017)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/dheenadayalan",
               show_default=True,
@@ -204,12 +208,15 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 @engine_options
 @click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
-def dheenadayalan(quick: bool, no_emulate: bool, seed: int | None, out_dir: str, no_figures: bool, as_json: bool,
-                  engine: Engine, campaign_file: str | None) -> None:
+def dheenadayalan(quick: bool, no_emulate: bool, fitted: bool, seed: int | None, out_dir: str, no_figures: bool,
+                  as_json: bool, engine: Engine, campaign_file: str | None) -> None:
     """The storage load controller against FCFS and EASY (dheenadayalan2017 Table 1, Fig. 1), simulated; DS1
     also on real processes at a small scale (after the simulations, one real run after the other)."""
+    if quick and fitted:
+        raise IolabError("--fitted and --quick: the fit is of the paper's sizes (DS2 of 152 jobs, DS3 of 21); "
+                         "drop one of them")
     full = dheenadayalan_study.DheenadayalanSize()
-    size = dheenadayalan_study.QUICK if quick else full
+    size = dheenadayalan_study.QUICK if quick else dheenadayalan_study.FITTED if fitted else full
     if seed is not None:
         size = replace(size, seed=seed)
     if campaign_file:
@@ -239,6 +246,15 @@ def dheenadayalan(quick: bool, no_emulate: bool, seed: int | None, out_dir: str,
         click.echo(f"quick size: DS2 of {size.ds2_jobs} jobs (the paper's: {full.ds2_jobs}) and DS3 of {size.ds3_jobs} "
                    f"({full.ds3_jobs}), so their times are not comparable with the paper's column; DS1 is the "
                    "paper's six jobs. The full size: iolab study dheenadayalan (docs/studies.md).")
+    if size.ds1_controller == "real":
+        c = emulated_ds1.EmulatedDS1().controller
+        click.echo(f"DS1's simulated controller: the real runs' (benchmark unit {c['model']['probe']} probe, r_threshold "
+                   f"{c['r_threshold']:g} s, d {c['d']:g} s, recent {c['recent']:g} s, omega {c['omega'] / 1e6:g} MB; "
+                   "§5: 60 s, which the stated law never reaches); DS2 and DS3: §5's parameters.")
+    if fitted:
+        click.echo(f"fitted: service times x {size.service_scale:g}, arrivals every {size.mean_interarrival:g} s on "
+                   f"average, DS3 drawn with seed {size.ds3_seed} (the constants the paper leaves open, fitted to "
+                   "Table 1's no-controller FCFS totals of DS2 and DS3; docs/controller.md)")
     em = s.get("emulated")
     if em:
         st = em["settings"]

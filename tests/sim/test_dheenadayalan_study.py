@@ -37,17 +37,62 @@ def test_quick_study_writes_table1_and_the_gantt(tmp_path):
         assert x["total_flow"] >= x["total_completion"] > 0
         if not key[2]:
             assert x["suspensions"] == 0
-    # DS1 (the paper: 15:35:27 -> 12:51:16) on the stated volume law, lustre-plafrim-b (f(5) = 0.84): the
-    # benchmark unit (1 GB, the fifth stream beside DS1's 4 I/O jobs on 100 MB/s) answers in 5e9 / (1e8 x 0.84)
-    # = 59.5 s, under §5's 60 s threshold: no suspension, and the output says why
+    # DS1 (the paper: 15:35:27 -> 12:51:16) on the stated volume law, lustre-plafrim-b; the quick size runs it
+    # under the real DS1 runs' controller (tier probe, r_threshold 45 s): the controller acts and helps
     assert s["volume_law"].startswith("lustre-plafrim-b")
     on, off = rows[("DS1", "fcfs", True)], rows[("DS1", "fcfs", False)]
-    assert on["max_writers"] == 4 and on["max_response"] == pytest.approx(5e9 / (1e8 * 0.84))
-    assert on["suspensions"] == 0 and on["total_completion"] == off["total_completion"]
-    assert any(w.startswith("DS1 FCFS sim") and "no suspension" in w for w in s["why"])
-    assert "why: DS1 FCFS sim" in r.output
+    assert on["r_threshold"] == 45.0 and on["max_writers"] == 4
+    assert on["suspensions"] > 0 and off["suspensions"] == 0
+    assert on["total_completion"] < off["total_completion"] and on["total_flow"] < off["total_flow"]
+    assert not any(w.startswith("DS1") for w in s["why"])
+    assert "DS1's simulated controller: the real runs' (benchmark unit tier probe, r_threshold 45 s" in r.output
+    # DS2 and DS3 keep §5's 60 s and do not act: the output says why
+    assert rows[("DS2", "fcfs", True)]["r_threshold"] == 60.0
+    assert any(w.startswith("DS2 FCFS sim") and "no suspension" in w for w in s["why"])
+    assert "why: DS2 FCFS sim" in r.output
     assert (tmp_path / "fig1-gantt.png").stat().st_size > 0
     assert (tmp_path / "runs.csv").read_text().count("\n") == 13
+
+
+def test_quick_ds1_is_the_real_runs_twin_and_at_the_papers_threshold_the_controller_never_acts():
+    """The quick size's simulated DS1 rows are the simulated twin of DS1's real full-scale runs (the same
+    controller, the same jobs: one machine in both runtimes); with §5's 60 s the stated law never loads the
+    volume: the unit (1 GB, the fifth stream beside 4 I/O jobs on 100 MB/s) answers in 5e9 / (1e8 f(5)) s."""
+    from dataclasses import replace
+
+    from iolab.sim.batch.run import run_batch
+    from iolab.studies.dheenadayalan import run_one, size_of, volume_law
+    from iolab.studies.dheenadayalan_emulated import FULL, emulated_spec
+
+    jobs = datasets(QUICK)["DS1"]
+    for on in (False, True):
+        row = run_one("DS1", "fcfs", on, QUICK)["rows"][0]
+        twin = run_batch(emulated_spec(jobs, "fcfs", on, FULL, QUICK.seed), strict=False)
+        assert row["total_completion"] == pytest.approx(sum(s.end - s.start for s in twin.jobs), rel=1e-9)
+        assert row["suspensions"] == sum(len(s.suspensions) for s in twin.jobs)
+    paper = run_one("DS1", "fcfs", True, replace(QUICK, ds1_controller="paper"))["rows"][0]
+    off = run_one("DS1", "fcfs", False, QUICK)["rows"][0]
+    assert paper["r_threshold"] == 60.0 and paper["max_writers"] == 4
+    assert paper["max_response"] == pytest.approx(5e9 / (1e8 * volume_law().factor(5)))
+    assert paper["max_response"] < 60.0
+    assert paper["suspensions"] == 0 and paper["total_completion"] == off["total_completion"]
+    with pytest.raises(ValueError, match="ds1_controller"):
+        size_of({"ds1_controller": "fast"})
+
+
+def test_the_fitted_study_from_the_cli_gives_the_papers_ds2_fcfs_totals(tmp_path):
+    r = CliRunner().invoke(cli, ["study", "dheenadayalan", "--fitted", "--no-ray", "--no-emulate", "--no-figures",
+                                 "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["size"]["service_scale"] == 1.29 and s["size"]["ds2_jobs"] == 152
+    row = next(x for x in s["rows"] if (x["dataset"], x["scheduler"], x["controller"]) == ("DS2", "fcfs", False))
+    assert row["total_completion"] == pytest.approx(_hms("256:06:14"), rel=0.05)  # Table 1, DS2 FCFS
+    assert row["total_flow"] == pytest.approx(_hms("298:28:12"), rel=0.05)
+    assert "fitted: service times x 1.29" in r.output
+    bad = CliRunner().invoke(cli, ["study", "dheenadayalan", "--fitted", "--quick", "--out", str(tmp_path / "q")])
+    assert bad.exit_code == 2 and "--fitted and --quick" in bad.output and "Traceback" not in bad.output
+    assert not (tmp_path / "q").exists()
 
 
 def test_the_model_report_measures_the_forest_and_the_forecast_on_kept_samples():

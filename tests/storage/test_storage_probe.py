@@ -91,3 +91,51 @@ def test_bad_options_are_named(tmp_path, args, words):
 def test_a_missing_directory_is_named(tmp_path):
     res = CliRunner().invoke(cli, ["storage", "probe", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "not a directory" in res.output
+
+
+def _o_direct_works(directory) -> bool:
+    """The reference: open a file in ``directory`` with O_DIRECT and write one aligned page."""
+    import mmap
+    import os
+
+    path, buf = os.path.join(directory, "ref-direct"), mmap.mmap(-1, 4096)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
+        try:
+            return os.write(fd, buf) == 4096
+        finally:
+            os.close(fd)
+            os.unlink(path)
+    except OSError:
+        return False
+    finally:
+        buf.close()
+
+
+def test_direct_writers_write_whole_aligned_blocks(tmp_path):
+    if not _o_direct_works(tmp_path):
+        pytest.skip(f"{tmp_path} refuses O_DIRECT here")
+    size = (3 << 20) // 2  # 1.5 MiB: O_DIRECT writes whole 1 MiB blocks, so 2 MiB; buffered writes 1.5 MiB
+    direct, _ = ProcessWriters(str(tmp_path), size, direct=True, unit=4096, repeats=1).run(2)
+    buffered, _ = ProcessWriters(str(tmp_path), size, direct=False, unit=4096, repeats=1).run(2)
+    assert [r[2] for r in direct] == [2 << 20] * 2 and [r[2] for r in buffered] == [size] * 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_probe_direct_says_whether_it_wrote_o_direct(tmp_path, monkeypatch):
+    import json
+    import os
+
+    d = tmp_path / "dir"
+    d.mkdir()
+    args = ["storage", "probe", str(d), "--direct", "--writers", "1..2", "--size", "4MiB", "--unit", "64KiB"]
+    res = CliRunner().invoke(cli, [*args, "--json", "-o", str(tmp_path / "law.yaml")])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["direct"] is _o_direct_works(d)
+    assert ("O_DIRECT" in (tmp_path / "law.yaml").read_text()) is _o_direct_works(d)
+    assert list(d.iterdir()) == []
+    # a system without O_DIRECT (macOS, say): the probe says so and writes buffered, fsync'd
+    monkeypatch.delattr(os, "O_DIRECT")
+    res = CliRunner().invoke(cli, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    assert "refuses O_DIRECT" in res.stderr and json.loads(res.stdout)["direct"] is False
