@@ -200,6 +200,23 @@ def test_inline_jobs_are_counted_while_reading(tmp_path):
     refused("simulate", spec, "--max-jobs", 20, what="workload.jobs: more than 20 jobs (counted while reading")
 
 
+def test_the_refusal_of_a_counted_limit_names_the_command_that_lifts_it(tmp_path):
+    """``--max-apps`` exists on ``simulate`` only: a refusal from ``emulate`` or ``sweep`` says that, rather
+    than naming an option those commands do not have.  The bound is 10 000 apps, so a spec of 10 001 apps
+    (YAML) and one of 10 001 apps (JSON, counted once read) are refused by emulate before any Ray or MPI."""
+    apps = [{"id": f"a{i}", "nodes": 1, "iterations": 2, "compute": 1, "io_volume": 1} for i in range(10_001)]
+    yml = tmp_path / "big.yaml"
+    yml.write_text(yaml.safe_dump({**IO, "apps": apps}, default_flow_style=None, sort_keys=False))
+    (tmp_path / "big.json").write_text(json.dumps({**IO, "apps": apps}))
+    iolab = str(Path(sys.executable).parent / "iolab")
+    for spec in (yml, tmp_path / "big.json"):
+        r = subprocess.run([iolab, "emulate", str(spec), "--out", str(tmp_path / "x.h5")], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert "`iolab simulate --max-apps N` allows more; emulate, validate and sweep keep this limit" in r.stderr
+        assert not (tmp_path / "x.h5").exists()
+
+
 def test_a_line_longer_than_the_bound_is_refused_before_parsing(tmp_path):
     spec = tmp_path / "long.yaml"
     spec.write_text(yaml.safe_dump(IO) + "description: " + "y" * (2 << 20) + "\n")
