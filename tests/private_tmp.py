@@ -11,6 +11,7 @@ there was made by this run, and the diff is exact.  The command ``exec``\\ s, so
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -43,10 +44,10 @@ class PrivateTmp:
         self.before = self.files()
 
     def wrap(self, cmd: list[str]) -> list[str]:
-        binds = [f"mount --bind {self.root / 'shm'} /dev/shm"]
-        if self.keep != self.tmp_path:
-            # recursive binds: a tmpfs a test mounted inside tmp_path is kept
-            binds += [f"mount --rbind {self.tmp_path} {self.keep}", f"mount --rbind {self.root / 'tmp'} /tmp"]
+        binds = [f"mount --bind {shlex.quote(str(self.root / 'shm'))} /dev/shm"]
+        if self.keep != self.tmp_path:  # recursive: a tmpfs a test mounted inside tmp_path is kept
+            binds.append(f"mount --rbind {shlex.quote(str(self.tmp_path))} {shlex.quote(str(self.keep))}")
+        binds.append(f"mount --rbind {shlex.quote(str(self.root / 'tmp'))} /tmp")
         script = " && ".join(binds) + ' && exec "$@"'
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *cmd]
 
