@@ -8,6 +8,10 @@ a campaign's output folder; not inside it, so deleting the folder does not drop 
 run asking for a held output is refused at once (:class:`OutputBusy`, exit 2) with the PID of the run
 that holds it.  The kernel drops a ``flock`` when its process dies, however it dies, so a lock file
 left by a killed run is taken over; its old PID is then reported (:attr:`Held.taken_over`).
+
+A second hold of a path this process already holds is refused too, unless it asks ``reuse_own=True``:
+a study's command holds its output folder from start to end (runs, summary, figures) and the campaign
+machinery inside it, which holds the same folder when it runs alone, then runs under the outer hold.
 """
 
 from __future__ import annotations
@@ -97,15 +101,22 @@ def release(path: str | Path, fd: int) -> None:
     os.close(fd)
 
 
+_HELD_HERE: set[Path] = set()  # the paths this process holds now
+
+
 @contextmanager
-def hold_outputs(paths, what: str = "output", note=None) -> Iterator[Held]:
+def hold_outputs(paths, what: str = "output", note=None, reuse_own: bool = False) -> Iterator[Held]:
     """Lock every path of ``paths`` (None entries skipped) for the duration of the block.
-    ``note(message)`` hears of each stale lock taken over (default: stderr)."""
+    ``note(message)`` hears of each stale lock taken over (default: stderr).  ``reuse_own``: a path
+    this process already holds is left to its outer hold (neither locked again nor released here)."""
     held = Held()
     try:
         for p in dict.fromkeys(Path(x).absolute() for x in paths if x is not None):
+            if reuse_own and p in _HELD_HERE:
+                continue
             fd, stale = acquire(p, what)
             held.fds[p] = fd
+            _HELD_HERE.add(p)
             if stale is not None:
                 held.taken_over.append((lock_path(p), stale))
                 msg = (f"{p}: took over the lock of process {stale}, which "
@@ -117,4 +128,5 @@ def hold_outputs(paths, what: str = "output", note=None) -> Iterator[Held]:
         yield held
     finally:
         for p, fd in held.fds.items():
+            _HELD_HERE.discard(p)
             release(p, fd)

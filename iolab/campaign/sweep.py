@@ -169,7 +169,8 @@ def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, o
     """Run a study campaign's unfinished runs (expanded by :func:`.study.expand_study`) like a sweep."""
     out = Path(out) if out else Path("results") / campaign.name
     out.mkdir(parents=True, exist_ok=True)
-    with hold_outputs([out], "study output"):  # one run per output folder: no run executed twice
+    # one run per output folder: no run executed twice (`iolab study` already holds it for the whole study)
+    with hold_outputs([out], "study output", reuse_own=True):
         manifest = write_manifest(out, campaign, source, runs)
         manifest["study"] = campaign.study
         atomic_write_text(out / R.MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))

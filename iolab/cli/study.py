@@ -18,8 +18,15 @@ from iolab.studies import lackner as lackner_study
 from iolab.studies import monniot as monniot_study
 from iolab.studies import soysal as soysal_study
 from iolab.studies.as_campaign import Engine, write_campaign
+from iolab.emulator.output_lock import hold_outputs
 from iolab.trace import read_trace
 from iolab.cli.format import dumps, table
+
+
+def hold_study_output(out_dir) -> None:
+    """One study per output folder, held until the command ends: its runs, summary, tables, figures and
+    (dheenadayalan) emulated runs; a second study on it is refused with exit 2 and this one's PID."""
+    click.get_current_context().with_resource(hold_outputs([Path(out_dir)], "study output"))
 
 
 def engine_options(fn):
@@ -75,6 +82,7 @@ def carretero(quick: bool, workloads: int | None, seed: int, out_dir: str, no_fi
     out = Path(out_dir)
     where = ("in this process, one run at a time" if not engine.use_ray
              else f"{engine.workers:,} worker(s)" if engine.workers else "a worker per CPU")
+    hold_study_output(out)
     s = carretero_study.run_study(out, size, seed=seed, jobs=engine.workers, figures=not no_figures, engine=engine)
     if as_json:
         click.echo(dumps(s))
@@ -120,6 +128,7 @@ def lackner(quick, workloads, repetitions, njobs, sensitivity, out_dir, no_figur
     if campaign_file:
         write_campaign(campaign_file, "lackner", lackner_study.params_of(size))
         return
+    hold_study_output(out_dir)
     s = lackner_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine)
     if as_json:
         click.echo(dumps(s))
@@ -170,6 +179,7 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
         write_campaign(campaign_file, "monniot", monniot_study.params_of(size, path))
         return
     try:
+        hold_study_output(out_dir)
         s = monniot_study.run_study(Path(out_dir), size, theta=theta, figures=not no_figures, engine=engine)
     except FileNotFoundError as err:  # a missing input file is bad input: exit 2
         raise IolabError(str(err)) from None
@@ -223,6 +233,7 @@ def dheenadayalan(quick: bool, no_emulate: bool, fitted: bool, seed: int | None,
         write_campaign(campaign_file, "dheenadayalan", dheenadayalan_study.params_of(size))
         return
     emulate = None if no_emulate else (emulated_ds1.QUICK if quick else emulated_ds1.FULL)
+    hold_study_output(out_dir)
     s = dheenadayalan_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine, emulate=emulate,
                                       say=lambda msg: click.echo(msg, err=True))
     failed = any(r["status"] != "ok" for r in s.get("emulated", {}).get("runs", []))
@@ -333,6 +344,7 @@ def soysal(quick: bool, trace: str, no_advance: bool, out_dir: str, no_figures: 
             soysal_study.trace_path(trace)  # a bad trace is refused here, not by the sweep
             write_campaign(campaign_file, "soysal", soysal_study.params_of(size, trace))
             return
+        hold_study_output(out_dir)
         s = soysal_study.run_study(Path(out_dir), size, trace=trace, figures=not no_figures, engine=engine)
     except (FileNotFoundError, ValueError) as exc:
         raise IolabError(str(exc)) from None

@@ -152,6 +152,12 @@ class _TooMany(Exception):
     pass
 
 
+def lift(option: str) -> str:
+    """How to raise a counted limit, for any command: only ``iolab simulate`` has the option."""
+    return (f"`iolab simulate {option} N` allows more; emulate, validate and sweep keep this limit "
+            "(docs/specs.md, 'Limits')")
+
+
 def _check_lines(text: str, source: str) -> None:
     """Refuse a line longer than :data:`MAX_LINE` (before the parser builds a 10 MB scalar)."""
     start = 0
@@ -206,8 +212,7 @@ def count_items(text: str, source: str, limits: Mapping[str, int] | None = None)
     except _TooMany as tm:
         field_, line, what, limit, option = tm.args
         raise SpecError(source, [(field_, f"more than {limit} {what} (counted while reading, line {line}); "
-                                          f"this is above the limit: pass {option} N to allow more where the "
-                                          "command has it (docs/specs.md, 'Limits')")]) from None
+                                          f"this is above the limit: {lift(option)}")]) from None
     except yaml.YAMLError:
         return  # parse_text reports the syntax error with its line
 
@@ -239,9 +244,8 @@ def count_built(data: dict[str, Any], source: str, limits: Mapping[str, int] | N
             node = node.get(k) if isinstance(node, dict) else None
         limit = limits.get(what, dflt)
         if isinstance(node, list) and len(node) > limit:
-            raise SpecError(source, [(".".join(keys), f"{len(node)} {what}, above the limit of {limit}: pass "
-                                                      f"{option} N to allow more where the command has it "
-                                                      "(docs/specs.md, 'Limits')")])
+            raise SpecError(source, [(".".join(keys), f"{len(node)} {what}, above the limit of {limit}: "
+                                                      f"{lift(option)}")])
 
 
 def parse_spec(data: dict[str, Any], source: str = "<spec>", kind: str | None = None,

@@ -1,5 +1,6 @@
 """Ctrl-C (or SIGTERM: kill, scancel) of a real run: every child process stops and a
-readable partial trace is left.
+readable partial trace is left, and no MPICH segment or hydra file of the run (the run's /dev/shm and
+/tmp are the test's own folders: :mod:`private_tmp`).
 
 ``iolab emulate`` runs in its own process (its own local Ray), as a user runs it;
 the signal is sent once the clock has started (progress line on stderr), for an I/O
@@ -23,6 +24,7 @@ import pytest
 import yaml
 
 from iolab.trace import read_trace
+from private_tmp import PrivateTmp, Watch
 from small_runs import small_batch, small_io
 
 pytestmark = [pytest.mark.mpi, pytest.mark.ray]
@@ -66,8 +68,10 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
     path, out, work = tmp_path / "spec.yaml", tmp_path / "run.h5", tmp_path / "run.work"
     path.write_text(yaml.safe_dump(spec))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = start([sys.executable, "-m", "iolab", "emulate", str(path), "--out", str(out),
-                  "--work-dir", str(work)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+    private = PrivateTmp(tmp_path)
+    watch = Watch(private)
+    proc = start(private.wrap([sys.executable, "-m", "iolab", "emulate", str(path), "--out", str(out),
+                               "--work-dir", str(work)]), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                  stderr=subprocess.PIPE, text=True)
     err = []
     try:
@@ -77,7 +81,9 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
             if "clock started" in line or time.monotonic() > deadline:
                 break
         assert any("clock started" in ln for ln in err), "".join(err)
-        time.sleep(2.0)
+        for _ in range(10):
+            watch.poll()
+            time.sleep(0.2)
         assert proc.poll() is None, "the run ended before it could be interrupted"
         assert processes_mentioning(str(work)), "no app process seen: the check below would prove nothing"
         proc.send_signal(sig)
@@ -104,6 +110,10 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
     time.sleep(0.5)
     left = processes_mentioning(str(work))
     assert not left, left
+    # nor a file of MPICH's or hydra's: the run's own /dev/shm and /tmp hold none of them now
+    if spec is IO_SPEC:  # its apps are MPI programs started by hydra
+        assert watch.seen, "the run made no MPICH or hydra file: the check below would prove nothing"
+    assert sorted(private.new()) == []
 
 
 def check_partial_report_and_export(trace, out: Path, tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
-"""``kill -9`` of the driver of a small real run (issue 32, item 1): 10 s later no process of the run is
-alive (counted on /proc, by PID and start time), the MPICH shared-memory segments and hydra files its
-processes used are gone, and the partial trace written as the run went is there and readable."""
+"""``kill -9`` of the driver of a small real run: 10 s later no process of the run is alive (counted on
+/proc, by PID and start time), no MPICH shared-memory segment or hydra file it made is left (the run's
+/dev/shm and /tmp are the test's own folders, empty before: :mod:`private_tmp`), and the partial trace
+written as the run went is there, and ``iolab report`` says it is partial and names the apps cut short."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,8 +18,9 @@ import yaml
 from click.testing import CliRunner
 
 from iolab.cli import cli
-from iolab.emulator.run_residue import _files_of, descendants, start_time
+from iolab.emulator.run_residue import descendants, start_time
 from iolab.trace import read_trace
+from private_tmp import PrivateTmp, Watch
 from small_runs import small_io
 
 pytestmark = [pytest.mark.mpi, pytest.mark.ray, pytest.mark.long]
@@ -32,26 +35,31 @@ def test_kill_9_of_the_driver_leaves_no_process_no_segment_and_a_partial_trace(t
     path = tmp_path / "killed.yaml"
     path.write_text(yaml.safe_dump(spec))
     out, work = tmp_path / "run.h5", tmp_path / "w"
-    driver = subprocess.Popen([IOLAB, "emulate", str(path), "--out", str(out), "--work-dir", str(work)],
+    private = PrivateTmp(tmp_path)
+    assert private.before == set()
+    watch = Watch(private)
+    driver = subprocess.Popen(private.wrap([IOLAB, "emulate", str(path), "--out", str(out), "--work-dir", str(work)]),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and driver.poll() is None:  # the clock started, phases under way
+            watch.poll()
             if out.exists() and any((work / "io-node-0").glob("*/ckpt-*")):
                 break
             time.sleep(0.2)
         assert driver.poll() is None and out.exists(), "the run did not get going"
-        time.sleep(6)  # at least one more partial trace
+        for _ in range(30):  # at least one more partial trace
+            watch.poll()
+            time.sleep(0.2)
         procs = descendants(driver.pid)
-        files = set().union(*(_files_of(p) for p, _ in procs))
         assert len(procs) >= 6  # Ray's own processes, two mpiexec with their proxies and ranks
-        assert any(f.startswith("/dev/shm/mpich_shm_") for f in files)  # the ranks' shared memory, seen
+        assert watch.kinds() == {"shm", "tmp"}, watch.seen  # segments and hydra files made: the check below bites
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
         time.sleep(10)
         alive = [p for p, st in procs if start_time(p) == st]
         assert alive == [], [Path(f"/proc/{p}/cmdline").read_bytes()[:120] for p in alive]
-        assert [f for f in files if os.path.exists(f)] == []
+        assert sorted(private.new()) == []  # no new segment, no new hydra file: before vs after
     finally:
         if driver.poll() is None:
             driver.kill()
@@ -60,5 +68,11 @@ def test_kill_9_of_the_driver_leaves_no_process_no_segment_and_a_partial_trace(t
     assert len(t.phases) > 0  # the phases that ended before the kill
     r = CliRunner().invoke(cli, ["report", str(out)])
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    cut = sorted(str(j["id"]) for j in t.jobs.rows() if j["status"] != "ok")
+    assert cut, "the run finished before the kill"
+    said = re.search(r"INTERRUPTED: .*?\b(\d+) of (\d+) apps cut short \(([^)]*)\)", r.output)
+    assert said, r.output
+    assert (int(said[1]), int(said[2])) == (len(cut), len(t.jobs))
+    assert sorted(name.split()[0] for name in said[3].split(", ")) == cut, r.output
     log = (work / "logs" / "reaper.log").read_text()
     assert "the driver died; stopped" in log

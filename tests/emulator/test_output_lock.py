@@ -66,3 +66,68 @@ def test_ray_s_token_file_is_made_private_and_others_files_are_left_alone(tmp_pa
     assert token.stat().st_mode & 0o777 == 0o600
     monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(tmp_path / "none"))
     protect_token()  # no file: nothing to do, no error
+
+
+IOLAB = str(__import__("pathlib").Path(sys.executable).parent / "iolab")
+
+
+def _holder(path) -> subprocess.Popen:
+    """Another process holding ``path``'s lock, as a first run does (it prints ``held`` once it does)."""
+    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from iolab.emulator.output_lock import hold_outputs
+        with hold_outputs([{str(path)!r}]):
+            print("held", flush=True)
+            time.sleep(120)
+        """)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    return p
+
+
+def test_a_validate_on_a_held_work_folder_is_refused_with_exit_2_and_the_holder_s_pid(tmp_path):
+    import yaml
+
+    from small_runs import small_io
+
+    spec, work = tmp_path / "v.yaml", tmp_path / "vw"
+    spec.write_text(yaml.safe_dump(small_io("v")))
+    holder = _holder(work)
+    try:
+        r = subprocess.run([IOLAB, "validate", str(spec), "--work-dir", str(work)], capture_output=True, text=True,
+                           timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert f"process {holder.pid}" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert not work.exists()  # nothing of the refused run was started
+
+
+def test_a_study_on_a_held_output_folder_is_refused_with_exit_2_and_the_holder_s_pid(tmp_path):
+    out = tmp_path / "study"
+    holder = _holder(out)
+    try:
+        r = subprocess.run([IOLAB, "study", "lackner", "--quick", "--no-ray", "--no-figures", "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert f"process {holder.pid}" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert not out.exists() or list(out.iterdir()) == []  # refused before it wrote anything
+
+
+def test_an_inner_hold_that_reuses_the_outer_one_keeps_the_output_held_to_the_end(tmp_path):
+    """How a study holds its folder from start to end while its campaign machinery, which locks the
+    folder when it runs alone, runs inside: the inner hold neither locks again nor releases."""
+    out = tmp_path / "o"
+    with hold_outputs([out]):
+        with hold_outputs([out], reuse_own=True) as inner:
+            assert inner.fds == {}
+        assert lock_path(out).read_text().strip() == str(os.getpid())  # still held after the inner block
+        r = subprocess.run([sys.executable, "-c", f"from iolab.emulator.output_lock import hold_outputs\n"
+                            f"with hold_outputs([{str(out)!r}]): pass"], capture_output=True, text=True)
+        assert r.returncode != 0 and f"process {os.getpid()}" in r.stderr
+    assert not lock_path(out).exists()
+    with hold_outputs([out], reuse_own=True) as alone:  # nothing held here: it locks as usual
+        assert list(alone.fds) == [out.absolute()]

@@ -31,8 +31,8 @@ GB = 10**9
 CAPACITY = 20 * GB
 
 
-def spec() -> BatchExperiment:
-    return BatchExperiment.model_validate({
+def spec_dict() -> dict:
+    return {
         "name": "quota",
         "platform": {"nodes": 2, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
                      "hps": {"rate": "15 GB/s", "capacity": CAPACITY}, "stage_rate": "5 GB/s"},
@@ -44,7 +44,11 @@ def spec() -> BatchExperiment:
              "output": "1GB", "data": "16GB", "storage": "4GB"},
         ],
         "emulator": {"time_scale": 0.01, "bytes_scale": BS},
-    })
+    }
+
+
+def spec() -> BatchExperiment:
+    return BatchExperiment.model_validate(spec_dict())
 
 
 def _host_ip() -> str:
@@ -188,3 +192,28 @@ def test_tier_data_is_private_and_records_follow_the_umask(run):
     assert (work.parent / "run.h5").stat().st_mode & 0o777 == 0o640
     assert (work / "logs").stat().st_mode & 0o777 == 0o750
     assert all(f.stat().st_mode & 0o777 == 0o640 for f in (work / "logs").iterdir())
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_job_failing_on_its_quota_makes_emulate_exit_1_with_the_trace_written(tmp_path):
+    """The same spec through the command line, as a user runs it: ``over`` fails on its quota, so
+    ``iolab emulate`` exits 1 (docs/cli.md, "Exit codes"), names the job, and the trace is written."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from iolab.trace import read_trace
+
+    path, out = tmp_path / "quota.yaml", tmp_path / "quota.h5"
+    path.write_text(yaml.safe_dump({"kind": "batch", **spec_dict()}))
+    r = subprocess.run([str(Path(sys.executable).parent / "iolab"), "emulate", str(path), "--out", str(out),
+                        "--work-dir", str(tmp_path / "w"), "--quiet"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    assert "run failed: 1 of 2 app(s)/job(s) did not end ok: over" in r.stderr, r.stderr[-2000:]
+    trace = read_trace(out)
+    assert {row["id"]: row["status"] for row in trace.jobs.rows()} == {"fits": "ok", "over": "failed"}
+    assert "quota exceeded" in trace.attrs["failures"]["over"]["reason"]

@@ -1,5 +1,5 @@
 """What a real run's exit code and trace say when it goes wrong (docs/cli.md, "Exit codes"):
-every app failing (a full disk) exits 1 with the trace written; a second run on the same --out
+every app failing (a full disk) exits 1 with the trace written and no MPICH segment or hydra file left; a second run on the same --out
 is refused with exit 2 and the first's PID while the first completes; a work folder deleted
 mid-run is reported and exits 1.  Each test runs ``iolab emulate`` as a user does."""
 
@@ -15,6 +15,7 @@ import yaml
 
 from iolab.emulator.output_lock import lock_path
 from iolab.trace import read_trace
+from private_tmp import PrivateTmp, Watch
 from small_runs import small_io
 
 pytestmark = [pytest.mark.mpi, pytest.mark.ray]
@@ -43,13 +44,24 @@ def tiny_disk(tmp_path):
 def test_a_run_whose_apps_all_fail_exits_1_with_the_trace_written(tmp_path, tiny_disk):
     spec = write_spec(tmp_path, "full-disk")
     out = tmp_path / "run.h5"
-    r = subprocess.run(IOLAB + ["emulate", str(spec), "--out", str(out), "--work-dir", str(tiny_disk / "w"),
-                                "--quiet"], capture_output=True, text=True, timeout=300)
+    private = PrivateTmp(tmp_path)  # the run's own /dev/shm and /tmp, empty before
+    watch = Watch(private)
+    run = subprocess.Popen(private.wrap(IOLAB + ["emulate", str(spec), "--out", str(out), "--work-dir",
+                                                 str(tiny_disk / "w"), "--quiet"]),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with run:  # its files, seen while it runs
+        deadline = time.time() + 300
+        while run.poll() is None and time.time() < deadline:
+            watch.poll()
+            time.sleep(0.1)
+        r = subprocess.CompletedProcess(run.args, run.wait(timeout=1), *run.communicate())
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr
     assert "run failed: 2 of 2 app(s)/job(s) did not end ok" in r.stderr
     t = read_trace(out)
     assert set(t.jobs["status"]) == {"failed"} and set(t.attrs["failures"]) == {"A", "B"}
+    assert watch.seen, "the run made no MPICH or hydra file: the check below would prove nothing"
+    assert sorted(private.new()) == []
 
 
 def test_a_second_run_on_the_same_out_is_refused_and_the_first_completes(tmp_path):

@@ -200,6 +200,23 @@ def test_inline_jobs_are_counted_while_reading(tmp_path):
     refused("simulate", spec, "--max-jobs", 20, what="workload.jobs: more than 20 jobs (counted while reading")
 
 
+def test_the_refusal_of_a_counted_limit_names_the_command_that_lifts_it(tmp_path):
+    """``--max-apps`` exists on ``simulate`` only: a refusal from ``emulate`` or ``sweep`` says that, rather
+    than naming an option those commands do not have.  The bound is 10 000 apps, so a spec of 10 001 apps
+    (YAML) and one of 10 001 apps (JSON, counted once read) are refused by emulate before any Ray or MPI."""
+    apps = [{"id": f"a{i}", "nodes": 1, "iterations": 2, "compute": 1, "io_volume": 1} for i in range(10_001)]
+    yml = tmp_path / "big.yaml"
+    yml.write_text(yaml.safe_dump({**IO, "apps": apps}, default_flow_style=None, sort_keys=False))
+    (tmp_path / "big.json").write_text(json.dumps({**IO, "apps": apps}))
+    iolab = str(Path(sys.executable).parent / "iolab")
+    for spec in (yml, tmp_path / "big.json"):
+        r = subprocess.run([iolab, "emulate", str(spec), "--out", str(tmp_path / "x.h5")], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert "`iolab simulate --max-apps N` allows more; emulate, validate and sweep keep this limit" in r.stderr
+        assert not (tmp_path / "x.h5").exists()
+
+
 def test_a_line_longer_than_the_bound_is_refused_before_parsing(tmp_path):
     spec = tmp_path / "long.yaml"
     spec.write_text(yaml.safe_dump(IO) + "description: " + "y" * (2 << 20) + "\n")
@@ -244,3 +261,38 @@ def test_the_progress_estimate_of_the_time_left_is_the_pace_so_far():
     assert eta(25, 100, 10.0) == ", about 30 s left"  # 75 jobs at 2.5 jobs/s
     assert eta(10, 100, 60.0) == ", about 9:00 left"  # 90 jobs at 1/6 job/s: 540 s, as the CLI writes times
     assert eta(0, 100, 5.0) == "" and eta(100, 100, 5.0) == ""
+
+
+def test_simulate_prints_the_time_left_in_its_progress_lines(tmp_path, monkeypatch):
+    """``iolab simulate`` of a batch spec, its progress line due at every callback (``every=0``, as a run
+    longer than 5 s has one every 5 s) and the callback made every 16 events (as a run of thousands of jobs
+    has one every 16 384): each line before the last job says ``about ... left``, and the
+    figure is the wall time elapsed scaled by the jobs still to submit over those submitted."""
+    import functools
+    import re
+
+    import iolab.cli.simulate as simulate
+    import iolab.sim.batch.engine as engine
+
+    monkeypatch.setattr(simulate, "SimProgress", functools.partial(simulate.SimProgress, every=0))
+    monkeypatch.setattr(engine, "PROGRESS_EVERY", 16)  # a call every 16 events, not 16 384: a small run has several
+    jobs = [{"id": str(i), "submit": 60 * i, "nodes": 1 + i % 4, "walltime": 3600, "runtime": 600 + 37 * i}
+            for i in range(60)]
+    path = tmp_path / "long.yaml"
+    platform = {"nodes": 4, "lps": {"rate": "1 GB/s"}, "hps": {"rate": "15 GB/s", "capacity": "150 GB"},
+                "stage_rate": "5 GB/s"}
+    path.write_text(yaml.safe_dump({"kind": "batch", "name": "long", "platform": platform, "scheduler": "fcfs",
+                                    "workload": jobs}))
+    r = CliRunner().invoke(cli, ["simulate", str(path)])
+    assert r.exit_code == 0, r.output
+    line = re.compile(r"^long: ([\d,]+)/60 jobs submitted \(\d+ %\), simulated time .+?, ([\d.e+-]+) s elapsed"
+                      r"(?:, about ([\d.e+-]+) s left)?$")
+    progress = [m for m in map(line.match, r.stderr.splitlines()) if m]
+    assert progress and len(progress) == r.stderr.count("jobs submitted"), r.stderr  # every line is read
+    before_last = [m for m in progress if int(m[1].replace(",", "")) < 60]
+    assert before_last, r.stderr
+    for m in before_last:
+        done, elapsed = int(m[1].replace(",", "")), float(m[2])
+        assert m[3] is not None, m[0]  # the estimate is printed
+        if done > 0:  # the pace so far, to the digits printed
+            assert float(m[3]) == pytest.approx(elapsed * (60 - done) / done, rel=1e-3, abs=1e-3), m[0]
