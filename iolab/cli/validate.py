@@ -17,7 +17,8 @@ from iolab.validation.io import TraceMismatch, figure
 from iolab.runners import VALIDATIONS, level_of
 from iolab.specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from iolab.specs.load import load_spec
-from iolab.cli.format import fmt, table
+from iolab.cli.format import fmt, seconds, table
+from iolab.units import pvalue
 from iolab.cli.options import strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.validate_batch import validate_batch_cli
@@ -48,13 +49,20 @@ def parse_policies(text: str) -> list[str]:
     return out
 
 
+def value(row: str, v: float) -> str:
+    """A cell of a per-app table: the makespan row as a time, an app's slowdown with 4 significant digits."""
+    return seconds(v) if row == "makespan" else fmt(v)
+
+
 def print_policy(run, spec) -> None:
     c = run.comparison
     click.echo(f"\n{run.policy}: simulated with {describe_io(run.calibration, spec)}"
                + (f"; FAILED apps: {', '.join(c['failed'])}" if c["failed"] else ""))
+    # the apps' slowdowns (about 1) share their columns with the makespan (thousands of seconds): the
+    # makespan is written as a time, so the columns' decimals are the slowdowns' own
     rows = [(a, v["simulator"], v["emulator"], f"{v['error']:.2%}") for a, v in c["apps"].items()]
     m = c["makespan"]
-    rows.append(("makespan", m["simulator"], m["emulator"], f"{m['error']:.2%}"))
+    rows.append(("makespan", seconds(m["simulator"]), seconds(m["emulator"]), f"{m['error']:.2%}"))
     click.echo(table(["", "simulated", "emulated", "rel. error"], rows))
     click.echo(f"stretch error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
                f"all (stretch + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
@@ -63,7 +71,8 @@ def print_policy(run, spec) -> None:
         j = sp["jitter"]
         how = "phase durations resampled from this run" if j["law"] == "resample" else "normal jitter"
         click.echo(f"{sp['seeds']} simulations, {how} (s.d. compute {j['compute']:.2%}, io {j['io']:.2%}):")
-        rows = [(a, f"{fmt(v['median'])} [{fmt(v['min'])}..{fmt(v['max'])}]", v["emulator"],
+        rows = [(a, f"{value(a, v['median'])} [{value(a, v['min'])}..{value(a, v['max'])}]",
+                 seconds(v["emulator"]) if a == "makespan" else v["emulator"],
                  f"{v['percentile']:.0%}", f"{v['error']:.2%}")
                 for a, v in [*sp["apps"].items(), ("makespan", sp["makespan"])]]
         click.echo(table(["", "simulated median [min..max]", "emulated", "percentile", "error vs median"], rows))
@@ -72,8 +81,9 @@ def print_policy(run, spec) -> None:
     if run.distribution:
         d = run.distribution
         click.echo(f"{d['repeats']} real runs against {d['seeds']} simulations with {describe_io(d['calibration'], spec)}:")
-        rows = [(a, fmt(v['real_median']), f"{fmt(v['sim_median'])} [{fmt(v['band'][0])}..{fmt(v['band'][1])}]",
-                 f"{v['percentile']:.0%}", f"{v['error']:.2%}", f"{v['ks']:.2f} (p {v['ks_pvalue']:.2g})", v["verdict"])
+        rows = [(a, value(a, v['real_median']),
+                 f"{value(a, v['sim_median'])} [{value(a, v['band'][0])}..{value(a, v['band'][1])}]",
+                 f"{v['percentile']:.0%}", f"{v['error']:.2%}", f"{v['ks']:.2f} (p {pvalue(v['ks_pvalue'])})", v["verdict"])
                 for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
         click.echo(table(["", "real median", "sim median [5..95 %]", "percentile", "error", "KS D", "verdict"],
                          rows))
