@@ -171,6 +171,21 @@ def seconds(v: float, digits: int = 4) -> str:
     return f"{int(v)} s" if v == int(v) else f"{fmt(v, digits)} s"
 
 
+def size_text(nbytes: float) -> str:
+    """A size for a person to read: exact in a decimal unit when that takes at most 4 significant
+    digits (``200 GB``, ``2.048 TB``), else exact in a binary one (1 TiB is ``1 TiB``, not
+    ``1.09951 TB``), else 4 significant digits of a decimal unit (``1.235 MB``)."""
+    v = float(nbytes)
+    exact = format_size(v)
+    if len(exact.split()[0].replace(".", "").strip("0")) <= 4:
+        return exact
+    for unit in ("PiB", "TiB", "GiB", "MiB", "KiB"):
+        scale = SIZE_UNITS[unit.lower()]
+        if abs(v) >= scale and (v / scale * 1000) == int(v / scale * 1000):
+            return f"{v / scale:g} {unit}"
+    return format_size(v, 4)
+
+
 def short(v: Any, digits: int = 4) -> str:
     """A number in a sentence: :func:`fmt` without the trailing zeros a table column needs
     (0.8 is ``0.8``, 13 860.4 is ``13,860``, 2e-05 is ``0.00002``)."""

@@ -1,4 +1,6 @@
-"""``iolab validate --traces`` prints and writes its numbers with their digits.
+"""Numbers in user output keep their digits and never turn to scientific notation.
+
+``iolab validate --traces`` prints and writes its numbers with their digits.
 
 No real run: a simulation made with other costs (a slower bandwidth, launch and exit costs) is
 stored as the real run of the nominal spec would be (its runtime, its spec, its policy), so
@@ -16,10 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from iolab.cli import cli
+from iolab.cli.outcome import problems
 from iolab.sim.batch.run import simulate_batch
 from iolab.sim.io.run import simulate
 from iolab.specs import parse_spec
-from iolab.trace import write_trace
+from iolab.trace import TraceBuilder, write_trace
 from iolab.units import format_duration
 
 from small_runs import small_batch
@@ -125,3 +128,11 @@ def test_batch_run_table_keeps_the_utilisations_digits(tmp_path):
     md = (tmp_path / "page" / "report.md").read_text()
     assert not SCIENTIFIC.search(md), md
     assert f"| makespan | {format_duration(run['makespan']['real'])} | " in md
+
+
+def test_a_deleted_work_folder_is_reported_with_the_time_it_was_seen_as_a_time():
+    tb = TraceBuilder()
+    tb.add_job(id="A", status="ok", start=0.0, end=14000.0, release=0.0, rank=0, nodes=1)
+    trace = tb.build(runtime="emulator", work_dir="/tmp/w", work_dir_deleted=13860.4)
+    (said,) = problems(trace)
+    assert "the work folder /tmp/w was deleted during the run (seen at 3:51:00)" in said, said
