@@ -117,6 +117,9 @@ def parse_jitter(text: str):
 @click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")
 @click.option("--work-dir", type=click.Path(file_okay=False),
               help="checkpoints and logs, one folder per policy, and each policy's trace POLICY.h5")
+@click.option("--keep-work", is_flag=True, help="without --work-dir: keep each real run's work folder (under "
+              "$TMPDIR) after a run that ended well; it is always kept after a failed or interrupted run, and "
+              "its path is printed")
 @click.option("--time-scale", type=float, help="override emulator.time_scale")
 @click.option("--seeds", type=click.IntRange(min=0), default=20, show_default=True,
               help="also simulate each policy this many times with phase jitter and place the real run "
@@ -140,8 +143,8 @@ def parse_jitter(text: str):
               help="simulate with the costs measured by the real run in TRACE (e.g. of another spec; "
                    "default: each real run's own, in-sample; docs/validation.md)")
 @click.pass_context
-def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
-             traces_dir, calibration, repeats, report_dir, campaign_path) -> None:
+def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, keep_work, time_scale, seeds,
+             jitter_text, traces_dir, calibration, repeats, report_dir, campaign_path) -> None:
     """Emulate SPEC under each policy, simulate it with the costs the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
@@ -150,6 +153,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     by max stretch in each runtime.  A batch spec (kind: batch) is run once and
     compared job by job with its simulation as written and with the launch, exit
     and per-phase costs measured by a real run (--calibration; docs/validation.md).
+    Without --work-dir each real run works in a folder under $TMPDIR, removed after
+    a run that ended well (--keep-work keeps it), kept and named otherwise.
     """
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     if not campaign_path:  # one validation per work folder and report folder (held until the command ends)
@@ -162,7 +167,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
             raise click.UsageError(f"{', '.join(given).replace('-text', '').replace('-path', '')} apply to I/O "
                                    "specs; a batch spec names its scheduler")
         return validate_batch_cli(spec, as_json, address, work_dir, traces_dir, calibration,
-                                  report_dir=report_dir, command=command_line(ctx, spec_path))
+                                  report_dir=report_dir, command=command_line(ctx, spec_path), keep_work=keep_work)
     cal = read_calibration(calibration, "io") if calibration else None  # a bad trace: exit 2 before anything runs
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)
@@ -183,7 +188,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     try:
         report, runs = VALIDATIONS["io"](spec, names, address=address, work_dir=work_dir, progress=not as_json,
                                     on_policy=None if as_json else (lambda r: print_policy(r, spec)), seeds=seeds, jitter=jitter,
-                                    traces=traces_dir, repeats=repeats, calibration=cal)
+                                    traces=traces_dir, repeats=repeats, calibration=cal, keep_work=keep_work,
+                                    note=lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
     if figure_path:

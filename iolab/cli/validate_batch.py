@@ -42,11 +42,12 @@ def print_comparison(title: str, c: dict) -> None:
 
 
 def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration, *, report_dir=None,
-                       command: str = "") -> None:
+                       command: str = "", keep_work: bool = False) -> None:
     try:
         report, traces = VALIDATIONS["batch"](spec, address=address, work_dir=work_dir, traces=traces_dir,
                                    calibration=calibration, progress=not as_json,
-                                   note=None if as_json else lambda m: click.echo(m, err=True))
+                                   note=None if as_json else lambda m: click.echo(m, err=True),
+                                   keep_work=keep_work, work_note=lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
     if emit(report, as_json=as_json, report_dir=report_dir, command=command,
