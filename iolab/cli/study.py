@@ -195,7 +195,7 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
 
 @study.command("dheenadayalan")
 @click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10; the real DS1 runs' jobs a "
-                                            "tenth as long at half the time scale (~15 s wall each)")
+                                            "tenth as long at half the time scale (10-15 s wall each; the quick study 25-45 s)")
 @click.option("--no-emulate", is_flag=True, help="skip DS1's real runs (MPI jobs, real suspensions): simulate only")
 @click.option("--seed", type=click.IntRange(0), help="seed of the drawn data sets (default 2017)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/dheenadayalan",

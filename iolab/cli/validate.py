@@ -64,8 +64,8 @@ def print_policy(run, spec) -> None:
     m = c["makespan"]
     rows.append(("makespan", seconds(m["simulator"]), seconds(m["emulator"]), f"{m['error']:.2%}"))
     click.echo(table(["", "simulated", "emulated", "rel. error"], rows))
-    click.echo(f"stretch error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
-               f"all (stretch + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
+    click.echo(f"slowdown error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
+               f"all (slowdowns + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
     if run.spread:
         sp = run.spread
         j = sp["jitter"]
@@ -199,7 +199,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
             machine={"host": a.get("host"), "versions": a.get("versions"), "nice": a.get("nice")}):
         return exit_if_failed(real_traces(runs), "")
     s = report["summary"]
-    click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "
+    click.echo(f"\nall policies: max error {s['error_max']:.2%} (slowdown {s['stretch_error_max']:.2%}, makespan "
                f"{s['makespan_error_max']:.2%}), geo-mean {s['error_geomean']:.2%}")
     for what, r in report["ranking"].items():
         click.echo(f"ranking by {what}: {ranking_words(r)}\n  emulator:  {' < '.join(r['emulator'])}\n"

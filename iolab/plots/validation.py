@@ -100,7 +100,7 @@ def _io_section(report: dict) -> tuple[list[str], dict]:
     points: dict[str, list[tuple[float, float]]] = {}
     s = report["summary"]
     lines += ["## I/O level: per policy", "",
-              f"Overall: max error {_pct(s['error_max'])} (stretch {_pct(s['stretch_error_max'])}, makespan "
+              f"Overall: max error {_pct(s['error_max'])} (slowdown {_pct(s['stretch_error_max'])}, makespan "
               f"{_pct(s['makespan_error_max'])}), geo-mean {_pct(s['error_geomean'])}.", ""]
     for what, r in report["ranking"].items():
         lines.append(f"- ranking by {what}: {ranking_words(r)} "
