@@ -16,6 +16,8 @@ from iolab.specs import parse_spec
 from iolab.trace import TraceBuilder
 from iolab.validation.run_folders import run_in, temporary_folder
 
+from small_runs import tiny_batch
+
 TINY = {"name": "tiny-wf", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},
         "apps": [{"id": a, "nodes": 2, "iterations": 2, "compute": 0.3, "io_volume": 0.5} for a in "AB"],
         "emulator": {"ranks_per_app": 1, "unit_bytes": 1 << 20, "grid": 32, "lease": 20}}
@@ -84,6 +86,24 @@ def test_validate_removes_the_folder_of_a_real_run_that_ended_well(tmp_path):
     work = Path(m.group(1))
     try:
         assert work.name.startswith("iolab-emulate-tiny-wf-") and work.name.endswith("-fifo")
+        assert not work.exists()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.mpi
+@pytest.mark.ray
+def test_validate_of_a_batch_spec_removes_its_real_run_s_folder_and_json_stays_clean(tmp_path):
+    spec = tmp_path / "batch.json"
+    spec.write_text(json.dumps(tiny_batch("tiny-batch-wf")))
+    r = CliRunner().invoke(cli, ["validate", str(spec), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["scheduler"] == "sas"  # the note goes to stderr, not into the JSON
+    m = re.search(r"work folder (\S+) removed", r.stderr)
+    assert m, r.stderr
+    work = Path(m.group(1))
+    try:
+        assert work.name.startswith("iolab-batch-tiny-batch-wf-") and work.name.endswith("-sas")
         assert not work.exists()
     finally:
         shutil.rmtree(work, ignore_errors=True)
