@@ -14,8 +14,11 @@ Durations (:func:`parse_duration`): none, ``s`` or ``sec`` = 1 s; ``m`` or ``min
 ``h`` = 3600 s; ``d`` = 86400 s; ``w`` = 7 d; ``y`` = 365 d (8760 h, the year of reliability
 figures such as an MTBF).  (``m`` is mega in a size and minutes in a duration.)
 
-Every function takes the text and returns a float, or raises ``ValueError`` saying what was
-wrong and how to write it (docs/specs.md, "Units").
+Every parser takes the text and returns a float, or raises ``ValueError`` saying what was
+wrong and how to write it (docs/specs.md, "Units").  The other way round, for a person to read:
+:func:`format_size`, :func:`size_text`, :func:`format_duration`, and the numbers of the command
+line's tables and of report pages (:func:`fmt`, :func:`seconds`, :func:`short`, :func:`pvalue`:
+never in scientific notation; docs/cli.md, "Numbers in the output").
 """
 
 from __future__ import annotations
