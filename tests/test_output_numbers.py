@@ -23,7 +23,7 @@ from iolab.sim.batch.run import simulate_batch
 from iolab.sim.io.run import simulate
 from iolab.specs import parse_spec
 from iolab.trace import TraceBuilder, write_trace
-from iolab.units import format_duration
+from iolab.units import format_duration, parse_size, pvalue, short, size_text
 
 from small_runs import small_batch
 
@@ -136,3 +136,23 @@ def test_a_deleted_work_folder_is_reported_with_the_time_it_was_seen_as_a_time()
     trace = tb.build(runtime="emulator", work_dir="/tmp/w", work_dir_deleted=13860.4)
     (said,) = problems(trace)
     assert "the work folder /tmp/w was deleted during the run (seen at 3:51:00)" in said, said
+
+
+@pytest.mark.parametrize("nbytes, text", [
+    (200e9, "200 GB"), (2048e9, "2.048 TB"), (2**40, "1 TiB"), (1.5 * 2**30, "1.5 GiB"), (512, "512 B"),
+    (1234567, "1.235 MB"),  # neither unit exact in 4 digits: rounded, in a decimal unit
+])
+def test_size_text_is_exact_when_it_can_be_and_reads_back(nbytes, text):
+    assert size_text(nbytes) == text
+    assert parse_size(text) == pytest.approx(nbytes, rel=5e-4)
+
+
+@pytest.mark.parametrize("value, text", [(0.8, "0.8"), (13860.4, "13,860"), (2e-05, "0.00002"), (2.0, "2"),
+                                         (float("nan"), "-"), (120, "120")])
+def test_short_numbers_in_sentences(value, text):
+    assert short(value) == text
+
+
+def test_pvalues_never_in_scientific_notation():
+    assert [pvalue(p) for p in (0.81, 0.0123, 0.001, 3.2e-05, float("nan"))] == ["0.81", "0.012", "0.001",
+                                                                                 "< 0.001", "-"]
