@@ -42,6 +42,7 @@ import numpy as np  # numpy.polyfit, not scipy.stats.linregress: scipy.stats cos
 
 from iolab.errors import TraceError
 from iolab.trace import read_trace
+from iolab.units import short
 
 CALIBRATION_VERSION = 2  # 2: the delivered rates
 KEYS = ("launch", "exit", "io_phase")
@@ -235,15 +236,15 @@ def io_overheads(cal: dict[str, Any], spec) -> tuple[float, dict[str, float]]:
 def describe_costs(bandwidth: float, o: dict[str, float], note: str = "") -> str:
     """One line for an I/O simulation's ``platform.bandwidth`` and ``platform.overheads`` (``note``
     follows the bandwidth)."""
-    return (f"bandwidth {bandwidth:.4g} units/s{note}, {o['io_phase']:.3g} s fixed per transfer; "
-            f"launch {o['launch']:.3g} s, gap between phases {o['gap']:.3g} s, exit {o['exit']:.3g} s")
+    return (f"bandwidth {short(bandwidth)} units/s{note}, {short(o['io_phase'], 3)} s fixed per transfer; "
+            f"launch {short(o['launch'], 3)} s, gap between phases {short(o['gap'], 3)} s, exit {short(o['exit'], 3)} s")
 
 
 def describe_io(cal: dict[str, Any], spec) -> str:
     """One line for what an I/O calibration record gives the simulation of ``spec`` (its units and seconds)."""
     bandwidth, o = io_overheads(cal, spec)
     share = (cal.get("delivered") or {}).get("io", math.nan)
-    how = f"{share:.4g} of the spec's" if share == share else "the spec's: not measured"
+    how = f"{short(share)} of the spec's" if share == share else "the spec's: not measured"
     return describe_costs(bandwidth, o, f" ({how})")
 
 

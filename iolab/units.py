@@ -14,13 +14,18 @@ Durations (:func:`parse_duration`): none, ``s`` or ``sec`` = 1 s; ``m`` or ``min
 ``h`` = 3600 s; ``d`` = 86400 s; ``w`` = 7 d; ``y`` = 365 d (8760 h, the year of reliability
 figures such as an MTBF).  (``m`` is mega in a size and minutes in a duration.)
 
-Every function takes the text and returns a float, or raises ``ValueError`` saying what was
-wrong and how to write it (docs/specs.md, "Units").
+Every parser takes the text and returns a float, or raises ``ValueError`` saying what was
+wrong and how to write it (docs/specs.md, "Units").  The other way round, for a person to read:
+:func:`format_size`, :func:`size_text`, :func:`format_duration`, and the numbers of the command
+line's tables and of report pages (:func:`fmt`, :func:`seconds`, :func:`short`, :func:`pvalue`:
+never in scientific notation; docs/cli.md, "Numbers in the output").
 """
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any, Sequence
 
 GB = 10**9
 
@@ -103,3 +108,99 @@ def parse_duration(text: str) -> float:
     if parts is None or parts[1].lower() not in TIME_UNITS:
         raise ValueError(f"not a duration: {text!r} (write e.g. 300, 300s, 5m, 2h, 1d, 5y)")
     return parts[0] * TIME_UNITS[parts[1].lower()]
+
+
+# -- numbers written for a person (the command line's tables, report pages) ---------------------------
+
+
+def fmt(v: Any, digits: int = 4) -> str:
+    """One value on its own: an integer with thousands separators, a float with ``digits``
+    significant digits (never in scientific notation: 13 860 is ``13,860``), nan as ``-``."""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int) or (hasattr(v, "dtype") and getattr(v.dtype, "kind", "") in "iu"):
+        return f"{int(v):,}"
+    if isinstance(v, float) or hasattr(v, "dtype"):
+        v = float(v)
+        if math.isnan(v):
+            return "-"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return f"{v:,.{decimals_for(abs(v), digits)}f}"
+    return str(v)
+
+
+def decimals_for(magnitude: float, digits: int = 4) -> int:
+    """Decimals that give a number of this magnitude about ``digits`` significant digits (none
+    from ``10**digits`` up, at most ``digits + 2`` below 1)."""
+    if magnitude == 0 or not math.isfinite(magnitude):
+        return 0
+    return max(0, min(digits + 2, digits - 1 - math.floor(math.log10(magnitude))))
+
+
+def column_formats(rows: Sequence[Sequence[Any]], digits: int = 4) -> list[int | None]:
+    """Per column, the decimals its floats are written with: the same for the whole column, those
+    its largest value needs for ``digits`` significant digits, none when every value is whole
+    (None: a column without floats)."""
+    out: list[int | None] = []
+    for col in zip(*rows) if rows else []:
+        vals = [abs(float(c)) for c in col if isinstance(c, float) and math.isfinite(c)]
+        floats = any(isinstance(c, float) for c in col)
+        if vals and all(v == int(v) for v in vals):  # whole numbers: no decimals to show
+            out.append(0)
+        else:
+            out.append(decimals_for(max(vals), digits) if vals else (0 if floats else None))
+    return out
+
+
+def cell(v: Any, decimals: int | None) -> str:
+    if isinstance(v, float) and decimals is not None:
+        if math.isnan(v):
+            return "-"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return f"{v:,.{decimals}f}"
+    return fmt(v)
+
+
+def seconds(v: float, digits: int = 4) -> str:
+    """A time: ``h:mm:ss`` from a minute on (``1:23:20``, ``3 d 4:05:06``), else seconds with
+    their unit (``12.35 s``); nan as ``-``."""
+    v = float(v)
+    if math.isnan(v):
+        return "-"
+    if abs(v) >= 60 or math.isinf(v):
+        return format_duration(v)
+    return f"{int(v)} s" if v == int(v) else f"{fmt(v, digits)} s"
+
+
+def size_text(nbytes: float) -> str:
+    """A size for a person to read: exact in a decimal unit when that takes at most 4 significant
+    digits (``200 GB``, ``2.048 TB``), else exact in a binary one (1 TiB is ``1 TiB``, not
+    ``1.09951 TB``), else 4 significant digits of a decimal unit (``1.235 MB``)."""
+    v = float(nbytes)
+    exact = format_size(v)
+    if len(exact.split()[0].replace(".", "").strip("0")) <= 4:
+        return exact
+    for unit in ("PiB", "TiB", "GiB", "MiB", "KiB"):
+        scale = SIZE_UNITS[unit.lower()]
+        if abs(v) >= scale and (v / scale * 1000) == int(v / scale * 1000):
+            return f"{v / scale:g} {unit}"
+    return format_size(v, 4)
+
+
+def short(v: Any, digits: int = 4) -> str:
+    """A number in a sentence: :func:`fmt` without the trailing zeros a table column needs
+    (0.8 is ``0.8``, 13 860.4 is ``13,860``, 2e-05 is ``0.00002``)."""
+    text = fmt(v, digits)
+    if "." in text and text[-1:].isdigit():
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def pvalue(p: float) -> str:
+    """A test's p-value: two significant digits, ``< 0.001`` below that (never ``3.2e-05``), nan as ``-``."""
+    p = float(p)
+    if p != p:
+        return "-"
+    return "< 0.001" if p < 0.001 else f"{p:.2g}"

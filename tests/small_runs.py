@@ -1,5 +1,6 @@
-"""Two small real runs several emulator tests start and stop: an I/O spec (two 1-rank apps on one
-I/O node, ~40 iterations) and a batch spec (two SAS jobs staging 10 GB, time scale 0.01)."""
+"""Small real runs several emulator tests start and stop: an I/O spec (two 1-rank apps on one
+I/O node, ~40 iterations), a batch spec (two SAS jobs staging 10 GB, time scale 0.01) and a tiny one
+(two jobs of 1.5-2 s wall, one staging 5 GB)."""
 
 from __future__ import annotations
 
@@ -21,4 +22,17 @@ def small_batch(name: str) -> dict:
         "workload": [{"id": j, "submit": 0, "nodes": 2, "walltime": 9000, "runtime": 8000, "input": "10GB",
                       "output": "10GB", "storage": "30GB"} for j in "ab"],
         "emulator": {"time_scale": 0.01, "bytes_scale": 1e-4},
+    }
+
+
+def tiny_batch(name: str) -> dict:
+    return {
+        "kind": "batch", "name": name,
+        "platform": {"nodes": 2, "memory_per_node": "8GB", "lps": {"rate": "1 GB/s"},
+                     "hps": {"rate": "10 GB/s", "capacity": "50 GB"}, "stage_rate": "5 GB/s"},
+        "scheduler": "sas",
+        "workload": [{"id": "io", "submit": 0, "nodes": 1, "walltime": 300, "runtime": 200, "input": "5GB",
+                      "output": "2GB", "storage": "10GB"},
+                     {"id": "cpu", "submit": 0, "nodes": 1, "walltime": 300, "runtime": 150}],
+        "emulator": {"time_scale": 0.01, "bytes_scale": 0.0001},
     }

@@ -14,6 +14,7 @@ from iolab.middleware.policies.controller.response_model import train_and_test
 from iolab.trace import read_trace
 from iolab.sim.batch.volume_fit import fit_volume_model
 from iolab.cli.format import dumps, table
+from iolab.units import short
 
 
 @click.group()
@@ -50,8 +51,8 @@ def train(traces, out, threshold, test_share, seed, as_json) -> None:
         click.echo(dumps(out_stats))
     else:
         click.echo(f"{out}: random forest on {', '.join(model.features)}; {y_train} samples, "
-                   f"OOB MAE {model.oob_mae:.3g} s, OOB R² {model.oob_r2:.3f}; held out {y_test}: "
-                   f"MAE {out_stats['test_mae']:.3g} s, R² {out_stats['test_r2']:.3f}")
+                   f"OOB MAE {short(model.oob_mae, 3)} s, OOB R² {model.oob_r2:.3f}; held out {y_test}: "
+                   f"MAE {short(out_stats['test_mae'], 3)} s, R² {out_stats['test_r2']:.3f}")
 
 
 @controller.command()
@@ -92,7 +93,7 @@ def fit(traces, volume, quantiles, as_json) -> None:
     if as_json:
         click.echo(dumps(report))
         return
-    click.echo(f"{volume}: {len(response)} samples; weighted MAE of the medians {f.mae:.3g} s")
+    click.echo(f"{volume}: {len(response)} samples; weighted MAE of the medians {short(f.mae, 3)} s")
     click.echo(table(["writers", "samples", "median response s", "model s"],
                      [(k, n, m, q) for k, n, m, q in f.rows]))
     click.echo("controller:\n  model: {" + ", ".join(f"{k}: {v:g}" if not isinstance(v, list) else

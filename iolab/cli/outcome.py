@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from iolab.cli import EXIT_FAILED
+from iolab.units import seconds
 
 
 def problems(trace) -> list[str]:
@@ -18,7 +19,7 @@ def problems(trace) -> list[str]:
     gone = trace.attrs.get("work_dir_deleted")
     if gone is not None:
         out.append(f"the work folder {trace.attrs.get('work_dir', '')} was deleted during the run "
-                   f"(seen at {float(gone):.4g} s): its logs and checkpoints are lost")
+                   f"(seen at {seconds(float(gone))}): its logs and checkpoints are lost")
     return out
 
 

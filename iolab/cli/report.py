@@ -24,7 +24,7 @@ from iolab.cli.simulate import metrics_json, print_metrics
 @click.option("--json", "as_json", is_flag=True, help="print metrics (or the campaign summary) as JSON")
 @click.option("--figures", "figures", type=click.Path(file_okay=False),
               help="also draw figures into this folder (trace: Gantt chart and node utilisation over time; "
-                   "campaign: per-strategy box plots of makespan and max stretch)")
+                   "campaign: per-strategy box plots of makespan and max slowdown)")
 @click.option("--format", "fig_format", type=click.Choice(["png", "svg"]), default="png", show_default=True,
               help="file format of the figures")
 def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:

@@ -16,6 +16,7 @@ from iolab.specs.load import MAX_APPS, load_spec, read_document
 from iolab.specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
+from iolab.units import short
 from iolab.cli.options import strict_option
 
 
@@ -164,9 +165,10 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
         o = spec.platform.overheads
         if not as_json:
             d = o.delivered
-            click.echo(f"calibration: launch {o.launch:.4g} s, exit {o.exit:.4g} s, I/O phase {o.io_phase:.4g} s "
-                       f"(spec seconds at time_scale {spec.emulator.time_scale:g}); links deliver lps {d.lps:.3g}, "
-                       f"hps {d.hps:.3g}, stage {d.stage:.3g} of their rates", err=True)
+            click.echo(f"calibration: launch {short(o.launch)} s, exit {short(o.exit)} s, I/O phase "
+                       f"{short(o.io_phase)} s (spec seconds at time_scale {spec.emulator.time_scale:g}); links "
+                       f"deliver lps {short(d.lps, 3)}, hps {short(d.hps, 3)}, stage {short(d.stage, 3)} of their rates",
+                       err=True)
     batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
     sim = runner("batch", "sim")
     trace = sim.run(spec, progress=SimProgress(spec.name), phases=phases)

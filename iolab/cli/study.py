@@ -206,7 +206,8 @@ def monniot(quick, theta, scaling, requeue, out_dir, no_figures, as_json, engine
 @study.command("dheenadayalan")
 @click.option("--quick", is_flag=True, help="small size for CI: DS2 of 40 jobs, DS3 of 10; the simulated DS1 under the "
                                             "real DS1 runs' controller (tier probe, r_threshold 45 s); the real DS1 "
-                                            "runs' jobs a tenth as long at half the time scale (~15 s wall each)")
+                                            "runs' jobs a tenth as long at half the time scale (10-15 s wall each; "
+                                            "the quick study 25-45 s)")
 @click.option("--no-emulate", is_flag=True, help="skip DS1's real runs (MPI jobs, real suspensions): simulate only")
 @click.option("--fitted", is_flag=True, help="the paper's sizes with the constants it leaves open fitted (service "
                                              "times x 1.29, arrivals every 700 s, DS3's own draw): DS2's and DS3's "

@@ -17,7 +17,8 @@ from iolab.validation.io import TraceMismatch, figure
 from iolab.runners import VALIDATIONS, level_of
 from iolab.specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from iolab.specs.load import load_spec
-from iolab.cli.format import fmt, table
+from iolab.cli.format import fmt, seconds, table
+from iolab.units import pvalue
 from iolab.cli.options import strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.validate_batch import validate_batch_cli
@@ -48,22 +49,30 @@ def parse_policies(text: str) -> list[str]:
     return out
 
 
+def value(row: str, v: float) -> str:
+    """A cell of a per-app table: the makespan row as a time, an app's slowdown with 4 significant digits."""
+    return seconds(v) if row == "makespan" else fmt(v)
+
+
 def print_policy(run, spec) -> None:
     c = run.comparison
     click.echo(f"\n{run.policy}: simulated with {describe_io(run.calibration, spec)}"
                + (f"; FAILED apps: {', '.join(c['failed'])}" if c["failed"] else ""))
+    # the apps' slowdowns (about 1) share their columns with the makespan (thousands of seconds): the
+    # makespan is written as a time, so the columns' decimals are the slowdowns' own
     rows = [(a, v["simulator"], v["emulator"], f"{v['error']:.2%}") for a, v in c["apps"].items()]
     m = c["makespan"]
-    rows.append(("makespan", m["simulator"], m["emulator"], f"{m['error']:.2%}"))
+    rows.append(("makespan", seconds(m["simulator"]), seconds(m["emulator"]), f"{m['error']:.2%}"))
     click.echo(table(["", "simulated", "emulated", "rel. error"], rows))
-    click.echo(f"stretch error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
-               f"all (stretch + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
+    click.echo(f"slowdown error max {c['stretch_error_max']:.2%}, geo-mean {c['stretch_error_geomean']:.2%}; "
+               f"all (slowdowns + makespan) max {c['error_max']:.2%}, geo-mean {c['error_geomean']:.2%}")
     if run.spread:
         sp = run.spread
         j = sp["jitter"]
         how = "phase durations resampled from this run" if j["law"] == "resample" else "normal jitter"
         click.echo(f"{sp['seeds']} simulations, {how} (s.d. compute {j['compute']:.2%}, io {j['io']:.2%}):")
-        rows = [(a, f"{fmt(v['median'])} [{fmt(v['min'])}..{fmt(v['max'])}]", v["emulator"],
+        rows = [(a, f"{value(a, v['median'])} [{value(a, v['min'])}..{value(a, v['max'])}]",
+                 seconds(v["emulator"]) if a == "makespan" else v["emulator"],
                  f"{v['percentile']:.0%}", f"{v['error']:.2%}")
                 for a, v in [*sp["apps"].items(), ("makespan", sp["makespan"])]]
         click.echo(table(["", "simulated median [min..max]", "emulated", "percentile", "error vs median"], rows))
@@ -72,8 +81,9 @@ def print_policy(run, spec) -> None:
     if run.distribution:
         d = run.distribution
         click.echo(f"{d['repeats']} real runs against {d['seeds']} simulations with {describe_io(d['calibration'], spec)}:")
-        rows = [(a, fmt(v['real_median']), f"{fmt(v['sim_median'])} [{fmt(v['band'][0])}..{fmt(v['band'][1])}]",
-                 f"{v['percentile']:.0%}", f"{v['error']:.2%}", f"{v['ks']:.2f} (p {v['ks_pvalue']:.2g})", v["verdict"])
+        rows = [(a, value(a, v['real_median']),
+                 f"{value(a, v['sim_median'])} [{value(a, v['band'][0])}..{value(a, v['band'][1])}]",
+                 f"{v['percentile']:.0%}", f"{v['error']:.2%}", f"{v['ks']:.2f} (p {pvalue(v['ks_pvalue'])})", v["verdict"])
                 for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
         click.echo(table(["", "real median", "sim median [5..95 %]", "percentile", "error", "KS D", "verdict"],
                          rows))
@@ -107,6 +117,9 @@ def parse_jitter(text: str):
 @click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")
 @click.option("--work-dir", type=click.Path(file_okay=False),
               help="checkpoints and logs, one folder per policy, and each policy's trace POLICY.h5")
+@click.option("--keep-work", is_flag=True, help="without --work-dir: keep each real run's work folder (under "
+              "$TMPDIR) after a run that ended well; it is always kept after a failed or interrupted run, and "
+              "its path is printed")
 @click.option("--time-scale", type=float, help="override emulator.time_scale")
 @click.option("--seeds", type=click.IntRange(min=0), default=20, show_default=True,
               help="also simulate each policy this many times with phase jitter and place the real run "
@@ -130,8 +143,8 @@ def parse_jitter(text: str):
               help="simulate with the costs measured by the real run in TRACE (e.g. of another spec; "
                    "default: each real run's own, in-sample; docs/validation.md)")
 @click.pass_context
-def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, time_scale, seeds, jitter_text,
-             traces_dir, calibration, repeats, report_dir, campaign_path) -> None:
+def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, keep_work, time_scale, seeds,
+             jitter_text, traces_dir, calibration, repeats, report_dir, campaign_path) -> None:
     """Emulate SPEC under each policy, simulate it with the costs the run measured, compare.
 
     Stretch is shown as the slowdown (time in the system / contention-free time,
@@ -140,6 +153,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     by max stretch in each runtime.  A batch spec (kind: batch) is run once and
     compared job by job with its simulation as written and with the launch, exit
     and per-phase costs measured by a real run (--calibration; docs/validation.md).
+    Without --work-dir each real run works in a folder under $TMPDIR, removed after
+    a run that ended well (--keep-work keeps it), kept and named otherwise.
     """
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
     if not campaign_path:  # one validation per work folder and report folder (held until the command ends)
@@ -152,7 +167,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
             raise click.UsageError(f"{', '.join(given).replace('-text', '').replace('-path', '')} apply to I/O "
                                    "specs; a batch spec names its scheduler")
         return validate_batch_cli(spec, as_json, address, work_dir, traces_dir, calibration,
-                                  report_dir=report_dir, command=command_line(ctx, spec_path))
+                                  report_dir=report_dir, command=command_line(ctx, spec_path), keep_work=keep_work)
     cal = read_calibration(calibration, "io") if calibration else None  # a bad trace: exit 2 before anything runs
     names = parse_policies(policies)
     jitter = parse_jitter(jitter_text)
@@ -173,7 +188,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     try:
         report, runs = VALIDATIONS["io"](spec, names, address=address, work_dir=work_dir, progress=not as_json,
                                     on_policy=None if as_json else (lambda r: print_policy(r, spec)), seeds=seeds, jitter=jitter,
-                                    traces=traces_dir, repeats=repeats, calibration=cal)
+                                    traces=traces_dir, repeats=repeats, calibration=cal, keep_work=keep_work,
+                                    note=lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
     if figure_path:
@@ -183,7 +199,7 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
             machine={"host": a.get("host"), "versions": a.get("versions"), "nice": a.get("nice")}):
         return exit_if_failed(real_traces(runs), "")
     s = report["summary"]
-    click.echo(f"\nall policies: max error {s['error_max']:.2%} (stretch {s['stretch_error_max']:.2%}, makespan "
+    click.echo(f"\nall policies: max error {s['error_max']:.2%} (slowdown {s['stretch_error_max']:.2%}, makespan "
                f"{s['makespan_error_max']:.2%}), geo-mean {s['error_geomean']:.2%}")
     for what, r in report["ranking"].items():
         click.echo(f"ranking by {what}: {ranking_words(r)}\n  emulator:  {' < '.join(r['emulator'])}\n"

@@ -6,9 +6,13 @@ import click
 
 from iolab.validation.io import TraceMismatch
 from iolab.runners import VALIDATIONS
-from iolab.cli.format import table
+from iolab.cli.format import seconds, table
+from iolab.units import short
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.validate_output import emit
+
+
+TIMES = ("makespan", "mean_turnaround")  # the run metrics in seconds (the others are utilisations)
 
 
 def _pct(x: float) -> str:
@@ -23,10 +27,13 @@ def print_comparison(title: str, c: dict) -> None:
             for job, v in c["jobs"].items()]
     click.echo(table(["job", "tier", "start real", "start sim", "turnaround real", "turnaround sim", "error",
                       "stage-in real", "stage-in sim"], rows))
-    rows = [(k.replace("_", " "), v["real"], v["sim"], _pct(v["error"])) for k, v in c["run"].items()]
+    # times (makespan, mean turnaround) beside utilisations (fractions): the times as h:mm:ss, so the
+    # columns' decimals are the utilisations' own
+    rows = [(k.replace("_", " "), *((seconds(v["real"]), seconds(v["sim"])) if k in TIMES else (v["real"], v["sim"])),
+             _pct(v["error"])) for k, v in c["run"].items()]
     click.echo(table(["", "real", "simulated", "rel. error"], rows))
     click.echo(f"turnaround error per job: max {_pct(c['turnaround_error_max'])}, geo-mean "
-               f"{_pct(c['turnaround_error_geomean'])}; largest start difference {c['start_diff_max']:.4g} s; "
+               f"{_pct(c['turnaround_error_geomean'])}; largest start difference {seconds(c['start_diff_max'])}; "
                f"tier differs: {', '.join(c['tier_differs']) or 'none'}; disks differ: "
                f"{', '.join(c['disks_differ']) or 'none'}"
                + (f"; not compared (not ok in both): {', '.join(c['not_compared'])}" if c["not_compared"] else "")
@@ -35,11 +42,12 @@ def print_comparison(title: str, c: dict) -> None:
 
 
 def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calibration, *, report_dir=None,
-                       command: str = "") -> None:
+                       command: str = "", keep_work: bool = False) -> None:
     try:
         report, traces = VALIDATIONS["batch"](spec, address=address, work_dir=work_dir, traces=traces_dir,
                                    calibration=calibration, progress=not as_json,
-                                   note=None if as_json else lambda m: click.echo(m, err=True))
+                                   note=None if as_json else lambda m: click.echo(m, err=True),
+                                   keep_work=keep_work, work_note=lambda m: click.echo(m, err=True))
     except TraceMismatch as exc:
         raise click.UsageError(str(exc)) from None
     if emit(report, as_json=as_json, report_dir=report_dir, command=command,
@@ -49,12 +57,12 @@ def validate_batch_cli(spec, as_json: bool, address, work_dir, traces_dir, calib
     o = cal["spec_seconds"]
     click.echo(f"{report['spec']}: scheduler {report['scheduler']}, real run {report['real']['wall_seconds']:.0f} s "
                f"wall at time scale {report['time_scale']:g}")
-    click.echo(f"calibration from {cal['source']}: launch {cal['wall']['launch']:.3g} s, exit "
-               f"{cal['wall']['exit']:.3g} s, I/O phase {cal['wall']['io_phase']:.3g} s wall = {o['launch']:.4g}, "
-               f"{o['exit']:.4g}, {o['io_phase']:.4g} spec s")
+    click.echo(f"calibration from {cal['source']}: launch {short(cal['wall']['launch'], 3)} s, exit "
+               f"{short(cal['wall']['exit'], 3)} s, I/O phase {short(cal['wall']['io_phase'], 3)} s wall = "
+               f"{short(o['launch'])}, {short(o['exit'])}, {short(o['io_phase'])} spec s")
     d = cal.get("delivered") or {}
     click.echo("delivered link shares: " + ", ".join(
-        f"{k} {v:.3g}" if v == v else f"{k} not measured (taken as 1: the full rate)" for k, v in d.items()))
+        f"{k} {short(v, 3)}" if v == v else f"{k} not measured (taken as 1: the full rate)" for k, v in d.items()))
     print_comparison("simulated as written (no launch/exit costs unless the spec sets platform.overheads):",
                      report["uncalibrated"])
     print_comparison("simulated with the calibration:", report["calibrated"])

@@ -11,7 +11,7 @@ import click
 import yaml
 
 from iolab.atomic import atomic_write_text
-from iolab.units import format_size
+from iolab.units import format_size, seconds, size_text
 from iolab.emulator.io.checks import H5_OVERHEAD
 from iolab.workloads.carretero import CarreteroParams
 from iolab.workloads.carretero import generate as gen
@@ -145,7 +145,7 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
     for j in jobs:
         mods = ", ".join(f"{m} r {v['read']} w {v['write']}" for m, v in j.modules.items())
         header.append(f"{Path(j.path).name}: job {j.jobid}, {j.nprocs} ranks, {j.nodes} nodes ({j.nodes_from}), "
-                      f"run {j.run_time:g} s; bytes {mods}; volume = {j.volume_from}; timing from {j.timing_from}")
+                      f"run {seconds(j.run_time)}; bytes {mods}; volume = {j.volume_from}; timing from {j.timing_from}")
     if kind == "io":
         # the emulator's own limit (emulator/io/checks.py): a rank's share of an I/O phase holds its grid block
         min_units = (EMULATOR_GRID**2 * 8 + H5_OVERHEAD) / unit_bytes if for_emulator else None
@@ -157,10 +157,10 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
     else:
         data = batch_spec(jobs, nodes=nodes)
     _write_spec(data, output, header)
-    what = f"{len(data['apps'])} apps" if kind == "io" else f"{len(data['workload']['jobs'])} jobs"
+    n, noun = (len(data["apps"]), "app") if kind == "io" else (len(data["workload"]["jobs"]), "job")
+    what = f"{n:,} {noun}{'' if n == 1 else 's'}"
     if as_json:
-        click.echo(json.dumps({"output": str(output), "kind": kind, "logs": len(jobs),
-                               ("apps" if kind == "io" else "jobs"): int(what.split()[0])}))
+        click.echo(json.dumps({"output": str(output), "kind": kind, "logs": len(jobs), noun + "s": n}))
         return
     click.echo(f"{output}: {what} from {len(jobs)} Darshan log(s)")
 
@@ -199,12 +199,13 @@ def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, sched
     header = [f"imported from {len(parsed)} Slurm script(s) by iolab workload import slurm; runtime = walltime "
               "(a script does not say how long it runs); platform: lackner2019's, edit it"]
     for s, j in zip(parsed, jobs):
-        st = "; ".join(f"{x.direction} {x.source} -> {x.destination} {format_size(x.bytes, 6)} ({x.from_})" for x in s.staged)
-        header.append(f"{Path(s.path).name}: job {j.id}, {s.nodes} nodes, walltime {s.walltime:g} s"
-                      + ("" if s.time_given else " (default)") + f", begin +{s.begin:g} s, burst buffer "
-                      f"{format_size(s.capacity, 6)}" + (f"; {st}" if st else ""))
+        st = "; ".join(f"{x.direction} {x.source} -> {x.destination} {size_text(x.bytes)} ({x.from_})" for x in s.staged)
+        header.append(f"{Path(s.path).name}: job {j.id}, {s.nodes:,} nodes, walltime {seconds(s.walltime)}"
+                      + ("" if s.time_given else " (default)") + f", begin +{seconds(s.begin)}, burst buffer "
+                      f"{size_text(s.capacity)}" + (f"; {st}" if st else ""))
     _write_spec(data, output, header)
     if as_json:
         click.echo(json.dumps({"output": str(output), "kind": "batch", "jobs": len(jobs), "scripts": len(parsed)}))
         return
-    click.echo(f"{output}: {len(jobs)} jobs from {len(parsed)} Slurm script(s)")
+    click.echo(f"{output}: {len(jobs):,} job{'' if len(jobs) == 1 else 's'} from {len(parsed):,} Slurm "
+               f"script{'' if len(parsed) == 1 else 's'}")

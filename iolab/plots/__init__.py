@@ -1,7 +1,7 @@
 """Figures of traces and campaigns (matplotlib, Agg canvas; no pyplot global state).
 
 - :mod:`.trace`: Gantt chart of a run's phases and I/O grants, node utilisation over time;
-- :mod:`.campaign`: per-strategy box plots of makespan and max stretch.
+- :mod:`.campaign`: per-strategy box plots of makespan and max slowdown.
 
 Every function draws onto a fresh :class:`matplotlib.figure.Figure` bound to an
 Agg canvas, so it works headless and in threads, and returns the written path.

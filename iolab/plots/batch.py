@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.collections import PolyCollection
@@ -33,6 +34,7 @@ class BatchGanttDrawn:
     jobs: int  # jobs drawn
     boxes: int  # rectangles (one per contiguous run of node ids of a job)
     labels: int = 0  # job ids written (each inside its box, none over another)
+    figure: Any = None  # the matplotlib Figure, as saved (tests measure what was drawn)
 
 
 def _runs(ids: list[int]) -> list[tuple[int, int]]:
@@ -109,7 +111,7 @@ def batch_gantt(trace, path: str | Path, max_labels: int = 60) -> BatchGanttDraw
     tiers = sorted({str(t) for t in j["tier"]})
     ax.legend(handles=[Patch(color=TIER_COLORS.get(t, OTHER_COLOR), label=f"on {t or '?'}") for t in tiers],
               fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), framealpha=0.9)
-    return BatchGanttDrawn(save(fig, Path(path)), drawn, boxes, len(placed))
+    return BatchGanttDrawn(save(fig, Path(path)), drawn, boxes, len(placed), fig)
 
 
 def batch_utilisation(trace, path: str | Path) -> Path:

@@ -46,7 +46,7 @@ def _boxes(ax, labels: list[str], data: list[np.ndarray], ylabel: str, log: bool
 
 def strategy_boxplots(res, out_dir: str | Path, fmt: str = "png") -> list[Path]:
     """``makespan.<fmt>`` (absolute and relative to the best strategy per instance) and
-    ``max_stretch.<fmt>``; failed runs are left out (their count is in the labels)."""
+    ``max_slowdown.<fmt>``; failed runs are left out (their count is in the labels)."""
     out_dir = Path(out_dir)
     labels = strategies(res)
     order = list(dict.fromkeys(labels))
@@ -80,5 +80,5 @@ def strategy_boxplots(res, out_dir: str | Path, fmt: str = "png") -> list[Path]:
     ax = fig.add_subplot()
     _boxes(ax, names(), per(res["max_stretch"]), "max slowdown (the run's largest, >= 1)", log=True)
     ax.set_title(f"{name}: max slowdown per run (1 / carretero2020 Eq. 2's stretch)", fontsize=10)
-    made.append(save(fig, out_dir / f"max_stretch.{fmt}"))
+    made.append(save(fig, out_dir / f"max_slowdown.{fmt}"))
     return made

@@ -27,12 +27,19 @@ from iolab.atomic import atomic_write_text
 from iolab.calibration import describe_costs
 from iolab.validation.io_comparison import ranking_words
 from iolab.plots import new_figure, save
+from iolab.units import cell, column_formats, fmt, pvalue, seconds, short
+
+TIMES = ("makespan", "mean_turnaround")  # a batch run's metrics in seconds (the others are utilisations)
 
 
 def _fmt(x) -> str:
-    if isinstance(x, float):
-        return "-" if x != x else f"{x:.4g}"
-    return str(x)
+    """A number in a sentence: 4 significant digits, thousands separated, never in scientific notation."""
+    return "-" if x is None else short(x)
+
+
+def _value(row: str, x) -> str:
+    """A cell of a per-app table: the makespan row as a time (its columns hold slowdowns otherwise)."""
+    return seconds(x) if row == "makespan" else fmt(x)
 
 
 def _pct(x) -> str:
@@ -41,7 +48,8 @@ def _pct(x) -> str:
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
+    decs = column_formats(rows)  # one precision per column, as the command line's tables
+    out += ["| " + " | ".join(cell(c, decs[i]) for i, c in enumerate(r)) + " |" for r in rows]
     return out + [""]
 
 
@@ -92,7 +100,7 @@ def _io_section(report: dict) -> tuple[list[str], dict]:
     points: dict[str, list[tuple[float, float]]] = {}
     s = report["summary"]
     lines += ["## I/O level: per policy", "",
-              f"Overall: max error {_pct(s['error_max'])} (stretch {_pct(s['stretch_error_max'])}, makespan "
+              f"Overall: max error {_pct(s['error_max'])} (slowdown {_pct(s['stretch_error_max'])}, makespan "
               f"{_pct(s['makespan_error_max'])}), geo-mean {_pct(s['error_geomean'])}.", ""]
     for what, r in report["ranking"].items():
         lines.append(f"- ranking by {what}: {ranking_words(r)} "
@@ -103,19 +111,22 @@ def _io_section(report: dict) -> tuple[list[str], dict]:
                   f"(the spec's bandwidth {_fmt(c['bandwidth_spec'])}); real run {_fmt(c.get('wall_seconds'))} s wall.",
                   ""]
         rows = [[a, v["simulator"], v["emulator"], _pct(v["error"])] for a, v in c["apps"].items()]
-        rows.append(["makespan", c["makespan"]["simulator"], c["makespan"]["emulator"], _pct(c["makespan"]["error"])])
+        rows.append(["makespan", seconds(c["makespan"]["simulator"]), seconds(c["makespan"]["emulator"]),
+                     _pct(c["makespan"]["error"])])
         lines += _table(["", "simulated", "real", "rel. error"], rows)
         points[policy] = [(v["simulator"], v["emulator"]) for v in c["apps"].values()]
         if "spread" in c:
             sp = c["spread"]
-            rows = [[a, v["median"], v["min"], v["max"], v["emulator"], _pct(v["percentile"]), _pct(v["error"])]
+            rows = [[a, *(seconds(v[k]) if a == "makespan" else v[k] for k in ("median", "min", "max", "emulator")),
+                     _pct(v["percentile"]), _pct(v["error"])]
                     for a, v in [*sp["apps"].items(), ("makespan", sp["makespan"])]]
             lines += [f"{sp['seeds']} jittered simulations ({sp['jitter']['law']}):", ""]
             lines += _table(["", "sim median", "min", "max", "real", "percentile", "error vs median"], rows)
         if "distribution" in c:
             d = c["distribution"]
-            rows = [[a, v["real_median"], v["sim_median"], f"{_fmt(v['band'][0])}..{_fmt(v['band'][1])}",
-                     _pct(v["error"]), f"{v['ks']:.2f} (p {v['ks_pvalue']:.2g})", v["verdict"]]
+            rows = [[a, *(seconds(v[k]) if a == "makespan" else v[k] for k in ("real_median", "sim_median")),
+                     f"{_value(a, v['band'][0])}..{_value(a, v['band'][1])}",
+                     _pct(v["error"]), f"{v['ks']:.2f} (p {pvalue(v['ks_pvalue'])})", v["verdict"]]
                     for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
             lines += [f"{d['repeats']} real runs against {d['seeds']} simulations, with "
                       f"{_costs(d.get('simulated_with'), d['bandwidth_median'])}:", ""]
@@ -139,13 +150,15 @@ def _batch_section(report: dict) -> tuple[list[str], dict]:
              f"Calibration from {cal['source']}: launch {_fmt(cal['wall']['launch'])} s, exit "
              f"{_fmt(cal['wall']['exit'])} s, I/O phase {_fmt(cal['wall']['io_phase'])} s wall = "
              f"{_fmt(o['launch'])}, {_fmt(o['exit'])}, {_fmt(o['io_phase'])} spec s at time scale "
-             f"{_fmt(report['time_scale'])} ({_samples(cal.get('samples') or {})}).", ""]
+             f"{report['time_scale']:g} ({_samples(cal.get('samples') or {})}).", ""]
     points = {}
     for key, title in (("uncalibrated", "simulated as written"), ("calibrated", "simulated with the calibration")):
         c = report[key]
         lines += [f"### {title}", ""]
         lines += _table(["", "real", "simulated", "rel. error"],
-                        [[k.replace("_", " "), v["real"], v["sim"], _pct(v["error"])] for k, v in c["run"].items()])
+                        [[k.replace("_", " "), *((seconds(v["real"]), seconds(v["sim"])) if k in TIMES
+                                                  else (v["real"], v["sim"])), _pct(v["error"])]
+                         for k, v in c["run"].items()])
         rows = [[j, v["tier"]["real"] + ("" if v["tier"]["same"] else f" (sim {v['tier']['sim']})"),
                  v["start"]["real"], v["start"]["sim"], v["turnaround"]["real"], v["turnaround"]["sim"],
                  _pct(v["turnaround"]["error"]), ",".join(v["disks"]["real"]) or "-",

@@ -25,6 +25,7 @@ from iolab.trace import Trace
 from iolab.validation.batch_comparison import compare_batch
 from iolab.emulator.batch.run import run_batch_emulation
 from iolab.validation.io import TraceMismatch, checked_trace
+from iolab.validation.run_folders import run_in, temporary_folder
 
 KEPT_FIELDS = ("platform", "workload", "scheduler", "placement", "estimate", "advance_stage_in", "controller")
 SIM_ONLY = {"platform": "overheads", "controller": "model"}  # the simulator's models: may differ from the run's
@@ -41,8 +42,12 @@ def load_kept_batch_trace(spec: BatchExperiment, traces_dir: str | Path) -> Trac
 
 def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_dir: str | Path | None = None,
                    traces: str | Path | None = None, calibration: str | Path | None = None,
-                   progress=False, note: Callable[[str], None] | None = None) -> tuple[dict, dict[str, Trace]]:
-    """The report and the traces (``real``, ``sim``, ``calibrated``) of one batch validation."""
+                   progress=False, note: Callable[[str], None] | None = None,
+                   keep_work: bool = False,
+                   work_note: Callable[[str], None] | None = None) -> tuple[dict, dict[str, Trace]]:
+    """The report and the traces (``real``, ``sim``, ``calibrated``) of one batch validation.  Without
+    ``work_dir`` the real run works in a temporary folder, removed when it ended well unless
+    ``keep_work`` (:mod:`.run_folders`); ``work_note`` (default: ``note``) is told what happened to it."""
     say = note or (lambda _msg: None)
     cal_source = None
     if calibration is not None:
@@ -51,10 +56,15 @@ def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_di
     if traces is not None:
         real = load_kept_batch_trace(spec, traces)
         say(f"real run: {Path(traces) / (spec.scheduler.kind + '.h5')}")
-    else:
-        out = Path(work_dir) / f"{spec.scheduler.kind}.h5" if work_dir is not None else None
-        wd = Path(work_dir) / spec.scheduler.kind if work_dir is not None else None
-        real = run_batch_emulation(spec, makespan_of=simulated_makespan, out=out, address=address, work_dir=wd, progress=progress)
+    elif work_dir is not None:  # the trace kept for later (--traces), the folder too
+        out, wd = Path(work_dir) / f"{spec.scheduler.kind}.h5", Path(work_dir) / spec.scheduler.kind
+        real = run_batch_emulation(spec, makespan_of=simulated_makespan, out=out, address=address, work_dir=wd,
+                                   progress=progress)
+    else:  # a temporary folder, removed after a run that ended well
+        wd = temporary_folder(spec, spec.scheduler.kind)
+        real = run_in(wd, lambda: run_batch_emulation(spec, makespan_of=simulated_makespan, address=address,
+                                                      work_dir=wd, progress=progress),
+                      keep=keep_work, say=work_note or say)
     if calibration is None:
         cal = real.attrs.get("calibration")
         if not isinstance(cal, dict):

@@ -39,6 +39,7 @@ from iolab.validation.errors import geo_error
 from iolab.validation.io_comparison import compare, measured_bandwidth, ranking
 from iolab.emulator.ray_session import RaySession
 from iolab.emulator.io.run import run_emulation
+from iolab.validation.run_folders import run_in, temporary_folder
 from iolab.validation.spread import compare_spread, duration_ratios, simulate_spread
 
 
@@ -110,7 +111,8 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
              work_dir: str | Path | None = None, progress: bool = False,
              on_policy: Callable[[PolicyRun], None] | None = None, seeds: int = 0,
              jitter: Jitter | str = "auto", traces: str | Path | dict[str, list[Path]] | None = None,
-             repeats: int = 1, calibration: dict | None = None) -> tuple[dict, list[PolicyRun]]:
+             repeats: int = 1, calibration: dict | None = None, keep_work: bool = False,
+             note: Callable[[str], None] | None = None) -> tuple[dict, list[PolicyRun]]:
     """Emulate then simulate ``spec`` under every policy; returns (report, runs).
 
     ``seeds`` > 0 also simulates each policy ``seeds`` times with jittered phase
@@ -121,7 +123,9 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
     each policy that many times (kept as ``POLICY-rK.h5``) and compares the real runs with the
     ``seeds`` jittered simulations as distributions (:mod:`iolab.metrics.distribution`).
     ``calibration``: simulate every policy with this record (:func:`iolab.calibration.read_calibration`
-    of a real I/O run, e.g. of another spec) instead of each run's own.
+    of a real I/O run, e.g. of another spec) instead of each run's own.  Without ``work_dir`` each real
+    run works in a temporary folder, removed when it ended well unless ``keep_work``
+    (:mod:`.run_folders`); ``note`` is told what happened to it.
     """
     if seeds < 0:
         raise ValueError(f"seeds must be >= 0, got {seeds}")
@@ -137,9 +141,14 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
             else:
                 emus = []
                 for k in range(repeats):
-                    wd = Path(work_dir) / (p if k == 0 else f"{p}-r{k}") if work_dir is not None else None
-                    out = Path(work_dir) / trace_name(p, k) if work_dir is not None else None  # kept for later
-                    emus.append(run_emulation(spec, p, work_dir=wd, out=out, progress=progress))
+                    label = p if k == 0 else f"{p}-r{k}"
+                    if work_dir is not None:  # kept for later (--traces)
+                        wd, out = Path(work_dir) / label, Path(work_dir) / trace_name(p, k)
+                        emus.append(run_emulation(spec, p, work_dir=wd, out=out, progress=progress))
+                    else:  # a temporary folder, removed after a run that ended well
+                        wd = temporary_folder(spec, label)
+                        emus.append(run_in(wd, lambda: run_emulation(spec, p, work_dir=wd, progress=progress),
+                                           keep=keep_work, say=note or (lambda _msg: None)))
             emu = emus[0]
             cal = calibration if calibration is not None else trace_calibration(emu)
             cspec = calibrated(spec, cal)

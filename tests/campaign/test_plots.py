@@ -112,6 +112,22 @@ def test_batch_gantt_writes_ids_only_where_they_fit_and_never_over_one_another(t
     assert drawn.jobs == 500 and 0 < drawn.labels <= 60
     svg = drawn.path.read_text()
     assert "time (days)" in svg
+    # the ids as drawn: their real text extents (the renderer's, as saved) never intersect, and each
+    # lies inside the box of its job (the polygon of that job's largest run of nodes, in display units)
+    (ax,) = drawn.figure.axes
+    renderer = drawn.figure.canvas.get_renderer()
+    ids = [t for t in ax.texts if t.get_text()]
+    assert len(ids) == drawn.labels
+    extents = [t.get_window_extent(renderer) for t in ids]
+    for i, a in enumerate(extents):
+        for b in extents[i + 1:]:
+            assert not (a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1), (a, b)
+    boxes = [p.get_extents() for c in ax.collections for p in c.get_paths()]
+    to_display = ax.transData
+    for t, e in zip(ids, extents):
+        x, y = to_display.transform(t.get_position())
+        inside = [b for b in (to_display.transform_bbox(b) for b in boxes) if b.contains(x, y)]
+        assert any(b.x0 <= e.x0 and e.x1 <= b.x1 and b.y0 <= e.y0 and e.y1 <= b.y1 for b in inside), t.get_text()
 
 
 def test_box_plot_axis_reads_plain_numbers_and_explains_its_marks(tmp_path):

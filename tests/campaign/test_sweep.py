@@ -105,7 +105,7 @@ def test_report_on_a_campaign_summary_and_figures(quick_results, tmp_path):
     assert "campaign quick: 20 of 20 runs finished, 0 failed" in r.output
     for policy in ("fifo", "shortest-io", "longest-remaining", "stretch", "shared"):
         assert any(line.startswith(policy + " ") for line in r.output.splitlines()), policy
-    for name in ("makespan.png", "max_stretch.png"):
+    for name in ("makespan.png", "max_slowdown.png"):
         data = (figs / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     j = CliRunner().invoke(cli, ["report", str(out / "results.h5"), "--json"])

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from iolab.cli import cli
 from iolab.trace import read_trace
+from iolab.units import format_duration
 
 pytestmark = [pytest.mark.mpi, pytest.mark.ray]
 
@@ -56,7 +57,7 @@ def test_validate_runs_the_batch_spec_for_real_and_reports_both_simulations(tmp_
     for heading in ("# Validation of `tiny-validate`", "## Batch level", "### simulated as written",
                     "### simulated with the calibration", "--traces"):
         assert heading in md, heading
-    assert f"| makespan | {rep['calibrated']['run']['makespan']['real']:.4g} |" in md
+    assert f"| makespan | {format_duration(rep['calibrated']['run']['makespan']['real'])} |" in md  # a time
     assert real.attrs["host"] in md and "ray " in md  # the machine and the versions of the real run
     assert "{'" not in md and "samples: " in md and " launches" in md  # words, not a Python dict
     # a kept trace of another spec is refused, naming the field

@@ -14,6 +14,8 @@ from iolab.emulator.work_folder import finish
 from iolab.specs import parse_spec
 from iolab.trace import read_trace
 
+from small_runs import tiny_batch
+
 pytestmark = [pytest.mark.mpi, pytest.mark.ray]
 
 TINY = {"name": "tiny", "platform": {"io_nodes": 1, "nodes_per_io_node": 4, "bandwidth": 1.0},
@@ -57,3 +59,16 @@ def test_finish_keeps_the_folder_of_a_run_that_did_not_end_well(tmp_path):
     assert work.is_dir() and "kept for inspection" in said and str(work / "logs") in said
     said = finish(work, well=True, keep=False, existed=False)
     assert not work.exists() and "removed" in said
+
+
+def test_a_batch_run_that_ended_well_removes_its_work_folder(tmp_path):
+    """The batch path of ``iolab emulate`` goes through the same rule, end to end (the message is
+    said only of a folder that existed, so the run did work there)."""
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(tiny_batch("tiny-batch-wf")))
+    out = tmp_path / "b.h5"
+    r = CliRunner().invoke(cli, ["emulate", str(path), "--out", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert set(read_trace(out).jobs["status"]) == {"ok"}
+    work = (tmp_path / "b.work").resolve()
+    assert not work.exists() and f"work folder {work} removed" in r.output, r.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def test_cli_spec_and_simulation_stage_as_slurm(tmp_path):
     text = out.read_text()
     assert "stage_in input.dat -> $DW_JOB_STRIPED/input.dat 1 kB (file size)" in text
     assert "stage_in inputs -> /bb/in" in text and "(sum of the directory's file sizes)" in text
-    assert "burst buffer 200 GB;" in text and "burst buffer 1.09951 TB;" in text
+    assert "burst buffer 200 GB;" in text and "burst buffer 1 TiB;" in text  # 1 TiB as written, not 1.09951 TB
     # the capacity is written with its unit, as the rates are, and reads back as the same number of bytes
     hps = yaml.safe_load(text)["platform"]["hps"]
     assert hps == {"rate": "15 GB/s", "capacity": "2.048 TB"}
@@ -83,6 +84,24 @@ def test_cli_spec_and_simulation_stage_as_slurm(tmp_path):
     assert stage_out["volume"] == 50e9 and stage_out["end"] == pytest.approx(j["sim-a"]["end"])
     alloc = next(r for r in trace.allocations.rows() if r["job"] == "sim-a")
     assert (alloc["bytes"], alloc["alloc"], alloc["free"]) == (200e9, stage_in["start"], j["sim-a"]["end"])
+
+
+def test_header_writes_times_as_durations_sizes_with_their_unit_and_one_job_singular(tmp_path):
+    """A 30-day walltime, a begin 400 days on and a 1 TiB burst buffer read as a person writes them
+    (never ``2.592e+06 s``), and one script is "1 job"."""
+    script = tmp_path / "long.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH -N 3 --time=30-00:00:00 --begin=now+400days\n"
+                      "#DW jobdw type=scratch access_mode=striped capacity=1TiB\nsrun ./a\n")
+    out = tmp_path / "long.yaml"
+    res = CliRunner().invoke(cli, ["workload", "import", "slurm", str(script), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == f"{out}: 1 job from 1 Slurm script"
+    head = [line for line in out.read_text().splitlines() if line.startswith("#")]
+    line = next(h for h in head if "long.sbatch" in h)
+    assert "3 nodes, walltime 30 d 0:00:00, begin +400 d 0:00:00, burst buffer 1 TiB" in line, line
+    assert not any(re.search(r"\d[eE][+-]?\d", h) for h in head), head
+    job = load_spec(out).workload.jobs[0]  # the header says what the spec holds
+    assert (job.walltime, job.submit, job.storage) == (30 * 86400, 400 * 86400, 2**40)
 
 
 def bad(tmp_path, body: str) -> ScriptError:
@@ -133,6 +152,6 @@ def test_cli_now_and_default_time(tmp_path):
     spec = load_spec(out)
     (j,) = spec.workload.jobs
     assert (j.submit, j.walltime, j.nodes, j.storage, spec.platform.nodes) == (9000.0, 7200.0, 3, 10e9, 8)
-    assert "walltime 7200 s (default)" in out.read_text()
+    assert "walltime 2:00:00 (default)" in out.read_text()
     res = CliRunner().invoke(cli, args + ["--now", "tomorrow"])
     assert res.exit_code == 2 and "--now" in res.output
