@@ -11,7 +11,8 @@ usage: python benchmarks/example_digests.py make DIR            simulate every b
 Run ``make`` on the commit before a change and on the one after, then ``compare``: it prints one line
 per file (``same`` or the first differences) and exits 1 if any differ.  Columns that measure the
 machine rather than the model (``wall_seconds``, time stamps) and the real runs of the
-dheenadayalan study (its ``emulated`` folder, ``emulated-vs-sim.csv`` and rows whose ``runtime``
+dheenadayalan study (its ``emulated`` folder, ``emulated-vs-sim.csv``, ``forecast.csv`` (the forecast of the
+real run's samples) and rows whose ``runtime``
 is ``emulated``) are not compared.
 """
 
@@ -28,7 +29,7 @@ from same_traces import differences  # noqa: E402  (a sibling script)
 REPO = Path(__file__).resolve().parents[1]
 STUDIES = ("carretero", "lackner", "monniot", "soysal", "dheenadayalan")
 MACHINE_COLUMNS = {"wall_seconds", "wall", "created", "seconds", "elapsed"}
-REAL_RUNS = {"emulated", "emulated-vs-sim.csv"}
+REAL_RUNS = {"emulated", "emulated-vs-sim.csv", "forecast.csv"}  # the dheenadayalan study's real runs
 
 
 def _iolab() -> str:

@@ -107,3 +107,30 @@ def test_schedulers_on_an_io_base_are_refused(tmp_path):
     with pytest.raises(SpecError) as err:
         load_runs(path)
     assert [p for p, _ in err.value.problems] == ["axes.schedulers"]
+
+
+@pytest.mark.mpi
+@pytest.mark.ray
+def test_a_batch_campaign_runs_for_real_under_the_emulate_runtime(tmp_path):
+    """The same campaign machinery with ``runtime: emulate``: each batch run is a real run (mpiexec'd
+    jobs, tier directories), its trace kept, its metrics those of the batch level; and it schedules as the
+    simulator does (one seed, one scheduler: the jobs' start order is the simulated one)."""
+    from small_runs import tiny_batch
+
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(tiny_batch("tiny")))
+    path = tmp_path / "campaign.yaml"
+    path.write_text(yaml.safe_dump({"kind": "campaign", "name": "batch-real", "base": "base.yaml",
+                                    "runtime": "emulate", "axes": {"schedulers": ["sas"]}}))
+    out, traces = tmp_path / "out", tmp_path / "traces"
+    s = run_campaign(path, out, traces=traces, progress=False, use_ray=False)
+    assert (s.total, s.ok, s.failed) == (1, 1, 0)
+    res = read_h5(out / "results.h5")
+    [h5] = sorted(traces.glob("*.h5"))
+    trace = read_trace(h5)
+    assert trace.attrs["complete"] and set(trace.jobs["status"].tolist()) == {"ok"}
+    assert sorted(trace.jobs["id"].tolist()) == ["cpu", "io"]
+    # real seconds passed: the jobs ran as processes (the trace's jobs end after their runtimes)
+    ends = dict(zip(trace.jobs["id"].tolist(), trace.jobs["end"].tolist()))
+    assert ends["io"] >= 200 and ends["cpu"] >= 150
+    assert res["jobs"].tolist() == [2] and np.isfinite(res["makespan"]).all()
+    assert float(res["makespan"][0]) == pytest.approx(max(ends.values()) - 0.0, rel=1e-6)
