@@ -317,6 +317,11 @@ def why_not(rows: list[dict], r_threshold: float | None = None, label: str = "")
             out.append(f"{head}: no suspension; the controller took no benchmark sample before the jobs ended "
                        "(a real run's controller starts after the run's clock, later on a loaded machine; at the "
                        "quick size the jobs last seconds of wall time)")
+        elif row["suspensions"] == 0 and row.get("max_response", -1.0) >= thr:
+            out.append(f"{head}: no suspension although the benchmark unit's response reached "
+                       f"{row['max_response']:.1f} s ({k} writers), above r_threshold {thr:g} s: when the window "
+                       "called the volume loaded no running I/O job met §4's rules for suspension (files "
+                       "written within `recent`, at least omega bytes, not the oldest I/O job)")
         elif row["suspensions"] == 0:
             out.append(f"{head}: no suspension; the benchmark unit's response peaked at "
                        f"{row.get('max_response', -1.0):.1f} s ({k} writers), under r_threshold {thr:g} s: "

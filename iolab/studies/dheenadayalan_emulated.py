@@ -184,6 +184,15 @@ def _row(name: str, spec: BatchExperiment, records: list[dict], size: int, io: i
             "flow_hms": hms(flow) if records else "", "suspensions": suspensions, "run": name}
 
 
+def _peak(trace) -> dict:
+    """The benchmark unit's highest response (spec seconds) and the most writers a sample saw, from the
+    trace's ``samples`` (-1 for both when the controller took none: it was off, or started too late)."""
+    s = trace.samples
+    if not len(s):
+        return {"max_response": -1.0, "max_writers": -1}
+    return {"max_response": float(max(s["response"])), "max_writers": int(max(s["writers"]))}
+
+
 def _trace_tables(trace, data: dict[str, float]) -> tuple[list[dict], list[dict]]:
     acts = list(trace.actions.rows())
     jobs = [{"job": r["id"], "io": r["id"] in data, "data": data.get(r["id"], 0.0), "submit": float(r["release"]),
@@ -293,7 +302,7 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
                 run.update(status="failed",
                            error=f"jobs {bad} did not end ok (logs in {path.with_suffix('.work') / 'logs'})")
             res["rows"].append({**_row(name, spec, real_jobs, n, io, len(susp), "emulated", hms),
-                                "status": run["status"], "error": run["error"]})
+                                **_peak(trace), "status": run["status"], "error": run["error"]})
             label = {"dataset": "DS1", "scheduler": scheduler, "controller": on, "runtime": "emulated",
                      "scale": "small"}
             res["jobs"] += [{**label, **j} for j in real_jobs]

@@ -178,3 +178,13 @@ def test_a_suspensions_table_without_suspensions_still_has_its_header(tmp_path):
     write_csv(tmp_path / "t.csv", [{"job": "a", "start": 1.0}], columns=SUSPENSION_COLUMNS)  # rows: their keys
     with open(tmp_path / "t.csv") as f:
         assert next(csv.reader(f)) == ["job", "start"]
+
+
+def test_why_not_tells_a_loaded_volume_without_a_candidate_from_a_quiet_one():
+    from iolab.studies.dheenadayalan import why_not
+
+    rows = [{"dataset": "DS1", "scheduler": "fcfs", "controller": on, "runtime": "emulated", "r_threshold": 45.0,
+             "total_completion": t, "suspensions": 0, "max_response": 62.1, "max_writers": 4}
+            for on, t in ((False, 100.0), (True, 110.0))]
+    [line] = why_not(rows)
+    assert "reached 62.1 s" in line and "above r_threshold 45 s" in line and "too little" not in line
