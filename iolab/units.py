@@ -122,11 +122,7 @@ def fmt(v: Any, digits: int = 4) -> str:
         return f"{int(v):,}"
     if isinstance(v, float) or hasattr(v, "dtype"):
         v = float(v)
-        if math.isnan(v):
-            return "-"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return f"{v:,.{decimals_for(abs(v), digits)}f}"
+        return _not_finite(v) or f"{v:,.{decimals_for(abs(v), digits)}f}"
     return str(v)
 
 
@@ -155,12 +151,17 @@ def column_formats(rows: Sequence[Sequence[Any]], digits: int = 4) -> list[int |
 
 def cell(v: Any, decimals: int | None) -> str:
     if isinstance(v, float) and decimals is not None:
-        if math.isnan(v):
-            return "-"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return f"{v:,.{decimals}f}"
+        return _not_finite(v) or f"{v:,.{decimals}f}"
     return fmt(v)
+
+
+def _not_finite(v: float) -> str:
+    """How a table writes nan (``-``) and the infinities; ``""`` for a finite number."""
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return ""
 
 
 def seconds(v: float, digits: int = 4) -> str:

@@ -81,14 +81,8 @@ def test_validate_removes_the_folder_of_a_real_run_that_ended_well(tmp_path):
     spec.write_text(json.dumps(TINY))
     r = CliRunner().invoke(cli, ["validate", str(spec), "--policies", "fifo", "--seeds", "0"])
     assert r.exit_code == 0, r.output
-    m = re.search(r"work folder (\S+) removed \(the run ended well; --keep-work keeps it\)", r.stderr)
-    assert m, r.stderr
-    work = Path(m.group(1))
-    try:
-        assert work.name.startswith("iolab-emulate-tiny-wf-") and work.name.endswith("-fifo")
-        assert not work.exists()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    assert_removed(r.stderr, "iolab-emulate-tiny-wf-", "-fifo", r"work folder (\S+) removed \(the run ended well; "
+                                                                 r"--keep-work keeps it\)")
 
 
 @pytest.mark.mpi
@@ -99,11 +93,16 @@ def test_validate_of_a_batch_spec_removes_its_real_run_s_folder_and_json_stays_c
     r = CliRunner().invoke(cli, ["validate", str(spec), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["scheduler"] == "sas"  # the note goes to stderr, not into the JSON
-    m = re.search(r"work folder (\S+) removed", r.stderr)
-    assert m, r.stderr
+    assert_removed(r.stderr, "iolab-batch-tiny-batch-wf-", "-sas")
+
+
+def assert_removed(stderr: str, prefix: str, suffix: str, said: str = r"work folder (\S+) removed") -> None:
+    """The run said it removed its work folder, named as expected, and the folder is gone."""
+    m = re.search(said, stderr)
+    assert m, stderr
     work = Path(m.group(1))
     try:
-        assert work.name.startswith("iolab-batch-tiny-batch-wf-") and work.name.endswith("-sas")
+        assert work.name.startswith(prefix) and work.name.endswith(suffix)
         assert not work.exists()
     finally:
         shutil.rmtree(work, ignore_errors=True)
