@@ -14,9 +14,12 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from shared_data import REPO
 
 KINDS = {"shm": "mpich_shm_", "tmp": "hydra_hwloc_xmlfile_"}
 
@@ -37,16 +40,23 @@ class PrivateTmp:
         self.root = self.tmp_path / "host"
         (self.root / "shm").mkdir(parents=True)
         (self.root / "tmp").mkdir()
-        self.keep = self.tmp_path
-        if self.tmp_path.is_relative_to("/tmp"):  # tmp_path stays reachable at its own path
-            self.keep = self.root / "tmp" / self.tmp_path.relative_to("/tmp")
-            self.keep.mkdir(parents=True)
+        # what the command needs that may live under /tmp stays reachable at its own path inside: the test's
+        # tmp_path, the interpreter's venv (a CI checkout, or `make test-wheel`'s venv, may be under /tmp) and
+        # the checkout itself
+        needed = {self.tmp_path, Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent, REPO.resolve()}
+        self.kept: list[tuple[Path, Path]] = []
+        for path in sorted(p for p in needed if p.is_relative_to("/tmp") and p != Path("/tmp")):
+            if any(path.is_relative_to(outer) for outer, _ in self.kept):
+                continue  # inside one kept already
+            inside = self.root / "tmp" / path.relative_to("/tmp")
+            inside.mkdir(parents=True, exist_ok=True)
+            self.kept.append((path, inside))
         self.before = self.files()
 
     def wrap(self, cmd: list[str]) -> list[str]:
         binds = [f"mount --bind {shlex.quote(str(self.root / 'shm'))} /dev/shm"]
-        if self.keep != self.tmp_path:  # recursive: a tmpfs a test mounted inside tmp_path is kept
-            binds.append(f"mount --rbind {shlex.quote(str(self.tmp_path))} {shlex.quote(str(self.keep))}")
+        for path, inside in self.kept:  # recursive: a tmpfs a test mounted inside tmp_path is kept
+            binds.append(f"mount --rbind {shlex.quote(str(path))} {shlex.quote(str(inside))}")
         binds.append(f"mount --rbind {shlex.quote(str(self.root / 'tmp'))} /tmp")
         script = " && ".join(binds) + ' && exec "$@"'
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *cmd]
