@@ -110,6 +110,7 @@ def finish(driver: subprocess.Popen, out: Path) -> str:
 
 @pytest.mark.mpi
 @pytest.mark.ray
+@pytest.mark.long  # a real run of about a minute: make test runs it, make test-wheel does not
 def test_no_socket_of_a_local_run_is_reachable_from_the_host_address(tmp_path):
     if not HOST:
         pytest.skip("this machine has no non-loopback address to connect from")
@@ -145,6 +146,7 @@ def test_no_socket_of_a_local_run_is_reachable_from_the_host_address(tmp_path):
 
 @pytest.mark.mpi
 @pytest.mark.ray
+@pytest.mark.long  # a real run of about a minute: make test runs it, make test-wheel does not
 def test_without_a_namespace_only_hydras_control_port_is_reachable_and_one_line_says_so(tmp_path):
     if not HOST:
         pytest.skip("this machine has no non-loopback address to connect from")
