@@ -93,6 +93,8 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
     inside a Slurm allocation, :mod:`iolab.emulator.batch.launch`).  Raises SpecError/RunError (or
     an allocation too small for the spec) before any process starts; ``makespan_of`` estimates the
     run's wall time for that check (:func:`~iolab.emulator.batch.checks.check_batch_runnable`)."""
+    if spec.platform.io_nodes is not None or spec.allocation.kind != "lowest":
+        raise SpecError(source, [("platform.io_nodes", "I/O nodes in a batch platform are not emulated yet")])
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator

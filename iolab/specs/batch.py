@@ -38,6 +38,7 @@ from iolab.specs.base import FieldProblems, StrictModel, finite_sum, nested_opti
 from iolab.specs.batch_emulation import BatchEmulatorSettings
 from iolab.specs.controller import ControllerSpec
 from iolab.specs.interference import INTERFERENCE_HELP, Interference
+from iolab.specs.io import IOPolicyName, normalise_policy
 
 # ---------------------------------------------------------------- units
 
@@ -183,8 +184,26 @@ class Overheads(StrictModel):
                                       description="shares of the link rates a real run delivered")
 
 
+class IONodeSpec(StrictModel):
+    """Each I/O (forwarding) node of a batch platform: its bandwidth, the policy its arbiter applies to the
+    jobs' I/O phases (carretero2020 §5.1's eight list policies, or ``shared``) and its interference law
+    (under ``shared``: the aggregate with k concurrent streams)."""
+
+    rate: Rate = Field(..., description="bandwidth of one I/O node, bytes/s")
+    policy: IOPolicyName = Field("fifo", description="the arbiter's policy: one of carretero2020's eight list "
+                                                     "policies (one job transfers at a time) or shared")
+    interference: Interference = Field(None, description=INTERFERENCE_HELP)
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _norm_policy(cls, v: object) -> object:
+        return normalise_policy(v)
+
+
 class BatchPlatform(StrictModel):
-    """Compute nodes plus the two tiers and the staging link (lackner2019 Fig. 1)."""
+    """Compute nodes plus the two tiers and the staging link (lackner2019 Fig. 1), and optionally I/O nodes
+    between the compute nodes and the tiers (carretero2020 §4: compute node ``i`` forwards its I/O through
+    I/O node ``i // nodes_per_io_node``)."""
 
     nodes: int = Field(..., ge=1, le=10_000_000, description="homogeneous compute nodes")
     memory_per_node: PosBytes = Field(16 * GB, description="checkpoint size per node (lackner2019 §IV-A)")
@@ -193,6 +212,42 @@ class BatchPlatform(StrictModel):
     stage_rate: Rate = Field(..., description="R_stage, bytes/s between LPS and HPS")
     overheads: Overheads = Field(default_factory=Overheads,
                                  description="launch, exit and per-phase costs the simulator models (spec s)")
+    io_nodes: int | None = Field(None, ge=1, le=100_000, description="I/O nodes between the compute nodes and "
+                                 "the tiers; absent: the jobs' I/O goes straight onto the tiers' links")
+    nodes_per_io_node: int | None = Field(None, ge=1, le=10_000_000, description="compute nodes served by each "
+                                          "I/O node, by contiguous ranges of ids; default ceil(nodes / io_nodes)")
+    io_node: IONodeSpec | None = Field(None, description="every I/O node's rate, policy and law (needed with io_nodes)")
+
+    @model_validator(mode="after")
+    def _io_nodes(self) -> "BatchPlatform":
+        problems: list[tuple[str, str]] = []
+        if self.io_nodes is None:
+            for name in ("nodes_per_io_node", "io_node"):
+                if getattr(self, name) is not None:
+                    problems.append((name, "applies only to a platform with I/O nodes: give io_nodes too"))
+        else:
+            if self.io_node is None:
+                problems.append(("io_node", "a platform with io_nodes needs io_node: {rate: B/s, policy: fifo}"))
+            per = self.io_nodes_span
+            if self.io_nodes * per < self.nodes:
+                problems.append(("nodes_per_io_node", f"{self.io_nodes} I/O nodes x {per} nodes serve "
+                                                      f"{self.io_nodes * per} compute nodes; platform.nodes is {self.nodes}"))
+            elif (self.io_nodes - 1) * per >= self.nodes:
+                problems.append(("io_nodes", f"I/O node {self.io_nodes - 1} would serve no compute node "
+                                             f"({self.nodes} nodes, {per} per I/O node)"))
+        raise_if(problems)
+        return self
+
+    @property
+    def io_nodes_span(self) -> int:
+        """Compute nodes per I/O node (the given ``nodes_per_io_node``, else ``ceil(nodes / io_nodes)``)."""
+        if self.io_nodes is None:
+            return self.nodes
+        return self.nodes_per_io_node or -(-self.nodes // self.io_nodes)
+
+    def io_node_of(self, node: int) -> int:
+        """The I/O node that compute node ``node`` (0-based id) forwards its I/O through."""
+        return node // self.io_nodes_span
 
 
 # ---------------------------------------------------------------- jobs
@@ -546,12 +601,38 @@ class AdvanceStageInSpec(StrictModel):
         return {"enabled": v} if isinstance(v, bool) else v
 
 
+ALLOCATIONS = ("lowest", "io-aware")
+
+
+class AllocationSpec(StrictModel):
+    """How a starting job's node ids are chosen: ``lowest`` (the lowest free ids, or the ids its plan
+    reserved) or ``io-aware`` (among the free nodes, those whose I/O nodes carry the least I/O load, keeping
+    each I/O node's load below its bandwidth x ``sensibility`` where it can: carretero2020's Make-Pack idea at
+    the batch level; needs ``platform.io_nodes``; docs/batch-policies.md)."""
+
+    kind: Literal[ALLOCATIONS] = "lowest"
+    sensibility: float = Field(1.0, gt=0, allow_inf_nan=True, description="io-aware: S, the share of an I/O "
+                               "node's bandwidth its jobs' I/O load may use (carretero2020 Eq. 4; inf = no limit)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, v: object) -> object:
+        return {"kind": _norm(v)} if isinstance(v, str) else v
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _n(cls, v: object) -> object:
+        return _norm(v)
+
+
 class BatchExperiment(StrictModel):
     kind: Literal["batch"] = "batch"
     name: Name = Field("batch", description="the experiment's name (becomes part of file names)")
     platform: BatchPlatform
     scheduler: SchedulerSpec
     placement: PlacementSpec = PlacementSpec()
+    allocation: AllocationSpec = Field(default_factory=AllocationSpec,
+                                       description="how a starting job's node ids are chosen (lowest | io-aware)")
     seed: int = Field(0, ge=0, le=2**63 - 1)
     workload: Workload
     emulator: BatchEmulatorSettings = Field(default_factory=BatchEmulatorSettings,
@@ -600,6 +681,9 @@ class BatchExperiment(StrictModel):
                     problems.append((f"workload.jobs[{i}].nodes",
                                      f"job {job.id!r} needs {job.nodes} nodes; platform.nodes is {p.nodes}"))
             problems += self._overflow(self.workload.jobs)
+        if self.allocation.kind == "io-aware" and p.io_nodes is None:
+            problems.append(("allocation.kind", "io-aware allocation needs I/O nodes: give platform.io_nodes "
+                                                "and platform.io_node, or use allocation: lowest"))
         c = self.controller
         if c is not None and c.model is not None and c.model.gamma > 0:
             for v in c.volumes:
@@ -631,7 +715,7 @@ class BatchExperiment(StrictModel):
 
 
 __all__ = [
-    "AdvanceStageInSpec", "BatchExperiment", "BatchPlatform", "CheckpointSpec", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
+    "ALLOCATIONS", "AdvanceStageInSpec", "AllocationSpec", "IONodeSpec", "BatchExperiment", "BatchPlatform", "CheckpointSpec", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
     "IOModelSpec", "InlineWorkload", "Job", "LPSTier", "Overheads", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
     "StorageServer", "ThetaWorkload", "YoungDalySpec",

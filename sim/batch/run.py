@@ -28,6 +28,9 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     (default: ``IOLAB_STRICT``); ``progress(t, submitted, total)`` is called every
     :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events; ``phases``: ``all`` (default with
     ``rows``), ``jobs`` (each job's I/O time only) or ``none``."""
+    if spec.platform.io_nodes is not None or spec.allocation.kind != "lowest":
+        from iolab.errors import SpecError
+        raise SpecError("<spec>", [("platform.io_nodes", "I/O nodes in a batch platform are not simulated yet")])
     jobs = load_workload(spec) if jobs is None else jobs
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
                                    record_plans=record_plans)
