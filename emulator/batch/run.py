@@ -54,7 +54,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from iolab.errors import RunError
+from iolab.errors import RunError, SpecError
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import (
