@@ -193,6 +193,7 @@ def test_short_runs_agree_job_for_job(ref, tmp_path, policy, seed, jobs, nodes, 
             f"iolab {iolab_err:.3g} from the exact schedule, the reference {ref_err:.3g}"
 
 
+@pytest.mark.long  # one case replays the run exactly (fractions): about a minute
 @pytest.mark.parametrize("policy", ["fcfs", "easy"])
 @pytest.mark.parametrize("seed,nodes", [(0, 16), (1, 64), (2, 128), (3, 32)])
 def test_longer_runs_part_only_by_drift(ref, tmp_path, policy, seed, nodes):
