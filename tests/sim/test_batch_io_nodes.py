@@ -248,3 +248,93 @@ def test_without_io_nodes_the_layer_is_never_touched(monkeypatch):
             assert list(map(repr, a[c])) == list(map(repr, b[c])), (name, c)
     assert set(after.phases["io_node"]) == {-1} and len(after.grants) == 0
     assert "io_nodes" not in after.attrs
+
+
+# -- 6. strict mode: a planted double grant inside a batch run ------------------------------------------
+def test_strict_mode_catches_a_double_grant_on_an_exclusive_io_node(monkeypatch):
+    from iolab.invariants import InvariantViolation
+    from iolab.middleware.policies.arbiter import IONodeArbiter
+
+    honest = IONodeArbiter.dispatch
+
+    def double(self, now):  # a bug: grants the next waiting part although one holds the node
+        if self._exclusive and self.active and self._waiting:
+            req = self._queue.pop(now)
+            del self._waiting[req.app]
+            self.active[req.app] = req
+            return [req]
+        return honest(self, now)
+
+    # a third writer arrives while a transfers and b waits: the broken dispatch grants b beside a
+    jobs = TWO_WRITERS + [{"id": "c", "submit": 1, "nodes": 1, "walltime": 100, "runtime": 1, "output": "1GB"}]
+    sp = spec(jobs, nodes=5, policy="fifo")
+    assert len(simulate_batch(sp, strict=True).jobs) == 3  # honest: no violation
+    monkeypatch.setattr(IONodeArbiter, "dispatch", double)
+    with pytest.raises(InvariantViolation) as e:
+        simulate_batch(sp, strict=True)
+    assert e.value.rule == "exclusive-io" and e.value.subject == "I/O node 0"
+    assert "transfers" in str(e.value)
+
+
+def test_strict_mode_catches_a_forgotten_release(monkeypatch):
+    from iolab.invariants import InvariantViolation
+    from iolab.middleware.policies.arbiter import IONodeArbiter
+
+    honest = IONodeArbiter.release
+
+    def forgetful(self, app):  # a bug: the release is lost, the node stays busy by its own books
+        req = honest(self, app)
+        self.active[app + "-ghost"] = req
+        return req
+
+    monkeypatch.setattr(IONodeArbiter, "release", forgetful)
+    with pytest.raises(InvariantViolation) as e:
+        simulate_batch(spec(TWO_WRITERS, policy="fifo"), strict=True)
+    assert e.value.rule == "idle-while-waiting" and e.value.subject == "I/O node 0"
+
+
+# -- the example, on the command line with --strict -------------------------------------------------------
+def test_combined_example_simulates_strictly_with_io_nodes_in_its_trace(monkeypatch, tmp_path):
+    import sys
+
+    from iolab.cli import main
+    from iolab.trace import read_trace
+    from shared_data import REPO
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", ["iolab", *args])
+        with pytest.raises(SystemExit) as ex:
+            main()
+        return ex.value.code or 0
+
+    monkeypatch.delenv("IOLAB_STRICT", raising=False)
+    out = tmp_path / "c.h5"
+    assert run("simulate", str(REPO / "examples" / "combined-small.yaml"), "--strict", "--out", str(out)) == 0
+    t = read_trace(out)
+    ph = rows(t.phases)
+    assert {r["io_node"] for r in ph if r["kind"] in ("read", "write")} == {0, 1}
+    assert {r["io_node"] for r in ph if r["kind"] not in ("read", "write")} == {-1}  # compute, staging
+    g = rows(t.grants)
+    assert any(r["grant"] > r["request"] for r in g)  # some part waited for its I/O node
+    for node in (0, 1):  # fifo: the grants of one I/O node never overlap
+        spans = sorted((r["grant"], r["release"]) for r in g if r["io_node"] == node)
+        assert all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:]))
+    assert t.attrs["io_nodes"] == 2 and t.attrs["io_node_policy"] == "fifo"
+
+
+def test_strict_on_the_command_line_names_the_io_node_of_a_double_grant(monkeypatch, capsys):
+    import sys
+
+    import iolab.sim.batch.io_nodes as io_nodes
+    from iolab.cli import main
+    from io_fakes import GrantsTwice
+    from shared_data import REPO
+
+    monkeypatch.setattr(io_nodes, "IONodeArbiter", GrantsTwice)
+    monkeypatch.delenv("IOLAB_STRICT", raising=False)
+    monkeypatch.setattr(sys, "argv", ["iolab", "simulate", str(REPO / "examples" / "combined-small.yaml"), "--strict"])
+    with pytest.raises(SystemExit) as ex:
+        main()
+    err = capsys.readouterr().err
+    assert ex.value.code == 1 and "invariant 'exclusive-io' violated" in err and "I/O node" in err
+    assert "Traceback" not in err
