@@ -15,6 +15,7 @@ from iolab.sim.batch.io_nodes import IONodeLayer
 from iolab.sim.batch.maxmin import max_min_rates
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs import parse_spec
+from iolab.workloads.steps import job_steps
 
 GB = 1e9
 
@@ -338,3 +339,65 @@ def test_strict_on_the_command_line_names_the_io_node_of_a_double_grant(monkeypa
     err = capsys.readouterr().err
     assert ex.value.code == 1 and "invariant 'exclusive-io' violated" in err and "I/O node" in err
     assert "Traceback" not in err
+
+
+# -- random machines: the trace's own evidence, under every policy ----------------------------------------
+POLICY_NAMES = ["fifo", "lowest-id", "longest-io", "shortest-io", "shortest-remaining", "longest-remaining",
+                "bandwidth", "stretch", "shared"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 300), st.integers(0, 3), st.integers(0, 3),
+                          st.integers(0, 3)), min_size=1, max_size=6),
+       st.sampled_from(POLICY_NAMES), st.sampled_from(["fcfs", "easy", "sas"]),
+       st.sampled_from(["lowest", "io-aware"]))
+def test_random_machines_keep_the_rules_of_both_levels(jobs, policy, scheduler, allocation):
+    doc = [{"id": f"j{i}", "submit": sub, "nodes": n, "walltime": 2000, "runtime": 400,
+            "input": f"{4 * a}GB", "output": f"{4 * b}GB", "data": f"{8 * c}GB", "storage": f"{4 * (a + b) + 1}GB"}
+           for i, (n, sub, a, b, c) in enumerate(jobs)]
+    t = simulate_batch(spec(doc, nodes=8, io_nodes=2, policy=policy, scheduler=scheduler,
+                            allocation={"kind": allocation}), strict=True)  # the checkers of both levels
+    span = 4
+    where = {j: {i // span for i in _ranges(r)} for j, r in zip(t.jobs["id"], t.jobs["node_ids"])}
+    by_phase: dict = {}
+    for r in rows(t.phases):
+        if r["kind"] in ("read", "write"):
+            by_phase.setdefault((r["job"], r["index"]), []).append(r)
+    for (job, _), parts in by_phase.items():
+        assert sorted(p["io_node"] for p in parts) == sorted(where[job])  # one part per I/O node of the job
+        assert all(p["end"] >= p["start"] for p in parts)
+    if policy != "shared":
+        for node in (0, 1):
+            spans = sorted((r["grant"], r["release"]) for r in rows(t.grants) if r["io_node"] == node)
+            assert all(b[0] >= a[1] - 1e-9 * max(1.0, a[1]) for a, b in zip(spans, spans[1:]))
+
+
+def _ranges(text):
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        yield from range(int(lo), int(hi or lo) + 1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(POLICY_NAMES), st.floats(0, 30), st.floats(0, 30), st.integers(0, 2))
+def test_suspending_at_any_time_conserves_every_parts_bytes(policy, at, pause, who):
+    # three writers on 2 I/O nodes; one is stopped at any time (waiting, transferring, between phases)
+    jobs = [{"id": "a", "submit": 0, "nodes": 3, "walltime": 500, "runtime": 20, "output": "12GB", "data": "6GB"},
+            {"id": "b", "submit": 0, "nodes": 2, "walltime": 500, "runtime": 10, "output": "8GB"},
+            {"id": "c", "submit": 2, "nodes": 3, "walltime": 500, "runtime": 10, "output": "6GB"}]
+    sp = spec(jobs, nodes=8, io_nodes=2, policy=policy)
+    job = "abc"[who]
+    plain, _ = run_with(sp)
+    if not plain.jobs[who].start < at < plain.jobs[who].end:
+        return  # it must have started (a decision at its start instant comes after the instant's events)
+    rec, layer = run_with(sp, Stopper(job, at, at + pause))  # strict: bytes-conserved per part and phase
+    volumes: dict = {}
+    for r in rec.phases.rows():
+        if r[2] == "write":
+            volumes[(r[0], r[1])] = volumes.get((r[0], r[1]), 0.0) + r[5]
+    steps = {(s.id, i): step.amount for s in rec.jobs
+             for i, step in enumerate(job_steps(s.job, s.tier, 1 * GB, 1 * GB).steps) if step.kind == "write"}
+    assert volumes == pytest.approx(steps)
+    # (it may end sooner than without the pause: a later request can find its I/O node free)
+    s = rec.jobs[who]
+    assert s.end >= s.start + s.job.runtime + pause - 1e-9  # its runtime alone on LPS, plus the pause
