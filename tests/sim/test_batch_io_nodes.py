@@ -398,3 +398,16 @@ def test_suspending_at_any_time_conserves_every_parts_bytes(policy, at, pause, w
     # (it may end sooner than without the pause: a later request can find its I/O node free)
     s = rec.jobs[who]
     assert s.end >= s.start + s.job.runtime + pause - 1e-9  # its runtime alone on LPS, plus the pause
+
+
+def test_a_list_policy_ranks_the_waiting_parts_by_the_jobs_facts():
+    # a holds the I/O node from 0; b (8 GB) and c (1 GB) ask at t=1 and wait: fifo grants them in
+    # request order (then rank: b), shortest-io grants c's shorter part first
+    jobs = [{"id": "a", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 10, "output": "10GB"},
+            {"id": "b", "submit": 1, "nodes": 1, "walltime": 100, "runtime": 8, "output": "8GB"},
+            {"id": "c", "submit": 1, "nodes": 1, "walltime": 100, "runtime": 1, "output": "1GB"}]
+    order = {}
+    for policy in ("fifo", "shortest-io"):
+        t = simulate_batch(spec(jobs, nodes=4, policy=policy))
+        order[policy] = [r["job"] for r in sorted(rows(t.grants), key=lambda r: r["grant"])]
+    assert order == {"fifo": ["a", "b", "c"], "shortest-io": ["a", "c", "b"]}
