@@ -411,3 +411,62 @@ def test_a_list_policy_ranks_the_waiting_parts_by_the_jobs_facts():
         t = simulate_batch(spec(jobs, nodes=4, policy=policy))
         order[policy] = [r["job"] for r in sorted(rows(t.grants), key=lambda r: r["grant"])]
     assert order == {"fifo": ["a", "b", "c"], "shortest-io": ["a", "c", "b"]}
+
+
+# -- the whole layer against an independent fixed-step reference ------------------------------------------
+def reference_ends(jobs, policy, io_rate, tier_rate, span=4, dt=1e-3):
+    """Every job's end by a fixed-step stepper written apart from the layer: the jobs (nodes, compute s,
+    bytes) start at 0 on consecutive ids; each writes its bytes after its compute, one part per I/O node
+    (bytes x its nodes there / its nodes); fifo grants one part per I/O node in (request, job) order;
+    rates by the bottleneck rule: the link whose capacity left per unfrozen stream is least fixes its
+    streams at that share, until every stream is fixed."""
+    parts, first = [], 0
+    for j, (n, compute, volume) in enumerate(jobs):
+        on = {}
+        for i in range(first, first + n):
+            on[i // span] = on.get(i // span, 0) + 1
+        first += n
+        parts += [{"job": j, "node": node, "left": volume * k / n, "ask": compute, "on": False}
+                  for node, k in sorted(on.items())]
+    end = {j: compute for j, (_, compute, volume) in enumerate(jobs) if volume == 0}
+    t = 0.0
+    while any(p["left"] > 0 for p in parts):
+        for node in {p["node"] for p in parts}:  # grants at t
+            waiting = sorted((p for p in parts if p["node"] == node and not p["on"] and p["left"] > 0
+                              and p["ask"] <= t + 1e-12), key=lambda p: (p["ask"], p["job"]))
+            busy = any(p["on"] for p in parts if p["node"] == node)
+            for p in waiting if policy == "shared" else waiting[:0 if busy else 1]:
+                p["on"] = True
+        live = [p for p in parts if p["on"]]
+        rate, cap = {}, {("io", p["node"]): io_rate for p in live}
+        cap["tier"] = tier_rate
+        while len(rate) < len(live):
+            share = {}
+            for link, c in cap.items():
+                users = [i for i, p in enumerate(live) if i not in rate and link in (("io", p["node"]), "tier")]
+                used = sum(r for i, r in rate.items() if link in (("io", live[i]["node"]), "tier"))
+                if users:
+                    share[link] = ((c - used) / len(users), users)
+            s, users = min(share.values(), key=lambda v: v[0])
+            for i in users:
+                rate[i] = s
+        t += dt
+        for i, p in enumerate(live):
+            p["left"] -= rate[i] * dt
+            if p["left"] <= 0:
+                p["on"] = False
+                end[p["job"]] = max(end.get(p["job"], 0.0), t) if all(
+                    q["left"] <= 0 for q in parts if q["job"] == p["job"]) else end.get(p["job"], 0.0)
+    return [end[j] for j in range(len(jobs))]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 4), st.integers(0, 6)), min_size=1, max_size=4)
+       .filter(lambda js: sum(n for n, _, _ in js) <= 8),
+       st.sampled_from(["fifo", "shared"]), st.sampled_from([1, 3]))
+def test_the_layer_agrees_with_a_fixed_step_reference(jobs, policy, io_gb):
+    doc = [{"id": f"j{i}", "submit": 0, "nodes": n, "walltime": 1000, "runtime": c + v / 2,
+            **({"output": f"{v}GB"} if v else {})} for i, (n, c, v) in enumerate(jobs)]
+    t = simulate_batch(spec(doc, nodes=8, io_nodes=2, policy=policy, io_rate=f"{io_gb}GB/s", lps="2GB/s"))
+    want = reference_ends([(n, float(c), float(v)) for n, c, v in jobs], policy, float(io_gb), 2.0)
+    assert list(t.jobs["end"]) == pytest.approx(want, abs=2e-2)
