@@ -156,7 +156,7 @@ def validate(spec: IOExperiment, policies: list[str], *, address: str | None = N
             sim = simulate_at(cspec, p, b)  # the deterministic simulation
             run = PolicyRun(p, emu, sim, b, compare(emu, sim), cal)
             if seeds:
-                law = ({"ratios": duration_ratios(emu, spec, b, cspec.platform.overheads.io_phase)}
+                law = ({"ratios": duration_ratios(emu, spec, b, cspec.platform.overheads.io_phase, p)}
                        if jitter == "auto" else {"jitter": jitter})
                 run.spread = compare_spread(run.comparison, simulate_spread(cspec, p, b, seeds, **law))
             if repeats > 1:
@@ -230,7 +230,7 @@ def distribution_of(spec: IOExperiment, policy: str, emus: list[Trace], seeds: i
     if jitter == "auto":
         ratios: dict[str, list[float]] = {"compute": [], "io": []}
         for e in emus:
-            for key, v in duration_ratios(e, spec, bm, cspec.platform.overheads.io_phase).items():
+            for key, v in duration_ratios(e, spec, bm, cspec.platform.overheads.io_phase, policy).items():
                 ratios[key] += v
         spread = simulate_spread(cspec, policy, bm, seeds, ratios=ratios)
     else:

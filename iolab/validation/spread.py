@@ -7,7 +7,8 @@ are not exactly periodic, and a policy that can starve an app
 
 1. :func:`duration_ratios` reads the real run's phase durations over their
    nominal length (compute: the spec's seconds; transfers: their hold time less
-   the measured fixed cost, over volume / measured bandwidth);
+   the measured fixed cost, over volume / measured bandwidth, or under ``shared``
+   over their duration on a fair share replayed from the real starts);
 2. :func:`simulate_spread` simulates the spec ``seeds`` times (seeds
    ``spec.seed + k``), each phase's duration scaled by a factor drawn from
    those ratios (``resample``, the default: it keeps their shape — compute
@@ -28,21 +29,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iolab.middleware.policies import POLICIES, get_policy
+from iolab.middleware.policies.interference import law_of
 from iolab.sim.io.run import run_engine
 from iolab.sim.io.scenario import Scenario, resample_jitter
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace
 
 from iolab.validation.errors import geo_error
+from iolab.validation.fair_replay import fair_share_durations
 
 __all__ = ["Spread", "measured_jitter", "simulate_spread", "compare_spread", "duration_ratios"]
 
 
-def duration_ratios(trace: Trace, spec: IOExperiment, bandwidth: float, fixed: float = 0.0) -> dict[str, list[float]]:
+def duration_ratios(trace: Trace, spec: IOExperiment, bandwidth: float, fixed: float = 0.0,
+                    policy: str | None = None) -> dict[str, list[float]]:
     """Real duration / nominal duration of every finished phase, by ``compute`` and ``io``; a
     transfer's ``fixed`` cost (``platform.overheads.io_phase``) is taken off first, since the
-    simulator scales only the rest."""
+    simulator scales only the rest.
+
+    A transfer's nominal duration is its volume at ``bandwidth`` under a list policy (it held its
+    I/O node alone); under a policy that shares the node (``shared``; ``policy``, by default the
+    trace's) it is its duration on a fair share of ``bandwidth`` with the spec's interference law,
+    replayed from the real transfers' own starts (:func:`iolab.validation.fair_replay.fair_share_durations`):
+    the sharing is the model's, only what the real link added beyond it is noise."""
     plans = {a.id: a.phase_list() for a in spec.apps}
+    name = policy if policy is not None else str(trace.attrs.get("policy", ""))
+    shared = name in POLICIES and not get_policy(name).exclusive
+    replayed = (fair_share_durations(trace, bandwidth, law_of(spec.platform.interference), fixed)
+                if shared else {})
     out: dict[str, list[float]] = {"compute": [], "io": []}
     p = trace.phases
     for job, idx, kind, start, end, vol in zip(p["job"], p["index"], p["kind"], p["start"], p["end"],
@@ -54,7 +69,7 @@ def duration_ratios(trace: Trace, spec: IOExperiment, bandwidth: float, fixed: f
             nominal = float(plans[job][idx][1])
             key = "compute"
         else:
-            nominal = float(vol) / bandwidth
+            nominal = (replayed.get((job, idx), math.nan) - fixed) if shared else float(vol) / bandwidth
             key = "io"
             start = float(start) + fixed
         if nominal > 0:

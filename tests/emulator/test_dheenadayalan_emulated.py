@@ -22,6 +22,7 @@ from iolab.cli import cli
 from iolab.studies import dheenadayalan as D
 from iolab.studies import dheenadayalan_emulated as E
 from iolab.studies.as_campaign import Engine
+from iolab.trace import read_trace
 
 pytestmark = [pytest.mark.ray, pytest.mark.mpi, pytest.mark.long]
 
@@ -39,16 +40,54 @@ def csv_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+ATTEMPTS = 3  # quick studies at most, while the real controller run never had the load it reacts to
+
+
+def loaded_samples(trace, alpha: float) -> int:
+    """The longest run of consecutive controller samples whose window was loaded (score >= alpha)."""
+    longest = run = 0
+    for score in trace.samples["score"]:
+        run = run + 1 if float(score) >= alpha - 1e-12 else 0
+        longest = max(longest, run)
+    return longest
+
+
+def loadable(out: Path) -> tuple[bool, str]:
+    """Whether the real controller run had the load the controller reacts to, long enough to act on it:
+    its window loaded for ``t / d + 2`` samples in a row (a rescheduling cycle comes at least every ``t``
+    spec seconds; one more sample for a cycle late on a loaded machine).
+
+    The quick settings call the volume loaded when 3 consecutive samples (``ws / d``) each see 3 or 4 of
+    the 4 I/O jobs on the paced tier at that instant (the tier probe over ``r_threshold``).  Each job
+    writes a checkpoint for 20-40 of every ~45 spec s, so whether three samples in a row catch 3 of
+    them at once is chance: measured at load 12-14, the window was loaded for 2 samples in the whole
+    run, and a run with none cannot show the controller act, whatever the controller does."""
+    c = E.QUICK.controller
+    need = math.ceil(c["t"] / c["d"]) + 2
+    got = loaded_samples(read_trace(out / "emulated" / "ds1-fcfs-controller.h5"), c["alpha"])
+    return got >= need, f"window loaded for {got} samples in a row at most ({need} needed to be sure of a cycle)"
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ds1") / "study"
-    r, wall = study(out)
-    assert r.exit_code == 0, r.output
-    return out, r, wall
+    """The quick study; redone (up to ``ATTEMPTS`` in all) only when its real controller run neither
+    suspended nor ever had the load the controller reacts to (:func:`loadable`).  A run that had the
+    load and did not suspend is kept, and the test fails on it."""
+    tried = []
+    for _ in range(ATTEMPTS):
+        out = tmp_path_factory.mktemp("ds1") / "study"
+        r, wall = study(out)
+        assert r.exit_code == 0, r.output
+        susp = [x for x in csv_rows(out / "suspensions.csv") if x["runtime"] == "emulated"]
+        ok, why = loadable(out)
+        tried.append(why)
+        if susp or ok:
+            break
+    return out, r, wall, tried
 
 
 def test_the_real_ds1_runs_give_table1_rows_and_the_controller_suspends_io_jobs(quick):
-    out, r, wall = quick
+    out, r, wall, tried = quick
     s = json.loads((out / "summary.json").read_text())
     em = s["emulated"]
     assert [x["run"] for x in em["runs"]] == RUNS and all(x["status"] == "ok" and not x["reused"] for x in em["runs"])
@@ -86,7 +125,7 @@ def test_the_real_ds1_runs_give_table1_rows_and_the_controller_suspends_io_jobs(
     # the controller run suspended for real: I/O jobs only, never the oldest I/O job (io1 starts first)
     assert real["ds1-fcfs"]["suspensions"] == 0
     on = [x for x in susp if x["controller"] == "True"]
-    assert len(on) >= 1
+    assert len(on) >= 1, f"no suspension; attempts: {tried}"
     assert {x["job"] for x in on} <= set(io_ids[1:]) and not {x["job"] for x in on} & cpu_ids
     started = {j["job"]: float(j["start"]) for j in jobs if j["controller"] == "True"}
     oldest = min(io_ids, key=lambda j: (started[j], j))
@@ -111,7 +150,7 @@ def test_the_real_ds1_runs_give_table1_rows_and_the_controller_suspends_io_jobs(
 
 
 def test_a_rerun_reuses_the_traces(quick):
-    out, _, first = quick
+    out, _, first, _ = quick
     traces = {n: out / "emulated" / f"{n}.h5" for n in RUNS}
     mtimes = {n: p.stat().st_mtime_ns for n, p in traces.items()}
     before = json.loads((out / "summary.json").read_text())["emulated"]["rows"]

@@ -55,7 +55,8 @@ def test_the_batch_spec_places_on_both_disks_splits_and_falls_back():
     assert t.jobs["end"].max() * spec.emulator.time_scale < 600  # under 10 minutes of wall time for real
 
 
-@pytest.mark.parametrize("name", ["multi-node-io.yaml", "batch-sas-disks.yaml", "controller-interference.yaml"])
+@pytest.mark.parametrize("name", ["multi-node-io.yaml", "batch-sas-disks.yaml", "controller-interference.yaml",
+                                  "table1-lustre-b.yaml"])
 def test_the_emulator_accepts_the_validation_specs(name, tmp_path):
     spec = load_spec(HERE / name)
     if spec.kind == "batch":
@@ -86,3 +87,22 @@ def test_the_controller_spec_loads_its_volume_and_the_controller_acts_in_the_sim
     suspended = {r["job"] for r in t.actions.rows()}
     assert suspended and suspended <= {"b", "c"}  # never the oldest I/O job (a) nor the CPU-only one (d)
     assert t.jobs["end"].max() * spec.emulator.time_scale < 90  # about a minute of wall time for real
+
+
+def test_the_table1_interference_spec_is_table1_emulation_with_the_preset():
+    """Table 1 as the real-run example runs it, on an I/O node under lustre-plafrim-b: the law costs
+    `shared` and leaves the list policies alone (one transfer at a time)."""
+    from iolab.middleware.policies.interference import InterferenceLaw, law_of
+
+    spec = load_spec(HERE / "table1-lustre-b.yaml")
+    base = load_spec(REPO / "examples" / "table1-emulation.yaml")
+    assert spec.apps == base.apps and spec.emulator == base.emulator and spec.mapping == base.mapping
+    law = law_of(spec.platform.interference)
+    assert law == InterferenceLaw.preset("lustre-plafrim-b") and law.factor(4) == pytest.approx(0.84)
+    assert spec.platform.model_copy(update={"interference": None}) == base.platform
+    end = {}
+    for s, name in ((spec, "law"), (base, "none")):
+        for policy in ("shared", "fifo"):
+            end[name, policy] = float(simulate(s, policy=policy).jobs["end"].max())
+    assert end["law", "shared"] > 1.05 * end["none", "shared"]
+    assert end["law", "fifo"] == end["none", "fifo"]
