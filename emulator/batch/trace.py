@@ -39,12 +39,15 @@ def _status(j: JobRun) -> str:
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
                 work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = (),
-                predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None) -> Trace:
+                predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None, io=None) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
     seconds), beside the manager's rows of the bytes it really holds.  ``hosts(job)``: the job's
-    ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on)."""
+    ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on).
+    ``io``: the I/O nodes' actor of a platform with I/O nodes: an I/O phase then has one row per part
+    (``io_node`` its I/O node, ``start`` the phase's start, ``end`` the part's end, ``volume`` its bytes)
+    and every grant of a part is a ``grants`` row (the app phase given as the job's step index)."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
     hps_capacity = p.hps.total_capacity
@@ -58,6 +61,13 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         status = mgr.status()
     except Exception:
         rec, status = {"allocations": [], "actions": [], "phases": [], "finished": {}}, {}
+    try:
+        io_rec = io.records() if io is not None else {"grants": [], "ends": []}
+    except Exception:
+        io_rec = {"grants": [], "ends": []}
+    part_ends: dict[tuple[str, int], list[tuple]] = {}  # (job, app phase) -> [(I/O node, end, real bytes)]
+    for job, ph, node, end, nbytes in io_rec["ends"]:
+        part_ends.setdefault((job, ph), []).append((node, end, nbytes))
     tb = TraceBuilder()
     launch_overhead: dict[str, float] = {}
     exit_overhead: dict[str, float] = {}
@@ -75,6 +85,12 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         if kind in ("read", "write") and end == end:
             io_phases.append((j.tier, start, end, float(nbytes)))
             io_time[job] = io_time.get(job, 0.0) + secs(end) - secs(start)
+        parts = part_ends.get((job, idx)) if kind != "compute" else None
+        if parts:  # one row per part: the phase's start, the part's end on its I/O node
+            for node, pend, pbytes in sorted(parts):
+                tb.add_phase(job=job, index=step, kind=kind, start=secs(start), end=pend, volume=pbytes / bs,
+                             io_node=node, tier=j.tier)
+            continue
         tb.add_phase(job=job, index=step, kind=kind, start=secs(start), end=secs(end),
                      volume=nbytes / bs if kind != "compute" else 0.0, io_node=-1, tier=j.tier)
     for j in jobs:
@@ -92,6 +108,10 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         jobs, p.lps.rate, io_time=[io_time.get(j.queued.id, 0.0) for j in jobs],
         ends=[j.end if j.state in ENDED else math.nan for j in jobs], statuses=[_status(j) for j in jobs],
         hosts=[hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts) for j in jobs]))
+    for job, ph, node, request, grant, release in io_rec["grants"]:
+        j = by_id.get(job)
+        if j is not None and ph < len(j.index_map):
+            tb.add_grant(job=job, phase=j.index_map[ph], io_node=node, request=request, grant=grant, release=release)
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)
