@@ -55,7 +55,8 @@ def writer(job: str, runtime: float, output: str, nodes: int = 1, **more) -> dic
 
 
 class Sampler:
-    """Bytes under every job's LPS directory (``WORK/lps/jobs/<job>``), every ``every`` wall seconds."""
+    """Bytes of the files under every job's LPS directory (``WORK/lps/jobs/<job>``; these jobs have no
+    input), every ``every`` wall seconds."""
 
     def __init__(self, work: Path, every: float = 0.04):
         self.root, self.every = work / "lps" / "jobs", every
@@ -70,12 +71,11 @@ class Sampler:
                 for d in self.root.iterdir():
                     total = 0
                     for dirpath, _, files in os.walk(d):
-                        for f in files:
-                            if f.endswith(".h5"):
-                                try:
-                                    total += os.stat(os.path.join(dirpath, f)).st_size
-                                except OSError:
-                                    pass
+                        for f in files:  # rank files and their temporaries (``.rank-*.h5.tmpPID``)
+                            try:
+                                total += os.stat(os.path.join(dirpath, f)).st_size
+                            except OSError:
+                                pass
                     sizes[d.name] = total
             except OSError:
                 pass
@@ -206,7 +206,10 @@ def test_a_job_killed_while_holding_the_io_node_lets_the_waiting_job_finish(tmp_
             d = work / "lps" / "jobs" / "k"
             deadline = time.time() + 60
             while time.time() < deadline and proc.poll() is None:
-                size = sum(f.stat().st_size for f in d.rglob("*.h5")) if d.is_dir() else 0
+                try:
+                    size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) if d.is_dir() else 0
+                except OSError:  # a temporary renamed under our feet
+                    size = 0
                 if size >= 0.5 * 800 * GB * BS:
                     os.kill(proc.pid, signal.SIGKILL)
                     killed["k"] = time.time()
