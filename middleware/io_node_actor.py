@@ -23,7 +23,7 @@ import os
 import time
 from typing import Any
 
-from iolab.invariants import InvariantViolation
+from iolab.invariants import InvariantViolation, strict_default
 
 from iolab.middleware.actor_handle import ActorHandle, call
 from iolab.middleware.io_nodes import IONodesState, JobGone
@@ -133,8 +133,6 @@ class IONodes(ActorHandle):
     def create(cls, io_nodes: int, *, policy: str, rate: float, cap: float | None = None, law=None,
                time_scale: float = 1.0, bytes_scale: float = 1.0, strict: bool | None = None,
                name: str = "iolab-io-nodes", namespace: str = "iolab") -> "IONodes":
-        from iolab.invariants import strict_default
-
         kwargs = dict(io_nodes=io_nodes, policy=policy, rate=rate, cap=cap, law=law, time_scale=time_scale,
                       bytes_scale=bytes_scale, strict=strict_default(strict))
         IONodesState(**kwargs)  # validate on the caller's side
