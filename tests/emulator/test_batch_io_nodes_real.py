@@ -231,6 +231,73 @@ def test_a_job_killed_while_holding_the_io_node_lets_the_waiting_job_finish(tmp_
     assert a_write["io_node"] == 0 and a_write["volume"] == pytest.approx(50 * GB, rel=1e-3)
 
 
+# --------------------------------------------------------------------- a suspended job lets go of its grant
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_path, monkeypatch):
+    """What the load controller's lever does (SIGSTOP of the job's process tree, then the I/O nodes'
+    hook), done here by hand while k holds the I/O node: a gets it meanwhile, k finishes after."""
+    from iolab.emulator.suspension import Suspender, TreeLever
+    from iolab.middleware.io_node_actor import IONodes
+
+    made: list = []
+    create = IONodes.create.__func__
+    monkeypatch.setattr(IONodes, "create", classmethod(lambda cls, *a, **k: made.append(create(cls, *a, **k))
+                                                       or made[-1]))
+    jobs = [writer("k", 10, "400GB"), writer("a", 150, "100GB")]
+    work = tmp_path / "w"
+    times: dict[str, float] = {}
+
+    def bytes_of(job: str) -> int:
+        d = work / "lps" / "jobs" / job
+        try:
+            return sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) if d.is_dir() else 0
+        except OSError:
+            return 0
+
+    def on_launch(job, proc):
+        if job != "k":
+            return
+
+        def suspend_midway():
+            sus = Suspender(on_suspend=lambda j: made[0].suspend(j), on_resume=lambda j: made[0].resume(j),
+                            lever=TreeLever())
+            deadline = time.time() + 60
+            while time.time() < deadline and bytes_of("k") < 0.25 * 400 * GB * BS:
+                time.sleep(0.02)
+            stop = time.time()
+            if not sus.suspend("k", proc.pid):
+                return
+            times["suspend"] = stop
+            time.sleep(3.0)  # a (1 s of I/O) writes meanwhile
+            times["resume"] = time.time()
+            sus.resume("k")
+
+        threading.Thread(target=suspend_midway, daemon=True).start()
+
+    with Sampler(work) as sampler:
+        from iolab.emulator.batch.run import run_batch_emulation
+
+        trace = run_batch_emulation(spec(jobs), work_dir=work, on_launch=on_launch, strict=True)
+    assert set(times) == {"suspend", "resume"}
+    assert {r["id"]: r["status"] for r in trace.jobs.rows()} == {"k": "ok", "a": "ok"}
+    t = {k: (v - float(trace.attrs["t0"])) / TS for k, v in times.items()}
+    g = grants(trace)
+    k1, k2 = [r for r in g if r["job"] == "k"]
+    (a,) = [r for r in g if r["job"] == "a"]
+    assert k1["grant"] < t["suspend"] <= k1["release"] < t["suspend"] + 50  # released at the suspension
+    assert t["resume"] <= k2["request"] < t["resume"] + 50  # asked again at resume
+    assert k1["release"] <= a["grant"] and a["release"] <= k2["grant"] + 1e-9  # a had the I/O node meanwhile
+    k_write = next(r for r in trace.phases.rows() if r["job"] == "k" and r["kind"] == "write")
+    assert k_write["end"] == pytest.approx(k2["release"], abs=1e-6)
+    assert k_write["volume"] == pytest.approx(400 * GB, rel=1e-3)  # every byte, across the two grants
+    # on disk: k's files did not grow while it was stopped; a's did
+    stopped = [x for x in sampler.growing("k") if times["suspend"] + 0.2 < x < times["resume"]]
+    assert stopped == []
+    assert any(times["suspend"] < x < times["resume"] for x in sampler.growing("a"))
+
+
 # --------------------------------------------------------------------- the state, without Ray
 def _state(policy: str = "fifo", strict: bool = True):
     from iolab.middleware.io_nodes import IONodesState
