@@ -72,8 +72,11 @@ class _IONodesActor:
     async def start(self, t0: float) -> None:
         self.state.start(t0)
 
-    async def add_job(self, job: str, parts: dict, kinds: list, amounts: list) -> None:
-        self.state.add_job(job, {int(n): p for n, p in parts.items()}, kinds, amounts, time.time())
+    async def add_job(self, job: str, rank: int, parts: dict, steps: list, index: list, start: float) -> None:
+        self.state.add_job(job, rank, {int(n): p for n, p in parts.items()}, steps, index, start, time.time())
+
+    async def close(self) -> None:
+        self.state.close(time.time())
 
     async def drop(self, job: str, reason: str) -> bool:
         dropped = self.state.drop(job, reason, time.time())
@@ -130,10 +133,12 @@ class IONodes(ActorHandle):
     """Handle on a running I/O-node actor (picklable: holds only the handle)."""
 
     @classmethod
-    def create(cls, io_nodes: int, *, policy: str, rate: float, cap: float | None = None, law=None,
+    def create(cls, io_nodes: int, *, policy: str, rate: float, rates: dict[str, float], cap: float | None = None,
+               law=None,
                time_scale: float = 1.0, bytes_scale: float = 1.0, strict: bool | None = None,
                name: str = "iolab-io-nodes", namespace: str = "iolab") -> "IONodes":
-        kwargs = dict(io_nodes=io_nodes, policy=policy, rate=rate, cap=cap, law=law, time_scale=time_scale,
+        kwargs = dict(io_nodes=io_nodes, policy=policy, rate=rate, rates=dict(rates), cap=cap, law=law,
+                      time_scale=time_scale,
                       bytes_scale=bytes_scale, strict=strict_default(strict))
         IONodesState(**kwargs)  # validate on the caller's side
         return cls._spawn(_IONodesActor, kwargs, name, namespace)
@@ -141,9 +146,15 @@ class IONodes(ActorHandle):
     def start(self, t0: float) -> None:
         call(self._h.start.remote(float(t0)), timeout=60)
 
-    def add_job(self, job: str, parts: dict[int, dict], kinds: list[str], amounts: list[float]) -> None:
-        call(self._h.add_job.remote(str(job), {int(n): p for n, p in parts.items()}, list(kinds),
-                                    [float(x) for x in amounts]), timeout=60)
+    def add_job(self, job: str, rank: int, parts: dict[int, dict], steps: list, index: list[int],
+                start: float) -> None:
+        """The job launches (:meth:`IONodesState.add_job <iolab.middleware.io_nodes.IONodesState.add_job>`)."""
+        call(self._h.add_job.remote(str(job), int(rank), {int(n): p for n, p in parts.items()}, list(steps),
+                                    [int(i) for i in index], float(start)), timeout=60)
+
+    def close(self) -> None:
+        """The run is over (strict mode: no part may still wait or hold a grant)."""
+        call(self._h.close.remote(), timeout=60)
 
     def drop(self, job: str, reason: str) -> bool:
         return call(self._h.drop.remote(str(job), str(reason)), timeout=60)

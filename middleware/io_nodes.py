@@ -25,13 +25,17 @@ Every method takes ``now`` in wall seconds and gives the policies spec seconds
 its phase asks again, for the bytes it has not booked yet, and its ranks' next bookings wait for
 the new grant.  A part whose ranks finish while it waits for that grant is simply withdrawn.
 
-**Strict mode** (``strict``): a small checker with its own books per I/O node (who waits, who holds
-a grant) sees every request, dispatch and release and raises
-:class:`~iolab.invariants.InvariantViolation` with the I/O level's rule names: ``exclusive-io``
-(under a list policy at most one granted part per I/O node), ``grant-not-waiting`` (a grant only to
-a waiting, not suspended, request), ``idle-while-waiting`` (a free I/O node leaves a request
-waiting), ``release-not-granted`` and ``bytes-conserved`` (a part asks for the bytes its ranks
-state).  The first violation is kept (``violation``) and every later call raises it.
+What a list policy ranks (the part's volume and contention-free time, the job's time left and in all,
+its start, its I/O seconds so far) is built by :class:`~iolab.middleware.policies.batch.io_parts.JobIOFacts`
+from the job's steps, as in the simulator (:mod:`iolab.sim.batch.io_nodes`).
+
+**Strict mode** (``strict``): the simulator's checker,
+:class:`~iolab.middleware.policies.batch.io_node_checks.IONodeChecker` (its own books per I/O node),
+sees every request, dispatch, release, withdrawal and phase end and raises
+:class:`~iolab.invariants.InvariantViolation` with the I/O level's rule names (``exclusive-io``,
+``grant-not-waiting``, ``idle-while-waiting``, ``release-not-granted``, ``bytes-conserved``,
+``unfinished`` at :meth:`IONodesState.close`); besides, a part must ask for the real bytes its ranks
+state (``bytes-conserved``).  The first violation is kept (``violation``) and every later call raises it.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from dataclasses import dataclass, field
 
 from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies import IONodeArbiter, get_policy
-from iolab.middleware.policies.io_apps import COMPUTE, IOApp
+from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
+from iolab.middleware.policies.batch.io_parts import JobIOFacts, through_io_nodes
 from iolab.middleware.policies.io_order import IORequest
 
 from iolab.middleware.bucket import TokenBucket
@@ -57,93 +62,51 @@ class JobGone(RuntimeError):
 class _Part:
     job: str
     node: int
-    app: IOApp              # the part as the policies see it (spec bytes and seconds)
     ranks: frozenset[int]   # the job's MPI ranks on this I/O node
     nbytes: tuple[int, ...]  # real bytes of each app phase of the part (0 for compute)
-    start: float            # spec seconds: the job's launch
-    io_recv: float = 0.0    # spec seconds transferred so far (the policies' io_received)
-    phase: int = -1         # phase of the current request
+    volume: tuple[float, ...]  # spec bytes of each app phase of the part (0 for compute)
+    phase: int = -1         # app phase of the current request
     state: str = ""         # "" | waiting | granted | held
     req: IORequest | None = None
+    asked: float = 0.0           # spec bytes of the current request (all, or what was left at a resume)
     requested: float = math.nan  # wall: the current request
     granted: float = math.nan    # wall: the current grant
-    booked: int = 0              # bytes booked on the I/O node in the current phase
+    booked: int = 0              # real bytes booked on the I/O node in the current phase
+    booked_at_grant: int = 0     # ... when the current grant came
     done: set[int] = field(default_factory=set)  # ranks done with the current phase
     grants: list[tuple] = field(default_factory=list)  # (phase, request, grant, release), wall
     ends: list[tuple] = field(default_factory=list)    # (phase, end, bytes), wall: each phase's part end
 
 
-class _PartChecker:
-    """Strict mode's books per I/O node, kept apart from the arbiters' (a bug there shows as a broken rule)."""
-
-    def __init__(self, io_nodes: int, exclusive: bool):
-        self.exclusive = exclusive
-        self.waiting: list[dict[str, int]] = [{} for _ in range(io_nodes)]  # job -> phase
-        self.active: list[dict[str, int]] = [{} for _ in range(io_nodes)]
-        self.suspended: set[str] = set()
-
-    def request(self, node: int, job: str, phase: int, t: float) -> None:
-        if job in self.waiting[node] or job in self.active[node]:
-            raise InvariantViolation("phase-order", t, f"job {job}", f"asks I/O node {node} for phase {phase} "
-                                     "while it already has a request there")
-        self.waiting[node][job] = phase
-
-    def withdraw(self, node: int, job: str) -> None:
-        self.waiting[node].pop(job, None)
-
-    def dispatched(self, node: int, granted: list[IORequest], t: float) -> None:
-        active = self.active[node]
-        for req in granted:
-            job = req.app
-            if self.waiting[node].get(job) != req.phase or job in self.suspended:
-                why = "it is suspended" if job in self.suspended else f"it has no waiting request for phase {req.phase}"
-                raise InvariantViolation("grant-not-waiting", t, f"I/O node {node}",
-                                         f"grants job {job} phase {req.phase}, but {why}")
-            if self.exclusive and active:
-                raise InvariantViolation("exclusive-io", t, f"I/O node {node}",
-                                         f"grants job {job} while {', '.join(sorted(active))} transfers")
-            del self.waiting[node][job]
-            active[job] = req.phase
-        left = [j for j in self.waiting[node] if j not in self.suspended]
-        if left and (not self.exclusive or not active):
-            raise InvariantViolation("idle-while-waiting", t, f"I/O node {node}",
-                                     f"grants nothing to {', '.join(sorted(left))} although "
-                                     f"{'no transfer holds it' if self.exclusive else 'shared grants every request'}")
-
-    def release(self, node: int, job: str, phase: int, t: float) -> None:
-        if self.active[node].get(job) != phase:
-            raise InvariantViolation("release-not-granted", t, f"job {job}",
-                                     f"ends its transfer of phase {phase} on I/O node {node} without a grant")
-        del self.active[node][job]
-
-    def drop(self, job: str) -> None:
-        for books in self.waiting + self.active:
-            books.pop(job, None)
-        self.suspended.discard(job)
-
-
 class IONodesState:
     """The I/O nodes of one batch run (see the module doc).
 
-    ``rate``: every I/O node's bandwidth, spec bytes/s (the policies' T_i(b)); ``cap``: its wall
-    rate in real bytes/s for the token buckets (None: not paced); ``law``: its interference law
-    over the parts transferring there (each part is one stream)."""
+    ``rate``: every I/O node's bandwidth, spec bytes/s; ``rates``: the tiers' and staging's (``lps``,
+    ``hps``, ``stage``; with ``rate``, the contention-free times the policies rank); ``cap``: the I/O
+    node's wall rate in real bytes/s for the token buckets (None: not paced); ``law``: its
+    interference law over the parts transferring there (each part is one stream)."""
 
-    def __init__(self, io_nodes: int, *, policy: str, rate: float, cap: float | None = None, law=None,
-                 time_scale: float = 1.0, bytes_scale: float = 1.0, strict: bool | None = None):
+    def __init__(self, io_nodes: int, *, policy: str, rate: float, rates: dict[str, float],
+                 cap: float | None = None, law=None, time_scale: float = 1.0, bytes_scale: float = 1.0,
+                 strict: bool | None = None):
         if not io_nodes >= 1:
             raise ValueError(f"io_nodes must be >= 1, got {io_nodes!r}")
         if not rate > 0:
             raise ValueError(f"rate must be > 0, got {rate!r}")
         self.policy = get_policy(policy)
         self.rate = float(rate)
+        self.rates = {k: float(v) for k, v in rates.items()}
         self.time_scale, self.bytes_scale = float(time_scale), float(bytes_scale)
         self.arbiters = [IONodeArbiter(self.policy, n) for n in range(io_nodes)]
         self.buckets = [TokenBucket(cap, law) for _ in range(io_nodes)]
-        self.check = _PartChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
+        self.check = IONodeChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
         self.parts: dict[tuple[str, int], _Part] = {}
         self.jobs: dict[str, list[int]] = {}  # job -> its I/O nodes
-        self.ranks: dict[str, int] = {}  # job -> its rank among the jobs (the policies' tie-break)
+        self.facts: dict[str, JobIOFacts] = {}  # job -> what its requests tell the policies
+        self.steps: dict[str, tuple[int, ...]] = {}  # job -> the step index of each app phase
+        self.starts: dict[str, float] = {}  # job -> its start (spec s)
+        self.io_time: dict[str, float] = {}  # job -> spec seconds of its I/O phases so far
+        self.phase_asked: dict[tuple[str, int], float] = {}  # (job, app phase) -> its first request (wall)
         self.gone: dict[str, str] = {}  # dropped jobs -> why
         self.suspended: dict[str, float] = {}  # job -> wall time of its suspension
         self.actions: list[tuple] = []  # (job, suspend, resume), wall
@@ -169,28 +132,31 @@ class IONodesState:
             raise
 
     # -- jobs and parts ------------------------------------------------------------------------
-    def add_job(self, job: str, parts: dict[int, dict], kinds: list[str], amounts: list[float], now: float) -> None:
-        """The job launches.  ``parts[node] = {"ranks": [...], "nodes": q, "bytes": [real bytes per phase]}``;
-        ``kinds``/``amounts``: the job's app phases (compute seconds, spec bytes of the whole job)."""
+    def add_job(self, job: str, rank: int, parts: dict[int, dict], steps: list, index: list[int], start: float,
+                now: float) -> None:
+        """The job launches.  ``parts[node] = {"ranks": [...], "bytes": [real bytes per app phase]}``;
+        ``steps``: the job's steps (:func:`iolab.workloads.steps.job_steps`), ``index[i]`` the step of app
+        phase ``i``; ``rank``: the job's position in the workload (the policies' tie-break); ``start``:
+        its start, spec seconds.  A part's spec bytes are the phase's x its ranks / the job's ranks."""
         if job in self.jobs:
             raise ValueError(f"job {job!r} is already registered")
         if not parts:
             raise ValueError(f"job {job!r} has no part")
-        self.ranks[job] = len(self.ranks)
-        t = self.spec_time(now)
         total = sum(len(p["ranks"]) for p in parts.values())
         for node, p in sorted(parts.items()):
             if not 0 <= node < len(self.arbiters):
                 raise ValueError(f"job {job!r}: I/O node {node} does not exist ({len(self.arbiters)} I/O nodes)")
-            if len(p["bytes"]) != len(kinds):
-                raise ValueError(f"job {job!r}: {len(p['bytes'])} byte counts for {len(kinds)} phases")
+            if len(p["bytes"]) != len(index):
+                raise ValueError(f"job {job!r}: {len(p['bytes'])} byte counts for {len(index)} phases")
             share = len(p["ranks"]) / total
-            mine = [x if k == COMPUTE else x * share for k, x in zip(kinds, amounts)]
-            app = IOApp(id=job, rank=self.ranks[job], nodes=int(p["nodes"]), release=t, kinds=tuple(kinds),
-                        amounts=tuple(mine), bandwidth=self.rate, io_node=node)
-            self.parts[(job, node)] = _Part(job, node, app, frozenset(int(r) for r in p["ranks"]),
-                                            tuple(int(b) for b in p["bytes"]), t)
+            volume = tuple(float(steps[i].amount) * share if through_io_nodes(steps[i].link) else 0.0 for i in index)
+            self.parts[(job, node)] = _Part(job, node, frozenset(int(r) for r in p["ranks"]),
+                                            tuple(int(b) for b in p["bytes"]), volume)
         self.jobs[job] = sorted(parts)
+        self.facts[job] = JobIOFacts(job, int(rank), list(steps), self.rates, self.rate)
+        self.steps[job] = tuple(int(i) for i in index)
+        self.starts[job] = float(start)
+        self.io_time[job] = 0.0
 
     def part(self, job: str, node: int) -> _Part:
         if job in self.gone:
@@ -211,33 +177,35 @@ class IONodesState:
         t = self.spec_time(now)
         if p.state:
             raise RuntimeError(f"job {job!r} already has an I/O request on I/O node {node} (phase {p.phase})")
-        a = p.app
-        if not 0 <= phase < a.phases or a.kinds[phase] != kind:
-            raise ValueError(f"job {job!r}: phase {phase} is not a {kind} phase of the job")
+        steps = self.facts[job]
+        if not 0 <= phase < len(p.nbytes) or p.volume[phase] <= 0 and p.nbytes[phase] > 0:
+            raise ValueError(f"job {job!r}: phase {phase} is not an I/O phase of the job on its tier")
+        step = self.steps[job][phase]
+        if steps.links[step] not in ("lps", "hps") or kind not in ("read", "write"):
+            raise ValueError(f"job {job!r}: phase {phase} is not a {kind} phase on its tier")
         if self.check is not None and int(nbytes) != p.nbytes[phase]:
             raise InvariantViolation("bytes-conserved", t, f"job {job}", f"its part on I/O node {node} asks to "
                                      f"move {nbytes} B in phase {phase}, its ranks state {p.nbytes[phase]} B")
         if p.nbytes[phase] <= 0:
             return True
         p.phase, p.booked, p.done = phase, 0, set()
-        self._ask(p, now, a.amounts[phase])
+        self.phase_asked.setdefault((job, phase), now)
+        self._ask(p, now, p.volume[phase])
         return False
 
     def _ask(self, p: _Part, now: float, volume: float) -> None:
         """Submit the part's request for its current phase (``volume`` spec bytes), or hold it while
         its job is suspended."""
         t = self.spec_time(now)
-        req = p.app.request(p.phase, t, p.start, p.io_recv)
-        if volume != req.volume:  # a re-request after a suspension: the bytes left
-            left = volume / self.rate
-            req = req._replace(volume=volume, io_time=left)
-        p.req, p.requested, p.granted = req, now, math.nan
+        step = self.steps[p.job][p.phase]
+        req = self.facts[p.job].request(step, step, volume, t, self.starts[p.job], self.io_time[p.job])
+        p.req, p.asked, p.requested, p.granted = req, volume, now, math.nan
         if p.job in self.suspended:
             p.state = HELD
             return
         p.state = WAITING
         if self.check is not None:
-            self.check.request(p.node, p.job, p.phase, t)
+            self.check.requested(p.node, p.job, step, volume, t)
         self.arbiters[p.node].submit(req)
 
     def dispatch(self, now: float) -> list[tuple[str, int, int]]:
@@ -252,10 +220,10 @@ class IONodesState:
         for n, arb in enumerate(self.arbiters):
             granted = arb.dispatch(t)
             if self.check is not None:
-                self.check.dispatched(n, granted, t)
+                self.check.dispatched(n, [r.app for r in granted], t)
             for req in granted:
                 p = self.parts[(req.app, n)]
-                p.state, p.granted = GRANTED, now
+                p.state, p.granted, p.booked_at_grant = GRANTED, now, p.booked
                 out.append((p.job, n, p.phase))
         return out
 
@@ -296,42 +264,55 @@ class IONodesState:
         if p.done != p.ranks:
             return False
         if p.state == GRANTED:
-            self._release(p, now)
+            self._release(p, now, finished=True)
         else:  # asking again after a resume, with nothing left to move
-            self._withdraw(p)
+            self._withdraw(p, now)
         p.ends.append((phase, now, p.nbytes[phase]))
         p.state, p.req = "", None
+        parts = [self.parts[(job, n)] for n in self.jobs[job]]
+        if all(any(e[0] == phase for e in q.ends) for q in parts if q.nbytes[phase] > 0):  # the phase's last part
+            t = self.spec_time(now)
+            step = self.steps[job][phase]
+            if self.check is not None:
+                self.check.phase_done(job, step, sum(q.volume[phase] for q in parts if q.nbytes[phase] > 0),
+                                      [q.node for q in parts if q.nbytes[phase] > 0], t)
+            self.io_time[job] += t - self.spec_time(self.phase_asked.pop((job, phase), now))
         return True
 
-    def _release(self, p: _Part, now: float) -> None:
+    def _release(self, p: _Part, now: float, finished: bool) -> None:
+        """The part gives its grant back: its phase is over (``finished``), or its job is suspended or gone."""
         t = self.spec_time(now)
         self.arbiters[p.node].release(p.job)
         if self.check is not None:
-            self.check.release(p.node, p.job, p.phase, t)
-        p.io_recv += t - self.spec_time(p.granted)
+            left = max(0, p.nbytes[p.phase] - p.booked_at_grant)  # real bytes the grant was for
+            moved = p.asked if finished or not left else p.asked * min(1.0, (p.booked - p.booked_at_grant) / left)
+            self.check.released(p.node, p.job, self.steps[p.job][p.phase], moved, finished,
+                                p.volume[p.phase], t)
         p.grants.append((p.phase, p.requested, p.granted, now))
         p.granted = math.nan
 
-    def _withdraw(self, p: _Part) -> None:
+    def _withdraw(self, p: _Part, now: float) -> None:
         if p.state == WAITING:
             self.arbiters[p.node].cancel(p.job)
             if self.check is not None:
-                self.check.withdraw(p.node, p.job)
+                self.check.cancelled(p.node, p.job, self.spec_time(now))
 
     # -- endings -----------------------------------------------------------------------------------
     def drop(self, job: str, reason: str, now: float) -> bool:
         """The job ended (crashed, killed, or done): whatever its parts wait for or hold is cancelled,
         a held grant's row ends now.  Returns False for an unknown or already dropped job."""
+        return self._checked(self._drop, job, reason, now)
+
+    def _drop(self, job: str, reason: str, now: float) -> bool:
         if job not in self.jobs or job in self.gone:
             return False
         for n in self.jobs[job]:
             p = self.parts[(job, n)]
-            self.arbiters[n].cancel(job)
             if p.state == GRANTED:
-                p.grants.append((p.phase, p.requested, p.granted, now))
+                self._release(p, now, finished=False)
+            elif p.state == WAITING:
+                self._withdraw(p, now)
             p.state, p.req, p.granted = "", None, math.nan
-        if self.check is not None:
-            self.check.drop(job)
         self.gone[job] = reason
         if job in self.suspended:
             self.actions.append((job, self.suspended.pop(job), now))
@@ -346,15 +327,13 @@ class IONodesState:
         if job not in self.jobs or job in self.gone or job in self.suspended:
             return
         self.suspended[job] = now
-        if self.check is not None:
-            self.check.suspended.add(job)
         for n in self.jobs[job]:
             p = self.parts[(job, n)]
             if p.state == WAITING:
-                self._withdraw(p)
+                self._withdraw(p, now)
                 p.state = HELD
             elif p.state == GRANTED:
-                self._release(p, now)
+                self._release(p, now, finished=False)
                 p.state = HELD  # asks again at resume for what it has not booked
 
     def resume(self, job: str, now: float) -> None:
@@ -364,14 +343,17 @@ class IONodesState:
         if job not in self.suspended:
             return
         self.actions.append((job, self.suspended.pop(job), now))
-        if self.check is not None:
-            self.check.suspended.discard(job)
         for n in self.jobs[job]:
             p = self.parts[(job, n)]
             if p.state == HELD:
                 left = max(0, p.nbytes[p.phase] - p.booked)
                 p.state = ""
-                self._ask(p, now, p.app.amounts[p.phase] * left / p.nbytes[p.phase])
+                self._ask(p, now, p.volume[p.phase] * left / p.nbytes[p.phase])
+
+    def close(self, now: float) -> None:
+        """The run is over: strict mode checks that no part waits or holds a grant."""
+        if self.check is not None and self.t0 is not None:
+            self._checked(self.check.close, self.spec_time(now))
 
     # -- records -----------------------------------------------------------------------------------
     def records(self) -> dict:

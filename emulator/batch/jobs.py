@@ -63,18 +63,14 @@ def rank_io_nodes(hosts: list[int], ranks: int, io_node_of) -> list[int]:
     return [io_node_of(hosts[r * q // ranks if ranks >= q else r]) for r in range(ranks)]
 
 
-def job_parts(io_nodes: list[int], hosts: list[int], phases: list, io_node_of) -> dict[int, dict]:
-    """A job's parts: per I/O node its ranks, its compute nodes and the real bytes its ranks move in each
-    app phase (``phases``: the ``--phases-json`` list; each rank moves its ``checkpoint.share``)."""
+def job_parts(io_nodes: list[int], phases: list) -> dict[int, dict]:
+    """A job's parts: per I/O node its ranks and the real bytes they move in each app phase (``phases``:
+    the ``--phases-json`` list; each rank moves its ``checkpoint.share``)."""
     size = len(io_nodes)
     parts: dict[int, dict] = {}
     for r, n in enumerate(io_nodes):
-        parts.setdefault(n, {"ranks": [], "nodes": 0, "bytes": []})["ranks"].append(r)
-    for h in hosts:
-        if io_node_of(h) in parts:
-            parts[io_node_of(h)]["nodes"] += 1
+        parts.setdefault(n, {"ranks": [], "bytes": []})["ranks"].append(r)
     for p in parts.values():
-        p["nodes"] = max(1, p["nodes"])
         p["bytes"] = [0 if kind == "compute" else sum(checkpoint.share(int(amount), size, r) for r in p["ranks"])
                       for kind, amount in phases]
     return parts
@@ -147,9 +143,7 @@ class JobProcesses:
         if self.io is not None:  # the ranks go through the I/O nodes of their compute nodes
             io_node_of = self.spec.platform.io_node_of
             j.io_nodes = rank_io_nodes(sorted(j.hosts), j.ranks, io_node_of)
-            steps = [j.steps[i] for i in j.index_map]
-            self.io.add_job(job_id, job_parts(j.io_nodes, j.hosts, phases, io_node_of),
-                            [st.kind for st in steps], [float(st.amount) for st in steps])
+            self.io.add_job(job_id, j.index, job_parts(j.io_nodes, phases), j.steps, j.index_map, j.start)
             target = "iolab.middleware.io_node_client:coordinator"
             config = {**config, "io_actor": self.io.name, "io_nodes": j.io_nodes}
         coordinator, config = self.launcher.coordinator(target, config)

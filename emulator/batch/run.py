@@ -184,6 +184,7 @@ class BatchEmulation:
             if p.io_nodes is not None:  # one actor holds every I/O node's arbiter and bucket
                 self.io = IONodes.create(
                     p.io_nodes, policy=p.io_node.policy, rate=p.io_node.rate,
+                    rates={"lps": p.lps.rate, "hps": p.hps.rate, "stage": p.stage_rate},
                     cap=s.wall_rate(p.io_node.rate) if cap else None, law=law_of(p.io_node.interference),
                     time_scale=s.time_scale, bytes_scale=s.bytes_scale, strict=self.strict,
                     name=f"io-nodes-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
@@ -279,10 +280,13 @@ class BatchEmulation:
 
     def _check_io(self, force: bool = False) -> None:
         """Strict mode: the I/O nodes' checks broke a rule (the actor keeps the first violation): stop
-        the run with it (asked every half wall second, and at the end)."""
+        the run with it (asked every half wall second, and at the end, when nothing may wait or hold a
+        grant any more)."""
         if self.io is None or (not force and time.time() - self.io_checked < 0.5):
             return
         self.io_checked = time.time()
+        if force:
+            self.io.close()
         v = self.io.violation()
         if v is not None:
             raise v

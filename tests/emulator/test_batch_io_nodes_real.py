@@ -302,10 +302,13 @@ def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_pat
 def _state(policy: str = "fifo", strict: bool = True):
     from iolab.middleware.io_nodes import IONodesState
 
-    st = IONodesState(2, policy=policy, rate=1.0, strict=strict)
+    from iolab.workloads.steps import Step
+
+    st = IONodesState(2, policy=policy, rate=1.0, rates={"lps": 10.0, "hps": 10.0, "stage": 10.0}, strict=strict)
     st.start(0.0)
-    for job in ("a", "b"):
-        st.add_job(job, {0: {"ranks": [0], "nodes": 1, "bytes": [0, 100]}}, ["compute", "write"], [1.0, 100.0], 0.0)
+    steps = [Step("compute", 1.0), Step("write", 100.0, "lps")]
+    for rank, job in enumerate(("a", "b")):
+        st.add_job(job, rank, {0: {"ranks": [0], "bytes": [0, 100]}}, steps, [0, 1], 0.0, 0.0)
     return st
 
 
@@ -342,6 +345,7 @@ def test_a_suspended_job_lets_go_of_its_grant_and_asks_again_for_the_bytes_left(
     assert st.book("a", 0, 10, 2.1) is None  # a's ranks (continued) wait for a new grant
     st.resume("a", 3.0)
     assert st.parts[("a", 0)].req.volume == pytest.approx(60.0)  # asks again for the 60 B it had not moved
+    assert st.parts[("a", 0)].req.io_time == pytest.approx(60.0)  # at the I/O node's 1 B/s (the tier's is 10)
     assert st.dispatch(3.0) == []  # b still transfers (fifo: exclusive)
     assert st.part_done("b", 0, 1, 0, 4.0)
     assert st.dispatch(4.0) == [("a", 0, 1)]
