@@ -21,6 +21,7 @@ The state the actor wraps is tested without Ray at the end (a planted double gra
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import threading
 import time
@@ -237,14 +238,21 @@ def test_a_job_killed_while_holding_the_io_node_lets_the_waiting_job_finish(tmp_
 @pytest.mark.mpi
 def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_path, monkeypatch):
     """What the load controller's lever does (SIGSTOP of the job's process tree, then the I/O nodes'
-    hook), done here by hand while k holds the I/O node: a gets it meanwhile, k finishes after."""
+    hook), done here by hand while k holds the I/O node: a gets it meanwhile, k finishes after.  The
+    stop and the continue run on the batch loop's thread, as the controller's do (one thread per
+    process makes Ray calls: docs/emulator.md)."""
+    from iolab.emulator.batch.run import BatchEmulation
     from iolab.emulator.suspension import Suspender, TreeLever
-    from iolab.middleware.io_node_actor import IONodes
 
-    made: list = []
-    create = IONodes.create.__func__
-    monkeypatch.setattr(IONodes, "create", classmethod(lambda cls, *a, **k: made.append(create(cls, *a, **k))
-                                                       or made[-1]))
+    todo: queue.Queue = queue.Queue()
+    check_io = BatchEmulation._check_io
+
+    def on_loop(self, force=False):  # the loop's thread runs what the test thread asks
+        while not todo.empty():
+            todo.get()(self)
+        return check_io(self, force)
+
+    monkeypatch.setattr(BatchEmulation, "_check_io", on_loop)
     jobs = [writer("k", 10, "400GB"), writer("a", 150, "100GB")]
     work = tmp_path / "w"
     times: dict[str, float] = {}
@@ -256,23 +264,34 @@ def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_pat
         except OSError:
             return 0
 
+    def in_loop(action) -> None:
+        done = threading.Event()
+        todo.put(lambda run: (action(run), done.set()))
+        done.wait(30)
+
     def on_launch(job, proc):
         if job != "k":
             return
+        sus: list[Suspender] = []
+
+        def stop(run):
+            sus.append(Suspender(on_suspend=run.io.suspend, on_resume=run.io.resume, lever=TreeLever()))
+            times["suspend"] = time.time()
+            if not sus[0].suspend("k", proc.pid):
+                times.pop("suspend")
+
+        def cont(run):
+            times["resume"] = time.time()
+            sus[0].resume("k")
 
         def suspend_midway():
-            sus = Suspender(on_suspend=lambda j: made[0].suspend(j), on_resume=lambda j: made[0].resume(j),
-                            lever=TreeLever())
             deadline = time.time() + 60
             while time.time() < deadline and bytes_of("k") < 0.25 * 400 * GB * BS:
                 time.sleep(0.02)
-            stop = time.time()
-            if not sus.suspend("k", proc.pid):
-                return
-            times["suspend"] = stop
-            time.sleep(3.0)  # a (1 s of I/O) writes meanwhile
-            times["resume"] = time.time()
-            sus.resume("k")
+            in_loop(stop)
+            if "suspend" in times:
+                time.sleep(3.0)  # a (1 s of I/O) writes meanwhile
+                in_loop(cont)
 
         threading.Thread(target=suspend_midway, daemon=True).start()
 
