@@ -54,7 +54,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from iolab.errors import RunError, SpecError
+from iolab.errors import RunError
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import (
@@ -94,8 +94,6 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
     inside a Slurm allocation, :mod:`iolab.emulator.batch.launch`).  Raises SpecError/RunError (or
     an allocation too small for the spec) before any process starts; ``makespan_of`` estimates the
     run's wall time for that check (:func:`~iolab.emulator.batch.checks.check_batch_runnable`)."""
-    if spec.allocation.kind != "lowest":
-        raise SpecError(source, [("allocation.kind", "io-aware allocation is not emulated yet")])
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
@@ -542,6 +540,10 @@ class BatchEmulation:
                             work=self.work, complete=complete, requests=requests, samples=samples,
                             predictions=self.kernel.prediction_rows(), hosts=self.launcher.hosts, io=self.io)
         trace.attrs["launcher"] = self.launcher.name
+        p = self.spec.platform
+        if p.io_nodes is not None:  # as the simulator's trace says them
+            trace.attrs.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
+                               io_node_policy=p.io_node.policy, allocation=self.spec.allocation.kind)
         if self.work_deleted is None and self.t0 is not None and not self.work.is_dir():
             self.work_deleted = self.now()
         if self.work_deleted is not None:
