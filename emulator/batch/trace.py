@@ -30,6 +30,13 @@ def spec_time(wall: float, t0: float, time_scale: float) -> float:
     return (wall - t0) / time_scale if wall == wall else math.nan
 
 
+def _nominal(s, p) -> dict[str, float]:
+    """Each tier's wall rate a lone read or write phase could reach: the tier's, or with I/O nodes the
+    lesser of the tier's and an I/O node's (the two are in series), for the calibration's delivered shares."""
+    io = p.io_node.rate if p.io_nodes is not None else float("inf")
+    return {"lps": s.wall_rate(min(p.lps.rate, io)), "hps": s.wall_rate(min(p.hps.rate, io))}
+
+
 def _status(j: JobRun) -> str:
     """A job's status in the trace: its own once it ended, killed if the run stopped it, else pending."""
     if j.state in ENDED:
@@ -128,7 +135,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     stage_achieved = sum(b for b, _ in stage_secs) / sum(t for _, t in stage_secs) if stage_secs else math.nan
     cal = calibration.measure(
         launch=launch_overhead, exit=exit_overhead, io_phases=io_phases, time_scale=s.time_scale,
-        wall_rates={"lps": s.wall_rate(p.lps.rate), "hps": s.wall_rate(p.hps.rate)} if s.bandwidth_cap else None,
+        wall_rates=_nominal(s, p) if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
         **provenance(spec, "emulator-batch", real=True), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
