@@ -651,6 +651,18 @@ class BatchExperiment(StrictModel):
     def _sched_short(cls, v: object) -> object:
         return {"kind": v} if isinstance(v, str) else v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_rank_per_node_behind_io_nodes(cls, data: object) -> object:
+        # a real run's part on an I/O node is the ranks there: with one rank per node its bytes are the
+        # model's V x (the job's nodes there) / (its nodes), as the simulator splits them
+        if isinstance(data, dict) and isinstance(data.get("platform"), dict) \
+                and data["platform"].get("io_nodes") is not None:
+            emu = data.get("emulator")
+            if emu is None or (isinstance(emu, dict) and "ranks_per_job" not in emu):
+                data = {**data, "emulator": {**(emu or {}), "ranks_per_job": "nodes"}}
+        return data
+
     @field_validator("placement", mode="before")
     @classmethod
     def _place_short(cls, v: object) -> object:

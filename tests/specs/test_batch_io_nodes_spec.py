@@ -51,3 +51,22 @@ def test_io_aware_allocation_needs_io_nodes():
     e = BatchExperiment.model_validate(spec({"io_nodes": 2, "io_node": {"rate": 1}},
                                             allocation={"kind": "io-aware", "sensibility": 0.5}))
     assert (e.allocation.kind, e.allocation.sensibility) == ("io-aware", 0.5)
+
+
+def test_behind_io_nodes_a_real_run_defaults_to_one_rank_per_node():
+    e = BatchExperiment.model_validate(spec({"io_nodes": 2, "io_node": {"rate": 1}}))
+    assert e.emulator.ranks_per_job == "nodes"
+    e = BatchExperiment.model_validate(spec({"io_nodes": 2, "io_node": {"rate": 1}}, emulator={"ranks_per_job": 4}))
+    assert e.emulator.ranks_per_job == 4  # stated: kept (the real run checks it against every job)
+    assert BatchExperiment.model_validate(spec()).emulator.ranks_per_job == 1  # without I/O nodes: unchanged
+
+
+def test_a_real_run_refuses_ranks_that_do_not_cover_a_jobs_nodes_evenly(tmp_path):
+    from iolab.emulator.batch.checks import check_batch_runnable
+    from iolab.errors import SpecError
+    doc = spec({"io_nodes": 2, "io_node": {"rate": 1}}, emulator={"ranks_per_job": 3})
+    doc["workload"] = [{"id": "a", "submit": 0, "nodes": 2, "walltime": 10, "runtime": 5}]
+    e = BatchExperiment.model_validate(doc)
+    with pytest.raises(SpecError) as err:
+        check_batch_runnable(e, e.workload.jobs, tmp_path)
+    assert any(path == "emulator.ranks_per_job" and "'a'" in why for path, why in err.value.problems)
