@@ -47,10 +47,11 @@ _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: runni
 class PhaseColumns:
     """The phase rows of a batch run, column by column: times and volumes as arrays of doubles, no
     tuple and no boxed float per row (a row cost ~170 B, 41 MB on SDSC-BLUE; now ~48 B).  Columns in
-    the trace schema's order, ``io_node`` always -1; ``columns()`` is what ``TraceBuilder.extend_columns``
+    the trace schema's order, ``io_node`` -1 (None: no column) unless the platform's I/O nodes gave each
+    part its row (``iolab.sim.batch.io_nodes``); ``columns()`` is what ``TraceBuilder.extend_columns``
     takes, ``rows()`` (and iteration) the same rows as tuples, as ``BatchRecord.phases`` held them before."""
 
-    __slots__ = ("job", "index", "kind", "start", "end", "volume", "tier")
+    __slots__ = ("job", "index", "kind", "start", "end", "volume", "tier", "io_node")
 
     def __init__(self) -> None:
         self.job: list[str] = []
@@ -60,6 +61,7 @@ class PhaseColumns:
         self.end = array("d")
         self.volume = array("d")
         self.tier: list[str] = []
+        self.io_node: list[int] | None = None
 
     def append(self, job: str, index: int, kind: str, start: float, end: float, volume: float, tier: str) -> None:
         self.job.append(job)
@@ -77,12 +79,15 @@ class PhaseColumns:
         return iter(self.rows())
 
     def columns(self) -> dict[str, Any]:
-        return {"job": self.job, "index": self.index, "kind": self.kind, "start": self.start, "end": self.end,
+        cols = {"job": self.job, "index": self.index, "kind": self.kind, "start": self.start, "end": self.end,
                 "volume": self.volume, "tier": self.tier}
+        if self.io_node is not None:
+            cols["io_node"] = self.io_node
+        return cols
 
     def rows(self) -> list[tuple]:
         return list(zip(self.job, self.index, self.kind, self.start, self.end, self.volume,
-                        [-1] * len(self), self.tier))
+                        [-1] * len(self) if self.io_node is None else self.io_node, self.tier))
 
 
 @dataclass
@@ -99,6 +104,7 @@ class BatchRecord:
     events: int = 0
     controller: object = None  # the load controller driver, if any (its samples and actions)
     io_time: Any = ()  # seconds each job spent in I/O phases (read, write, staging), by job index
+    grants: list[tuple] = field(default_factory=list)  # I/O nodes' grants (job, phase, io_node, request, grant, release)
 
 
 PROGRESS_EVERY = 16384  # events between two progress calls
@@ -157,6 +163,8 @@ class BatchEngine:
         self._step_end: dict[int, float] = {}  # job index -> end of its current compute step
         self._paused: dict[int, float] = {}  # suspended job index -> seconds or bytes left of its step
         self.controller = None  # a load controller driver (iolab.sim.batch.controller), if the spec has one
+        # the platform's I/O nodes (iolab.sim.batch.io_nodes): they stand in for the tier links, if any
+        self.io_nodes = None
         # progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
         self.progress: Callable[[float, int, int], None] | None = None
 

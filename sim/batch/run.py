@@ -16,6 +16,7 @@ from iolab.sim.fairshare import FairShareLink
 from iolab.workloads import load_workload
 from iolab.sim.batch.controller import SimController
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
+from iolab.sim.batch.io_nodes import IONodeLayer
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
 
 __all__ = ["run_batch", "simulate_batch"]
@@ -28,9 +29,6 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     (default: ``IOLAB_STRICT``); ``progress(t, submitted, total)`` is called every
     :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events; ``phases``: ``all`` (default with
     ``rows``), ``jobs`` (each job's I/O time only) or ``none``."""
-    if spec.platform.io_nodes is not None or spec.allocation.kind != "lowest":
-        from iolab.errors import SpecError
-        raise SpecError("<spec>", [("platform.io_nodes", "I/O nodes in a batch platform are not simulated yet")])
     jobs = load_workload(spec) if jobs is None else jobs
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
                                    record_plans=record_plans)
@@ -43,7 +41,16 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
         SimController.from_spec(spec).install(engine, control=c.enabled)
-    return engine.run()
+    layer = IONodeLayer.from_spec(spec, strict=strict)  # after the tiers' laws: it keeps them
+    if layer is None:
+        return engine.run()
+    layer.install(engine)
+    rec = engine.run()
+    layer.close(max((s.end for s in rec.jobs), default=0.0))
+    rec.grants = layer.grants
+    if len(rec.phases):
+        layer.expand_rows(rec.phases)
+    return rec
 
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
@@ -65,8 +72,12 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         tb.extend_columns("predictions", {"job": preds.job, "time": preds.time, "start": preds.start,
                                           "nodes": node_ranges(preds.mask)})
     tb.extend("allocations", rec.allocations)
+    tb.extend("grants", rec.grants)  # the I/O nodes' (none without them)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
     extra = {}
+    if p.io_nodes is not None:
+        extra.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
+                     io_node_policy=p.io_node.policy, allocation=spec.allocation.kind)
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)

@@ -54,6 +54,7 @@ from iolab.invariants import InvariantViolation
 
 from iolab.middleware.policies.placement import ALLOCATED, RETRY, StorageAllocator
 from iolab.middleware.policies.batch import get_scheduler
+from iolab.middleware.policies.batch.io_allocation import IOAwareAllocator, io_load
 from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, replay_in_start_order
 from iolab.middleware.policies.batch.predictions import PlanRows, PlanTracker
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
@@ -148,8 +149,10 @@ class BatchKernel:
                  allocator: StorageAllocator | None = None, observer: BatchObserver | None = None,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
                  make_job: Callable[..., JobState] = JobState, estimate: tuple[str, float] = ("request", 1.0),
-                 track_predictions: bool = False, advance: tuple[float, float] | None = None):
+                 track_predictions: bool = False, advance: tuple[float, float] | None = None,
+                 node_allocator: IOAwareAllocator | None = None):
         self.policy = policy
+        self.node_allocator = node_allocator  # io-aware node ids (io_allocation.py); None: lowest
         self.total_nodes = total_nodes
         self.hps_capacity = hps_capacity
         self.rates = rates
@@ -209,6 +212,7 @@ class BatchKernel:
                               or kw.get("advance") is not None)
         if track:
             policy.project = True  # the tracker reads every waiting job's planned start
+        kw.setdefault("node_allocator", IOAwareAllocator.from_spec(spec))
         return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
                    rates=TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate), allocator=allocator,
                    observer=observer, record_plans=record_plans, **kw)
@@ -499,7 +503,11 @@ class BatchKernel:
         else (the same ids when the plan was made now) the lowest free ids."""
         n = s.queued.nodes
         m = self._planned.pop(s.queued.id, 0)
-        if not m or (m & self.free_ids) != m or m.bit_count() != n:
+        if self.node_allocator is not None:  # io-aware: the I/O nodes' loads choose (plans hold counts)
+            load = io_load(s.queued)
+            m = self.node_allocator.choose(self.free_ids, n, load)
+            self.node_allocator.take(s.queued.id, m, load)
+        elif not m or (m & self.free_ids) != m or m.bit_count() != n:
             m = lowest(self.free_ids, n)
         self.free_ids &= ~m
         s.node_ids = m
@@ -512,6 +520,8 @@ class BatchKernel:
     def _give_nodes(self, s: JobState, t: float) -> None:
         """``s`` ended: its node ids return; the predictor learns its sigma."""
         self.free_ids |= s.node_ids
+        if self.node_allocator is not None:
+            self.node_allocator.release(s.queued.id)
         if self.predictor is not None and s.job is not None and s.start == s.start:
             self.predictor.completed(s.job.user, t - s.start, float(s.job.walltime))
 

@@ -1,0 +1,353 @@
+"""The batch simulator's I/O nodes: a job's tier I/O split into parts, arbitrated, moved at max-min fair rates.
+
+On a platform with I/O nodes (``platform.io_nodes``; docs/simulator.md, "I/O nodes"), a job's read and
+write phases on its tier (not its staging) go through the I/O nodes of its compute nodes
+(:mod:`iolab.middleware.policies.batch.io_parts`):
+
+- a phase has one **part** per I/O node the job's nodes sit on (its bytes x the job's nodes there / its
+  nodes); each part is a request to that I/O node's :class:`~iolab.middleware.policies.arbiter.IONodeArbiter`
+  (the spec's policy, the I/O level's objects), granted and released on its own; the phase ends with
+  its last part;
+- a granted part is a **stream** on two links in series: its I/O node (``io_node.rate x f(k)``, ``f`` the
+  I/O node's interference law, ``k`` its streams) and the job's tier (the tier's rate and law, as
+  without I/O nodes).  Rates are max-min fair over all those links (:func:`~iolab.sim.batch.maxmin.max_min_rates`),
+  recomputed whenever a stream starts or ends;
+- the load controller's suspension takes a job's parts away (a granted part is released, a waiting one
+  withdrawn; the bytes left of each part are kept) and puts them back as new requests at resume.
+
+The layer stands in for the tier links of :class:`~iolab.sim.batch.engine.BatchEngine`: each tier's entry of
+``engine.links`` becomes a :class:`TierView` of the one layer, with the link interface the engine and the
+controller use (``add``, ``remove``, ``pop_finished``, ``next_completion``, ``version``, ``len``,
+``remaining_of``).  Requests and releases at one instant are recorded, and the I/O nodes dispatch once,
+when the engine asks for the next completion after the instant's events and decisions (as the I/O level's
+simulator dispatches after a phase boundary).
+
+Cost per change: O(streams x links) for the rates, O(streams) for the next completion: the mode is meant
+for machines of tens to hundreds of nodes (docs/simulator.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from iolab.middleware.policies.arbiter import IONodeArbiter
+from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
+from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_parts, through_io_nodes
+from iolab.middleware.policies.interference import law_of
+from iolab.middleware.policies.io_order import get_policy
+from iolab.invariants import strict_default
+
+from iolab.sim.batch.maxmin import max_min_rates
+
+__all__ = ["IONodeLayer", "TierView"]
+
+_TOL = 1e-9  # relative: a part with less than this share of its bytes left is done
+
+
+class _Part:
+    __slots__ = ("node", "bytes", "left", "rate", "asked", "request", "grant", "end")
+
+    def __init__(self, node: int, nbytes: float):
+        self.node = node
+        self.bytes = nbytes  # the part's bytes in all
+        self.left = nbytes
+        self.rate = 0.0
+        self.asked = 0.0  # bytes left when last requested
+        self.request = math.nan  # time of the current request
+        self.grant = math.nan  # time of the current grant (nan: waiting or not on a node)
+        self.end = math.nan
+
+
+class _Phase:
+    __slots__ = ("index", "job", "phase", "kind", "tier", "volume", "step", "parts")
+
+    def __init__(self, index: int, job: str, phase: int, kind: str, tier: str, volume: float, step: int, parts):
+        self.index, self.job, self.phase, self.kind, self.tier = index, job, phase, kind, tier
+        self.volume, self.step, self.parts = volume, step, parts
+
+
+class IONodeLayer:
+    """The I/O nodes of one batch run; :meth:`install` puts it in front of ``engine``'s tier links."""
+
+    def __init__(self, io_nodes: int, span: int, rate: float, policy: str, law=None, *, strict: bool | None = None):
+        self.policy = get_policy(policy)
+        self.arbiters = [IONodeArbiter(self.policy, node=j) for j in range(io_nodes)]
+        self.span = span
+        self.rate = rate
+        self.law = law
+        self.checker = IONodeChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
+        self.engine = None
+        self.tiers: dict[str, object] = {}  # tier name -> the engine's link (its rate and law)
+        self.version = 0
+        self.last = 0.0
+        self.phases: dict[int, _Phase] = {}  # job index -> its phase in the layer
+        self.paused: dict[int, _Phase] = {}  # suspended job index -> its phase (bytes left per part)
+        self.streams: list[tuple[_Phase, _Part]] = []  # granted parts, in grant order
+        self.pending: set[int] = set()  # I/O nodes to dispatch at this instant
+        self.ready: list[int] = []  # job indices whose phase has nothing left to move
+        self.dirty = False  # the rates need solving
+        self.facts: dict[int, JobIOFacts] = {}
+        self.grants: list[tuple] = []  # the trace's grants rows (job, phase, io_node, request, grant, release)
+        self.parts_done: dict[tuple[str, int], list[tuple[int, float, float]]] = {}  # (job, phase) -> (node, bytes, end)
+
+    @classmethod
+    def from_spec(cls, spec, *, strict: bool | None = None) -> "IONodeLayer | None":
+        p = spec.platform
+        if p.io_nodes is None:
+            return None
+        return cls(p.io_nodes, p.io_nodes_span, p.io_node.rate, p.io_node.policy, law_of(p.io_node.interference),
+                   strict=strict)
+
+    def install(self, engine) -> None:
+        """Stand in for ``engine``'s tier links (their rates and laws are kept: install after the
+        tiers' laws and the controller's volumes are in place)."""
+        self.engine = engine
+        for name in ("lps", "hps"):
+            self.tiers[name] = engine.links[name]
+            engine.links[name] = TierView(self, name)
+        engine.io_nodes = self
+
+    # -- the link interface (through TierView) -------------------------------------------------
+    def add(self, key: int, amount: float, now: float, tier: str) -> None:
+        self.advance(now)
+        s = self.engine.state[key]
+        ph = self.paused.pop(key, None)
+        if ph is None:
+            st = s.steps[s.step]
+            phase = st.index if st.index >= 0 else s.step
+            parts = [_Part(j, b) for j, b in split_parts(amount, s.node_ids, self.span)]
+            ph = _Phase(key, s.queued.id, phase, st.kind, tier, amount, s.step, parts)
+        self.phases[key] = ph
+        live = [p for p in ph.parts if not self._finished(p)]
+        if not live:
+            self.ready.append(key)
+        for part in live:
+            self._request(ph, part, now)
+        self.version += 1
+
+    def remove(self, key: int, now: float) -> float:
+        """``key``'s job is suspended: its parts leave their I/O nodes; returns its bytes left."""
+        self.advance(now)
+        ph = self.phases.pop(key)
+        if key in self.ready:
+            self.ready.remove(key)
+        for part in ph.parts:
+            arb = self.arbiters[part.node]
+            if part.grant == part.grant:  # granted: released with what it moved (all of it if it just ended)
+                arb.release(ph.job)
+                self.streams.remove((ph, part))
+                finished = self._finished(part)
+                if finished:
+                    part.left, part.end = 0.0, now
+                self._released(ph, part, now, finished=finished)
+                self.dirty = True
+            elif not self._finished(part):  # waiting: withdrawn
+                arb.cancel(ph.job)
+                if self.checker is not None:
+                    self.checker.cancelled(part.node, ph.job, now)
+            else:
+                continue
+            self.pending.add(part.node)
+        self.paused[key] = ph
+        self.version += 1
+        return sum(p.left for p in ph.parts)
+
+    def advance(self, now: float) -> None:
+        dt = now - self.last
+        if dt > 0:
+            for _, part in self.streams:
+                part.left -= part.rate * dt
+            self.last = now
+
+    def next_completion(self) -> float:
+        """Dispatch the I/O nodes touched at this instant, solve the rates, and say when the first
+        stream ends (``inf`` if none)."""
+        self._settle()
+        if self.ready:
+            return self.last
+        best = math.inf
+        for _, part in self.streams:
+            if part.rate > 0:
+                best = min(best, self.last + max(part.left, 0.0) / part.rate)
+        return best
+
+    def pop_finished(self, now: float) -> list[int]:
+        """The jobs whose phase ended at ``now`` (their last part done), in the order their phases began."""
+        self.advance(now)
+        done = [(ph, part) for ph, part in self.streams if self._finished(part)]
+        if not done and self.streams and not self.ready:  # the event was for the first end: rounding
+            first = min(self.streams, key=lambda e: e[1].left / e[1].rate if e[1].rate > 0 else math.inf)
+            done = [first]
+        for ph, part in done:
+            self.streams.remove((ph, part))
+            self.arbiters[part.node].release(ph.job)
+            part.left = 0.0
+            part.end = now
+            self._released(ph, part, now, finished=True)
+            self.pending.add(part.node)
+            self.dirty = True
+        out = []
+        for key, ph in list(self.phases.items()):
+            if key in self.ready or all(self._finished(p) for p in ph.parts):
+                del self.phases[key]
+                self._phase_done(ph, now)
+                out.append(key)
+        self.ready.clear()
+        self.version += 1
+        return out
+
+    def remaining_of(self, key: int, default=None):
+        ph = self.phases.get(key)
+        if ph is None:
+            return default
+        return sum(max(p.left, 0.0) for p in ph.parts)
+
+    def streams_on(self, tier: str) -> int:
+        return sum(1 for ph, _ in self.streams if ph.tier == tier)
+
+    def close(self, t: float) -> None:
+        """The run is over: strict mode checks that nothing waits or holds a grant."""
+        if self.checker is not None:
+            self.checker.close(t)
+
+    # -- inside ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _finished(part: _Part) -> bool:
+        return part.left <= _TOL * max(1.0, part.bytes)
+
+    def _request(self, ph: _Phase, part: _Part, now: float) -> None:
+        s = self.engine.state[ph.index]
+        facts = self.facts.get(ph.index)
+        if facts is None or facts.id != ph.job or len(facts.cf) != len(s.steps):
+            rates = {name: link.rate for name, link in self.engine.links.items() if name not in self.tiers}
+            rates.update({name: link.rate for name, link in self.tiers.items()})
+            facts = self.facts[ph.index] = JobIOFacts(ph.job, ph.index, s.steps, rates, self.rate)
+        part.asked = part.left
+        part.request = now
+        part.grant = math.nan
+        req = facts.request(ph.step, ph.phase, part.left, now, s.start, self.engine._io_time[ph.index])
+        self.arbiters[part.node].submit(req)
+        if self.checker is not None:
+            self.checker.requested(part.node, ph.job, ph.phase, part.left, now)
+        self.pending.add(part.node)
+
+    def _released(self, ph: _Phase, part: _Part, now: float, finished: bool) -> None:
+        moved = part.asked - max(part.left, 0.0) if not finished else part.asked
+        self.grants.append((ph.job, ph.phase, part.node, part.request, part.grant, now))
+        if self.checker is not None:
+            self.checker.released(part.node, ph.job, ph.phase, moved, finished, part.bytes, now)
+        part.grant = math.nan
+        part.rate = 0.0
+
+    def _phase_done(self, ph: _Phase, now: float) -> None:
+        if self.checker is not None:
+            self.checker.phase_done(ph.job, ph.phase, ph.volume, [p.node for p in ph.parts], now)
+        self.parts_done[(ph.job, ph.phase)] = [(p.node, p.bytes, p.end if p.end == p.end else now)
+                                               for p in ph.parts]
+
+    def _settle(self) -> None:
+        if self.pending:
+            by_job = {ph.job: ph for ph in self.phases.values()}
+            for j in sorted(self.pending):
+                granted = self.arbiters[j].dispatch(self.last)
+                if self.checker is not None:
+                    self.checker.dispatched(j, [r.app for r in granted], self.last)
+                for req in granted:
+                    ph = by_job[req.app]
+                    part = next(p for p in ph.parts if p.node == j)
+                    part.grant = self.last
+                    self.streams.append((ph, part))
+                    self.dirty = True
+            self.pending.clear()
+            self.version += 1
+        if self.dirty:
+            self._solve()
+            self.dirty = False
+
+    def _solve(self) -> None:
+        k_node: dict[int, int] = {}
+        k_tier: dict[str, int] = {}
+        for ph, part in self.streams:
+            k_node[part.node] = k_node.get(part.node, 0) + 1
+            k_tier[ph.tier] = k_tier.get(ph.tier, 0) + 1
+        caps: dict[object, float] = {}
+        for j, k in k_node.items():
+            caps[("io", j)] = self.rate * (self.law.factor(k) if self.law is not None else 1.0)
+        for name, k in k_tier.items():
+            caps[name] = self.tiers[name].total_rate(k)
+        rates = max_min_rates([(("io", part.node), ph.tier) for ph, part in self.streams], caps)
+        for (_, part), r in zip(self.streams, rates):
+            part.rate = r
+
+    # -- the trace -------------------------------------------------------------------------------------------
+    def expand_rows(self, phases) -> None:
+        """Give ``phases`` (the engine's :class:`~iolab.sim.batch.engine.PhaseColumns`) one row per part
+        of each phase that went through I/O nodes: the phase's start, the part's end, bytes and I/O node;
+        every other row keeps ``io_node`` -1."""
+        cols = phases.columns()
+        out = {name: [] for name in cols}
+        out["io_node"] = []
+        for i in range(len(phases)):
+            key = (cols["job"][i], cols["index"][i])
+            parts = self.parts_done.get(key) if through_io_nodes(cols["tier"][i]) else None
+            if not parts:
+                for name in cols:
+                    out[name].append(cols[name][i])
+                out["io_node"].append(-1)
+                continue
+            for node, nbytes, end in parts:
+                for name in cols:
+                    out[name].append(cols[name][i])
+                out["end"][-1] = end
+                out["volume"][-1] = nbytes
+                out["io_node"].append(node)
+        phases.job, phases.index, phases.kind, phases.tier = out["job"], out["index"], out["kind"], out["tier"]
+        phases.start, phases.end, phases.volume = out["start"], out["end"], out["volume"]
+        phases.io_node = out["io_node"]
+
+
+class TierView:
+    """A tier's link as the engine and the load controller see it, on a platform with I/O nodes: the
+    tier's streams are the granted parts of the jobs on it, kept by the one :class:`IONodeLayer`."""
+
+    __slots__ = ("layer", "name")
+
+    def __init__(self, layer: IONodeLayer, name: str):
+        self.layer, self.name = layer, name
+
+    @property
+    def version(self) -> int:
+        return self.layer.version
+
+    @property
+    def rate(self) -> float:
+        return self.layer.tiers[self.name].rate
+
+    @property
+    def law(self):
+        return self.layer.tiers[self.name].law
+
+    def total_rate(self, k: int) -> float:
+        return self.layer.tiers[self.name].total_rate(k)
+
+    def add(self, key: int, amount: float, now: float) -> None:
+        self.layer.add(key, amount, now, self.name)
+
+    def remove(self, key: int, now: float) -> float:
+        return self.layer.remove(key, now)
+
+    def next_completion(self) -> float:
+        return self.layer.next_completion()
+
+    def pop_finished(self, now: float) -> list[int]:
+        return self.layer.pop_finished(now)
+
+    def remaining_of(self, key: int, default=None):
+        return self.layer.remaining_of(key, default)
+
+    def __len__(self) -> int:
+        return self.layer.streams_on(self.name)
+
+    def __contains__(self, key: int) -> bool:
+        ph = self.layer.phases.get(key)
+        return ph is not None and ph.tier == self.name

@@ -1,0 +1,340 @@
+"""The batch simulator's I/O nodes: arbitration of a job's parts, max-min fair rates, suspension, strict mode."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from iolab.middleware.policies.batch.kernel import BatchKernel
+from iolab.sim.batch.engine import BatchEngine
+from iolab.sim.batch.io_nodes import IONodeLayer
+from iolab.sim.batch.maxmin import max_min_rates
+from iolab.sim.batch.run import simulate_batch
+from iolab.specs import parse_spec
+
+GB = 1e9
+
+
+def spec(jobs, *, nodes=4, io_nodes=1, policy="fifo", io_rate="2GB/s", scheduler="fcfs", lps="1GB/s", **top):
+    platform = {"nodes": nodes, "memory_per_node": "1GB", "lps": {"rate": lps},
+                "hps": {"rate": "10GB/s", "capacity": "100GB"}, "stage_rate": "2GB/s"}
+    if io_nodes:
+        platform.update(io_nodes=io_nodes, io_node={"rate": io_rate, "policy": policy})
+    return parse_spec({"kind": "batch", "platform": platform, "scheduler": scheduler,
+                       "workload": {"source": "inline", "jobs": jobs}, **top})
+
+
+def flat(pairs):
+    return [x for p in pairs for x in p]
+
+
+def rows(table):
+    return list(table.rows())
+
+
+# two jobs of 2 nodes on one I/O node, each writing 10 GB at once (runtime 10 s = its I/O alone on LPS)
+TWO_WRITERS = [{"id": x, "submit": 0, "nodes": 2, "walltime": 100, "runtime": 10, "output": "10GB"} for x in "ab"]
+
+
+# -- 1. fifo: one part transfers at a time; shared: they overlap -------------------------------------------
+def test_fifo_grants_one_part_at_a_time_the_other_waits():
+    t = simulate_batch(spec(TWO_WRITERS, policy="fifo"))
+    g = sorted(rows(t.grants), key=lambda r: r["grant"])
+    assert [r["job"] for r in g] == ["a", "b"] and {r["io_node"] for r in g} == {0}
+    assert g[1]["grant"] >= g[0]["release"]  # never two grants at once on the node
+    assert g[1]["request"] == 0 and g[1]["grant"] == pytest.approx(10)  # b waited for a's part
+    # a alone at min(2 GB/s, LPS 1 GB/s): 10 s; then b alone: 10 s more
+    assert list(t.jobs["end"]) == pytest.approx([10, 20])
+
+
+def test_shared_grants_both_parts_at_once_and_they_share_the_tier():
+    t = simulate_batch(spec(TWO_WRITERS, policy="shared"))
+    g = rows(t.grants)
+    assert [(r["request"], r["grant"]) for r in g] == [(0, 0), (0, 0)]
+    assert all(r["release"] == pytest.approx(20) for r in g)  # 10 GB each at 0.5 GB/s of LPS
+    assert min(r["release"] for r in g) > max(r["grant"] for r in g)  # they overlap
+
+
+def test_io_node_rate_is_the_bottleneck_when_below_the_tier():
+    # HPS at 10 GB/s behind an I/O node of 1 GB/s: a 5 GB write takes 5 s, not 0.5 s
+    jobs = [{"id": "a", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 50, "output": "5GB", "storage": "5GB"}]
+    t = simulate_batch(spec(jobs, io_rate="1GB/s", scheduler="sas"))
+    w = [r for r in rows(t.phases) if r["kind"] == "write"]
+    assert t.jobs["tier"][0] == "hps" and len(w) == 1
+    assert w[0]["end"] - w[0]["start"] == pytest.approx(5)
+    stage = [r for r in rows(t.phases) if r["kind"] == "stage-out"]
+    assert stage[0]["io_node"] == -1 and not [r for r in rows(t.grants) if r["phase"] == stage[0]["index"]]
+
+
+# -- 3. max-min fair rates against an independent check --------------------------------------------------
+def bottleneck_check(paths, caps, rates, tol=1e-9):
+    """An allocation is max-min fair iff it is feasible and every stream crosses a saturated link on
+    which no stream gets more than it (the bottleneck characterisation; Bertsekas & Gallager 6.5)."""
+    load = {link: 0.0 for link in caps}
+    for p, r in zip(paths, rates):
+        assert r > 0
+        for link in p:
+            load[link] += r
+    for link, c in caps.items():
+        assert load[link] <= c * (1 + tol)
+    for i, p in enumerate(paths):
+        assert any(load[link] >= caps[link] * (1 - tol)
+                   and all(rates[j] <= rates[i] * (1 + tol) for j, q in enumerate(paths) if link in q)
+                   for link in p), f"stream {i} has no bottleneck"
+
+
+@pytest.mark.parametrize("paths, caps, expected", [
+    # one bottleneck I/O node: 3 parts on io0 (3 GB/s), tier of 100: 1 each
+    ([("io0", "t"), ("io0", "t"), ("io0", "t")], {"io0": 3, "t": 100}, [1, 1, 1]),
+    # one bottleneck tier: two I/O nodes of 10, tier of 4 shared by 4 streams: 1 each
+    ([("io0", "t"), ("io0", "t"), ("io1", "t"), ("io1", "t")], {"io0": 10, "io1": 10, "t": 4}, [1, 1, 1, 1]),
+    # mixed: io0 (2) holds 2 streams -> 1 each; io1's stream takes the rest of the tier (5 - 2 = 3)
+    ([("io0", "t"), ("io0", "t"), ("io1", "t")], {"io0": 2, "io1": 10, "t": 5}, [1, 1, 3]),
+    # two tiers: io0 (6) shared by a stream to t1 (cap 1) and one to t2 (cap 100): 1 and 5
+    ([("io0", "t1"), ("io0", "t2")], {"io0": 6, "t1": 1, "t2": 100}, [1, 5]),
+])
+def test_max_min_on_hand_made_cases(paths, caps, expected):
+    rates = max_min_rates(paths, caps)
+    assert rates == pytest.approx(expected)
+    bottleneck_check(paths, caps, rates)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1)), min_size=1, max_size=7),
+       st.lists(st.floats(0.5, 20), min_size=5, max_size=5))
+def test_max_min_has_a_bottleneck_for_every_stream(pairs, c):
+    paths = [(f"io{a}", f"t{b}") for a, b in pairs]
+    caps = {"io0": c[0], "io1": c[1], "io2": c[2], "t0": c[3], "t1": c[4]}
+    caps = {k: v for k, v in caps.items() if any(k in p for p in paths)}
+    bottleneck_check(paths, caps, max_min_rates(paths, caps))
+
+
+def test_the_engine_moves_bytes_as_a_fixed_step_stepper_does():
+    # 3 jobs on 2 I/O nodes (shared, 1 GB/s each) writing to LPS (1.5 GB/s): a and b on io0, c on io1
+    # (runtime = output / R_lps: no compute)
+    jobs = [{"id": "a", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 4 / 1.5, "output": "4GB"},
+            {"id": "b", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 2 / 1.5, "output": "2GB"},
+            {"id": "c", "submit": 0, "nodes": 2, "walltime": 100, "runtime": 6 / 1.5, "output": "6GB"}]
+    t = simulate_batch(spec(jobs, nodes=4, io_nodes=2, policy="shared", io_rate="1GB/s", lps="1.5GB/s"))
+    ends = dict(zip(t.jobs["id"], t.jobs["end"]))
+    # the stepper: every dt, the rates of the streams still moving (max-min by the module doc's rule,
+    # written out: io0 gives each of its streams 1/k0, io1 its stream 1 GB/s, LPS 1.5 GB/s shared)
+    left = {"a": 4.0, "b": 2.0, "c": 6.0}
+    node = {"a": 0, "b": 0, "c": 1}
+    dt, now, done = 1e-4, 0.0, {}
+    while left:
+        k0 = sum(1 for j in left if node[j] == 0)
+        want = {j: (1.0 / k0 if node[j] == 0 else 1.0) for j in left}
+        if sum(want.values()) > 1.5:  # the tier binds: equal shares, capped by each I/O node's
+            fair = 1.5 / len(left)
+            r = {j: min(fair, want[j]) for j in left}
+            spare = 1.5 - sum(r.values())
+            free = [j for j in left if want[j] > r[j]]
+            for j in free:
+                r[j] += spare / len(free)
+        else:
+            r = want
+        now += dt
+        for j in list(left):
+            left[j] -= r[j] * dt
+            if left[j] <= 0:
+                done[j] = now
+                del left[j]
+    for j in done:
+        assert ends[j] == pytest.approx(done[j], abs=2e-3)
+
+
+# -- 4. a job on two I/O nodes: one part per I/O node, granted independently ---------------------------
+def test_a_job_on_two_io_nodes_has_two_parts_granted_independently():
+    # y (6 nodes: ids 0-5, I/O nodes 0 and 1 of 4 ids each) writes 12 GB at t=5: 8 GB on io0, 4 GB on io1;
+    # x (ids 6-7, io1) writes 10 GB from t=0, so y's part on io1 waits (fifo) while its part on io0 goes
+    jobs = [{"id": "y", "submit": 0, "nodes": 6, "walltime": 100, "runtime": 17, "output": "12GB"},
+            {"id": "x", "submit": 0, "nodes": 2, "walltime": 100, "runtime": 10, "output": "10GB"}]
+    t = simulate_batch(spec(jobs, nodes=8, io_nodes=2, policy="fifo", io_rate="2GB/s"))
+    y = sorted((r for r in rows(t.phases) if r["job"] == "y" and r["kind"] == "write"), key=lambda r: r["io_node"])
+    assert flat((r["io_node"], r["volume"]) for r in y) == pytest.approx([0, 8 * GB, 1, 4 * GB])
+    assert sum(r["volume"] for r in y) == pytest.approx(12 * GB)
+    # by hand: x alone on LPS (1 GB/s) 0..5 (5 GB left); 5..15 x and y@io0 share LPS (0.5 each): x ends at
+    # 15, y@io0 has 3 GB left; 15..21 y@io0 and y@io1 share LPS: y@io0 ends at 21, y@io1 has 1 GB left,
+    # alone until 22
+    assert [r["start"] for r in y] == pytest.approx([5, 5])
+    assert [r["end"] for r in y] == pytest.approx([21, 22])
+    g = {r["io_node"]: r for r in rows(t.grants) if r["job"] == "y"}
+    assert (g[0]["request"], g[0]["grant"], g[0]["release"]) == pytest.approx((5, 5, 21))
+    assert (g[1]["request"], g[1]["grant"], g[1]["release"]) == pytest.approx((5, 15, 22))
+    assert t.jobs["end"][list(t.jobs["id"]).index("y")] == pytest.approx(22)
+
+
+# -- 7. suspension: a part's bytes are kept --------------------------------------------------------------
+class Stopper:
+    """A stand-in for the load controller: suspends ``job`` at ``at`` and resumes it at ``back``."""
+
+    def __init__(self, job, at, back):
+        self.job, self.at, self.back = job, at, back
+
+    def start(self, engine):
+        engine.push_control(self.at, "stop")
+        engine.push_control(self.back, "go")
+
+    def event(self, engine, arg, t):
+        s = engine.kernel.by_id[self.job]
+        (engine.suspend if arg == "stop" else engine.resume)(s, t)
+
+
+def run_with(sp, controller=None):
+    k = BatchKernel.from_spec(sp, sp.workload.jobs)
+    e = BatchEngine.around(k, memory_per_node=sp.platform.memory_per_node)
+    layer = IONodeLayer.from_spec(sp)
+    layer.install(e)
+    e.controller = controller
+    rec = e.run()
+    layer.close(max(s.end for s in rec.jobs))
+    layer.expand_rows(rec.phases)
+    return rec, layer
+
+
+def test_a_suspended_job_keeps_the_bytes_left_of_each_part():
+    # one job on 2 nodes, 1 per I/O node: 10 GB in two parts of 5 GB, each 0.5 GB/s (LPS 1 GB/s shared)
+    jobs = [{"id": "a", "submit": 0, "nodes": 2, "walltime": 100, "runtime": 10, "output": "10GB"}]
+    sp = spec(jobs, nodes=2, io_nodes=2)
+    rec, layer = run_with(sp, Stopper("a", 4.0, 10.0))
+    # 2 GB of each part moved by 4; the 3 GB left of each at 0.5 GB/s from 10: ends at 16
+    assert rec.jobs[0].end == pytest.approx(16)
+    g = sorted(layer.grants, key=lambda r: (r[2], r[4]))
+    assert flat((r[2], r[3], r[4], r[5]) for r in g) == pytest.approx(
+        flat([(0, 0, 0, 4), (0, 10, 10, 16), (1, 0, 0, 4), (1, 10, 10, 16)]))
+    parts = [r for r in rec.phases.rows() if r[2] == "write"]
+    assert flat(sorted((r[6], r[5]) for r in parts)) == pytest.approx([0, 5 * GB, 1, 5 * GB])
+    assert rec.jobs[0].suspensions == ((4.0, 10.0),)
+
+
+def test_a_suspended_waiting_part_is_withdrawn_and_asks_again():
+    # a and b on one fifo I/O node; b waits behind a; b is suspended while it waits and resumed later
+    rec, layer = run_with(spec(TWO_WRITERS, policy="fifo"), Stopper("b", 5.0, 30.0))
+    g = {r[0]: r for r in layer.grants}
+    assert g["a"][3:] == pytest.approx((0, 0, 10))
+    assert g["b"][3:] == pytest.approx((30, 30, 40))  # asked again at its resume, 10 GB left
+    assert [s.end for s in rec.jobs] == pytest.approx([10, 40])
+
+
+# -- 2. without io_nodes: the engine path never touches the I/O-node layer --------------------------------
+def test_without_io_nodes_the_layer_is_never_touched(monkeypatch):
+    from pathlib import Path
+
+    import iolab.middleware.policies.batch.io_parts as io_parts
+    import iolab.sim.batch.io_nodes as io_nodes
+    from iolab.specs import load_spec
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    sp = load_spec(examples / "validation" / "controller-interference.yaml")
+    before = simulate_batch(sp)
+
+    def boom(*a, **k):
+        raise AssertionError("the I/O-node layer was touched on a platform without I/O nodes")
+
+    for name in ("add", "remove", "next_completion", "pop_finished", "install", "expand_rows"):
+        monkeypatch.setattr(io_nodes.IONodeLayer, name, boom)
+    monkeypatch.setattr(io_nodes, "max_min_rates", boom)
+    monkeypatch.setattr(io_parts, "split_parts", boom)
+    after = simulate_batch(sp)
+    assert len(after.actions) > 0  # the controller acted: suspensions went through the plain links
+    for name in ("jobs", "phases", "actions", "samples"):
+        a, b = before.tables[name], after.tables[name]
+        for c in a.columns:
+            assert list(map(repr, a[c])) == list(map(repr, b[c])), (name, c)
+    assert set(after.phases["io_node"]) == {-1} and len(after.grants) == 0
+    assert "io_nodes" not in after.attrs
+
+
+# -- 6. strict mode: a planted double grant inside a batch run ------------------------------------------
+def test_strict_mode_catches_a_double_grant_on_an_exclusive_io_node(monkeypatch):
+    from iolab.invariants import InvariantViolation
+    from iolab.middleware.policies.arbiter import IONodeArbiter
+
+    honest = IONodeArbiter.dispatch
+
+    def double(self, now):  # a bug: grants the next waiting part although one holds the node
+        if self._exclusive and self.active and self._waiting:
+            req = self._queue.pop(now)
+            del self._waiting[req.app]
+            self.active[req.app] = req
+            return [req]
+        return honest(self, now)
+
+    # a third writer arrives while a transfers and b waits: the broken dispatch grants b beside a
+    jobs = TWO_WRITERS + [{"id": "c", "submit": 1, "nodes": 1, "walltime": 100, "runtime": 1, "output": "1GB"}]
+    sp = spec(jobs, nodes=5, policy="fifo")
+    assert len(simulate_batch(sp, strict=True).jobs) == 3  # honest: no violation
+    monkeypatch.setattr(IONodeArbiter, "dispatch", double)
+    with pytest.raises(InvariantViolation) as e:
+        simulate_batch(sp, strict=True)
+    assert e.value.rule == "exclusive-io" and e.value.subject == "I/O node 0"
+    assert "transfers" in str(e.value)
+
+
+def test_strict_mode_catches_a_forgotten_release(monkeypatch):
+    from iolab.invariants import InvariantViolation
+    from iolab.middleware.policies.arbiter import IONodeArbiter
+
+    honest = IONodeArbiter.release
+
+    def forgetful(self, app):  # a bug: the release is lost, the node stays busy by its own books
+        req = honest(self, app)
+        self.active[app + "-ghost"] = req
+        return req
+
+    monkeypatch.setattr(IONodeArbiter, "release", forgetful)
+    with pytest.raises(InvariantViolation) as e:
+        simulate_batch(spec(TWO_WRITERS, policy="fifo"), strict=True)
+    assert e.value.rule == "idle-while-waiting" and e.value.subject == "I/O node 0"
+
+
+# -- the example, on the command line with --strict -------------------------------------------------------
+def test_combined_example_simulates_strictly_with_io_nodes_in_its_trace(monkeypatch, tmp_path):
+    import sys
+
+    from iolab.cli import main
+    from iolab.trace import read_trace
+    from shared_data import REPO
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", ["iolab", *args])
+        with pytest.raises(SystemExit) as ex:
+            main()
+        return ex.value.code or 0
+
+    monkeypatch.delenv("IOLAB_STRICT", raising=False)
+    out = tmp_path / "c.h5"
+    assert run("simulate", str(REPO / "examples" / "combined-small.yaml"), "--strict", "--out", str(out)) == 0
+    t = read_trace(out)
+    ph = rows(t.phases)
+    assert {r["io_node"] for r in ph if r["kind"] in ("read", "write")} == {0, 1}
+    assert {r["io_node"] for r in ph if r["kind"] not in ("read", "write")} == {-1}  # compute, staging
+    g = rows(t.grants)
+    assert any(r["grant"] > r["request"] for r in g)  # some part waited for its I/O node
+    for node in (0, 1):  # fifo: the grants of one I/O node never overlap
+        spans = sorted((r["grant"], r["release"]) for r in g if r["io_node"] == node)
+        assert all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:]))
+    assert t.attrs["io_nodes"] == 2 and t.attrs["io_node_policy"] == "fifo"
+
+
+def test_strict_on_the_command_line_names_the_io_node_of_a_double_grant(monkeypatch, capsys):
+    import sys
+
+    import iolab.sim.batch.io_nodes as io_nodes
+    from iolab.cli import main
+    from io_fakes import GrantsTwice
+    from shared_data import REPO
+
+    monkeypatch.setattr(io_nodes, "IONodeArbiter", GrantsTwice)
+    monkeypatch.delenv("IOLAB_STRICT", raising=False)
+    monkeypatch.setattr(sys, "argv", ["iolab", "simulate", str(REPO / "examples" / "combined-small.yaml"), "--strict"])
+    with pytest.raises(SystemExit) as ex:
+        main()
+    err = capsys.readouterr().err
+    assert ex.value.code == 1 and "invariant 'exclusive-io' violated" in err and "I/O node" in err
+    assert "Traceback" not in err
