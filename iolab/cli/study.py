@@ -378,7 +378,7 @@ DYNAMIC_POLICIES = ("shortest-remaining", "stretch", "bandwidth", "shortest-io",
 
 @study.command("combined")
 @click.option("--quick", is_flag=True, help="small size for CI: one workload of 40 jobs, all 24 lever combinations")
-@click.option("--workloads", type=click.IntRange(1, 1000), help="workload seeds 1..N (default 3; quick: 1)")
+@click.option("--workloads", type=click.IntRange(1, 1000), help="workload seeds 1..N (default 5; quick: 1)")
 @click.option("--jobs-per-workload", "njobs", type=click.IntRange(2, 100_000),
               help="Feitelson jobs per workload (default 120; quick: 40)")
 @click.option("--policy", "dynamic", type=click.Choice(DYNAMIC_POLICIES), default="shortest-remaining",

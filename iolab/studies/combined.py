@@ -79,7 +79,7 @@ class CombinedSize:
     allocations: tuple[str, ...] = ("lowest", "io-aware")
     controllers: tuple[bool, ...] = (False, True)
     # workload: seeds (one Feitelson workload each) and its size
-    seeds: tuple[int, ...] = (1, 2, 3)
+    seeds: tuple[int, ...] = (1, 2, 3, 4, 5)
     jobs: int = 120
     arrival_factor: float = 400.0  # mean inter-arrival of new job families, s
     shortest: float = 600.0
@@ -100,7 +100,7 @@ class CombinedSize:
     sensibility: float = 1.0  # io-aware allocation's S
     # the load controller on LPS (spec seconds and bytes; the rest: dheenadayalan2017 §5's)
     controller_p: float = 10.0 * GB  # benchmark unit
-    controller_r_threshold: float = 45.0
+    controller_r_threshold: float = 20.0
     controller_d: float = 30.0
 
 
@@ -313,8 +313,9 @@ def campaign_summary(params: dict[str, Any], out_dir: Path, figures: bool = True
 
 
 def draw(table: list[dict[str, Any]], path: Path, size: CombinedSize) -> Path:
-    """One panel per metric: a group of bars per (tier, allocation, controller), a bar per policy; the
-    baseline's value dashed."""
+    """One panel per metric: its change against the baseline combination (relative for times and slowdown,
+    in percentage points for utilisations), a group of bars per (tier, allocation, controller), a bar per
+    I/O-node policy; the baseline's own value in the panel's title."""
     import matplotlib  # lazy: matplotlib only when the figures are drawn
 
     matplotlib.use("Agg")
@@ -322,28 +323,34 @@ def draw(table: list[dict[str, Any]], path: Path, size: CombinedSize) -> Path:
 
     groups = list(product(size.tiers, size.allocations, size.controllers))
     by = {combo_of(r): r for r in table}
+    base = by.get((size.policies[0], *groups[0]))
     x = np.arange(len(groups))
     width = 0.8 / len(size.policies)
-    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
+    fig, axes = plt.subplots(2, 3, figsize=(15.5, 7.5), sharex=True)
     colors = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
               "tab:grey", "tab:olive")
     for ax, (m, (label, lower)) in zip(axes.flat, METRICS.items()):
-        scale = 3600.0 if m in HOURS else 1.0
+        share = m in SHARES
         for k, pol in enumerate(size.policies):
-            ys = [by[(pol, *g)][m] / scale if (pol, *g) in by else np.nan for g in groups]
+            ys = [100 * by[(pol, *g)][f"{m}_vs_baseline"] if (pol, *g) in by else np.nan for g in groups]
             ax.bar(x - 0.4 + (k + 0.5) * width, ys, width, label=pol, color=colors[k % len(colors)])
-        base = by.get((size.policies[0], *groups[0]))
-        if base is not None:
-            ax.axhline(base[m] / scale, color="black", ls="--", lw=0.8)
+        ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(x, [f"{t}\n{a}\n{'ctl' if c else 'no ctl'}" for t, a, c in groups], fontsize=7)
-        ax.set_title(f"{label} ({'lower' if lower else 'higher'} is better)", fontsize=9)
-    axes.flat[0].legend(title="I/O-node policy", fontsize=7, title_fontsize=7)
+        ax.tick_params(labelbottom=True)
+        value = "-" if base is None else (f"{base[m]:.3f}" if share else f"{base[m] / 3600:.2f} h" if m in HOURS
+                                          else f"{base[m]:.2f}")
+        ax.set_title(f"{label.split(' [')[0]}: {'points' if share else '%'} vs baseline ({value}); "
+                     f"{'lower' if lower else 'higher'} is better", fontsize=8)
+        ax.set_ylabel("percentage points" if share else "change [%]", fontsize=8)
+        ax.grid(axis="y", lw=0.3)
+    fig.legend(*axes.flat[0].get_legend_handles_labels(), title="I/O-node policy", fontsize=8, title_fontsize=8,
+               loc="upper right", ncol=len(size.policies))
     fig.suptitle(f"one combined machine ({size.nodes} nodes, {size.io_nodes} I/O nodes of "
                  f"{size.io_node_rate / GB:g} GB/s, LPS {size.lps_rate / GB:g} GB/s {size.lps_law}, HPS "
                  f"{size.hps_capacity / GB:g} GB): {size.jobs} Feitelson jobs, mean of {len(size.seeds)} "
-                 f"workload(s); dashed: the baseline ({size.policies[0]}/{size.tiers[0]}/{size.allocations[0]}/"
-                 "no controller)", fontsize=9)
-    fig.tight_layout()
+                 f"workload(s)\nbaseline: {size.policies[0]}/{size.tiers[0]}/{size.allocations[0]}/no controller; "
+                 "x: tier (lps = EASY, every job on LPS), allocation, controller", fontsize=9, x=0.02, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
