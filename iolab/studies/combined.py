@@ -23,8 +23,10 @@ weighted over [first submit, last end]), suspensions, jobs on HPS and the run's 
 
 Outputs in ``out``: the campaign (``campaign.json``, ``journal.jsonl``, ``results.h5``), ``runs.csv``
 (one row per run), ``combined.csv`` (one row per lever combination, the mean over the workload seeds, and
-each metric relative to the baseline: fifo, lps, lowest, controller off), ``levers.csv`` (each lever
-setting's effect alone, on the baseline, and on average over every combination of the other levers),
+each metric against the baseline: fifo, lps, lowest, controller off; relative change for times and the
+slowdown, difference for utilisations), ``levers.csv`` (each lever setting's effect alone, on the
+baseline, with its smallest and largest value over the workload seeds, and on average over every
+combination of the other levers),
 ``summary.json`` and ``combined.png`` (one panel per metric, a bar per combination).
 """
 
@@ -47,9 +49,9 @@ from iolab.specs import parse_spec
 from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
 from iolab.studies.common import write_csv
 
-__all__ = ["BASELINE", "CombinedSize", "LEVERS", "METRICS", "QUICK", "campaign_runs", "campaign_summary",
-           "campaign_task", "combination_table", "lever_table", "params_of", "run_one", "run_study", "size_of",
-           "spec_of"]
+__all__ = ["CombinedSize", "LEVERS", "METRICS", "QUICK", "SHARES", "campaign_runs", "campaign_summary",
+           "campaign_task", "combination_table", "label_of", "lever_table", "params_of", "run_one", "run_study",
+           "size_of", "spec_of", "with_seed_spread"]
 
 RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
 
@@ -267,6 +269,27 @@ def lever_table(table: list[dict[str, Any]], size: CombinedSize) -> list[dict[st
     return out
 
 
+def with_seed_spread(levers: list[dict[str, Any]], rows: list[dict[str, Any]], size: CombinedSize) -> list[dict]:
+    """``levers`` (:func:`lever_table` of the means) plus, per metric, the smallest and largest ``alone``
+    effect over the workload seeds (each seed's own lever table): how far one workload moves the mean."""
+    per_seed = []
+    for seed in size.seeds:
+        mine = [r for r in rows if r["seed"] == seed]
+        if mine:
+            one = replace(size, seeds=(seed,))
+            per_seed.append({(r["lever"], r["setting"]): r for r in lever_table(combination_table(mine, one), one)})
+    out = []
+    for r in levers:
+        row = dict(r)
+        for m in METRICS:
+            vals = [t[(r["lever"], r["setting"])][f"{m}_alone"] for t in per_seed if (r["lever"], r["setting"]) in t]
+            vals = [v for v in vals if math.isfinite(v)]
+            row[f"{m}_alone_min"] = min(vals) if vals else math.nan
+            row[f"{m}_alone_max"] = max(vals) if vals else math.nan
+        out.append(row)
+    return out
+
+
 def _name(v: Any) -> str:
     return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
@@ -291,7 +314,7 @@ def run_study(out: Path, size: CombinedSize = CombinedSize(), *, figures: bool =
     res, _ = run_as_campaign("combined", params_of(size), out, engine)
     rows = rows_of(res)
     table = combination_table(rows, size)
-    levers = lever_table(table, size)
+    levers = with_seed_spread(lever_table(table, size), rows, size)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "runs.csv", rows)
     write_csv(out / "combined.csv", table)

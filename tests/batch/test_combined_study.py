@@ -89,6 +89,24 @@ def test_lever_table_against_a_product_of_factors():
         assert levers[key]["node_utilisation_alone"] == 0.0  # a utilisation: a difference, not a ratio
 
 
+def test_seed_spread_of_a_lever_is_the_range_of_its_per_seed_effects():
+    """io-aware multiplies the makespan by 0.9 on one workload and by 1.2 on the other: alone its mean
+    effect is (0.9 x 100 + 1.2 x 200) / 300 - 1 = +10 %, its range over the seeds -10 % .. +20 %."""
+    size = combined.CombinedSize(seeds=(1, 2))
+    rows = []
+    for combo in product(size.policies, size.tiers, size.allocations, size.controllers):
+        for seed, scale, f in ((1, 100.0, 0.9), (2, 200.0, 1.2)):
+            v = scale * (f if combo[2] == "io-aware" else 1.0)
+            rows.append({**dict(zip(combined.LEVERS, combo)), "seed": seed, "suspensions": 0, "hps_jobs": 0,
+                         **{m: v for m in combined.METRICS}})
+    levers = combined.with_seed_spread(combined.lever_table(combined.combination_table(rows, size), size), rows, size)
+    io_aware = next(r for r in levers if r["lever"] == "allocation")
+    assert io_aware["makespan_alone"] == pytest.approx(0.1)
+    assert (io_aware["makespan_alone_min"], io_aware["makespan_alone_max"]) == (pytest.approx(-0.1), pytest.approx(0.2))
+    sas = next(r for r in levers if r["lever"] == "tier")
+    assert sas["makespan_alone_min"] == sas["makespan_alone_max"] == 0.0
+
+
 def _two_heavy_jobs(allocation: str, policy: str = "fifo"):
     """Two 2-node jobs that read and write 40 GB each, submitted together on 8 nodes behind 2 I/O nodes of
     1 GB/s (4 nodes each), LPS far faster than an I/O node: under ``lowest`` both land on I/O node 0."""
