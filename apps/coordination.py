@@ -14,6 +14,13 @@ directory.  The middleware provides ``iolab.middleware.client:coordinator``.
 
 A factory is called as ``factory(config: dict, rank: int, size: int)`` and
 returns an object with the methods of :class:`IOCoordinator`.
+
+A coordinator may also arbitrate *parts* of a phase (a batch run with I/O nodes,
+``iolab.middleware.io_node_client``): if it has ``end_part``, every rank calls
+``begin_part(phase, kind, nbytes)`` once rank 0's grant is broadcast (it blocks
+until the rank's part, the ranks behind one I/O node, is granted) and
+``end_part(phase)`` once its own bytes are moved (the part's last rank releases
+it), before the phase's closing barrier.
 """
 
 from __future__ import annotations

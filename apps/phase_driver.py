@@ -170,6 +170,11 @@ class PhaseDriver:
         start = time.time()
         throttle = self._throttle_for(phase)
         nbytes = int(phase.amount)
+        # a batch run with I/O nodes: every rank waits for its part's grant (its I/O node's), and says
+        # when its bytes are carried (the part's last rank releases it); other coordinators have no parts
+        end_part = getattr(self.coord, "end_part", None)
+        if end_part is not None:
+            self.coord.begin_part(phase.index, phase.kind, nbytes)
         if phase.kind == "write":
             b = self.solver.block
             ckpt_dir = checkpoint.checkpoint_dir(info["directory"], cfg.app_id, phase.index)
@@ -184,6 +189,8 @@ class PhaseDriver:
                 checkpoint.rank_file(ckpt_dir, self.rank), self.solver.interior, attrs,
                 checkpoint.share(nbytes, self.size, self.rank), throttle, self.fill, cfg.fsync,
                 quota=self.coord if hasattr(self.coord, "reserve") else None, carried=False)
+            if end_part is not None:
+                end_part(phase.index)
             self.watch.barrier()  # every rank file is in place
             if self.rank == 0:
                 manifest = checkpoint.make_manifest(
@@ -204,6 +211,8 @@ class PhaseDriver:
             path = Path(info["files"][self.rank]["path"])
             checkpoint.read_rank_file(path, checkpoint.share(nbytes, self.size, self.rank), throttle,
                                       cfg.chunk_bytes)
+            if end_part is not None:
+                end_part(phase.index)
             self.watch.barrier()
             self.bytes_read += nbytes
         end = time.time()

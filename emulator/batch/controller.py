@@ -40,6 +40,14 @@ __all__ = ["ControllerDriver"]
 
 
 
+def _both(job: str, storage, io_nodes) -> None:
+    """The storage manager's hook, then (with I/O nodes) the I/O nodes' actor's: a suspended job's parts
+    let go of their I/O nodes and ask again at resume (:mod:`iolab.middleware.io_nodes`)."""
+    storage(job)
+    if io_nodes:
+        io_nodes(job)
+
+
 def tier_probes(spec) -> dict:
     """volume -> (spec bytes/s, law) of each watched volume whose probe is its paced tier
     (``controller.model.probe: tier``): the unit's ``probe_rate``, else the tier's rate."""
@@ -65,7 +73,9 @@ class ControllerDriver:
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
             ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace), bytes_scale=s.bytes_scale,
             prediction=predictor_args(c, run.spec.seed), tiers=tier_probes(run.spec))
-        self.suspender = Suspender(on_suspend=run.mgr.suspend, on_resume=run.mgr.resume, lever=run.launcher.lever)
+        self.suspender = Suspender(on_suspend=lambda job: _both(job, run.mgr.suspend, run.io and run.io.suspend),
+                                   on_resume=lambda job: _both(job, run.mgr.resume, run.io and run.io.resume),
+                                   lever=run.launcher.lever)
         self.next = 0.0
         self.dead = ""
         self.rows: list[tuple] = []  # (spec time, job, suspend|resume, volume, reason)

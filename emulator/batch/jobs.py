@@ -50,6 +50,30 @@ class JobRun(JobState):
     index_map: list[int] = field(default_factory=list)
     staged: list[dict] = field(default_factory=list)
     rc: int | None = None
+    io_nodes: list[int] = field(default_factory=list)  # with I/O nodes: the I/O node of each rank
+
+
+def rank_io_nodes(hosts: list[int], ranks: int, io_node_of) -> list[int]:
+    """The I/O node of each of a job's ``ranks`` ranks on its node ids ``hosts`` (sorted): rank ``r`` runs on
+    node ``hosts[r * Q // R]`` (``Q`` nodes, ``R >= Q`` ranks: blocks of consecutive ranks per node), or on
+    ``hosts[r]`` with fewer ranks than nodes (the first ``R`` nodes, as ``srun`` places them)."""
+    q = len(hosts)
+    if q == 0:
+        raise ValueError("a job without node ids has no I/O node")
+    return [io_node_of(hosts[r * q // ranks if ranks >= q else r]) for r in range(ranks)]
+
+
+def job_parts(io_nodes: list[int], phases: list) -> dict[int, dict]:
+    """A job's parts: per I/O node its ranks and the real bytes they move in each app phase (``phases``:
+    the ``--phases-json`` list; each rank moves its ``checkpoint.share``)."""
+    size = len(io_nodes)
+    parts: dict[int, dict] = {}
+    for r, n in enumerate(io_nodes):
+        parts.setdefault(n, {"ranks": [], "bytes": []})["ranks"].append(r)
+    for p in parts.values():
+        p["bytes"] = [0 if kind == "compute" else sum(checkpoint.share(int(amount), size, r) for r in p["ranks"])
+                      for kind, amount in phases]
+    return parts
 
 
 def app_phases(job, tier: str, spec: BatchExperiment) -> tuple[list, list, list[int]]:
@@ -72,8 +96,9 @@ class JobProcesses:
     """The jobs' inputs, processes (started by ``launcher``: :mod:`iolab.emulator.batch.launch`), logs
     (``WORK/logs/<job>.log``) and outputs."""
 
-    def __init__(self, spec: BatchExperiment, work: Path, launcher):
+    def __init__(self, spec: BatchExperiment, work: Path, launcher, io=None):
         self.spec, self.s, self.work, self.launcher = spec, spec.emulator, work, launcher
+        self.io = io  # the I/O-node actor (iolab.middleware.io_node_actor.IONodes) of a platform with I/O nodes
         self.lps = work / "lps"
 
     # -- inputs ----------------------------------------------------------------------------------------
@@ -114,7 +139,14 @@ class JobProcesses:
         config = {"address": session.gcs_address, "namespace": session.namespace,
                   "actor": actor, "job": job_id, "directory": j.directory, "link": j.tier,
                   "capped": s.bandwidth_cap}
-        coordinator, config = self.launcher.coordinator("iolab.middleware.storage_client:coordinator", config)
+        target = "iolab.middleware.storage_client:coordinator"
+        if self.io is not None:  # the ranks go through the I/O nodes of their compute nodes
+            io_node_of = self.spec.platform.io_node_of
+            j.io_nodes = rank_io_nodes(sorted(j.hosts), j.ranks, io_node_of)
+            self.io.add_job(job_id, j.index, job_parts(j.io_nodes, phases), j.steps, j.index_map, j.start)
+            target = "iolab.middleware.io_node_client:coordinator"
+            config = {**config, "io_actor": self.io.name, "io_nodes": j.io_nodes}
+        coordinator, config = self.launcher.coordinator(target, config)
         argv = jacobi_argv(job_id, grid=s.grid, phases=phases, compute_mode="duration", coordinator=coordinator,
                            coordinator_config=config, out_dir=out_dir, chunk_bytes=s.chunk_bytes,
                            seed=self.spec.seed, fsync=s.fsync)

@@ -54,14 +54,15 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from iolab.errors import RunError, SpecError
+from iolab.errors import RunError
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import (
     ALLOCATING, DONE, ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel,
 )
 from iolab.middleware.policies.batch.nodes import ids as node_ids
-from iolab.middleware.policies.interference import tier_laws
+from iolab.middleware.policies.interference import law_of, tier_laws
+from iolab.middleware.io_node_actor import IONodes
 from iolab.middleware.storage_actor import StorageManager, result
 from iolab.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
@@ -93,8 +94,6 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
     inside a Slurm allocation, :mod:`iolab.emulator.batch.launch`).  Raises SpecError/RunError (or
     an allocation too small for the spec) before any process starts; ``makespan_of`` estimates the
     run's wall time for that check (:func:`~iolab.emulator.batch.checks.check_batch_runnable`)."""
-    if spec.platform.io_nodes is not None or spec.allocation.kind != "lowest":
-        raise SpecError(source, [("platform.io_nodes", "I/O nodes in a batch platform are not emulated yet")])
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
@@ -128,6 +127,7 @@ class BatchEmulation:
         self.progress, self.on_launch = progress, on_launch
         p = spec.platform
         ranks = self.s.ranks_for
+        self.strict = strict
         self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict),
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.policy = self.kernel.policy
@@ -146,6 +146,8 @@ class BatchEmulation:
         self.procs = JobProcesses(spec, work, self.launcher)
         self.controller: ControllerDriver | None = None  # dheenadayalan2017's load controller, if the spec has one
         self.early_runs: dict[str, dict] = {}  # advance stage-in: job -> {"ref", "pending": alloc | stage, "dir"}
+        self.io: IONodes | None = None  # the I/O nodes' actor, if the platform has I/O nodes
+        self.io_checked = 0.0  # wall time the I/O nodes' strict checks were last asked
 
     # -- clock ----------------------------------------------------------------------------------
     def now(self) -> float:
@@ -177,11 +179,21 @@ class BatchEmulation:
                        "stage": s.wall_rate(p.stage_rate) if cap else None},
                 laws=tier_laws(self.spec),  # the tiers' interference (the simulator's links take the same)
                 name=f"storage-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
+            if p.io_nodes is not None:  # one actor holds every I/O node's arbiter and bucket
+                self.io = IONodes.create(
+                    p.io_nodes, policy=p.io_node.policy, rate=p.io_node.rate,
+                    rates={"lps": p.lps.rate, "hps": p.hps.rate, "stage": p.stage_rate},
+                    cap=s.wall_rate(p.io_node.rate) if cap else None, law=law_of(p.io_node.interference),
+                    time_scale=s.time_scale, bytes_scale=s.bytes_scale, strict=self.strict,
+                    name=f"io-nodes-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
+                self.procs.io = self.io
             if self.spec.controller is not None and self.spec.controller.enabled:
                 # before the clock: creating the actor took up to 36 s on a loaded machine, and every job
                 # of the run started that much late (measured: 7 213 spec s)
                 self.controller = ControllerDriver(self, session)
             self.t0 = time.time()
+            if self.io is not None:
+                self.io.start(self.t0)
             if self.controller is not None:
                 self.controller.t0 = self.t0
             self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.kind}, "
@@ -195,6 +207,8 @@ class BatchEmulation:
             self._kill_all()
             if self.mgr is not None:
                 self.mgr.kill()
+            if self.io is not None:
+                self.io.kill()
             session.close()
 
     def _write_partial(self) -> None:
@@ -244,12 +258,14 @@ class BatchEmulation:
                     self._begin(j)
             if k.advance is not None:
                 self._advance_early(self.now())
+            self._check_io()
             self._write_partial()
             if self.work_deleted is None and not self.work.is_dir():
                 self.work_deleted = self.now()
                 self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and "
                                    "checkpoints are lost")
             if not future and not k.queue and not k.running:
+                self._check_io(force=True)
                 self._progress_line(force=True)
                 return
             if time.time() - last >= self.s.progress_every:
@@ -259,6 +275,19 @@ class BatchEmulation:
                 self.progress.show(self.snapshot())
                 last_shown = time.time()
             time.sleep(self.poll)
+
+    def _check_io(self, force: bool = False) -> None:
+        """Strict mode: the I/O nodes' checks broke a rule (the actor keeps the first violation): stop
+        the run with it (asked every half wall second, and at the end, when nothing may wait or hold a
+        grant any more)."""
+        if self.io is None or (not force and time.time() - self.io_checked < 0.5):
+            return
+        self.io_checked = time.time()
+        if force:
+            self.io.close()
+        v = self.io.violation()
+        if v is not None:
+            raise v
 
     # -- effectors ---------------------------------------------------------------------------------
     def _begin(self, j: JobRun) -> None:
@@ -385,6 +414,8 @@ class BatchEmulation:
             self.mgr.free(j.queued.id)
         except Exception as exc:
             self.progress.note(f"{j.queued.id}: freeing its storage failed: {exc}")
+        if self.io is not None and j.io_nodes:  # a crashed or killed job's parts let go of their I/O nodes
+            self.io.drop(j.queued.id, message or state)
         self.kernel.finish(j, self.now(), state, message)
 
     # -- advance stage-in: the kernel decides, the storage manager copies early ---------------------------
@@ -507,8 +538,12 @@ class BatchEmulation:
         samples = self.controller.sample_rows() if self.controller is not None else []
         trace = batch_trace(self.spec, self.jobs, self.mgr, t0=self.t0, decisions=self.kernel.decisions,
                             work=self.work, complete=complete, requests=requests, samples=samples,
-                            predictions=self.kernel.prediction_rows(), hosts=self.launcher.hosts)
+                            predictions=self.kernel.prediction_rows(), hosts=self.launcher.hosts, io=self.io)
         trace.attrs["launcher"] = self.launcher.name
+        p = self.spec.platform
+        if p.io_nodes is not None:  # as the simulator's trace says them
+            trace.attrs.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
+                               io_node_policy=p.io_node.policy, allocation=self.spec.allocation.kind)
         if self.work_deleted is None and self.t0 is not None and not self.work.is_dir():
             self.work_deleted = self.now()
         if self.work_deleted is not None:

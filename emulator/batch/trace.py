@@ -30,6 +30,13 @@ def spec_time(wall: float, t0: float, time_scale: float) -> float:
     return (wall - t0) / time_scale if wall == wall else math.nan
 
 
+def _nominal(s, p) -> dict[str, float]:
+    """Each tier's wall rate a lone read or write phase could reach: the tier's, or with I/O nodes the
+    lesser of the tier's and an I/O node's (the two are in series), for the calibration's delivered shares."""
+    io = p.io_node.rate if p.io_nodes is not None else float("inf")
+    return {"lps": s.wall_rate(min(p.lps.rate, io)), "hps": s.wall_rate(min(p.hps.rate, io))}
+
+
 def _status(j: JobRun) -> str:
     """A job's status in the trace: its own once it ended, killed if the run stopped it, else pending."""
     if j.state in ENDED:
@@ -39,12 +46,15 @@ def _status(j: JobRun) -> str:
 
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
                 work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = (),
-                predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None) -> Trace:
+                predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None, io=None) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
     seconds), beside the manager's rows of the bytes it really holds.  ``hosts(job)``: the job's
-    ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on)."""
+    ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on).
+    ``io``: the I/O nodes' actor of a platform with I/O nodes: an I/O phase then has one row per part
+    (``io_node`` its I/O node, ``start`` the phase's start, ``end`` the part's end, ``volume`` its bytes)
+    and every grant of a part is a ``grants`` row (the app phase given as the job's step index)."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
     hps_capacity = p.hps.total_capacity
@@ -58,6 +68,13 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         status = mgr.status()
     except Exception:
         rec, status = {"allocations": [], "actions": [], "phases": [], "finished": {}}, {}
+    try:
+        io_rec = io.records() if io is not None else {"grants": [], "ends": []}
+    except Exception:
+        io_rec = {"grants": [], "ends": []}
+    part_ends: dict[tuple[str, int], list[tuple]] = {}  # (job, app phase) -> [(I/O node, end, real bytes)]
+    for job, ph, node, end, nbytes in io_rec["ends"]:
+        part_ends.setdefault((job, ph), []).append((node, end, nbytes))
     tb = TraceBuilder()
     launch_overhead: dict[str, float] = {}
     exit_overhead: dict[str, float] = {}
@@ -75,6 +92,12 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         if kind in ("read", "write") and end == end:
             io_phases.append((j.tier, start, end, float(nbytes)))
             io_time[job] = io_time.get(job, 0.0) + secs(end) - secs(start)
+        parts = part_ends.get((job, idx)) if kind != "compute" else None
+        if parts:  # one row per part: the phase's start, the part's end on its I/O node
+            for node, pend, pbytes in sorted(parts):
+                tb.add_phase(job=job, index=step, kind=kind, start=secs(start), end=pend, volume=pbytes / bs,
+                             io_node=node, tier=j.tier)
+            continue
         tb.add_phase(job=job, index=step, kind=kind, start=secs(start), end=secs(end),
                      volume=nbytes / bs if kind != "compute" else 0.0, io_node=-1, tier=j.tier)
     for j in jobs:
@@ -92,6 +115,10 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         jobs, p.lps.rate, io_time=[io_time.get(j.queued.id, 0.0) for j in jobs],
         ends=[j.end if j.state in ENDED else math.nan for j in jobs], statuses=[_status(j) for j in jobs],
         hosts=[hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts) for j in jobs]))
+    for job, ph, node, request, grant, release in io_rec["grants"]:
+        j = by_id.get(job)
+        if j is not None and ph < len(j.index_map):
+            tb.add_grant(job=job, phase=j.index_map[ph], io_node=node, request=request, grant=grant, release=release)
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)
@@ -108,7 +135,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     stage_achieved = sum(b for b, _ in stage_secs) / sum(t for _, t in stage_secs) if stage_secs else math.nan
     cal = calibration.measure(
         launch=launch_overhead, exit=exit_overhead, io_phases=io_phases, time_scale=s.time_scale,
-        wall_rates={"lps": s.wall_rate(p.lps.rate), "hps": s.wall_rate(p.hps.rate)} if s.bandwidth_cap else None,
+        wall_rates=_nominal(s, p) if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
         **provenance(spec, "emulator-batch", real=True), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,

@@ -1,0 +1,387 @@
+"""A real batch run whose jobs' I/O goes through arbitrated I/O nodes (real MPI, Ray, files).
+
+Every run here has small one-node (or four-node) Jacobi jobs that compute briefly, then write a large
+output (on LPS) at the same time.  The I/O node's rate (1 GB/s spec, 1 MB/s wall at the scales below)
+is well under the tier's, so the I/O node is the bottleneck.  Besides the trace (grant and phase
+rows), a thread measures the world: the bytes in every job's LPS directory every 40 ms, so we see
+which job's files grow while the other waits.
+
+- under ``fifo`` on one I/O node two jobs' write phases are granted one after the other (grant rows
+  never overlap, the second job's request waits) and on disk one job's files grow while the other's
+  stay empty; under ``shared`` both grow at once;
+- a job on two I/O nodes gets one grant per I/O node per I/O phase, and one phase row per part;
+- a job killed (SIGKILL of its mpiexec) while it holds the I/O node lets the waiting job finish;
+- the same code without ``platform.io_nodes`` is the batch run as before: covered by
+  ``tests/emulator/test_batch_emulation.py::test_sas_run_stages_for_real_and_matches_the_simulated_tiers``
+  (its phase rows carry ``io_node = -1``, no grant rows).
+
+The state the actor wraps is tested without Ray at the end (a planted double grant, suspension).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from iolab.invariants import InvariantViolation
+from iolab.specs.batch import BatchExperiment
+
+BS = 1e-5  # bytes scale: 100 GB of spec bytes are 1 MB on disk
+TS = 0.01  # time scale: 100 spec s are 1 s of wall time
+GB = 10**9
+
+
+def spec(jobs: list[dict], *, policy: str = "fifo", nodes: int = 2, io_nodes: int = 1, per: int | None = None,
+         ranks="nodes") -> BatchExperiment:
+    platform = {"nodes": nodes, "memory_per_node": "8GB", "lps": {"rate": "20 GB/s"},
+                "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
+                "io_nodes": io_nodes, "io_node": {"rate": "1 GB/s", "policy": policy}}
+    if per is not None:
+        platform["nodes_per_io_node"] = per
+    return BatchExperiment.model_validate({
+        "name": "io-nodes-real", "platform": platform, "scheduler": "fcfs", "workload": jobs,
+        "emulator": {"time_scale": TS, "bytes_scale": BS, "ranks_per_job": ranks, "chunk_bytes": 64 * 1024},
+    })
+
+
+def writer(job: str, runtime: float, output: str, nodes: int = 1, **more) -> dict:
+    return {"id": job, "submit": 0, "nodes": nodes, "walltime": 4 * runtime + 2000, "runtime": runtime,
+            "output": output, **more}
+
+
+class Sampler:
+    """Bytes of the files under every job's LPS directory (``WORK/lps/jobs/<job>``; these jobs have no
+    input), every ``every`` wall seconds."""
+
+    def __init__(self, work: Path, every: float = 0.04):
+        self.root, self.every = work / "lps" / "jobs", every
+        self.samples: list[tuple[float, dict[str, int]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            sizes: dict[str, int] = {}
+            try:
+                for d in self.root.iterdir():
+                    total = 0
+                    for dirpath, _, files in os.walk(d):
+                        for f in files:  # rank files and their temporaries (``.rank-*.h5.tmpPID``)
+                            try:
+                                total += os.stat(os.path.join(dirpath, f)).st_size
+                            except OSError:
+                                pass
+                    sizes[d.name] = total
+            except OSError:
+                pass
+            self.samples.append((time.time(), sizes))
+            time.sleep(self.every)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def growing(self, job: str) -> list[float]:
+        """Wall times of the samples at which ``job``'s bytes had grown since the previous sample."""
+        out, last = [], 0
+        for t, sizes in self.samples:
+            n = sizes.get(job, 0)
+            if n > last:
+                out.append(t)
+            last = max(last, n)
+        return out
+
+
+def run(sp: BatchExperiment, tmp_path: Path, on_launch=None):
+    from iolab.emulator.batch.run import run_batch_emulation
+
+    work = tmp_path / "w"
+    with Sampler(work) as sampler:
+        trace = run_batch_emulation(sp, work_dir=work, on_launch=on_launch, strict=True)
+    return trace, sampler
+
+
+def grants(trace, node: int = 0) -> list[dict]:
+    return sorted((r for r in trace.grants.rows() if r["io_node"] == node), key=lambda r: r["grant"])
+
+
+def wall(trace, t: float) -> float:
+    return float(trace.attrs["t0"]) + t * trace.attrs["time_scale"]
+
+
+# --------------------------------------------------------------------- fifo and shared on one I/O node
+TWO_WRITERS = [writer("a", 100, "300GB"), writer("b", 100, "300GB")]
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_fifo_grants_one_job_at_a_time_and_the_other_waits_on_disk_too(tmp_path):
+    trace, sampler = run(spec(TWO_WRITERS, policy="fifo"), tmp_path)
+    jobs = {r["id"]: r for r in trace.jobs.rows()}
+    assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok"}
+    g = grants(trace)
+    assert len(g) == 2 and {r["job"] for r in g} == {"a", "b"}  # one write phase each, one part each
+    first, second = g
+    assert first["release"] <= second["grant"] + 1e-9  # never two grants at once on the I/O node
+    assert second["request"] < first["release"]  # the second job asked while the first transferred: it waited
+    assert second["grant"] - second["request"] > 50  # ... for a good part of the first one's 300 s
+    # the phase rows name the I/O node; each part's end is its grant's release
+    writes = [r for r in trace.phases.rows() if r["kind"] == "write"]
+    assert sorted(r["io_node"] for r in writes) == [0, 0]
+    for w in writes:
+        rel = next(x["release"] for x in g if x["job"] == w["job"])
+        assert w["end"] == pytest.approx(rel, abs=1e-6)
+        assert w["volume"] == pytest.approx(300 * GB, rel=1e-3)
+    # the world: while the first job's files grow, the second's stay empty
+    one, two = first["job"], second["job"]
+    grow1, grow2 = sampler.growing(one), sampler.growing(two)
+    assert len(grow1) >= 10 and len(grow2) >= 10
+    assert max(grow1) <= min(grow2) + 0.1  # (one sample of slack)
+    assert min(grow2) >= wall(trace, second["grant"]) - 0.1
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_shared_grants_both_at_once_and_both_jobs_write_together(tmp_path):
+    trace, sampler = run(spec(TWO_WRITERS, policy="shared"), tmp_path)
+    assert {r["id"]: r["status"] for r in trace.jobs.rows()} == {"a": "ok", "b": "ok"}
+    first, second = grants(trace)
+    assert second["grant"] < first["release"]  # both parts hold the I/O node at once
+    assert second["grant"] - second["request"] < 1.0  # nobody waits under shared
+    ga, gb = sampler.growing("a"), sampler.growing("b")
+    both = [t for t in ga if min(gb) <= t <= max(gb)]
+    assert len(both) >= 5  # on disk, both jobs' files grow in the same interval
+
+
+# --------------------------------------------------------------------- one job on two I/O nodes
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_job_on_two_io_nodes_has_one_grant_per_io_node_and_phase(tmp_path):
+    job = {**writer("w", 100, "40GB", nodes=4), "input": "20GB"}
+    trace, _ = run(spec([job], nodes=4, io_nodes=2, per=2), tmp_path)
+    assert [r["status"] for r in trace.jobs.rows()] == ["ok"]
+    g = trace.grants.rows()
+    by_phase: dict[int, list[int]] = {}
+    for r in g:
+        by_phase.setdefault(r["phase"], []).append(r["io_node"])
+    io_phases = sorted({r["index"] for r in trace.phases.rows() if r["kind"] in ("read", "write")})
+    assert len(io_phases) == 2  # the input read and the output write
+    assert {p: sorted(n) for p, n in by_phase.items()} == {p: [0, 1] for p in io_phases}
+    for p in io_phases:
+        rows = [r for r in trace.phases.rows() if r["index"] == p]
+        assert sorted(r["io_node"] for r in rows) == [0, 1]
+        assert len({r["start"] for r in rows}) == 1  # the phase's start; each part's own end
+        total = 20 * GB if rows[0]["kind"] == "read" else 40 * GB
+        assert sum(r["volume"] for r in rows) == pytest.approx(total, rel=1e-3)
+        assert [r["volume"] for r in rows] == pytest.approx([total / 2] * 2, rel=1e-3)  # 2 of 4 ranks each
+
+
+# --------------------------------------------------------------------- a killed job lets go of its I/O node
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_job_killed_while_holding_the_io_node_lets_the_waiting_job_finish(tmp_path):
+    # k writes 800 GB (8 s wall) almost at once; a computes 150 s (1.5 s wall) first, then waits for k
+    jobs = [writer("k", 10, "800GB"), writer("a", 150, "50GB")]
+    killed: dict[str, float] = {}
+    work = tmp_path / "w"
+
+    def on_launch(job, proc):
+        if job != "k":
+            return
+
+        def kill_midway():  # once half of k's bytes are on disk (k holds the I/O node then)
+            d = work / "lps" / "jobs" / "k"
+            deadline = time.time() + 60
+            while time.time() < deadline and proc.poll() is None:
+                try:
+                    size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) if d.is_dir() else 0
+                except OSError:  # a temporary renamed under our feet
+                    size = 0
+                if size >= 0.5 * 800 * GB * BS:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    killed["k"] = time.time()
+                    return
+                time.sleep(0.02)
+
+        threading.Thread(target=kill_midway, daemon=True).start()
+
+    trace, _ = run(spec(jobs), tmp_path, on_launch=on_launch)
+    jobs_ = {r["id"]: r for r in trace.jobs.rows()}
+    assert "k" in killed
+    assert jobs_["k"]["status"] == "failed" and jobs_["a"]["status"] == "ok"
+    g = {r["job"]: r for r in grants(trace)}
+    kill_t = (killed["k"] - float(trace.attrs["t0"])) / TS
+    assert g["k"]["grant"] < kill_t <= g["k"]["release"]  # k held the I/O node until it was dropped
+    assert g["a"]["request"] < kill_t <= g["a"]["grant"]  # a waited for it, and got it after the kill
+    assert g["a"]["grant"] == pytest.approx(g["k"]["release"], abs=1e-6) or g["a"]["grant"] > g["k"]["release"]
+    a_write = next(r for r in trace.phases.rows() if r["job"] == "a" and r["kind"] == "write")
+    assert a_write["io_node"] == 0 and a_write["volume"] == pytest.approx(50 * GB, rel=1e-3)
+
+
+# --------------------------------------------------------------------- a suspended job lets go of its grant
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_path, monkeypatch):
+    """What the load controller's lever does (SIGSTOP of the job's process tree, then the I/O nodes'
+    hook), done here by hand while k holds the I/O node: a gets it meanwhile, k finishes after.  The
+    stop and the continue run on the batch loop's thread, as the controller's do (one thread per
+    process makes Ray calls: docs/emulator.md)."""
+    from iolab.emulator.batch.run import BatchEmulation
+    from iolab.emulator.suspension import Suspender, TreeLever
+
+    todo: queue.Queue = queue.Queue()
+    check_io = BatchEmulation._check_io
+
+    def on_loop(self, force=False):  # the loop's thread runs what the test thread asks
+        while not todo.empty():
+            todo.get()(self)
+        return check_io(self, force)
+
+    monkeypatch.setattr(BatchEmulation, "_check_io", on_loop)
+    jobs = [writer("k", 10, "400GB"), writer("a", 150, "100GB")]
+    work = tmp_path / "w"
+    times: dict[str, float] = {}
+
+    def bytes_of(job: str) -> int:
+        d = work / "lps" / "jobs" / job
+        try:
+            return sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) if d.is_dir() else 0
+        except OSError:
+            return 0
+
+    def in_loop(action) -> None:
+        done = threading.Event()
+        todo.put(lambda run: (action(run), done.set()))
+        done.wait(30)
+
+    def on_launch(job, proc):
+        if job != "k":
+            return
+        sus: list[Suspender] = []
+
+        def stop(run):
+            sus.append(Suspender(on_suspend=run.io.suspend, on_resume=run.io.resume, lever=TreeLever()))
+            times["suspend"] = time.time()
+            if not sus[0].suspend("k", proc.pid):
+                times.pop("suspend")
+
+        def cont(run):
+            times["resume"] = time.time()
+            sus[0].resume("k")
+
+        def suspend_midway():
+            deadline = time.time() + 60
+            while time.time() < deadline and bytes_of("k") < 0.25 * 400 * GB * BS:
+                time.sleep(0.02)
+            in_loop(stop)
+            if "suspend" in times:
+                time.sleep(3.0)  # a (1 s of I/O) writes meanwhile
+                in_loop(cont)
+
+        threading.Thread(target=suspend_midway, daemon=True).start()
+
+    with Sampler(work) as sampler:
+        from iolab.emulator.batch.run import run_batch_emulation
+
+        trace = run_batch_emulation(spec(jobs), work_dir=work, on_launch=on_launch, strict=True)
+    assert set(times) == {"suspend", "resume"}
+    assert {r["id"]: r["status"] for r in trace.jobs.rows()} == {"k": "ok", "a": "ok"}
+    t = {k: (v - float(trace.attrs["t0"])) / TS for k, v in times.items()}
+    g = grants(trace)
+    k1, k2 = [r for r in g if r["job"] == "k"]
+    (a,) = [r for r in g if r["job"] == "a"]
+    assert k1["grant"] < t["suspend"] <= k1["release"] < t["suspend"] + 50  # released at the suspension
+    assert t["resume"] <= k2["request"] < t["resume"] + 50  # asked again at resume
+    assert k1["release"] <= a["grant"] and a["release"] <= k2["grant"] + 1e-9  # a had the I/O node meanwhile
+    k_write = next(r for r in trace.phases.rows() if r["job"] == "k" and r["kind"] == "write")
+    assert k_write["end"] == pytest.approx(k2["release"], abs=1e-6)
+    assert k_write["volume"] == pytest.approx(400 * GB, rel=1e-3)  # every byte, across the two grants
+    # on disk: k's files did not grow while it was stopped; a's did
+    stopped = [x for x in sampler.growing("k") if times["suspend"] + 0.2 < x < times["resume"]]
+    assert stopped == []
+    assert any(times["suspend"] < x < times["resume"] for x in sampler.growing("a"))
+
+
+# --------------------------------------------------------------------- the state, without Ray
+def _state(policy: str = "fifo", strict: bool = True):
+    from iolab.middleware.io_nodes import IONodesState
+
+    from iolab.workloads.steps import Step
+
+    st = IONodesState(2, policy=policy, rate=1.0, rates={"lps": 10.0, "hps": 10.0, "stage": 10.0}, strict=strict)
+    st.start(0.0)
+    steps = [Step("compute", 1.0), Step("write", 100.0, "lps")]
+    for rank, job in enumerate(("a", "b")):
+        st.add_job(job, rank, {0: {"ranks": [0], "bytes": [0, 100]}}, steps, [0, 1], 0.0, 0.0)
+    return st
+
+
+def test_strict_mode_catches_a_planted_double_grant_on_an_exclusive_io_node(monkeypatch):
+    from iolab.middleware.policies import IONodeArbiter
+
+    st = _state("fifo")
+    st.request("a", 0, 1, "write", 100, 1.0)
+    st.request("b", 0, 1, "write", 100, 1.0)
+
+    def greedy(self, now):  # the bug: grant every waiting request, though the policy is a list policy
+        granted = list(self._waiting.values())
+        self._waiting.clear()
+        for r in granted:
+            self.active[r.app] = r
+        return granted
+
+    monkeypatch.setattr(IONodeArbiter, "dispatch", greedy)
+    with pytest.raises(InvariantViolation) as err:
+        st.dispatch(2.0)
+    assert err.value.rule == "exclusive-io" and "I/O node 0" in str(err.value)
+    with pytest.raises(InvariantViolation):  # the run is stopped: every later call says so
+        st.book("a", 0, 10, 2.1)
+
+
+def test_a_suspended_job_lets_go_of_its_grant_and_asks_again_for_the_bytes_left():
+    st = _state("fifo")
+    st.request("a", 0, 1, "write", 100, 1.0)
+    st.request("b", 0, 1, "write", 100, 1.5)
+    assert st.dispatch(1.0) == [("a", 0, 1)]
+    st.book("a", 0, 40, 1.1)
+    st.suspend("a", 2.0)
+    assert st.dispatch(2.0) == [("b", 0, 1)]  # the I/O node went to b
+    assert st.book("a", 0, 10, 2.1) is None  # a's ranks (continued) wait for a new grant
+    st.resume("a", 3.0)
+    assert st.parts[("a", 0)].req.volume == pytest.approx(60.0)  # asks again for the 60 B it had not moved
+    assert st.parts[("a", 0)].req.io_time == pytest.approx(60.0)  # at the I/O node's 1 B/s (the tier's is 10)
+    assert st.dispatch(3.0) == []  # b still transfers (fifo: exclusive)
+    assert st.part_done("b", 0, 1, 0, 4.0)
+    assert st.dispatch(4.0) == [("a", 0, 1)]
+    assert st.part_done("a", 0, 1, 0, 5.0)
+    rows = sorted(st.records()["grants"])
+    assert rows == [("a", 1, 0, 1.0, 1.0, 2.0), ("a", 1, 0, 3.0, 4.0, 5.0), ("b", 1, 0, 1.5, 2.0, 4.0)]
+
+
+def test_a_dropped_job_frees_its_io_node_and_its_ranks_are_told():
+    from iolab.middleware.io_nodes import JobGone
+
+    st = _state("fifo")
+    st.request("a", 0, 1, "write", 100, 1.0)
+    st.request("b", 0, 1, "write", 100, 1.0)
+    assert [g[0] for g in st.dispatch(1.0)] == ["a"]
+    assert st.drop("a", "killed", 2.0)
+    assert st.dispatch(2.0) == [("b", 0, 1)]
+    with pytest.raises(JobGone):
+        st.book("a", 0, 10, 2.5)
+    assert st.records()["grants"][0][2:] == (0, 1.0, 1.0, 2.0)  # a's grant row ends at the drop
