@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from iolab.atomic import atomic_write_text
+from iolab.errors import SpecError
 from iolab.metrics.batch_trace import batch_report
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs import parse_spec
@@ -179,6 +180,10 @@ def size_of(params: dict[str, Any]) -> CombinedSize:
         v = getattr(size, name)
         if not v or len(set(v)) != len(v):
             raise ValueError(f"{name} must be a non-empty list without repeats, got {list(v)!r}")
+    if not all(isinstance(x, bool) for x in size.controllers):
+        raise ValueError(f"controllers: each is true or false, got {list(size.controllers)!r}")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in size.seeds):
+        raise ValueError(f"seeds: each is an integer >= 0, got {list(size.seeds)!r}")
     bad = [t for t in size.tiers if t not in TIERS]
     if bad:
         raise ValueError(f"tiers: unknown {bad}; known: {list(TIERS)}")
@@ -187,13 +192,37 @@ def size_of(params: dict[str, Any]) -> CombinedSize:
     return replace(size, **floats)
 
 
+# a field of the study's spec -> the campaign parameter that sets it (the first matching prefix)
+PARAM_OF_FIELD = (("platform.io_node.policy", "policies"), ("platform.io_node.rate", "io_node_rate"),
+                  ("platform.io_nodes", "io_nodes"), ("platform.nodes", "nodes"),
+                  ("platform.memory_per_node", "memory_per_node"), ("platform.lps.rate", "lps_rate"),
+                  ("platform.lps", "lps_law"), ("platform.hps.rate", "hps_rate"), ("platform.hps", "hps_capacity"),
+                  ("platform.stage_rate", "stage_rate"), ("allocation.sensibility", "sensibility"),
+                  ("allocation", "allocations"), ("scheduler", "tiers"), ("controller.p", "controller_p"),
+                  ("controller.r_threshold", "controller_r_threshold"), ("controller.d", "controller_d"),
+                  ("seed", "seeds"), ("workload.io_fraction", "io_fraction"), ("workload.", ""))
+
+
+def param_of(field: str) -> str:
+    """The campaign parameter behind a spec field (``workload.jobs`` -> ``jobs``)."""
+    for prefix, name in PARAM_OF_FIELD:
+        if field == prefix or field.startswith(prefix + ".") or (prefix.endswith(".") and field.startswith(prefix)):
+            return name or field[len(prefix):].split(".")[0]
+    return field
+
+
 def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
     """One run per (policy, tier, allocation, controller, seed); each holds the whole size. Every
-    combination's spec is built (and so checked) once here, before anything runs."""
+    combination's spec is built (and so checked) here, before anything runs: a bad value is refused
+    (ValueError) naming the parameter, with the spec field and the reason."""
     size = size_of(params)
     base = params_of(size)
-    for pol, tier, alloc, on in product(size.policies, size.tiers, size.allocations, size.controllers):
-        spec_of(size, pol, tier, alloc, on, size.seeds[0])
+    for pol, tier, alloc, on, seed in product(size.policies, size.tiers, size.allocations, size.controllers,
+                                              size.seeds[:1] + size.seeds[-1:]):
+        try:
+            spec_of(size, pol, tier, alloc, on, seed)
+        except SpecError as err:
+            raise ValueError("; ".join(f"{param_of(f)}: {f}: {why}" for f, why in err.problems)) from None
     return [{"policy": pol, "tier": tier, "allocation": alloc, "controller": on, "seed": seed, "size": base}
             for pol, tier, alloc, on in product(size.policies, size.tiers, size.allocations, size.controllers)
             for seed in size.seeds]

@@ -170,3 +170,17 @@ def test_bad_study_params_are_refused_naming_them():
         combined.size_of({"tiers": ["lps", "hps"]})
     with pytest.raises(ValueError, match="seeds"):
         combined.size_of({"seeds": []})
+    # a value the spec refuses: named by its parameter, then the spec's field and reason
+    with pytest.raises(ValueError, match=r"^policies: platform\.io_node\.policy: .*'nonsense'"):
+        combined.campaign_runs({"policies": ["fifo", "nonsense"]})
+    with pytest.raises(ValueError, match=r"^jobs: workload\.jobs: "):
+        combined.campaign_runs({"jobs": 0})
+    with pytest.raises(ValueError, match=r"^lps_law: platform\.lps\.interference"):
+        combined.campaign_runs({"lps_law": "fast"})
+
+
+def test_a_bad_campaign_exits_2_naming_the_parameter(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("kind: campaign\nname: c\nstudy: combined\nparams: {io_nodes: 0}\n")
+    r = CliRunner().invoke(cli, ["sweep", str(path), "--dry-run"])
+    assert r.exit_code == 2 and "params: combined: io_nodes: platform.io_nodes" in r.output, r.output
