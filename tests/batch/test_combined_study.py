@@ -17,7 +17,7 @@ from iolab.campaign.study import expand_study, parse_study
 from iolab.cli import cli
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs import parse_spec
-from iolab.specs.load import read_document
+from iolab.specs.load import load_spec, read_document
 from iolab.studies import combined
 from iolab.studies.as_campaign import campaign_of
 
@@ -184,3 +184,23 @@ def test_a_bad_campaign_exits_2_naming_the_parameter(tmp_path):
     path.write_text("kind: campaign\nname: c\nstudy: combined\nparams: {io_nodes: 0}\n")
     r = CliRunner().invoke(cli, ["sweep", str(path), "--dry-run"])
     assert r.exit_code == 2 and "params: combined: io_nodes: platform.io_nodes" in r.output, r.output
+
+
+def test_the_combined_validation_spec_exercises_both_levels():
+    """examples/validation/combined.yaml, what its header promises: 8-12 jobs under SAS on 2 I/O nodes with a
+    controller and an interference law; simulated in strict mode (both levels' rules), both I/O nodes grant
+    parts, jobs on both tiers, the controller samples LPS; every HPS request holds the job's input, output and
+    two checkpoints (a real run's quota); under 10 minutes of wall time for real."""
+    spec = load_spec(REPO / "examples" / "validation" / "combined.yaml")
+    p = spec.platform
+    assert 8 <= len(spec.workload.jobs) <= 12 and spec.scheduler.kind == "sas" and p.io_nodes == 2
+    assert spec.controller is not None and spec.controller.enabled and p.lps.interference is not None
+    tr = simulate_batch(spec, strict=True)
+    assert set(int(n) for n in tr.grants["io_node"]) == {0, 1}
+    assert set(tr.jobs["tier"]) == {"hps", "lps"}
+    assert len(tr.samples["time"]) > 0 and set(tr.samples["volume"]) == {"lps"}
+    for j in spec.workload.jobs:
+        if j.storage > 0:
+            ckpt = j.nodes * p.memory_per_node if j.data > 0 else 0.0
+            assert j.storage >= j.input + j.output + 2 * ckpt, j.id
+    assert np.nanmax(tr.jobs["end"]) * spec.emulator.time_scale < 600
