@@ -32,6 +32,8 @@ from iolab.middleware.storage_client import StorageCoordinator
 class IONodeCoordinator(StorageCoordinator):
     module = "iolab.middleware.io_node_client"
 
+    _phase: int | None = None  # the phase this rank's part is in (None: none, or a part of 0 bytes)
+
     def __init__(self, config: dict[str, Any], rank: int, size: int):
         import ray  # lazy: an app rank loads Ray only when it joins the run's Ray
 
@@ -65,7 +67,7 @@ class IONodeCoordinator(StorageCoordinator):
         """This rank has moved its bytes of ``phase``: wait until both links carried them, then say so
         (the part's last rank releases its grant)."""
         self._carried()
-        if getattr(self, "_phase", None) == phase:
+        if self._phase == phase:
             self._call(self.io.part_done.remote(self.job, self.node, int(phase), self.rank))
         self._phase = None
 
@@ -73,9 +75,13 @@ class IONodeCoordinator(StorageCoordinator):
         if nbytes <= 0:
             return self._carried()
         at = time.time()
-        refs = [self.io.book.remote(self.job, self.node, int(nbytes), at)]
+        refs = []
+        if self._phase is not None:  # the part holds (or asks again for) its grant
+            refs.append(self.io.book.remote(self.job, self.node, int(nbytes), at))
         if self.capped:
             refs.append(self.actor.book.remote(self.link, int(nbytes), self.job, at))
+        if not refs:
+            return
         spans = [self._call(r) for r in refs]
         start = max(s for s, _ in spans)
         self._served_at = max(e for _, e in spans)

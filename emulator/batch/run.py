@@ -284,10 +284,23 @@ class BatchEmulation:
             return
         self.io_checked = time.time()
         if force:
-            self.io.close()
-        v = self.io.violation()
+            self._io(self.io.close)
+        v = self._io(self.io.violation)
         if v is not None:
             raise v
+
+    def _io(self, call, *args):
+        """A call to the I/O nodes' actor; its death loses the run (``RunError``, as the storage manager's)."""
+        try:
+            return call(*args)
+        except InvariantViolation:
+            raise
+        except Exception as exc:
+            from ray.exceptions import RayActorError  # lazy: Ray only when a run starts
+
+            if isinstance(exc, RayActorError):
+                raise RunError(f"the I/O nodes' actor died ({type(exc).__name__}); the run is lost") from None
+            raise
 
     # -- effectors ---------------------------------------------------------------------------------
     def _begin(self, j: JobRun) -> None:
@@ -415,7 +428,7 @@ class BatchEmulation:
         except Exception as exc:
             self.progress.note(f"{j.queued.id}: freeing its storage failed: {exc}")
         if self.io is not None and j.io_nodes:  # a crashed or killed job's parts let go of their I/O nodes
-            self.io.drop(j.queued.id, message or state)
+            self._io(self.io.drop, j.queued.id, message or state)
         self.kernel.finish(j, self.now(), state, message)
 
     # -- advance stage-in: the kernel decides, the storage manager copies early ---------------------------

@@ -10,6 +10,9 @@ which job's files grow while the other waits.
   never overlap, the second job's request waits) and on disk one job's files grow while the other's
   stay empty; under ``shared`` both grow at once;
 - a job on two I/O nodes gets one grant per I/O node per I/O phase, and one phase row per part;
+- ``allocation: io-aware`` reaches the real run through the kernel: the second writer goes behind the
+  idle I/O node (the simulator with ``lowest`` puts both behind I/O node 0) and nobody waits;
+- a job SIGSTOPped while it holds the I/O node releases it and asks again at resume;
 - a job killed (SIGKILL of its mpiexec) while it holds the I/O node lets the waiting job finish;
 - the same code without ``platform.io_nodes`` is the batch run as before: covered by
   ``tests/emulator/test_batch_emulation.py::test_sas_run_stages_for_real_and_matches_the_simulated_tiers``
@@ -187,6 +190,27 @@ def test_a_job_on_two_io_nodes_has_one_grant_per_io_node_and_phase(tmp_path):
         total = 20 * GB if rows[0]["kind"] == "read" else 40 * GB
         assert sum(r["volume"] for r in rows) == pytest.approx(total, rel=1e-3)
         assert [r["volume"] for r in rows] == pytest.approx([total / 2] * 2, rel=1e-3)  # 2 of 4 ranks each
+
+
+# --------------------------------------------------------------------- io-aware allocation, through the kernel
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_io_aware_allocation_puts_the_second_writer_behind_the_idle_io_node(tmp_path):
+    from iolab.sim.batch.run import simulate_batch
+
+    jobs = [writer("a", 100, "300GB"), {**writer("b", 100, "300GB"), "submit": 5}]
+    sp = spec(jobs, nodes=4, io_nodes=2, per=2).model_copy(deep=True)
+    aware = BatchExperiment.model_validate({**sp.model_dump(), "allocation": "io-aware"})
+    lowest = {r["job"]: r["io_node"] for r in simulate_batch(sp).grants.rows()}
+    assert lowest == {"a": 0, "b": 0}  # lowest ids (n0, n1): both behind I/O node 0
+    trace, _ = run(aware, tmp_path)
+    jobs_ = {r["id"]: r for r in trace.jobs.rows()}
+    assert {j: (r["status"], r["hosts"]) for j, r in jobs_.items()} == {"a": ("ok", "n0"), "b": ("ok", "n2")}
+    g = {r["job"]: r for r in trace.grants.rows()}
+    assert (g["a"]["io_node"], g["b"]["io_node"]) == (0, 1)
+    assert g["b"]["grant"] - g["b"]["request"] < 1.0  # nobody waits: each job has its own I/O node
+    assert g["b"]["grant"] < g["a"]["release"]  # ... and both write at once
 
 
 # --------------------------------------------------------------------- a killed job lets go of its I/O node
