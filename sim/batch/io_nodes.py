@@ -28,6 +28,7 @@ for machines of tens to hundreds of nodes (docs/simulator.md).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from iolab.middleware.policies.arbiter import IONodeArbiter
@@ -59,11 +60,12 @@ class _Part:
 
 
 class _Phase:
-    __slots__ = ("index", "job", "phase", "kind", "tier", "volume", "step", "parts")
+    __slots__ = ("index", "job", "phase", "kind", "tier", "volume", "step", "parts", "seq")
 
     def __init__(self, index: int, job: str, phase: int, kind: str, tier: str, volume: float, step: int, parts):
         self.index, self.job, self.phase, self.kind, self.tier = index, job, phase, kind, tier
         self.volume, self.step, self.parts = volume, step, parts
+        self.seq = 0  # when it (last) joined the layer: phases ending at one instant go in this order
 
 
 class IONodeLayer:
@@ -86,6 +88,7 @@ class IONodeLayer:
         self.pending: set[int] = set()  # I/O nodes to dispatch at this instant
         self.ready: list[int] = []  # job indices whose phase has nothing left to move
         self.dirty = False  # the rates need solving
+        self._seq = itertools.count()
         self.facts: dict[int, JobIOFacts] = {}
         self.grants: list[tuple] = []  # the trace's grants rows (job, phase, io_node, request, grant, release)
         self.parts_done: dict[tuple[str, int], list[tuple[int, float, float]]] = {}  # (job, phase) -> (node, bytes, end)
@@ -118,6 +121,7 @@ class IONodeLayer:
             parts = [_Part(j, b) for j, b in split_parts(amount, s.node_ids, self.span)]
             ph = _Phase(key, s.queued.id, phase, st.kind, tier, amount, s.step, parts)
         self.phases[key] = ph
+        ph.seq = next(self._seq)
         live = [p for p in ph.parts if not self._finished(p)]
         if not live:
             self.ready.append(key)
@@ -186,12 +190,14 @@ class IONodeLayer:
             self._released(ph, part, now, finished=True)
             self.pending.add(part.node)
             self.dirty = True
+        cand = {ph.index: ph for ph, _ in done}
+        cand.update((key, self.phases[key]) for key in self.ready)
         out = []
-        for key, ph in list(self.phases.items()):
-            if key in self.ready or all(self._finished(p) for p in ph.parts):
-                del self.phases[key]
+        for ph in sorted(cand.values(), key=lambda ph: ph.seq):
+            if ph.index in self.ready or all(self._finished(p) for p in ph.parts):
+                del self.phases[ph.index]
                 self._phase_done(ph, now)
-                out.append(key)
+                out.append(ph.index)
         self.ready.clear()
         self.version += 1
         return out

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +12,7 @@ from iolab.sim.batch.io_nodes import IONodeLayer
 from iolab.sim.batch.maxmin import max_min_rates
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs import parse_spec
+from iolab.workloads.steps import job_steps
 
 GB = 1e9
 
@@ -338,3 +336,137 @@ def test_strict_on_the_command_line_names_the_io_node_of_a_double_grant(monkeypa
     err = capsys.readouterr().err
     assert ex.value.code == 1 and "invariant 'exclusive-io' violated" in err and "I/O node" in err
     assert "Traceback" not in err
+
+
+# -- random machines: the trace's own evidence, under every policy ----------------------------------------
+POLICY_NAMES = ["fifo", "lowest-id", "longest-io", "shortest-io", "shortest-remaining", "longest-remaining",
+                "bandwidth", "stretch", "shared"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 300), st.integers(0, 3), st.integers(0, 3),
+                          st.integers(0, 3)), min_size=1, max_size=6),
+       st.sampled_from(POLICY_NAMES), st.sampled_from(["fcfs", "easy", "sas"]),
+       st.sampled_from(["lowest", "io-aware"]))
+def test_random_machines_keep_the_rules_of_both_levels(jobs, policy, scheduler, allocation):
+    doc = [{"id": f"j{i}", "submit": sub, "nodes": n, "walltime": 2000, "runtime": 400,
+            "input": f"{4 * a}GB", "output": f"{4 * b}GB", "data": f"{8 * c}GB", "storage": f"{4 * (a + b) + 1}GB"}
+           for i, (n, sub, a, b, c) in enumerate(jobs)]
+    t = simulate_batch(spec(doc, nodes=8, io_nodes=2, policy=policy, scheduler=scheduler,
+                            allocation={"kind": allocation}), strict=True)  # the checkers of both levels
+    span = 4
+    where = {j: {i // span for i in _ranges(r)} for j, r in zip(t.jobs["id"], t.jobs["node_ids"])}
+    by_phase: dict = {}
+    for r in rows(t.phases):
+        if r["kind"] in ("read", "write"):
+            by_phase.setdefault((r["job"], r["index"]), []).append(r)
+    for (job, _), parts in by_phase.items():
+        assert sorted(p["io_node"] for p in parts) == sorted(where[job])  # one part per I/O node of the job
+        assert all(p["end"] >= p["start"] for p in parts)
+    if policy != "shared":
+        for node in (0, 1):
+            spans = sorted((r["grant"], r["release"]) for r in rows(t.grants) if r["io_node"] == node)
+            assert all(b[0] >= a[1] - 1e-9 * max(1.0, a[1]) for a, b in zip(spans, spans[1:]))
+
+
+def _ranges(text):
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        yield from range(int(lo), int(hi or lo) + 1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(POLICY_NAMES), st.floats(0, 30), st.floats(0, 30), st.integers(0, 2))
+def test_suspending_at_any_time_conserves_every_parts_bytes(policy, at, pause, who):
+    # three writers on 2 I/O nodes; one is stopped at any time (waiting, transferring, between phases)
+    jobs = [{"id": "a", "submit": 0, "nodes": 3, "walltime": 500, "runtime": 20, "output": "12GB", "data": "6GB"},
+            {"id": "b", "submit": 0, "nodes": 2, "walltime": 500, "runtime": 10, "output": "8GB"},
+            {"id": "c", "submit": 2, "nodes": 3, "walltime": 500, "runtime": 10, "output": "6GB"}]
+    sp = spec(jobs, nodes=8, io_nodes=2, policy=policy)
+    job = "abc"[who]
+    plain, _ = run_with(sp)
+    if not plain.jobs[who].start < at < plain.jobs[who].end:
+        return  # it must have started (a decision at its start instant comes after the instant's events)
+    rec, layer = run_with(sp, Stopper(job, at, at + pause))  # strict: bytes-conserved per part and phase
+    volumes: dict = {}
+    for r in rec.phases.rows():
+        if r[2] == "write":
+            volumes[(r[0], r[1])] = volumes.get((r[0], r[1]), 0.0) + r[5]
+    steps = {(s.id, i): step.amount for s in rec.jobs
+             for i, step in enumerate(job_steps(s.job, s.tier, 1 * GB, 1 * GB).steps) if step.kind == "write"}
+    assert volumes == pytest.approx(steps)
+    # (it may end sooner than without the pause: a later request can find its I/O node free)
+    s = rec.jobs[who]
+    assert s.end >= s.start + s.job.runtime + pause - 1e-9  # its runtime alone on LPS, plus the pause
+
+
+def test_a_list_policy_ranks_the_waiting_parts_by_the_jobs_facts():
+    # a holds the I/O node from 0; b (8 GB) and c (1 GB) ask at t=1 and wait: fifo grants them in
+    # request order (then rank: b), shortest-io grants c's shorter part first
+    jobs = [{"id": "a", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 10, "output": "10GB"},
+            {"id": "b", "submit": 1, "nodes": 1, "walltime": 100, "runtime": 8, "output": "8GB"},
+            {"id": "c", "submit": 1, "nodes": 1, "walltime": 100, "runtime": 1, "output": "1GB"}]
+    order = {}
+    for policy in ("fifo", "shortest-io"):
+        t = simulate_batch(spec(jobs, nodes=4, policy=policy))
+        order[policy] = [r["job"] for r in sorted(rows(t.grants), key=lambda r: r["grant"])]
+    assert order == {"fifo": ["a", "b", "c"], "shortest-io": ["a", "c", "b"]}
+
+
+# -- the whole layer against an independent fixed-step reference ------------------------------------------
+def reference_ends(jobs, policy, io_rate, tier_rate, span=4, dt=1e-3):
+    """Every job's end by a fixed-step stepper written apart from the layer: the jobs (nodes, compute s,
+    bytes) start at 0 on consecutive ids; each writes its bytes after its compute, one part per I/O node
+    (bytes x its nodes there / its nodes); fifo grants one part per I/O node in (request, job) order;
+    rates by the bottleneck rule: the link whose capacity left per unfrozen stream is least fixes its
+    streams at that share, until every stream is fixed."""
+    parts, first = [], 0
+    for j, (n, compute, volume) in enumerate(jobs):
+        on = {}
+        for i in range(first, first + n):
+            on[i // span] = on.get(i // span, 0) + 1
+        first += n
+        parts += [{"job": j, "node": node, "left": volume * k / n, "ask": compute, "on": False}
+                  for node, k in sorted(on.items())]
+    end = {j: compute for j, (_, compute, volume) in enumerate(jobs) if volume == 0}
+    t = 0.0
+    while any(p["left"] > 0 for p in parts):
+        for node in {p["node"] for p in parts}:  # grants at t
+            waiting = sorted((p for p in parts if p["node"] == node and not p["on"] and p["left"] > 0
+                              and p["ask"] <= t + 1e-12), key=lambda p: (p["ask"], p["job"]))
+            busy = any(p["on"] for p in parts if p["node"] == node)
+            for p in waiting if policy == "shared" else waiting[:0 if busy else 1]:
+                p["on"] = True
+        live = [p for p in parts if p["on"]]
+        rate, cap = {}, {("io", p["node"]): io_rate for p in live}
+        cap["tier"] = tier_rate
+        while len(rate) < len(live):
+            share = {}
+            for link, c in cap.items():
+                users = [i for i, p in enumerate(live) if i not in rate and link in (("io", p["node"]), "tier")]
+                used = sum(r for i, r in rate.items() if link in (("io", live[i]["node"]), "tier"))
+                if users:
+                    share[link] = ((c - used) / len(users), users)
+            s, users = min(share.values(), key=lambda v: v[0])
+            for i in users:
+                rate[i] = s
+        t += dt
+        for i, p in enumerate(live):
+            p["left"] -= rate[i] * dt
+            if p["left"] <= 0:
+                p["on"] = False
+                end[p["job"]] = max(end.get(p["job"], 0.0), t) if all(
+                    q["left"] <= 0 for q in parts if q["job"] == p["job"]) else end.get(p["job"], 0.0)
+    return [end[j] for j in range(len(jobs))]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 4), st.integers(0, 6)), min_size=1, max_size=4)
+       .filter(lambda js: sum(n for n, _, _ in js) <= 8),
+       st.sampled_from(["fifo", "shared"]), st.sampled_from([1, 3]))
+def test_the_layer_agrees_with_a_fixed_step_reference(jobs, policy, io_gb):
+    doc = [{"id": f"j{i}", "submit": 0, "nodes": n, "walltime": 1000, "runtime": c + v / 2,
+            **({"output": f"{v}GB"} if v else {})} for i, (n, c, v) in enumerate(jobs)]
+    t = simulate_batch(spec(doc, nodes=8, io_nodes=2, policy=policy, io_rate=f"{io_gb}GB/s", lps="2GB/s"))
+    want = reference_ends([(n, float(c), float(v)) for n, c, v in jobs], policy, float(io_gb), 2.0)
+    assert list(t.jobs["end"]) == pytest.approx(want, abs=2e-2)
