@@ -204,3 +204,21 @@ def test_the_combined_validation_spec_exercises_both_levels():
             ckpt = j.nodes * p.memory_per_node if j.data > 0 else 0.0
             assert j.storage >= j.input + j.output + 2 * ckpt, j.id
     assert np.nanmax(tr.jobs["end"]) * spec.emulator.time_scale < 600
+
+
+def test_a_run_through_the_engine_equals_a_bare_simulation(tmp_path):
+    """A study row (through the campaign engine, in this process) against the spec simulated directly: the
+    makespan, mean turnaround and I/O time from the trace's columns, and the suspensions from its actions."""
+    from iolab.studies.as_campaign import Engine
+
+    size = combined.CombinedSize(seeds=(2,), jobs=15, policies=("shared",), tiers=("sas",), allocations=("io-aware",),
+                                 controllers=(True,))
+    s = combined.run_study(tmp_path, size, figures=False, engine=Engine(use_ray=False, progress=False))
+    row = s["table"][0]
+    tr = simulate_batch(combined.spec_of(size, "shared", "sas", "io-aware", True, 2), strict=True)
+    j = tr.jobs
+    assert row["makespan"] == pytest.approx(float(np.max(j["end"]) - np.min(j["release"])), rel=1e-12)
+    assert row["mean_turnaround"] == pytest.approx(float(np.mean(j["end"] - j["release"])), rel=1e-12)
+    assert row["total_io_time"] == pytest.approx(float(np.sum(j["io_time"])), rel=1e-12)
+    assert row["suspensions"] == len(tr.actions["job"])
+    assert row["hps_jobs"] == int(np.sum(j["tier"] == "hps"))
