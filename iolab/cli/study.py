@@ -418,16 +418,20 @@ def combined(quick: bool, workloads: int | None, njobs: int | None, dynamic: str
                        f"{r['total_io_time'] / 3600:.1f} ({r['total_io_time_vs_baseline']:+.1%})",
                        f"{r['hps_utilisation']:.3f}", f"{r['node_utilisation']:.3f}", f"{r['suspensions']:.1f}")
                       for r in s["table"]]))
-    click.echo("\neach lever setting against its baseline value: alone (the others at baseline) / together (mean "
-               "over every combination of the others); times: relative change, utilisations: difference")
+    spread = len(size.seeds) > 1
+    click.echo("\neach lever setting against its baseline value: alone (the others at baseline"
+               + ("; [range over the workloads]" if spread else "") + ") / together (mean over every combination "
+               "of the others); times: relative change, utilisations: difference")
     click.echo(table(["lever", "setting", "makespan", "turnaround", "bsld", "I/O time", "HPS util.", "node util."],
-                     [(r["lever"], r["setting"], *(_change_pair(r, m) for m in combined_study.METRICS))
+                     [(r["lever"], r["setting"], *(_change_pair(r, m, spread) for m in combined_study.METRICS))
                       for r in s["levers"]]))
     click.echo(f"wrote {out_dir}/results.h5, runs.csv, combined.csv, levers.csv, summary.json"
                + ("" if no_figures else ", combined.png"))
 
 
-def _change_pair(r: dict, m: str) -> str:
-    """A lever row's ``alone / together`` change of metric ``m``: % for times, a difference for utilisations."""
+def _change_pair(r: dict, m: str, spread: bool = False) -> str:
+    """A lever row's ``alone / together`` change of metric ``m``: % for times, a difference for utilisations;
+    ``spread``: the alone effect's range over the workloads too, ``alone [min, max] / together``."""
     f = "{:+.3f}" if m in combined_study.SHARES else "{:+.1%}"
-    return f"{f.format(r[m + '_alone'])} / {f.format(r[m + '_together'])}"
+    rng = f" [{f.format(r[m + '_alone_min'])}, {f.format(r[m + '_alone_max'])}]" if spread else ""
+    return f"{f.format(r[m + '_alone'])}{rng} / {f.format(r[m + '_together'])}"
