@@ -12,6 +12,7 @@ import click
 from iolab.errors import IolabError
 
 from iolab.studies import carretero as carretero_study
+from iolab.studies import combined as combined_study
 from iolab.studies import dheenadayalan as dheenadayalan_study
 from iolab.studies import dheenadayalan_emulated as emulated_ds1
 from iolab.studies import lackner as lackner_study
@@ -368,3 +369,69 @@ def soysal(quick: bool, trace: str, no_advance: bool, out_dir: str, no_figures: 
                        f"{r['wasted_link_seconds']:13.0f} {r['turnaround_change']:15.1f}")
     figs = ", fig3a.png, fig4.png, fig5.png" + (", fig_advance.png" if adv else "")
     click.echo(f"wrote {out_dir}/results.h5, runs.csv, advance.csv, summary.json" + ("" if no_figures else figs))
+
+
+# the list policies the third arbitration value may be (fifo and shared are the study's first two)
+DYNAMIC_POLICIES = ("shortest-remaining", "stretch", "bandwidth", "shortest-io", "longest-io", "longest-remaining",
+                    "lowest-id")
+
+
+@study.command("combined")
+@click.option("--quick", is_flag=True, help="small size for CI: one workload of 40 jobs, all 24 lever combinations")
+@click.option("--workloads", type=click.IntRange(1, 1000), help="workload seeds 1..N (default 5; quick: 1)")
+@click.option("--jobs-per-workload", "njobs", type=click.IntRange(2, 100_000),
+              help="Feitelson jobs per workload (default 120; quick: 40)")
+@click.option("--policy", "dynamic", type=click.Choice(DYNAMIC_POLICIES), default="shortest-remaining",
+              show_default=True, help="the dynamic I/O-node list policy compared with fifo and shared")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/combined", show_default=True,
+              help="output folder: the campaign (journal, results.h5), runs.csv, combined.csv, levers.csv, "
+                   "summary.json, combined.png")
+@click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
+@engine_options
+@click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
+def combined(quick: bool, workloads: int | None, njobs: int | None, dynamic: str, out_dir: str, no_figures: bool,
+             as_json: bool, engine: Engine, campaign_file: str | None) -> None:
+    """One machine, both levels: I/O-node arbitration, tier choice, I/O-aware allocation and the load
+    controller, each alone and together, on one workload (docs/studies.md)."""
+    size = combined_study.QUICK if quick else combined_study.CombinedSize()
+    size = replace(size, policies=(*size.policies[:2], dynamic))
+    if workloads:
+        size = replace(size, seeds=tuple(range(1, workloads + 1)))
+    if njobs:
+        size = replace(size, jobs=njobs)
+    if campaign_file:
+        write_campaign(campaign_file, "combined", combined_study.params_of(size))
+        return
+    hold_study_output(out_dir)
+    s = combined_study.run_study(Path(out_dir), size, figures=not no_figures, engine=engine)
+    if as_json:
+        click.echo(dumps(s))
+        return
+    click.echo(f"\n{s['runs']} runs ({s['combinations']} lever combinations x {len(size.seeds)} workload(s) of "
+               f"{size.jobs} jobs) in {s['wall_seconds']:.1f} s; means over the workloads, change against the "
+               f"baseline {combined_study.label_of(tuple(v[0] for v in (size.policies, size.tiers, size.allocations, size.controllers)))}:")
+    click.echo(table(["policy / tier / allocation / controller", "makespan h", "turnaround h", "bsld", "I/O h",
+                      "HPS util.", "node util.", "susp."],
+                     [(r["combination"], f"{r['makespan'] / 3600:.2f} ({r['makespan_vs_baseline']:+.1%})",
+                       f"{r['mean_turnaround'] / 3600:.2f} ({r['mean_turnaround_vs_baseline']:+.1%})",
+                       f"{r['mean_bsld']:.2f} ({r['mean_bsld_vs_baseline']:+.1%})",
+                       f"{r['total_io_time'] / 3600:.1f} ({r['total_io_time_vs_baseline']:+.1%})",
+                       f"{r['hps_utilisation']:.3f}", f"{r['node_utilisation']:.3f}", f"{r['suspensions']:.1f}")
+                      for r in s["table"]]))
+    spread = len(size.seeds) > 1
+    click.echo("\neach lever setting against its baseline value: alone (the others at baseline"
+               + ("; [range over the workloads]" if spread else "") + ") / together (mean over every combination "
+               "of the others); times: relative change, utilisations: difference")
+    click.echo(table(["lever", "setting", "makespan", "turnaround", "bsld", "I/O time", "HPS util.", "node util."],
+                     [(r["lever"], r["setting"], *(_change_pair(r, m, spread) for m in combined_study.METRICS))
+                      for r in s["levers"]]))
+    click.echo(f"wrote {out_dir}/results.h5, runs.csv, combined.csv, levers.csv, summary.json"
+               + ("" if no_figures else ", combined.png"))
+
+
+def _change_pair(r: dict, m: str, spread: bool = False) -> str:
+    """A lever row's ``alone / together`` change of metric ``m``: % for times, a difference for utilisations;
+    ``spread``: the alone effect's range over the workloads too, ``alone [min, max] / together``."""
+    f = "{:+.3f}" if m in combined_study.SHARES else "{:+.1%}"
+    rng = f" [{f.format(r[m + '_alone_min'])}, {f.format(r[m + '_alone_max'])}]" if spread else ""
+    return f"{f.format(r[m + '_alone'])}{rng} / {f.format(r[m + '_together'])}"
