@@ -1,0 +1,84 @@
+"""One spec with I/O nodes in both runtimes: the same parts, the same grant order per I/O node, the same
+jobs waiting (real MPI, Ray and files against the simulator).
+
+Four nodes behind two FIFO I/O nodes (two nodes each), a fast LPS so that the I/O nodes are the
+bottleneck, three writers whose compute steps end far apart (so the order of their requests does not
+hang on process start-up): ``a`` (node 0) writes first on I/O node 0; ``b`` (nodes 1 and 2) asks both
+I/O nodes while ``a`` holds node 0, so its part there waits and its part on node 1 goes at once; ``c``
+(node 3) asks I/O node 1 while ``b``'s part holds it, and waits.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from iolab.specs.batch import BatchExperiment
+
+GB = 10**9
+TS, BS = 0.02, 1e-5  # 100 spec s = 2 wall s; 100 GB = 1 MB on disk
+
+
+def the_spec() -> BatchExperiment:
+    def writer(job, nodes, runtime, output):
+        return {"id": job, "submit": 0, "nodes": nodes, "walltime": 5000, "runtime": runtime, "output": output}
+    return BatchExperiment.model_validate({
+        "name": "io-nodes-both", "scheduler": "fcfs",
+        "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "20 GB/s"},
+                     "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
+                     "io_nodes": 2, "nodes_per_io_node": 2, "io_node": {"rate": "1 GB/s", "policy": "fifo"}},
+        "workload": [writer("a", 1, 100, "600GB"), writer("b", 2, 400, "600GB"), writer("c", 1, 550, "600GB")],
+        "emulator": {"time_scale": TS, "bytes_scale": BS, "chunk_bytes": 64 * 1024},
+    })
+
+
+def parts(trace) -> dict[str, list[tuple[int, float]]]:
+    out: dict[str, list] = {}
+    for r in trace.phases.rows():
+        if r["kind"] == "write":
+            out.setdefault(r["job"], []).append((r["io_node"], round(r["volume"] / GB, 3)))
+    return {j: sorted(p) for j, p in out.items()}
+
+
+def order(trace) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for r in sorted(trace.grants.rows(), key=lambda r: r["grant"]):
+        out.setdefault(r["io_node"], []).append(r["job"])
+    return out
+
+
+def waits(trace) -> dict[tuple[str, int], float]:
+    return {(r["job"], r["io_node"]): r["grant"] - r["request"] for r in trace.grants.rows()}
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_one_spec_means_the_same_io_nodes_in_both_runtimes(tmp_path):
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.sim.batch.run import simulate_batch
+
+    sp = the_spec()
+    sim = simulate_batch(sp, strict=True)
+    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
+    assert [r["status"] for r in real.jobs.rows()] == ["ok"] * 3
+
+    # the model's parts: b's 600 GB split over its two I/O nodes by its nodes there
+    assert parts(sim) == {"a": [(0, 600.0)], "b": [(0, 300.0), (1, 300.0)], "c": [(1, 600.0)]}
+    assert parts(real) == parts(sim)
+    assert order(sim) == {0: ["a", "b"], 1: ["b", "c"]}
+    assert order(real) == order(sim)
+
+    # who waited: b on I/O node 0 (behind a), c on I/O node 1 (behind b); nobody else
+    ws, wr = waits(sim), waits(real)
+    assert ws[("b", 0)] == pytest.approx(300, abs=1) and ws[("c", 1)] == pytest.approx(150, abs=1)
+    for key, w in ws.items():
+        if w > 1:
+            assert wr[key] > w / 2, f"{key} waited {w:.0f} s simulated, {wr[key]:.0f} s for real"
+        else:
+            assert wr[key] < 60, f"{key} did not wait in the simulator, {wr[key]:.0f} s for real"
+    # every part moves at its I/O node's rate in both (a process's launch, seconds of wall time on a loaded
+    # machine, shifts the real run's ends; a transfer's length does not depend on it)
+    held = {(r["job"], r["io_node"]): r["release"] - r["grant"] for r in sim.grants.rows()}
+    assert held == pytest.approx({("a", 0): 600, ("b", 0): 300, ("b", 1): 300, ("c", 1): 600}, abs=1)
+    for r in real.grants.rows():
+        assert r["release"] - r["grant"] == pytest.approx(held[(r["job"], r["io_node"])], rel=0.1), r
