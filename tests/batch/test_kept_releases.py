@@ -167,3 +167,35 @@ def test_the_kernel_hands_its_releases_kept():
         assert _columns_of(Profile.from_snapshot(snap)) == _columns_of(ref)
         answered += snap.releases.columns(snap.free_nodes, snap.hps_free, snap.now, 1.0) is not None
     assert answered == 4
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_first_with_room_is_the_bisection_of_the_rounded_column(seed):
+    """``first_with_room`` finds, without building it, what a bisection of ``[x + eps for x in room]``
+    finds: on rising columns with long runs of equal values and needs at the rounding's edge."""
+    from iolab.middleware.policies.batch.profile import first_with_room
+
+    rng = random.Random(seed)
+    for _ in range(200):
+        eps = rng.choice([0.0, 1e-9, 1e-9 * 2.0 ** 40, 0.3])
+        room, x = [], rng.choice([0.0, 1e6, 2.0 ** 40])
+        for _ in range(rng.randint(0, 30)):
+            x += rng.choice([0.0, 0.0, 0.0, 1.0, 1e-7, 2.0 ** rng.randint(-10, 41)])
+            room.append(x)
+        values = room + [v + eps for v in room] + [1.0]
+        need = rng.choice(values) if room else 1.0
+        need = rng.choice([need, math.nextafter(need, math.inf), math.nextafter(need, -math.inf), need - eps])
+        lo = rng.randint(0, len(room))
+        rounded = [v + eps for v in room]
+        import bisect
+        assert first_with_room(room, eps, need, lo) == bisect.bisect_left(rounded, need, lo)
+
+
+def test_first_with_room_past_a_value_that_rounds_short():
+    """0.27262546200350957 is at least need - eps, yet it + eps falls short of need: not it."""
+    from iolab.middleware.policies.batch.profile import first_with_room
+
+    x, eps, need = 0.27262546200350957, 0.1, 0.3726254620035096
+    assert x >= need - eps and not x + eps >= need
+    assert first_with_room([0.0, x, x, x, 1.0], eps, need) == 4
+    assert first_with_room([0.0, x, x, x], eps, need) == 4

@@ -40,6 +40,20 @@ def _refuse(start: float, duration: float, nodes: int, hps: float = 0.0) -> NoRe
     raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at {start} for {duration} s does not fit")
 
 
+def first_with_room(room: list, eps: float, need: float, lo: int = 0) -> int:
+    """The first index ``i >= lo`` with ``room[i] + eps >= need`` in a column that never falls
+    (``len(room)`` if none): a bisection for ``need - eps``, then past the rounding (``x + eps`` is
+    not ``x >= need - eps`` for every float), one run of equal values a step.  The bisection of
+    ``[x + eps for x in room]`` for ``need`` (``x + eps`` never falls either), without building it."""
+    i = bisect.bisect_left(room, need - eps, lo)
+    while i > lo and room[i - 1] + eps >= need:  # an earlier value holds it too: back to its first
+        i = bisect.bisect_left(room, room[i - 1], lo, i - 1)
+    n = len(room)
+    while i < n and not room[i] + eps >= need:  # this value does not: past its last
+        i = bisect.bisect_right(room, room[i], i)
+    return i
+
+
 _EXACT = 2 ** 53  # integers below this are floats, and so are their sums and differences below it
 
 
@@ -350,7 +364,7 @@ class Profile:
             if free[j] < nodes:
                 j = bisect.bisect_left(free, nodes, j)
             if j < n and not room[j] + eps >= hps:
-                j = bisect.bisect_left(room, hps, j, key=lambda x: x + eps)  # the walk's test, x + eps >= hps
+                j = first_with_room(room, eps, hps, j)  # the walk's test, x + eps >= hps
             if j >= n:
                 return math.inf, n, n
             if j != i:
