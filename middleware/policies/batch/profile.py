@@ -116,7 +116,7 @@ class KeptReleases(list):
             del self.times[i], self.counts[i], self.nodes[i + 1], self.hps[i + 1]
 
     def _shift(self, k: int, n: int, b: float) -> None:
-        """Segments ``0 .. k - 1`` gain ``n`` nodes and ``b`` bytes (a release of ``-b`` bytes left)."""
+        """Segments ``0 .. k - 1`` gain ``n`` nodes and ``b`` bytes (negative: a release came in and holds them)."""
         b = float(b)
         if not b.is_integer():
             self.exact = False  # the accumulation's floats from now on
