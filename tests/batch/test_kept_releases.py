@@ -11,6 +11,7 @@ profiles stay the same.  The kernel hands its releases kept so (the batch runs).
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 
@@ -187,7 +188,6 @@ def test_first_with_room_is_the_bisection_of_the_rounded_column(seed):
         need = rng.choice([need, math.nextafter(need, math.inf), math.nextafter(need, -math.inf), need - eps])
         lo = rng.randint(0, len(room))
         rounded = [v + eps for v in room]
-        import bisect
         assert first_with_room(room, eps, need, lo) == bisect.bisect_left(rounded, need, lo)
 
 
