@@ -43,7 +43,6 @@ it keeps for the policies against its running jobs.  Without an observer each ev
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, Sequence
@@ -57,6 +56,7 @@ from iolab.middleware.policies.batch import get_scheduler
 from iolab.middleware.policies.batch.io_allocation import IOAwareAllocator, io_load
 from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, replay_in_start_order
 from iolab.middleware.policies.batch.predictions import PlanRows, PlanTracker
+from iolab.middleware.policies.batch.profile import KeptReleases
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from iolab.middleware.policies.batch.walltime import UserPredictor, refine
 
@@ -176,7 +176,7 @@ class BatchKernel:
         self._views: dict[str, RunningJob] = {}
         # the same jobs' releases sorted by (expected end, start order): Snapshot.releases, kept by _seen and
         # finish (a policy reads the next releases without sorting every running job at every decision)
-        self._releases: list[tuple[float, int, int, float]] = []
+        self._releases = KeptReleases(total_nodes, hps_capacity)  # and the free counts they make (profile.py)
         self._release_of: dict[str, tuple[float, int, int, float]] = {}
         self._started = 0  # start order of the next job seen running
         self.free_nodes = total_nodes
@@ -300,12 +300,11 @@ class BatchKernel:
         if new != old:
             if old is not None:
                 self._drop_release(old)
-            bisect.insort(self._releases, new)
+            self._releases.hold(new)
             self._release_of[jid] = new
 
     def _drop_release(self, key: tuple) -> None:
-        rel = self._releases
-        del rel[bisect.bisect_left(rel, key)]
+        self._releases.drop(key)
 
     def decide(self, t: float) -> list[JobState]:
         """One decision of the policy at ``t``; returns the jobs it started (their state is

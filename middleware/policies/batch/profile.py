@@ -40,6 +40,122 @@ def _refuse(start: float, duration: float, nodes: int, hps: float = 0.0) -> NoRe
     raise RuntimeError(f"reservation of {nodes} nodes / {hps:.6g} B at {start} for {duration} s does not fit")
 
 
+def first_with_room(room: list, eps: float, need: float, lo: int = 0) -> int:
+    """The first index ``i >= lo`` with ``room[i] + eps >= need`` in a column that never falls
+    (``len(room)`` if none): a bisection for ``need - eps``, then past the rounding (``x + eps`` is
+    not ``x >= need - eps`` for every float), one run of equal values a step.  The bisection of
+    ``[x + eps for x in room]`` for ``need`` (``x + eps`` never falls either), without building it."""
+    i = bisect.bisect_left(room, need - eps, lo)
+    while i > lo and room[i - 1] + eps >= need:  # an earlier value holds it too: back to its first
+        i = bisect.bisect_left(room, room[i - 1], lo, i - 1)
+    n = len(room)
+    while i < n and not room[i] + eps >= need:  # this value does not: past its last
+        i = bisect.bisect_right(room, room[i], i)
+    return i
+
+
+_EXACT = 2 ** 53  # integers below this are floats, and so are their sums and differences below it
+
+
+class KeptReleases(list):
+    """The running jobs' releases, sorted (:attr:`Snapshot.releases`), and the free counts they make,
+    kept as releases come and go instead of accumulated at every decision.
+
+    A list of ``(expected end, start order, nodes, HPS bytes)`` tuples in sorted order, as a runtime
+    hands them to the policies, whose :meth:`hold` and :meth:`drop` also keep the profile's columns:
+    ``times`` (each distinct end, ascending), ``nodes`` and ``hps`` (the free counts now, then after
+    each of ``times``).  A release that comes in holds its nodes and bytes until its end (the
+    segments before it lose them: a job starts, or its release moves there); one that leaves gives
+    them back (the job ended, or its release moved).  The columns' first entries are then the free
+    counts a runtime keeps, and :meth:`Profile.from_snapshot` takes copies of the columns when they
+    are the snapshot's: the same free counts, no job past its end, and ``exact``: every byte count an
+    integer, and the free bytes plus every release's bytes below 2**53, so that the kept sums, made
+    in another order than the accumulation over the sorted releases, are the same floats (each sum
+    of such integers is exact).  Otherwise it accumulates the releases as before, and a release
+    with a fractional byte count turns the columns off for good.
+    """
+
+    __slots__ = ("times", "counts", "nodes", "hps", "exact", "_bytes")
+
+    def __init__(self, free_nodes: int, hps_free: float) -> None:
+        super().__init__()
+        self.times: list[float] = []  # distinct ends
+        self.counts: list[int] = []  # releases at each of them
+        self.nodes: list[int] = [free_nodes]  # free now, then after each end
+        self.hps: list[float] = [float(hps_free)]
+        self._bytes = 0  # the releases' bytes (an int: exact)
+        self.exact = self.hps[0].is_integer() and abs(self.hps[0]) < _EXACT
+
+    def hold(self, key: tuple) -> None:
+        """A release ``(end, order, nodes, bytes)`` comes in: its nodes and bytes are held until ``end``."""
+        bisect.insort(self, key)
+        if not self.exact:
+            return
+        end, _, n, b = key
+        times = self.times
+        i = bisect.bisect_left(times, end)
+        if i < len(times) and times[i] == end:
+            self.counts[i] += 1
+        else:
+            times.insert(i, end)
+            self.counts.insert(i, 1)
+            self.nodes.insert(i + 1, self.nodes[i])  # a breakpoint: the counts it falls in on both sides
+            self.hps.insert(i + 1, self.hps[i])
+        self._shift(i + 1, -n, -b)
+
+    def drop(self, key: tuple) -> None:
+        """The release ``key`` leaves: its nodes and bytes are free from now on."""
+        del self[bisect.bisect_left(self, key)]
+        if not self.exact:
+            return
+        end, _, n, b = key
+        i = bisect.bisect_left(self.times, end)
+        self._shift(i + 1, n, b)
+        self.counts[i] -= 1
+        if not self.counts[i]:  # the segment it started has the counts of the one before it
+            del self.times[i], self.counts[i], self.nodes[i + 1], self.hps[i + 1]
+
+    def _shift(self, k: int, n: int, b: float) -> None:
+        """Segments ``0 .. k - 1`` gain ``n`` nodes and ``b`` bytes (negative: a release came in and holds them)."""
+        b = float(b)
+        if not b.is_integer():
+            self.exact = False  # the accumulation's floats from now on
+            return
+        self._bytes -= int(b)  # b < 0: a release came in
+        col = self.nodes
+        col[:k] = [x + n for x in col[:k]]
+        if b:
+            col = self.hps
+            col[:k] = [x + b for x in col[:k]]
+            if abs(col[0]) + abs(self._bytes) >= _EXACT:
+                self.exact = False
+
+    def columns(self, free_nodes: int, hps_free: float, now: float, grace: float):
+        """``(times, nodes, hps)`` of the profile at ``now`` (copies), or None unless the kept columns
+        are the accumulation's (see the class).  The jobs past their end release at ``now + grace``
+        (as :meth:`Profile.from_snapshot` says) in one segment, when that is before the next end (or
+        at it); otherwise None."""
+        if not (self.exact and self.nodes[0] == free_nodes and self.hps[0] == hps_free):
+            return None
+        if not (self and self[0][0] <= now):
+            times = [now]
+            times += self.times
+            return times, list(self.nodes), list(self.hps)
+        ends = self.times
+        m = bisect.bisect_right(ends, now)  # the distinct ends of the jobs past theirs
+        late = now + grace
+        times = [now, late]
+        nodes, hps = [free_nodes], [self.hps[0]]
+        if m < len(ends) and ends[m] <= late:
+            if ends[m] < late:
+                return None  # a release between now and the overran jobs' stand-in end
+            m += 1  # the next end is the stand-in end: one segment, after both
+        times += ends[m:]
+        nodes += self.nodes[m:]
+        hps += self.hps[m:]
+        return times, nodes, hps
+
+
 class Profile:
     __slots__ = ("times", "nodes", "hps", "eps", "rising")
 
@@ -71,6 +187,11 @@ class Profile:
         prof = cls(now, snap.free_nodes, float(snap.hps_free or 0.0), eps)
         grace_end = now + snap.overrun_grace
         rel = snap.releases  # (end, start order, nodes, HPS bytes), kept sorted by the runtime
+        if type(rel) is KeptReleases:
+            cols = rel.columns(prof.nodes[0], prof.hps[0], now, snap.overrun_grace)
+            if cols is not None:
+                prof.times, prof.nodes, prof.hps = cols
+                return prof
         if rel is not None and not (rel and rel[0][0] <= now):  # no overrun: read them as they are
             # the running sums computed in C, the same additions in the same order as _accumulate's; of
             # releases at one instant only the sum after the last is a segment (as _accumulate merges them)
@@ -243,7 +364,7 @@ class Profile:
             if free[j] < nodes:
                 j = bisect.bisect_left(free, nodes, j)
             if j < n and not room[j] + eps >= hps:
-                j = bisect.bisect_left(room, hps, j, key=lambda x: x + eps)  # the walk's test, x + eps >= hps
+                j = first_with_room(room, eps, hps, j)  # the walk's test, x + eps >= hps
             if j >= n:
                 return math.inf, n, n
             if j != i:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iolab.middleware.policies.batch.profile import Profile
+from iolab.middleware.policies.batch.profile import Profile, first_with_room
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start, TierRates
 
 
@@ -146,14 +146,34 @@ class _TieredBackfill(BatchPolicy):
             queue = itertools.islice(enumerate(snap.queue), k + 1, None)
             if self.backfill_depth is None:
                 free0 = base.nodes[0]
-                rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue if j.nodes <= free0]
+                if rising and head_opt is not None and math.isfinite(head_opt.start):
+                    # ... and, of those, only the ones that could be accepted below: a job that needs more
+                    # nodes than j1 leaves at its start (the extra nodes, h_nodes before any start; the
+                    # pass only lowers them) and both of whose reservations end after j1's start would
+                    # delay j1 on either tier (ok_l and ok_h below are false: now + the shorter one is
+                    # the earlier of the two ends).  A queue grows with the machine; most of its jobs are
+                    # such.  The same decisions, with fewer candidates sorted and looked at.
+                    sh0 = head_opt.start
+                    extra = base.nodes[bisect.bisect_right(base.times, sh0) - 1] - head_opt.nodes
+                    lengths = self._durations_by_id(snap)
+                    now = snap.now
+
+                    def shorter(j: QueuedJob) -> float:
+                        ds = lengths.get(j.id)
+                        if ds is None:
+                            ds = lengths[j.id] = _durations(j, snap)
+                        return ds[2]
+
+                    rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue
+                            if j.nodes <= free0 and (j.nodes <= extra or now + shorter(j) <= sh0)]
+                else:
+                    rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue if j.nodes <= free0]
                 rest.sort()
             else:
                 rest = [(j.walltime, j.storage, j.submit, i, j) for i, j in queue]
                 rest.sort()
                 del rest[self.backfill_depth:]  # Slurm's bf_max_job_test: the first D in backfill order
             literal = self._inline_literal()
-            room_eps = None  # base's free bytes + eps per segment (rising: a bisection finds HPS's start)
             free_now = base.nodes  # segment 0 starts now: the nodes free now, as the pass takes them
             free_bytes = base.hps
             eps = base.eps
@@ -219,10 +239,8 @@ class _TieredBackfill(BatchPolicy):
                             if now_h:  # (then now_l too: room >= storage > 0) both start now
                                 when_h = now
                             else:  # the HPS schedule starts where the bytes are free (the nodes are, now)
-                                if room_eps is None:
-                                    room_eps = [x + eps for x in free_bytes]
-                                i = bisect.bisect_left(room_eps, job.storage)
-                                when_h = base.times[i] if i < len(room_eps) else math.inf
+                                i = first_with_room(free_bytes, eps, job.storage)
+                                when_h = base.times[i] if i < len(free_bytes) else math.inf
                             if (when_h + hd) - job.submit < end - job.submit:  # HPS is the best schedule
                                 if not ok_h:
                                     continue
@@ -234,7 +252,6 @@ class _TieredBackfill(BatchPolicy):
                         base.reserve(now, opt.duration, n, opt.storage)
                         if with_head is not None:
                             with_head.reserve(now, opt.duration, n, opt.storage)
-                        room_eps = None
                         if sh < opt.end:  # it holds j1's first segment too
                             h_nodes -= n
                             if opt.storage != 0.0:

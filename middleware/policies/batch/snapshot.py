@@ -124,6 +124,7 @@ class Snapshot:
     #: runtime that keeps them as jobs start and end (the batch kernel) hands them over so that a policy
     #: reads the next releases without sorting every running job at every decision; None: the policies sort.
     #: The amounts are never negative (a release frees): the policies' profiles rely on it (Profile.rising).
+    #: A ``profile.KeptReleases`` (the batch kernel's) also carries the profile they make, kept as they change.
     releases: Any = None
 
     @classmethod
