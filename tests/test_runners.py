@@ -64,3 +64,24 @@ def test_every_runner_s_trace_names_its_run_the_same_way():
     real = provenance(io, "emulator", real=True)["versions"]  # a real run's also names its packages
     assert real["iolab"] == iolab.__version__ and real["python"] == platform.python_version()
     assert {"numpy", "pydantic", "h5py"} <= set(real)
+
+
+def test_the_simulate_command_imports_only_the_runner_it_uses():
+    """The table names its runners by where they live: ``iolab simulate`` of a batch spec loads the batch
+    simulator, not the real runtimes, the I/O simulator or the validations (their imports were a third
+    of the command's start-up)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, iolab.cli.simulate\n"
+            "from iolab.runners import runner\n"
+            "before = set(sys.modules)\n"
+            "runner('batch', 'sim').run, runner('batch', 'sim').metrics\n"
+            "print(' '.join(sorted(before)))\n"
+            "print(' '.join(sorted(set(sys.modules) - before)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    before, after = (set(line.split()) for line in out.splitlines())
+    others = {"iolab.emulator.batch.run", "iolab.emulator.io.run", "iolab.sim.io.run", "iolab.validation.io",
+              "iolab.validation.batch"}
+    assert not (before | after) & others
+    assert {"iolab.sim.batch.run", "iolab.metrics.batch_trace"} <= before | after
