@@ -85,3 +85,32 @@ def test_the_simulate_command_imports_only_the_runner_it_uses():
               "iolab.validation.batch"}
     assert not (before | after) & others
     assert {"iolab.sim.batch.run", "iolab.metrics.batch_trace"} <= before | after
+
+
+def test_the_simulate_command_pauses_the_collector_only_while_it_runs(tmp_path, monkeypatch):
+    """``iolab simulate`` leaves its start-up objects out of the collector's passes while the run lasts
+    (gc.freeze) and gives them back after: nothing stays frozen in the process."""
+    import gc
+    import json
+
+    from click.testing import CliRunner
+
+    import iolab.sim.batch.run as batch_run
+    from iolab.cli import cli
+
+    frozen = []
+    real = batch_run.simulate_batch
+
+    def watched(*args, **kwargs):  # the table resolves the runner by name: this one runs
+        frozen.append(gc.get_freeze_count())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch_run, "simulate_batch", watched)
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(small_batch("b")))
+    before = gc.get_freeze_count()
+    r = CliRunner().invoke(cli, ["simulate", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["jobs"] == 2
+    assert len(frozen) == 1 and frozen[0] > before  # the start-up's objects were out of the passes
+    assert gc.get_freeze_count() == before  # and are back
