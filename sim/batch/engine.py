@@ -172,14 +172,16 @@ class BatchEngine:
         if s.state == ALLOCATING:
             self._push(s.retry_at, _RETRY, s.index)
             return
+        k = self.kernel
         s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory, self.overheads).steps
-        early = self.kernel.early_staged.get(s.queued.id, 0.0)
+        early = k.early_staged.get(s.queued.id, 0.0) if k.early_staged else 0.0
         if early > 0:  # advance stage-in: only the rest of the input crosses the link now
             s.steps = tuple(replace(st, amount=st.amount - early) if st.kind == "stage-in" else st
                             for st in s.steps)
         s.step = -1
         self._begin_step(s, t)
-        self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
+        if k.predictor is not None:  # without a predictor no estimate is ever revised (estimate_due: inf)
+            self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
 
     def _watch_estimate(self, s: JobState) -> None:
         """The predictor's estimate of a running job is revised at its predicted end."""

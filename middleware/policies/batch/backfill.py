@@ -124,8 +124,8 @@ def _shadow(mine: list[tuple[float, int]], releases, k: int, avail: int, need: i
 
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
     """The decision of ``plan``: its reserved entries at now start (a projection is not a decision)."""
-    starts = tuple(Start(job=e.job, tier=e.tier, nodes=e.nodes, expected_end=e.end, storage=e.storage)
-                   for e in plan if e.start == snap.now and e.reserved)
+    now = snap.now
+    starts = tuple([Start(e.job, e.tier, e.nodes, e.end, e.storage) for e in plan if e.start == now and e.reserved])
     return Decision(now=snap.now, starts=starts, plan=tuple(plan))
 
 
