@@ -18,19 +18,11 @@ share is the first argument, the spec, and the result, a :class:`~iolab.trace.Tr
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Literal
-
-from iolab.emulator.batch.run import run_batch_emulation
-from iolab.emulator.io.run import run_emulation
-from iolab.validation.io import validate as validate_io
-from iolab.validation.batch import validate_batch
-from iolab.metrics.batch_trace import trace_batch_metrics
-from iolab.metrics.io import io_metrics
-from iolab.sim.batch.run import simulate_batch, simulated_makespan
-from iolab.sim.io.run import simulate
-from iolab.trace import Trace
+from typing import Any, Callable, Iterator, Literal
 
 Level = Literal["io", "batch"]
 Runtime = Literal["sim", "real"]
@@ -38,28 +30,67 @@ LEVELS: tuple[str, ...] = ("io", "batch")
 RUNTIMES: tuple[str, ...] = ("sim", "real")
 
 
+def _resolve(where: str) -> Any:
+    """``"module:attr"`` -> the attribute, imported now.  The table names its functions by where they
+    live, as the command line's ``LazyGroup`` names its commands: ``iolab simulate`` of a batch spec
+    then imports the batch simulator only, not the real runtimes (Ray's actors, the MPI launchers) nor
+    the I/O level's validation (a third of its start-up before)."""
+    module, attr = where.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 @dataclass(frozen=True)
 class Runner:
-    """How one runtime runs the experiments of one level."""
+    """How one runtime runs the experiments of one level: ``run(spec, **options) -> Trace`` and the
+    level's ``metrics(trace)``, imported on first use from where the table names them."""
 
     level: str
     runtime: str
-    run: Callable[..., Trace]  # run(spec, **options) -> Trace
-    metrics: Callable[[Trace], Any]  # the level's metrics of the trace it returns
+    run_at: str  # "module:function", called as run(spec, **options) -> Trace
+    metrics_at: str  # "module:function": the level's metrics of the trace it returns
+    # keyword arguments bound to run, each "module:attr" (the real batch run gets the simulated makespan)
+    bound: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def run(self) -> Callable[..., Any]:
+        fn = _resolve(self.run_at)
+        return partial(fn, **{k: _resolve(v) for k, v in self.bound}) if self.bound else fn
+
+    @property
+    def metrics(self) -> Callable[[Any], Any]:
+        return _resolve(self.metrics_at)
 
 
+_IO_METRICS = "iolab.metrics.io:io_metrics"
+_BATCH_METRICS = "iolab.metrics.batch_trace:trace_batch_metrics"
 RUNNERS: dict[tuple[str, str], Runner] = {
-    ("io", "sim"): Runner("io", "sim", simulate, io_metrics),
-    ("io", "real"): Runner("io", "real", run_emulation, io_metrics),
-    ("batch", "sim"): Runner("batch", "sim", simulate_batch, trace_batch_metrics),
+    ("io", "sim"): Runner("io", "sim", "iolab.sim.io.run:simulate", _IO_METRICS),
+    ("io", "real"): Runner("io", "real", "iolab.emulator.io.run:run_emulation", _IO_METRICS),
+    ("batch", "sim"): Runner("batch", "sim", "iolab.sim.batch.run:simulate_batch", _BATCH_METRICS),
     # the real runtime does not import the simulator: its wall-time check gets the simulated makespan here
-    ("batch", "real"): Runner("batch", "real", partial(run_batch_emulation, makespan_of=simulated_makespan),
-                              trace_batch_metrics),
+    ("batch", "real"): Runner("batch", "real", "iolab.emulator.batch.run:run_batch_emulation", _BATCH_METRICS,
+                              bound=(("makespan_of", "iolab.sim.batch.run:simulated_makespan"),)),
 }
+
+
+class _Validations(Mapping):
+    """Level -> its validation function, imported on first use."""
+
+    _AT = {"io": "iolab.validation.io:validate", "batch": "iolab.validation.batch:validate_batch"}
+
+    def __getitem__(self, level: str) -> Callable[..., Any]:
+        return _resolve(self._AT[level])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._AT)
+
+    def __len__(self) -> int:
+        return len(self._AT)
+
 
 # per level: emulate, simulate, compare (both runtimes' runners of the level, with the costs the
 # real run measured: docs/validation.md)
-VALIDATIONS: dict[str, Callable[..., Any]] = {"io": validate_io, "batch": validate_batch}
+VALIDATIONS: Mapping[str, Callable[..., Any]] = _Validations()
 
 
 def level_of(spec) -> str:

@@ -64,3 +64,53 @@ def test_every_runner_s_trace_names_its_run_the_same_way():
     real = provenance(io, "emulator", real=True)["versions"]  # a real run's also names its packages
     assert real["iolab"] == iolab.__version__ and real["python"] == platform.python_version()
     assert {"numpy", "pydantic", "h5py"} <= set(real)
+
+
+def test_the_simulate_command_imports_only_the_runner_it_uses():
+    """The table names its runners by where they live: ``iolab simulate`` of a batch spec loads the batch
+    simulator, not the real runtimes, the I/O simulator or the validations (their imports were a third
+    of the command's start-up)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, iolab.cli.simulate\n"
+            "from iolab.runners import runner\n"
+            "before = set(sys.modules)\n"
+            "runner('batch', 'sim').run, runner('batch', 'sim').metrics\n"
+            "print(' '.join(sorted(before)))\n"
+            "print(' '.join(sorted(set(sys.modules) - before)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    before, after = (set(line.split()) for line in out.splitlines())
+    others = {"iolab.emulator.batch.run", "iolab.emulator.io.run", "iolab.sim.io.run", "iolab.validation.io",
+              "iolab.validation.batch"}
+    assert not (before | after) & others
+    assert {"iolab.sim.batch.run", "iolab.metrics.batch_trace"} <= before | after
+
+
+def test_the_simulate_command_pauses_the_collector_only_while_it_runs(tmp_path, monkeypatch):
+    """``iolab simulate`` leaves its start-up objects out of the collector's passes while the run lasts
+    (gc.freeze) and gives them back after: nothing stays frozen in the process."""
+    import gc
+    import json
+
+    from click.testing import CliRunner
+
+    import iolab.sim.batch.run as batch_run
+    from iolab.cli import cli
+
+    frozen = []
+    real = batch_run.simulate_batch
+
+    def watched(*args, **kwargs):  # the table resolves the runner by name: this one runs
+        frozen.append(gc.get_freeze_count())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch_run, "simulate_batch", watched)
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(small_batch("b")))
+    before = gc.get_freeze_count()
+    r = CliRunner().invoke(cli, ["simulate", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["jobs"] == 2
+    assert len(frozen) == 1 and frozen[0] > before  # the start-up's objects were out of the passes
+    assert gc.get_freeze_count() == before  # and are back

@@ -203,7 +203,11 @@ def _canonical_order(job, index, start) -> np.ndarray:
     always the answer: it is checked, and where it is not (or a value is NaN) the rows are sorted by
     the whole key, as rows are.  Either way the same order, ties kept in insertion order."""
     n = len(job)
-    jobs = np.array(job, dtype=object)
+    try:  # each job as the rank of its id among the distinct ids: an integer sort, not one of objects
+        rank = {v: r for r, v in enumerate(sorted(set(job)))}
+        jobs = np.fromiter(map(rank.__getitem__, job), dtype=np.intp, count=n)
+    except TypeError:  # ids that do not order among themselves: numpy's sort of the objects
+        jobs = np.array(job, dtype=object)
     order = np.argsort(jobs, kind="stable")
     if n > 1:
         try:

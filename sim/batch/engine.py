@@ -157,6 +157,9 @@ class BatchEngine:
         self.links = {LPS: FairShareLink(self.rates.lps * share[0]), HPS: FairShareLink(self.rates.hps * share[1]),
                       "stage": FairShareLink(self.rates.stage * share[2])}
         self.rec = BatchRecord(self.state)
+        ph = self.rec.phases  # its columns' appends, bound once (a row per phase)
+        self._row_appends = (ph.job.append, ph.index.append, ph.kind.append, ph.start.append, ph.end.append,
+                             ph.volume.append, ph.tier.append)
         self._heap: list[tuple] = []
         self._seq = itertools.count()
         self._touched_links: set[str] = set()
@@ -177,14 +180,16 @@ class BatchEngine:
         if s.state == ALLOCATING:
             self._push(s.retry_at, _RETRY, s.index)
             return
+        k = self.kernel
         s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory, self.overheads).steps
-        early = self.kernel.early_staged.get(s.queued.id, 0.0)
+        early = k.early_staged.get(s.queued.id, 0.0) if k.early_staged else 0.0
         if early > 0:  # advance stage-in: only the rest of the input crosses the link now
             s.steps = tuple(replace(st, amount=st.amount - early) if st.kind == "stage-in" else st
                             for st in s.steps)
         s.step = -1
         self._begin_step(s, t)
-        self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
+        if k.predictor is not None:  # without a predictor no estimate is ever revised (estimate_due: inf)
+            self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
 
     def _watch_estimate(self, s: JobState) -> None:
         """The predictor's estimate of a running job is revised at its predicted end."""
@@ -229,14 +234,14 @@ class BatchEngine:
         if kind != COMPUTE:
             self._io_time[s.index] += t - s.step_start
         if self._all_rows:
-            ph = self.rec.phases
-            ph.job.append(s.queued.id)
-            ph.index.append(st.index if st.index >= 0 else s.step)
-            ph.kind.append(kind)
-            ph.start.append(s.step_start)
-            ph.end.append(t)
-            ph.volume.append(0.0 if kind == COMPUTE else st.amount)
-            ph.tier.append("stage" if st.link == "stage" else s.tier)
+            job, index, kinds, start, end, volume, tier = self._row_appends
+            job(s.queued.id)
+            index(st.index if st.index >= 0 else s.step)
+            kinds(kind)
+            start(s.step_start)
+            end(t)
+            volume(0.0 if kind == COMPUTE else st.amount)
+            tier("stage" if st.link == "stage" else s.tier)
 
     # -- main loop --------------------------------------------------------
     # -- suspension (the load controller) ----------------------------------------------------
@@ -269,23 +274,33 @@ class BatchEngine:
 
     def run(self) -> BatchRecord:
         k = self.kernel
-        for s in self.state:
-            self._push(s.queued.submit, _SUBMIT, s.index)
+        # The submissions are not in the heap: the jobs are in submit order (the kernel sorts them), so
+        # the next one is read from this list.  At an instant they are handled before the heap's events,
+        # as when each was pushed first (the lowest sequence numbers): the same order, n pushes fewer.
+        submits = [s.queued.submit for s in self.state]
+        n_jobs = len(submits)
         if self.controller is not None:
             self.controller.start(self)
         heap = self._heap
         heappop, heappush, seq = heapq.heappop, heapq.heappush, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
-        begin_step, phase = self._begin_step, self._phase
+        begin_step, phase, submit = self._begin_step, self._phase, k.submit
         events = 0
         submitted = 0
         report = PROGRESS_EVERY if self.progress is not None else math.inf
         advance_at: set[float] = set()  # times of the early-copy checks in the heap
-        while heap:
-            t = heap[0][0]
+        inf = math.inf
+        while heap or submitted < n_jobs:
+            t = heap[0][0] if heap else inf
+            if submitted < n_jobs and submits[submitted] <= t:
+                t = submits[submitted]
             if events >= report:
-                self.progress(t, submitted, len(state))
+                self.progress(t, submitted, n_jobs)
                 report = events + PROGRESS_EVERY
+            while submitted < n_jobs and submits[submitted] == t:
+                submit(state[submitted], t)
+                submitted += 1
+                events += 1
             while heap and heap[0][0] == t:
                 _, _, ev, arg = heappop(heap)
                 events += 1
@@ -310,9 +325,6 @@ class BatchEngine:
                         phase(s, st, t)
                         begin_step(s, t)
                     touched.add(name)
-                elif ev == _SUBMIT:
-                    k.submit(state[arg], t)
-                    submitted += 1
                 elif ev == _CONTROL:
                     self.controller.event(self, arg, t)
                 elif ev == _ADVANCE:  # an early stage-in may be due under the current plan

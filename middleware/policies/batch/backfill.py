@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 import math
 
 from iolab.middleware.policies.batch.profile import Profile
@@ -97,22 +96,36 @@ class _TierByRequest:
         return plan
 
 
-def _releases_in_order(releases, now: float, grace_end: float, plan: list[PlanEntry]):
-    """``(time, nodes)`` of every node release, in time order: the running jobs' (``releases``, sorted by
-    expected end; a job past its expected end releases at ``grace_end``) and the jobs of ``plan`` started
-    now; lazily, so that a caller stopping early reads only the releases it needs.  The same times and
-    counts as sorting them all (the order among equal times differs: counts at one instant add up the
-    same)."""
-    k = bisect.bisect_right(releases, (now, math.inf))  # past their expected end: released at grace_end
-    late = [(grace_end, sum(r[2] for r in releases[:k]))] if k else []
-    return heapq.merge(late, ((r[0], r[2]) for r in itertools.islice(releases, k, None)),
-                       sorted((e.end, e.nodes) for e in plan))
+def _shadow(mine: list[tuple[float, int]], releases, k: int, avail: int, need: int) -> tuple[float, int]:
+    """EASY's shadow time: the first release time at which ``avail`` free nodes plus those released by
+    then reach ``need``, every release at that instant counted, and the nodes free then, ``(shadow,
+    avail)`` (``avail`` stays below ``need`` if they never reach it).  The releases are ``mine``, sorted
+    ``(time, nodes)``, merged with ``releases[k:]``, sorted ``(time, order, nodes, HPS bytes)`` (the
+    kernel's, :attr:`Snapshot.releases`); read in time order only up to the shadow time.  The order among
+    equal times does not matter: every release at the shadow time is counted."""
+    shadow = math.nan
+    i, m, n = 0, len(mine), len(releases)
+    while True:
+        if i < m and (k >= n or mine[i][0] <= releases[k][0]):
+            end, nodes = mine[i]
+            i += 1
+        elif k < n:
+            r = releases[k]
+            end, nodes = r[0], r[2]
+            k += 1
+        else:
+            break
+        if avail >= need and end != shadow:
+            break  # every release at the shadow time counted
+        avail += nodes
+        shadow = end
+    return shadow, avail
 
 
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
     """The decision of ``plan``: its reserved entries at now start (a projection is not a decision)."""
-    starts = tuple(Start(job=e.job, tier=e.tier, nodes=e.nodes, expected_end=e.end, storage=e.storage)
-                   for e in plan if e.start == snap.now and e.reserved)
+    now = snap.now
+    starts = tuple([Start(e.job, e.tier, e.nodes, e.end, e.storage) for e in plan if e.start == now and e.reserved])
     return Decision(now=snap.now, starts=starts, plan=tuple(plan))
 
 
@@ -502,17 +515,17 @@ class EASY(BatchPolicy):
             return None
         grace_end = now + snap.overrun_grace
         if snap.releases is None:
-            ends = iter(sorted([(r.expected_end if r.expected_end > now else grace_end, r.nodes) for r in snap.running]
-                               + [(e.end, e.nodes) for e in plan]))
+            shadow, avail = _shadow(sorted([(r.expected_end if r.expected_end > now else grace_end, r.nodes)
+                                            for r in snap.running] + [(e.end, e.nodes) for e in plan]),
+                                    (), 0, free, head.nodes)
         else:  # kept sorted by the runtime: read only the releases up to the shadow time
-            ends = _releases_in_order(snap.releases, now, grace_end, plan)
-        avail = free
-        shadow = math.nan
-        for end, nodes in ends:
-            if avail >= head.nodes and end != shadow:
-                break  # every release at the shadow time counted
-            avail += nodes
-            shadow = end
+            releases = snap.releases
+            late = bisect.bisect_right(releases, (now, math.inf))  # past their expected end: released at grace_end
+            mine = [(e.end, e.nodes) for e in plan]
+            if late:
+                mine.append((grace_end, sum(r[2] for r in releases[:late])))
+            mine.sort()
+            shadow, avail = _shadow(mine, releases, late, free, head.nodes)
         if avail < head.nodes:
             return None  # never: the machine is too small for the head
         extra = avail - head.nodes

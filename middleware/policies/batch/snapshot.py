@@ -141,11 +141,11 @@ class Snapshot:
         snap = object.__new__(cls)
         if hps_free is None:
             hps_free = max(0.0, hps_capacity - sum(r.storage for r in running if r.tier == HPS))
-        for name, value in (("now", now), ("total_nodes", total_nodes), ("free_nodes", free_nodes),
-                            ("queue", queue), ("running", running), ("hps_capacity", hps_capacity),
-                            ("hps_free", hps_free), ("rates", rates), ("overrun_grace", overrun_grace),
-                            ("releases", releases)):
-            object.__setattr__(snap, name, value)
+        # the fields straight into the instance's dict (a frozen dataclass without slots): one call, not
+        # one object.__setattr__ per field (a snapshot per decision)
+        snap.__dict__.update(now=now, total_nodes=total_nodes, free_nodes=free_nodes, queue=queue, running=running,
+                             hps_capacity=hps_capacity, hps_free=hps_free, rates=rates, overrun_grace=overrun_grace,
+                             releases=releases)
         return snap
 
     @staticmethod
