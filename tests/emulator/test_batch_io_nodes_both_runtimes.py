@@ -82,3 +82,65 @@ def test_one_spec_means_the_same_io_nodes_in_both_runtimes(tmp_path):
     assert held == pytest.approx({("a", 0): 600, ("b", 0): 300, ("b", 1): 300, ("c", 1): 600}, abs=1)
     for r in real.grants.rows():
         assert r["release"] - r["grant"] == pytest.approx(held[(r["job"], r["io_node"])], rel=0.1), r
+
+
+# ---------------------------------------------------------------- a job on two I/O nodes, a tier with a law
+R_LPS = 1 * GB  # bytes per spec second
+F2 = 0.5  # the law's f(2): 1 / (1 + 1 x (2 - 1))
+PART = 100 * GB  # each of the job's two parts
+
+
+def split_spec() -> BatchExperiment:
+    """One job on two nodes behind two I/O nodes (one node each), fast I/O nodes, LPS at 1 GB/s under a
+    law that halves it with two streams."""
+    return BatchExperiment.model_validate({
+        "name": "io-nodes-split", "scheduler": "fcfs",
+        "platform": {"nodes": 2, "memory_per_node": "8GB",
+                     "lps": {"rate": "1 GB/s", "interference": {"gamma": 1.0, "knee": 1}},
+                     "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
+                     "io_nodes": 2, "nodes_per_io_node": 1, "io_node": {"rate": "20 GB/s", "policy": "fifo"}},
+        "workload": [{"id": "s", "submit": 0, "nodes": 2, "walltime": 5000, "runtime": 10, "output": "200GB"}],
+        "emulator": {"time_scale": TS, "bytes_scale": BS, "chunk_bytes": 16 * 1024},
+    })
+
+
+def two_streams(g0: float, g1: float) -> dict[int, float]:
+    """The reference: two parts of ``PART`` bytes on one tier, each its own stream, granted at ``g0`` and
+    ``g1`` (I/O nodes not limiting): alone a part gets the whole rate, together each gets R f(2) / 2.
+    Returns each part's transfer length (release - grant)."""
+    lag = abs(g1 - g0)
+    if lag * R_LPS >= PART:  # the first is done before the second starts: each alone
+        return {0: PART / R_LPS, 1: PART / R_LPS}
+    # the first moves lag x R alone; then both move at the fair share until the first is done, the
+    # second having moved as much as the first then; the second's last lag x R bytes go alone
+    both = (PART - lag * R_LPS) / (R_LPS * F2 / 2)
+    return {0: lag + both, 1: both + lag}
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_job_on_two_io_nodes_is_two_streams_on_its_tier_in_both_runtimes(tmp_path):
+    """Each part is one stream on the tier in both runtimes: two parts of 100 GB granted together share
+    LPS's 1 GB/s x f(2) = 0.5 GB/s, so each lasts 400 s (one stream per job would give ~200 s).  A real
+    job's ranks reach the phase a fraction of a second apart, so its first part runs alone for that
+    long: the real run is held against the same reference with its own grant times."""
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.sim.batch.run import simulate_batch
+
+    sp = split_spec()
+    sim = simulate_batch(sp, strict=True)
+    assert parts(sim) == {"s": [(0, 100.0), (1, 100.0)]}
+    held = {r["io_node"]: r["release"] - r["grant"] for r in sim.grants.rows()}
+    assert two_streams(0.0, 0.0) == {0: 400.0, 1: 400.0}
+    assert held == pytest.approx(two_streams(0.0, 0.0), rel=1e-6)
+
+    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
+    assert [r["status"] for r in real.jobs.rows()] == ["ok"]
+    assert parts(real) == parts(sim)
+    grants = {r["io_node"]: r for r in real.grants.rows()}
+    got = {n: r["release"] - r["grant"] for n, r in grants.items()}
+    lag = abs(grants[1]["grant"] - grants[0]["grant"])
+    assert lag < 50, f"the real job's parts were granted {lag:.0f} s apart"
+    expect = two_streams(grants[0]["grant"], grants[1]["grant"])
+    assert got == pytest.approx(expect, rel=0.05), f"real {got}, the reference {expect} (grants {lag:.1f} s apart)"
