@@ -11,7 +11,8 @@ write phases on its tier (not its staging) go through the I/O nodes of its compu
 - a granted part is a **stream** on two links in series: its I/O node (``io_node.rate x f(k)``, ``f`` the
   I/O node's interference law, ``k`` its streams) and the job's tier (the tier's rate and law, as
   without I/O nodes).  Rates are max-min fair over all those links (:func:`~iolab.sim.batch.maxmin.max_min_rates`),
-  recomputed whenever a stream starts or ends;
+  recomputed whenever a stream starts or ends; a calibrated run (``platform.overheads.delivered``) moves
+  each part at its tier's delivered share of that rate, whichever link is its bottleneck;
 - the load controller's suspension takes a job's parts away (a granted part is released, a waiting one
   withdrawn; the bytes left of each part are kept) and puts them back as new requests at resume.
 
@@ -80,6 +81,8 @@ class IONodeLayer:
         self.checker = IONodeChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
         self.engine = None
         self.tiers: dict[str, object] = {}  # tier name -> the engine's link (its rate and law)
+        # tier name -> the share of its path's rate a real part delivered (the calibration's; 1: the spec's)
+        self.share: dict[str, float] = {}
         self.version = 0
         self.last = 0.0
         self.phases: dict[int, _Phase] = {}  # job index -> its phase in the layer
@@ -105,9 +108,11 @@ class IONodeLayer:
         """Stand in for ``engine``'s tier links (their rates and laws are kept: install after the
         tiers' laws and the controller's volumes are in place)."""
         self.engine = engine
+        d = getattr(engine.overheads, "delivered", None)
         for name in ("lps", "hps"):
             self.tiers[name] = engine.links[name]
             engine.links[name] = TierView(self, name)
+            self.share[name] = float(getattr(d, name)) if d is not None else 1.0
         engine.io_nodes = self
 
     # -- the link interface (through TierView) -------------------------------------------------
@@ -271,6 +276,10 @@ class IONodeLayer:
             self.dirty = False
 
     def _solve(self) -> None:
+        """Max-min fair rates over the spec's rates (each tier link's capacity without its delivered
+        share), then each part at its tier's delivered share of its rate: a real run measures the share of
+        a lone phase against the lesser of its tier's and its I/O node's rates, the whole path, so the share
+        slows a part whichever link is its bottleneck."""
         k_node: dict[int, int] = {}
         k_tier: dict[str, int] = {}
         for ph, part in self.streams:
@@ -279,11 +288,12 @@ class IONodeLayer:
         caps: dict[object, float] = {}
         for j, k in k_node.items():
             caps[("io", j)] = self.rate * (self.law.factor(k) if self.law is not None else 1.0)
+        share = self.share
         for name, k in k_tier.items():
-            caps[name] = self.tiers[name].total_rate(k)
+            caps[name] = self.tiers[name].total_rate(k) / share[name]  # the engine's link runs at the share
         rates = max_min_rates([(("io", part.node), ph.tier) for ph, part in self.streams], caps)
-        for (_, part), r in zip(self.streams, rates):
-            part.rate = r
+        for (ph, part), r in zip(self.streams, rates):
+            part.rate = r * share[ph.tier]
 
     # -- the trace -------------------------------------------------------------------------------------------
     def expand_rows(self, phases) -> None:
