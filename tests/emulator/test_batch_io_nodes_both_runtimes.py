@@ -144,3 +144,58 @@ def test_a_job_on_two_io_nodes_is_two_streams_on_its_tier_in_both_runtimes(tmp_p
     assert lag < 50, f"the real job's parts were granted {lag:.0f} s apart"
     expect = two_streams(grants[0]["grant"], grants[1]["grant"])
     assert got == pytest.approx(expect, rel=0.05), f"real {got}, the reference {expect} (grants {lag:.1f} s apart)"
+
+
+# ---------------------------------------------------------------- shared I/O nodes with a law
+def shared_spec() -> BatchExperiment:
+    """Four nodes behind two `shared` I/O nodes of 1 GB/s under a law that halves them with two streams,
+    a fast LPS.  ``a`` (node 0, 400 GB) and ``c`` (node 3, 500 GB) start writing at once, each alone on its
+    I/O node; ``b`` (nodes 1 and 2, 100 GB) writes later on both, its 50 GB parts each sharing an I/O node
+    with a long writer whose transfer spans all of it (so a process's launch, which shifts when ``b``
+    comes, does not change any transfer's length)."""
+    def writer(job, nodes, runtime, output):
+        return {"id": job, "submit": 0, "nodes": nodes, "walltime": 5000, "runtime": runtime, "output": output}
+    return BatchExperiment.model_validate({
+        "name": "io-nodes-shared", "scheduler": "fcfs",
+        "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "20 GB/s"},
+                     "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
+                     "io_nodes": 2, "nodes_per_io_node": 2,
+                     "io_node": {"rate": "1 GB/s", "policy": "shared", "interference": {"gamma": 1.0, "knee": 1}}},
+        "workload": [writer("a", 1, 100, "400GB"), writer("b", 2, 250, "100GB"), writer("c", 1, 100, "500GB")],
+        "emulator": {"time_scale": TS, "bytes_scale": BS, "chunk_bytes": 16 * 1024},
+    })
+
+
+def overlaps(trace) -> set[tuple[str, str, int]]:
+    """Pairs of grants held at once on one I/O node (job, job, I/O node)."""
+    g = sorted(trace.grants.rows(), key=lambda r: (r["io_node"], r["job"]))
+    return {(x["job"], y["job"], x["io_node"]) for i, x in enumerate(g) for y in g[i + 1:]
+            if x["io_node"] == y["io_node"] and x["grant"] < y["release"] and y["grant"] < x["release"]}
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_shared_io_nodes_with_a_law_mean_the_same_in_both_runtimes(tmp_path):
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.sim.batch.run import simulate_batch
+
+    sp = shared_spec()
+    sim = simulate_batch(sp, strict=True)
+    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
+    assert [r["status"] for r in real.jobs.rows()] == ["ok"] * 3
+
+    assert parts(sim) == {"a": [(0, 400.0)], "b": [(0, 50.0), (1, 50.0)], "c": [(1, 500.0)]}
+    assert parts(real) == parts(sim)
+    # shared: nobody waits, and b's parts overlap the long writers, one on each I/O node
+    assert all(w < 1 for w in waits(sim).values())
+    assert all(w < 20 for w in waits(real).values()), waits(real)
+    assert overlaps(sim) == {("a", "b", 0), ("b", "c", 1)}
+    assert overlaps(real) == overlaps(sim)
+    # the reference, by hand: alone a part gets 1 GB/s; two parts on an I/O node get 1 x f(2) = 0.5 GB/s in
+    # all, 0.25 each.  b's 50 GB parts: 200 s each; a and c lose 150 GB of progress over those 200 s
+    held = {(r["job"], r["io_node"]): r["release"] - r["grant"] for r in sim.grants.rows()}
+    assert held == pytest.approx({("a", 0): 400 + 150, ("b", 0): 200, ("b", 1): 200, ("c", 1): 500 + 150},
+                                 rel=1e-6)
+    for r in real.grants.rows():
+        assert r["release"] - r["grant"] == pytest.approx(held[(r["job"], r["io_node"])], rel=0.1), r
