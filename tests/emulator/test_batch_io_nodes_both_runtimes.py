@@ -124,7 +124,8 @@ def test_a_job_on_two_io_nodes_is_two_streams_on_its_tier_in_both_runtimes(tmp_p
     """Each part is one stream on the tier in both runtimes: two parts of 100 GB granted together share
     LPS's 1 GB/s x f(2) = 0.5 GB/s, so each lasts 400 s (one stream per job would give ~200 s).  A real
     job's ranks reach the phase a fraction of a second apart, so its first part runs alone for that
-    long: the real run is held against the same reference with its own grant times."""
+    long (L s): the real run is held against the same reference with its own grant times (the phase
+    then lasts 400 - 2L s)."""
     from iolab.emulator.batch.run import run_batch_emulation
     from iolab.sim.batch.run import simulate_batch
 
@@ -143,7 +144,14 @@ def test_a_job_on_two_io_nodes_is_two_streams_on_its_tier_in_both_runtimes(tmp_p
     lag = abs(grants[1]["grant"] - grants[0]["grant"])
     assert lag < 50, f"the real job's parts were granted {lag:.0f} s apart"
     expect = two_streams(grants[0]["grant"], grants[1]["grant"])
-    assert got == pytest.approx(expect, rel=0.05), f"real {got}, the reference {expect} (grants {lag:.1f} s apart)"
+    # the phase's transfer, from its first grant to its last release, within 5 % of the reference; each
+    # part within 10 % (how the overlap is split between the job's two parts follows its ranks' scheduling)
+    first = min(r["grant"] for r in grants.values())
+    span = max(r["release"] for r in grants.values()) - first
+    span_expect = max(r["grant"] + expect[n] for n, r in grants.items()) - first
+    why = f"real {got}, the reference {expect} (grants {lag:.1f} s apart)"
+    assert span == pytest.approx(span_expect, rel=0.05), why
+    assert got == pytest.approx(expect, rel=0.1), why
 
 
 # ---------------------------------------------------------------- shared I/O nodes with a law
