@@ -11,7 +11,10 @@ phase reports, the tier's token bucket) that also goes through the job's I/O nod
   for that grant.  Parts are granted independently;
 - ``throttle`` (every rank): books its bytes on the I/O node's link *and* on the tier's link (both
   calls in flight at once) and moves them when both intervals have started; they are carried when
-  both have ended (two resources in series, approximated by their two buckets);
+  both have ended (two resources in series, approximated by their two buckets).  On the tier the
+  stream is the *part*, ``<job>@io<node>``: a job's parts through two I/O nodes are two clients of the
+  file system, so two streams for the tier's law and for the load controller's count, as in the
+  simulator;
 - ``end_part`` (every rank, once its bytes are carried): the part's grant is released when its last
   rank is done.
 
@@ -27,6 +30,11 @@ from typing import Any
 from iolab.apps.checkpoint import share
 
 from iolab.middleware.storage_client import StorageCoordinator
+
+
+def part_stream(job: str, io_node: int) -> str:
+    """The name of a job's part on its tier's bucket: one stream per (job, I/O node)."""
+    return f"{job}@io{int(io_node)}"
 
 
 class IONodeCoordinator(StorageCoordinator):
@@ -51,6 +59,7 @@ class IONodeCoordinator(StorageCoordinator):
         self.node = int(nodes[rank])
         self.part = [r for r in range(size) if int(nodes[r]) == self.node]  # the ranks of this rank's part
         self.leader = self.part[0] == rank
+        self.stream = part_stream(self.job, self.node)  # this rank's stream on the tier
 
     def begin_part(self, phase: int, kind: str, nbytes: int) -> None:
         """Block until this rank's part holds its grant for ``phase`` (``nbytes``: the whole job's)."""
@@ -79,7 +88,7 @@ class IONodeCoordinator(StorageCoordinator):
         if self._phase is not None:  # the part holds (or asks again for) its grant
             refs.append(self.io.book.remote(self.job, self.node, int(nbytes), at))
         if self.capped:
-            refs.append(self.actor.book.remote(self.link, int(nbytes), self.job, at))
+            refs.append(self.actor.book.remote(self.link, int(nbytes), self.stream, at))
         if not refs:
             return
         spans = [self._call(r) for r in refs]

@@ -11,7 +11,8 @@ write phases on its tier (not its staging) go through the I/O nodes of its compu
 - a granted part is a **stream** on two links in series: its I/O node (``io_node.rate x f(k)``, ``f`` the
   I/O node's interference law, ``k`` its streams) and the job's tier (the tier's rate and law, as
   without I/O nodes).  Rates are max-min fair over all those links (:func:`~iolab.sim.batch.maxmin.max_min_rates`),
-  recomputed whenever a stream starts or ends;
+  recomputed whenever a stream starts or ends; a calibrated run (``platform.overheads.delivered``) moves
+  each part at its tier's delivered share of that rate, whichever link is its bottleneck;
 - the load controller's suspension takes a job's parts away (a granted part is released, a waiting one
   withdrawn; the bytes left of each part are kept) and puts them back as new requests at resume.
 
@@ -37,6 +38,7 @@ from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_parts, th
 from iolab.middleware.policies.interference import law_of
 from iolab.middleware.policies.io_order import get_policy
 from iolab.invariants import strict_default
+from iolab.workloads.steps import job_steps
 
 from iolab.sim.batch.maxmin import max_min_rates
 
@@ -60,12 +62,14 @@ class _Part:
 
 
 class _Phase:
-    __slots__ = ("index", "job", "phase", "kind", "tier", "volume", "step", "parts", "seq")
+    __slots__ = ("index", "job", "phase", "kind", "tier", "volume", "step", "parts", "seq", "asked")
 
-    def __init__(self, index: int, job: str, phase: int, kind: str, tier: str, volume: float, step: int, parts):
+    def __init__(self, index: int, job: str, phase: int, kind: str, tier: str, volume: float, step: int, parts,
+                 asked: float):
         self.index, self.job, self.phase, self.kind, self.tier = index, job, phase, kind, tier
         self.volume, self.step, self.parts = volume, step, parts
         self.seq = 0  # when it (last) joined the layer: phases ending at one instant go in this order
+        self.asked = asked  # its first request (a suspension does not reset it)
 
 
 class IONodeLayer:
@@ -80,6 +84,8 @@ class IONodeLayer:
         self.checker = IONodeChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
         self.engine = None
         self.tiers: dict[str, object] = {}  # tier name -> the engine's link (its rate and law)
+        # tier name -> the share of its path's rate a real part delivered (the calibration's; 1: the spec's)
+        self.share: dict[str, float] = {}
         self.version = 0
         self.last = 0.0
         self.phases: dict[int, _Phase] = {}  # job index -> its phase in the layer
@@ -89,7 +95,8 @@ class IONodeLayer:
         self.ready: list[int] = []  # job indices whose phase has nothing left to move
         self.dirty = False  # the rates need solving
         self._seq = itertools.count()
-        self.facts: dict[int, JobIOFacts] = {}
+        self.facts: dict[tuple[int, str], JobIOFacts] = {}  # (job index, tier) -> what its requests tell
+        self.io_time: dict[int, float] = {}  # job index -> seconds of its phases through I/O nodes so far
         self.grants: list[tuple] = []  # the trace's grants rows (job, phase, io_node, request, grant, release)
         self.parts_done: dict[tuple[str, int], list[tuple[int, float, float]]] = {}  # (job, phase) -> (node, bytes, end)
 
@@ -105,9 +112,11 @@ class IONodeLayer:
         """Stand in for ``engine``'s tier links (their rates and laws are kept: install after the
         tiers' laws and the controller's volumes are in place)."""
         self.engine = engine
+        d = getattr(engine.overheads, "delivered", None)
         for name in ("lps", "hps"):
             self.tiers[name] = engine.links[name]
             engine.links[name] = TierView(self, name)
+            self.share[name] = float(getattr(d, name)) if d is not None else 1.0
         engine.io_nodes = self
 
     # -- the link interface (through TierView) -------------------------------------------------
@@ -119,7 +128,7 @@ class IONodeLayer:
             st = s.steps[s.step]
             phase = st.index if st.index >= 0 else s.step
             parts = [_Part(j, b) for j, b in split_parts(amount, s.node_ids, self.span)]
-            ph = _Phase(key, s.queued.id, phase, st.kind, tier, amount, s.step, parts)
+            ph = _Phase(key, s.queued.id, phase, st.kind, tier, amount, s.step, parts, now)
         self.phases[key] = ph
         ph.seq = next(self._seq)
         live = [p for p in ph.parts if not self._finished(p)]
@@ -223,19 +232,26 @@ class IONodeLayer:
 
     def _request(self, ph: _Phase, part: _Part, now: float) -> None:
         s = self.engine.state[ph.index]
-        facts = self.facts.get(ph.index)
-        if facts is None or facts.id != ph.job or len(facts.cf) != len(s.steps):
-            rates = {name: link.rate for name, link in self.engine.links.items() if name not in self.tiers}
-            rates.update({name: link.rate for name, link in self.tiers.items()})
-            facts = self.facts[ph.index] = JobIOFacts(ph.job, ph.index, s.steps, rates, self.rate)
+        facts = self.facts.get((ph.index, s.tier))
+        if facts is None:
+            facts = self.facts[(ph.index, s.tier)] = self._facts(s)
         part.asked = part.left
         part.request = now
         part.grant = math.nan
-        req = facts.request(ph.step, ph.phase, part.left, now, s.start, self.engine._io_time[ph.index])
+        # ph.phase: the step's index without overheads, the index of the steps the facts hold
+        req = facts.request(ph.phase, ph.phase, part.left, now, s.start, self.io_time.get(ph.index, 0.0))
         self.arbiters[part.node].submit(req)
         if self.checker is not None:
             self.checker.requested(part.node, ph.job, ph.phase, part.left, now)
         self.pending.add(part.node)
+
+    def _facts(self, s) -> JobIOFacts:
+        """What the list policies rank about job ``s``, built as the real run builds it
+        (:mod:`iolab.middleware.io_nodes`): from the job's steps without the calibration's overhead steps
+        and without an advance stage-in, at the spec's rates (not the delivered shares)."""
+        r = self.engine.rates
+        steps = job_steps(s.job, s.tier, r.lps, self.engine.memory).steps
+        return JobIOFacts(s.queued.id, s.index, steps, {"lps": r.lps, "hps": r.hps, "stage": r.stage}, self.rate)
 
     def _released(self, ph: _Phase, part: _Part, now: float, finished: bool) -> None:
         moved = part.asked - max(part.left, 0.0) if not finished else part.asked
@@ -246,6 +262,8 @@ class IONodeLayer:
         part.rate = 0.0
 
     def _phase_done(self, ph: _Phase, now: float) -> None:
+        # the job's I/O seconds, as the real run counts them: from the phase's first request to its last part's end
+        self.io_time[ph.index] = self.io_time.get(ph.index, 0.0) + now - ph.asked
         if self.checker is not None:
             self.checker.phase_done(ph.job, ph.phase, ph.volume, [p.node for p in ph.parts], now)
         self.parts_done[(ph.job, ph.phase)] = [(p.node, p.bytes, p.end if p.end == p.end else now)
@@ -271,6 +289,10 @@ class IONodeLayer:
             self.dirty = False
 
     def _solve(self) -> None:
+        """Max-min fair rates over the spec's rates (each tier link's capacity without its delivered
+        share), then each part at its tier's delivered share of its rate: a real run measures the share of
+        a lone phase against the lesser of its tier's and its I/O node's rates, the whole path, so the share
+        slows a part whichever link is its bottleneck."""
         k_node: dict[int, int] = {}
         k_tier: dict[str, int] = {}
         for ph, part in self.streams:
@@ -279,11 +301,12 @@ class IONodeLayer:
         caps: dict[object, float] = {}
         for j, k in k_node.items():
             caps[("io", j)] = self.rate * (self.law.factor(k) if self.law is not None else 1.0)
+        share = self.share
         for name, k in k_tier.items():
-            caps[name] = self.tiers[name].total_rate(k)
+            caps[name] = self.tiers[name].total_rate(k) / share[name]  # the engine's link runs at the share
         rates = max_min_rates([(("io", part.node), ph.tier) for ph, part in self.streams], caps)
-        for (_, part), r in zip(self.streams, rates):
-            part.rate = r
+        for (ph, part), r in zip(self.streams, rates):
+            part.rate = r * share[ph.tier]
 
     # -- the trace -------------------------------------------------------------------------------------------
     def expand_rows(self, phases) -> None:

@@ -82,3 +82,128 @@ def test_one_spec_means_the_same_io_nodes_in_both_runtimes(tmp_path):
     assert held == pytest.approx({("a", 0): 600, ("b", 0): 300, ("b", 1): 300, ("c", 1): 600}, abs=1)
     for r in real.grants.rows():
         assert r["release"] - r["grant"] == pytest.approx(held[(r["job"], r["io_node"])], rel=0.1), r
+
+
+# ---------------------------------------------------------------- a job on two I/O nodes, a tier with a law
+R_LPS = 1 * GB  # bytes per spec second
+F2 = 0.5  # the law's f(2): 1 / (1 + 1 x (2 - 1))
+PART = 100 * GB  # each of the job's two parts
+
+
+def split_spec() -> BatchExperiment:
+    """One job on two nodes behind two I/O nodes (one node each), fast I/O nodes, LPS at 1 GB/s under a
+    law that halves it with two streams."""
+    return BatchExperiment.model_validate({
+        "name": "io-nodes-split", "scheduler": "fcfs",
+        "platform": {"nodes": 2, "memory_per_node": "8GB",
+                     "lps": {"rate": "1 GB/s", "interference": {"gamma": 1.0, "knee": 1}},
+                     "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
+                     "io_nodes": 2, "nodes_per_io_node": 1, "io_node": {"rate": "20 GB/s", "policy": "fifo"}},
+        "workload": [{"id": "s", "submit": 0, "nodes": 2, "walltime": 5000, "runtime": 10, "output": "200GB"}],
+        "emulator": {"time_scale": TS, "bytes_scale": BS, "chunk_bytes": 16 * 1024},
+    })
+
+
+def two_streams(g0: float, g1: float) -> dict[int, float]:
+    """The reference: two parts of ``PART`` bytes on one tier, each its own stream, granted at ``g0`` and
+    ``g1`` (I/O nodes not limiting): alone a part gets the whole rate, together each gets R f(2) / 2.
+    Returns each part's transfer length (release - grant)."""
+    lag = abs(g1 - g0)
+    if lag * R_LPS >= PART:  # the first is done before the second starts: each alone
+        return {0: PART / R_LPS, 1: PART / R_LPS}
+    # the first moves lag x R alone; then both move at the fair share until the first is done, the
+    # second having moved as much as the first then; the second's last lag x R bytes go alone
+    both = (PART - lag * R_LPS) / (R_LPS * F2 / 2)
+    return {0: lag + both, 1: both + lag}
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_job_on_two_io_nodes_is_two_streams_on_its_tier_in_both_runtimes(tmp_path):
+    """Each part is one stream on the tier in both runtimes: two parts of 100 GB granted together share
+    LPS's 1 GB/s x f(2) = 0.5 GB/s, so each lasts 400 s (one stream per job would give ~200 s).  A real
+    job's ranks reach the phase a fraction of a second apart, so its first part runs alone for that
+    long (L s): the real run is held against the same reference with its own grant times (the phase
+    then lasts 400 - 2L s)."""
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.sim.batch.run import simulate_batch
+
+    sp = split_spec()
+    sim = simulate_batch(sp, strict=True)
+    assert parts(sim) == {"s": [(0, 100.0), (1, 100.0)]}
+    held = {r["io_node"]: r["release"] - r["grant"] for r in sim.grants.rows()}
+    assert two_streams(0.0, 0.0) == {0: 400.0, 1: 400.0}
+    assert held == pytest.approx(two_streams(0.0, 0.0), rel=1e-6)
+
+    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
+    assert [r["status"] for r in real.jobs.rows()] == ["ok"]
+    assert parts(real) == parts(sim)
+    grants = {r["io_node"]: r for r in real.grants.rows()}
+    got = {n: r["release"] - r["grant"] for n, r in grants.items()}
+    lag = abs(grants[1]["grant"] - grants[0]["grant"])
+    assert lag < 50, f"the real job's parts were granted {lag:.0f} s apart"
+    expect = two_streams(grants[0]["grant"], grants[1]["grant"])
+    # the phase's transfer, from its first grant to its last release, within 5 % of the reference; each
+    # part within 10 % (how the overlap is split between the job's two parts follows its ranks' scheduling)
+    first = min(r["grant"] for r in grants.values())
+    span = max(r["release"] for r in grants.values()) - first
+    span_expect = max(r["grant"] + expect[n] for n, r in grants.items()) - first
+    why = f"real {got}, the reference {expect} (grants {lag:.1f} s apart)"
+    assert span == pytest.approx(span_expect, rel=0.05), why
+    assert got == pytest.approx(expect, rel=0.1), why
+
+
+# ---------------------------------------------------------------- shared I/O nodes with a law
+def shared_spec() -> BatchExperiment:
+    """Four nodes behind two `shared` I/O nodes of 1 GB/s under a law that halves them with two streams,
+    a fast LPS.  ``a`` (node 0, 400 GB) and ``c`` (node 3, 500 GB) start writing at once, each alone on its
+    I/O node; ``b`` (nodes 1 and 2, 100 GB) writes later on both, its 50 GB parts each sharing an I/O node
+    with a long writer whose transfer spans all of it (so a process's launch, which shifts when ``b``
+    comes, does not change any transfer's length)."""
+    def writer(job, nodes, runtime, output):
+        return {"id": job, "submit": 0, "nodes": nodes, "walltime": 5000, "runtime": runtime, "output": output}
+    return BatchExperiment.model_validate({
+        "name": "io-nodes-shared", "scheduler": "fcfs",
+        "platform": {"nodes": 4, "memory_per_node": "8GB", "lps": {"rate": "20 GB/s"},
+                     "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
+                     "io_nodes": 2, "nodes_per_io_node": 2,
+                     "io_node": {"rate": "1 GB/s", "policy": "shared", "interference": {"gamma": 1.0, "knee": 1}}},
+        "workload": [writer("a", 1, 100, "400GB"), writer("b", 2, 250, "100GB"), writer("c", 1, 100, "500GB")],
+        "emulator": {"time_scale": TS, "bytes_scale": BS, "chunk_bytes": 16 * 1024},
+    })
+
+
+def overlaps(trace) -> set[tuple[str, str, int]]:
+    """Pairs of grants held at once on one I/O node (job, job, I/O node)."""
+    g = sorted(trace.grants.rows(), key=lambda r: (r["io_node"], r["job"]))
+    return {(x["job"], y["job"], x["io_node"]) for i, x in enumerate(g) for y in g[i + 1:]
+            if x["io_node"] == y["io_node"] and x["grant"] < y["release"] and y["grant"] < x["release"]}
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_shared_io_nodes_with_a_law_mean_the_same_in_both_runtimes(tmp_path):
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.sim.batch.run import simulate_batch
+
+    sp = shared_spec()
+    sim = simulate_batch(sp, strict=True)
+    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
+    assert [r["status"] for r in real.jobs.rows()] == ["ok"] * 3
+
+    assert parts(sim) == {"a": [(0, 400.0)], "b": [(0, 50.0), (1, 50.0)], "c": [(1, 500.0)]}
+    assert parts(real) == parts(sim)
+    # shared: nobody waits, and b's parts overlap the long writers, one on each I/O node
+    assert all(w < 1 for w in waits(sim).values())
+    assert all(w < 20 for w in waits(real).values()), waits(real)
+    assert overlaps(sim) == {("a", "b", 0), ("b", "c", 1)}
+    assert overlaps(real) == overlaps(sim)
+    # the reference, by hand: alone a part gets 1 GB/s; two parts on an I/O node get 1 x f(2) = 0.5 GB/s in
+    # all, 0.25 each.  b's 50 GB parts: 200 s each; a and c lose 150 GB of progress over those 200 s
+    held = {(r["job"], r["io_node"]): r["release"] - r["grant"] for r in sim.grants.rows()}
+    assert held == pytest.approx({("a", 0): 400 + 150, ("b", 0): 200, ("b", 1): 200, ("c", 1): 500 + 150},
+                                 rel=1e-6)
+    for r in real.grants.rows():
+        assert r["release"] - r["grant"] == pytest.approx(held[(r["job"], r["io_node"])], rel=0.1), r

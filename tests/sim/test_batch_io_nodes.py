@@ -68,6 +68,38 @@ def test_io_node_rate_is_the_bottleneck_when_below_the_tier():
     assert stage[0]["io_node"] == -1 and not [r for r in rows(t.grants) if r["phase"] == stage[0]["index"]]
 
 
+def write_length(platform_overheads=None, *, io_rate, lps="1GB/s", tier="hps"):
+    """The simulated length of a lone 5 GB write on ``tier`` behind one I/O node of ``io_rate``."""
+    jobs = [{"id": "a", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 50, "output": "5GB",
+             **({"storage": "5GB"} if tier == "hps" else {})}]
+    sp = spec(jobs, io_rate=io_rate, lps=lps, scheduler="sas" if tier == "hps" else "fcfs")
+    if platform_overheads is not None:
+        sp = sp.model_copy(update={"platform": sp.platform.model_copy(update={
+            "overheads": type(sp.platform.overheads).model_validate(platform_overheads)})})
+    t = simulate_batch(sp, strict=True)
+    assert t.jobs["tier"][0] == tier
+    (w,) = [r for r in rows(t.phases) if r["kind"] == "write"]
+    return w["end"] - w["start"]
+
+
+@pytest.mark.parametrize("share", [0.5, 0.8, 1.25])
+def test_the_delivered_share_slows_a_part_whose_io_node_is_the_bottleneck(share):
+    # HPS at 10 GB/s behind an I/O node of 1 GB/s: a real run measures its share against min(10, 1) GB/s,
+    # so a calibrated 5 GB write lasts 5 s / share (the tier link alone at 10 x share would not bind)
+    plain = write_length(io_rate="1GB/s")
+    calibrated = write_length({"delivered": {"hps": share}}, io_rate="1GB/s")
+    assert plain == pytest.approx(5)
+    assert calibrated == pytest.approx(5 / share)
+    # the other tier's share leaves it alone
+    assert write_length({"delivered": {"lps": share}}, io_rate="1GB/s") == pytest.approx(5)
+
+
+def test_the_delivered_share_still_slows_a_part_whose_tier_is_the_bottleneck():
+    # LPS at 1 GB/s behind an I/O node of 2 GB/s: 5 s, and 5 / 0.5 s with half delivered
+    assert write_length(io_rate="2GB/s", tier="lps") == pytest.approx(5)
+    assert write_length({"delivered": {"lps": 0.5}}, io_rate="2GB/s", tier="lps") == pytest.approx(10)
+
+
 # -- 3. max-min fair rates against an independent check --------------------------------------------------
 def bottleneck_check(paths, caps, rates, tol=1e-9):
     """An allocation is max-min fair iff it is feasible and every stream crosses a saturated link on
