@@ -23,6 +23,9 @@ class InvariantViolation(RuntimeError):
         self.rule, self.time, self.subject, self.detail = rule, time, subject, detail
         super().__init__(f"invariant '{rule}' violated at t={time:.6g} by {subject}" + (f": {detail}" if detail else ""))
 
+    def __reduce__(self):  # pickles whole (Ray carries a real run's violations from its actors)
+        return type(self), (self.rule, self.time, self.subject, self.detail)
+
 
 def strict_default(strict: bool | None = None) -> bool:
     """``strict`` if given, else whether ``IOLAB_STRICT`` is set to 1/true/yes/on."""

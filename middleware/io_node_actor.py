@@ -14,6 +14,11 @@ phase), resolved when the policy grants the part; a booking of a part that lost 
 was suspended) waits for the grant it asks again for at resume.  Every call that changes the state
 dispatches at once (nothing here is driven by time: no start gates, no leases; the batch loop sees a
 dead job's processes and drops it).
+
+**Test hook.**  With ``IOLAB_TEST_IO_NODE_FAULT=double-grant`` in the environment of the process that
+creates the actor (:data:`FAULT_ENV`), the actor plants a bug in its arbiters: an exclusive I/O node
+also grants its next waiting part while one transfers.  Strict mode must then stop the run with
+``exclusive-io`` (tests/emulator/test_batch_io_nodes_real.py); nothing else reads it.
 """
 
 from __future__ import annotations
@@ -29,12 +34,35 @@ from iolab.middleware.actor_handle import ActorHandle, call
 from iolab.middleware.io_nodes import IONodesState, JobGone
 from iolab.middleware.storage import booking_time
 
-__all__ = ["IONodes", "JobGone"]
+__all__ = ["IONodes", "JobGone", "FAULT_ENV"]
+
+FAULT_ENV = "IOLAB_TEST_IO_NODE_FAULT"  # test hook (module doc): "double-grant"
+FAULTS = ("double-grant",)
+
+
+def _plant_double_grant(arb) -> None:
+    """The planted bug: an exclusive arbiter grants its next waiting part beside the one transferring."""
+    honest = arb.dispatch
+
+    def double(now):
+        if arb._exclusive and arb.active and arb._waiting:
+            req = arb._queue.pop(now)
+            del arb._waiting[req.app]
+            arb.active[req.app] = req
+            return [req]
+        return honest(now)
+
+    arb.dispatch = double
 
 
 class _IONodesActor:
     def __init__(self, kwargs: dict[str, Any]):
+        kwargs = dict(kwargs)
+        fault = kwargs.pop("fault", None)
         self.state = IONodesState(**kwargs)
+        if fault == "double-grant":  # the test hook (module doc)
+            for arb in self.state.arbiters:
+                _plant_double_grant(arb)
         self.waiters: dict[tuple[str, int, int], list[asyncio.Future]] = {}
 
     async def ping(self) -> float:
@@ -141,6 +169,11 @@ class IONodes(ActorHandle):
                       time_scale=time_scale,
                       bytes_scale=bytes_scale, strict=strict_default(strict))
         IONodesState(**kwargs)  # validate on the caller's side
+        fault = os.environ.get(FAULT_ENV)
+        if fault:  # the test hook (module doc), read here so that it reaches an actor on any Ray cluster
+            if fault not in FAULTS:
+                raise ValueError(f"{FAULT_ENV}={fault!r}: not a known fault (known: {', '.join(FAULTS)})")
+            kwargs["fault"] = fault
         return cls._spawn(_IONodesActor, kwargs, name, namespace)
 
     def start(self, t0: float) -> None:

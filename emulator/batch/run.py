@@ -35,7 +35,8 @@ and a real clock (docs/storage.md):
 A job whose processes exit non-zero (a crashed or killed rank) is ``failed``;
 its nodes and space are freed and the others go on.  Ctrl-C kills every job,
 frees their space, writes the partial trace (``complete = False``) and
-re-raises ``KeyboardInterrupt``.
+re-raises ``KeyboardInterrupt``; in strict mode a broken rule (the kernel's or an I/O
+node's) does the same and raises its ``InvariantViolation``.
 
 The parts: :mod:`iolab.emulator.batch.checks` (step 1 and the settings),
 :mod:`iolab.emulator.batch.jobs` (the job record, inputs, processes and their outputs),
@@ -148,6 +149,7 @@ class BatchEmulation:
         self.early_runs: dict[str, dict] = {}  # advance stage-in: job -> {"ref", "pending": alloc | stage, "dir"}
         self.io: IONodes | None = None  # the I/O nodes' actor, if the platform has I/O nodes
         self.io_checked = 0.0  # wall time the I/O nodes' strict checks were last asked
+        self.stopped = ""  # why the run was stopped by a broken strict rule ("" while it goes)
 
     # -- clock ----------------------------------------------------------------------------------
     def now(self) -> float:
@@ -199,7 +201,7 @@ class BatchEmulation:
             self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.kind}, "
                                f"{p.nodes} nodes, time scale {s.time_scale:g}, bytes scale {s.bytes_scale:g}, "
                                f"work dir {self.work}")
-            return run_clock(self._loop, self._interrupted, self._trace, out)
+            return run_clock(self._loop_or_stop, self._interrupted, self._trace, out)
         finally:
             if self.controller is not None:
                 self.controller.stop(self)  # no job is left stopped, whatever happened
@@ -215,14 +217,28 @@ class BatchEmulation:
         """The trace so far, every few wall seconds (:class:`~iolab.emulator.run_clock.PartialTraces`)."""
         self.partials.write(lambda: self._trace(complete=False))
 
-    def _interrupted(self, out) -> None:
-        self.progress.note("interrupted: killing every job")
+    def _loop_or_stop(self) -> None:
+        """The loop; a broken strict rule (``InvariantViolation``, from the kernel's checker or the I/O
+        nodes' actor) stops the run as Ctrl-C does (every job killed, the partial trace written) and
+        propagates."""
+        try:
+            self._loop()
+        except InvariantViolation as exc:
+            self.stopped = f"strict invariant {exc.rule}"
+            self._interrupted(self.out, f"strict mode: {exc}")
+            raise
+
+    def _interrupted(self, out, why: str = "interrupted") -> None:
+        self.progress.note(f"{why}: killing every job")
         if self.controller is not None:
             self.controller.release(self, "interrupted")
         self._kill_all()
         for j in self.jobs:
             if j.state in HOLDING:
-                self._end(j, KILLED, "interrupted")
+                try:
+                    self._end(j, KILLED, self.stopped or "interrupted")
+                except InvariantViolation:  # the kernel's checker broke: the job stays as it was
+                    pass
         if self.progress.live:  # the last frame shows the jobs killed, not still running
             try:
                 self.progress.show(self.snapshot())
@@ -427,8 +443,8 @@ class BatchEmulation:
             self.mgr.free(j.queued.id)
         except Exception as exc:
             self.progress.note(f"{j.queued.id}: freeing its storage failed: {exc}")
-        if self.io is not None and j.io_nodes:  # a crashed or killed job's parts let go of their I/O nodes
-            self._io(self.io.drop, j.queued.id, message or state)
+        if self.io is not None and j.io_nodes and not self.stopped:  # a crashed or killed job's parts let go
+            self._io(self.io.drop, j.queued.id, message or state)  # of their I/O nodes (a broken actor: no)
         self.kernel.finish(j, self.now(), state, message)
 
     # -- advance stage-in: the kernel decides, the storage manager copies early ---------------------------

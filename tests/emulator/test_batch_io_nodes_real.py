@@ -256,6 +256,36 @@ def test_a_job_killed_while_holding_the_io_node_lets_the_waiting_job_finish(tmp_
     assert a_write["io_node"] == 0 and a_write["volume"] == pytest.approx(50 * GB, rel=1e-3)
 
 
+# --------------------------------------------------------------------- strict mode inside a real run
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_strict_mode_stops_a_real_run_whose_io_node_actor_grants_twice(tmp_path, monkeypatch):
+    """The actor's test hook plants a double grant in its arbiters (the same spec runs clean under strict
+    mode in test_fifo_grants_one_job_at_a_time...): b's request is granted while a transfers."""
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.middleware.io_node_actor import FAULT_ENV
+    from iolab.trace import read_trace
+
+    monkeypatch.setenv(FAULT_ENV, "double-grant")
+    procs: dict[str, object] = {}
+    out = tmp_path / "run.h5"
+    with pytest.raises(InvariantViolation) as err:
+        run_batch_emulation(spec(TWO_WRITERS), out=out, work_dir=tmp_path / "w", strict=True,
+                            on_launch=lambda job, proc: procs.setdefault(job, proc))
+    assert err.value.rule == "exclusive-io" and err.value.subject == "I/O node 0"
+    assert err.value.detail in ("grants job b while a transfers", "grants job a while b transfers")
+    assert sorted(procs) == ["a", "b"]
+    assert all(p.poll() is not None for p in procs.values())  # no mpiexec left running
+    trace = read_trace(out)  # the partial trace of the stopped run
+    assert not trace.attrs["complete"]
+    jobs = {r["id"]: r for r in trace.jobs.rows()}
+    assert sorted(jobs) == ["a", "b"]
+    assert {r["status"] for r in jobs.values()} <= {"killed", "failed"}
+    assert any(r["status"] == "killed" for r in jobs.values())
+    assert {f["reason"] for f in trace.attrs["failures"].values()} == {"strict invariant exclusive-io"}
+
+
 # --------------------------------------------------------------------- a suspended job lets go of its grant
 @pytest.mark.long
 @pytest.mark.ray
