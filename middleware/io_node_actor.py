@@ -128,7 +128,7 @@ class _IONodesActor:
         return self.state.records()
 
     async def snapshot(self) -> dict:
-        return self.state.snapshot()
+        return self.state.snapshot(time.time())
 
     # -- the ranks' side ---------------------------------------------------------------------------
     async def request(self, job: str, node: int, phase: int, kind: str, nbytes: int) -> None:
@@ -205,4 +205,6 @@ class IONodes(ActorHandle):
         return call(self._h.records.remote(), timeout=60)
 
     def snapshot(self) -> dict:
+        """Per I/O node who holds a grant and who waits (:meth:`IONodesState.snapshot
+        <iolab.middleware.io_nodes.IONodesState.snapshot>`): the live view's."""
         return call(self._h.snapshot.remote(), timeout=60)

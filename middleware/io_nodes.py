@@ -369,10 +369,19 @@ class IONodesState:
         return {"grants": grants, "ends": ends, "actions": [(j, s(a), s(b)) for j, a, b in self.actions],
                 "bytes_booked": [b.booked for b in self.buckets]}
 
-    def snapshot(self) -> dict:
-        """Per I/O node: the jobs holding a grant and the jobs waiting (live views, tests)."""
+    def snapshot(self, now: float | None = None) -> dict:
+        """What a live view shows (plain data): per I/O node the jobs whose part holds a grant
+        (``grant``), the jobs whose part waits, in the policy's grant order at ``now`` (wall; arrival
+        order under ``shared``) (``waiting``), and the suspended jobs whose part will ask again at
+        resume (``held``); the policy's name; the suspended jobs."""
+        t = self.spec_time(now) if now is not None and self.t0 is not None else 0.0
         out = []
         for n, arb in enumerate(self.arbiters):
-            out.append({"node": n, "grant": sorted(arb.active), "waiting": sorted(r.app for r in arb.waiting),
+            waiting = arb.waiting
+            if self.policy.exclusive:
+                waiting = self.policy.order(waiting, t)
+            else:
+                waiting = sorted(waiting, key=lambda r: (r.requested_at, r.rank))
+            out.append({"node": n, "grant": sorted(arb.active), "waiting": [r.app for r in waiting],
                         "held": sorted(j for (j, m), p in self.parts.items() if m == n and p.state == HELD)})
-        return {"io_nodes": out, "suspended": sorted(self.suspended)}
+        return {"policy": self.policy.name, "io_nodes": out, "suspended": sorted(self.suspended)}

@@ -523,7 +523,9 @@ class BatchEmulation:
     def snapshot(self) -> dict:
         """What a live view shows now (plain data): per job its state, tier and step; nodes
         free; per tier the capacity used and free (from the storage manager); the jobs the
-        load controller has suspended (``suspended``)."""
+        load controller has suspended (``suspended``); with I/O nodes, per I/O node the jobs
+        holding a grant, waiting (policy order) and held by a suspension (``io_nodes``, from the
+        I/O nodes' actor, and its ``io_policy``)."""
         k = self.kernel
         now = self.now()
         jobs = []
@@ -540,8 +542,12 @@ class BatchEmulation:
                           "free": st["free"] / b, "waiting": list(st["waiting"])})
         tiers.append({"tier": "nodes", "capacity": k.total_nodes, "used": k.total_nodes - k.free_nodes,
                       "free": k.free_nodes, "waiting": list(k.queue)})
-        return {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.spec.scheduler.kind,
+        snap = {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.spec.scheduler.kind,
                 "jobs": jobs, "tiers": tiers, "suspended": sorted(st.get("suspended", [])) if st else []}
+        if self.io is not None:
+            io = self._io(self.io.snapshot)
+            snap.update(io_nodes=io["io_nodes"], io_policy=io["policy"])
+        return snap
 
     def _progress_line(self, force: bool = False) -> None:
         if not self.progress.enabled or self.progress.live:  # a live view shows all this and more

@@ -47,17 +47,23 @@ def _suspended(snap: dict) -> Text:
     return Text(f"suspended by the controller: {', '.join(sus) if sus else SUSPENDED_NONE}")
 
 
-def render_io(snap: dict) -> Group:
-    """I/O emulation: per I/O node its grant and queue (policy order), per app its phase and progress."""
-    p = snap.get("progress") or {}
-    head = Text(f"t={snap.get('time', 0.0):.1f} s (spec)  elapsed {_hms(snap.get('elapsed', 0.0))}  "
-                f"policy {snap.get('policy', '?')}  phases {p.get('phases_done', '?')}/{p.get('phases_total', '?')}")
-    nodes = Table(title="I/O nodes", expand=False)
+def _io_nodes(snap: dict, title: str = "I/O nodes") -> Table:
+    """Per I/O node: who holds a grant, who waits (policy order), who is held by a suspension."""
+    nodes = Table(title=title, expand=False)
     for c in ("I/O node", "grant", "waiting (policy order)", "held (suspended)"):
         nodes.add_column(c)
     for n in snap.get("io_nodes", []):
         nodes.add_row(str(n["node"]), ", ".join(n["grant"]) or "idle", ", ".join(n["waiting"]) or "-",
                       ", ".join(n.get("held", [])) or "-")
+    return nodes
+
+
+def render_io(snap: dict) -> Group:
+    """I/O emulation: per I/O node its grant and queue (policy order), per app its phase and progress."""
+    p = snap.get("progress") or {}
+    head = Text(f"t={snap.get('time', 0.0):.1f} s (spec)  elapsed {_hms(snap.get('elapsed', 0.0))}  "
+                f"policy {snap.get('policy', '?')}  phases {p.get('phases_done', '?')}/{p.get('phases_total', '?')}")
+    nodes = _io_nodes(snap)
     apps = Table(title="apps", expand=False)
     for c in ("app", "status", "I/O node", "phase", "progress"):
         apps.add_column(c)
@@ -75,7 +81,8 @@ def render_io(snap: dict) -> Group:
 
 
 def render_batch(snap: dict) -> Group:
-    """Batch emulation: per tier used and free capacity, per job its state and progress."""
+    """Batch emulation: per tier used and free capacity, per I/O node (if the platform has them) its
+    grants and queue, per job its state and progress."""
     head = Text(f"t={snap.get('time', 0.0):.1f} s (spec)  elapsed {_hms(snap.get('elapsed', 0.0))}  "
                 f"scheduler {snap.get('scheduler', '?')}")
     tiers = Table(title="tiers", expand=False)
@@ -99,7 +106,8 @@ def render_batch(snap: dict) -> Group:
                      f"{j['step'] + 1}/{j['steps']}" if j.get("steps") and j.get("step", -1) >= 0 else "-",
                      f"{el:.0f}/{j['walltime']:.0f} s" if el == el else "-")
     more = [Text(f"... {len(shown) - MAX_ROWS} more jobs")] if len(shown) > MAX_ROWS else []
-    return Group(head, tiers, jobs, *more, _suspended(snap))
+    io = [_io_nodes(snap, f"I/O nodes ({snap.get('io_policy', '?')})")] if snap.get("io_nodes") else []
+    return Group(head, tiers, *io, jobs, *more, _suspended(snap))
 
 
 def render_sweep(snap: dict) -> Group:

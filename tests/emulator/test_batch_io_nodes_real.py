@@ -439,3 +439,85 @@ def test_a_dropped_job_frees_its_io_node_and_its_ranks_are_told():
     with pytest.raises(JobGone):
         st.book("a", 0, 10, 2.5)
     assert st.records()["grants"][0][2:] == (0, 1.0, 1.0, 2.0)  # a's grant row ends at the drop
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_the_live_view_of_a_real_run_shows_who_holds_the_io_node_and_who_waits(tmp_path):
+    """``--live``'s snapshots (every half wall second) of the two ``fifo`` writers, against the trace's
+    grant rows: at a snapshot's time the job whose grant row covers it holds the I/O node, the job whose
+    request is pending waits (snapshots near a row's ends are left out: the snapshot's clock is read
+    before the actor answers)."""
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.emulator.progress import StatusLine
+
+    class Snapshots(StatusLine):
+        live = True
+
+        def __init__(self):
+            super().__init__(False)
+            self.seen: list[dict] = []
+
+        def show(self, snapshot: dict) -> None:
+            self.seen.append(snapshot)
+
+    view = Snapshots()
+    trace = run_batch_emulation(spec(TWO_WRITERS), work_dir=tmp_path / "w", strict=True, progress=view)
+    rows = grants(trace)
+    assert [r["job"] for r in rows] in (["a", "b"], ["b", "a"])
+    edges = [x for r in rows for x in (r["request"], r["grant"], r["release"])]
+    margin = 20.0  # spec s (0.2 s wall)
+    both = 0
+    for snap in view.seen:
+        t = snap["time"]
+        assert snap["io_policy"] == "fifo" and [n["node"] for n in snap["io_nodes"]] == [0]
+        if any(abs(t - e) < margin for e in edges):
+            continue
+        node = snap["io_nodes"][0]
+        assert node["grant"] == [r["job"] for r in rows if r["grant"] <= t < r["release"]], (t, node, rows)
+        assert node["waiting"] == [r["job"] for r in rows if r["request"] <= t < r["grant"]], (t, node, rows)
+        assert node["held"] == []
+        both += bool(node["grant"] and node["waiting"])
+    assert both >= 2  # the view showed one writer holding the I/O node while the other waited
+
+
+# --------------------------------------------------------------------- the live view's data
+@pytest.mark.parametrize("policy", ["shortest-io", "fifo"])
+def test_the_snapshot_names_who_holds_each_io_node_and_who_waits_in_the_order_they_are_granted(policy):
+    """Four writers on I/O node 0 (the first takes it), one on I/O node 1, suspended while it waits: the
+    snapshot's queue is the order in which the arbiter then really grants them (the reference)."""
+    from iolab.middleware.io_nodes import IONodesState
+    from iolab.workloads.steps import Step
+
+    st = IONodesState(2, policy=policy, rate=1.0, rates={"lps": 10.0, "hps": 10.0, "stage": 10.0}, strict=True)
+    st.start(0.0)
+    volumes = {"a": 50, "b": 300, "c": 100, "d": 200, "e": 70}
+    for rank, (job, v) in enumerate(volumes.items()):
+        node = 1 if job == "e" else 0
+        st.add_job(job, rank, {node: {"ranks": [0], "bytes": [0, v]}}, [Step("compute", 1.0), Step("write", v, "lps")],
+                   [0, 1], 0.0, 0.0)
+    st.request("a", 0, 1, "write", 50, 1.0)
+    assert st.dispatch(1.0) == [("a", 0, 1)]
+    for i, job in enumerate(("b", "c", "d")):  # arrive in this order, in the order of no size
+        st.request(job, 0, 1, "write", volumes[job], 2.0 + i)
+    st.request("e", 1, 1, "write", 70, 2.0)
+    st.suspend("e", 2.5)
+    snap = st.snapshot(6.0)
+    assert snap["policy"] == policy and snap["suspended"] == ["e"]
+    n0, n1 = snap["io_nodes"]
+    assert (n0["node"], n0["grant"], n0["held"]) == (0, ["a"], [])
+    assert (n1["node"], n1["grant"], n1["waiting"], n1["held"]) == (1, [], [], ["e"])
+    granted, holder, t = [], "a", 7.0
+    while True:  # release the holder, see whom the arbiter grants next
+        st.book(holder, 0, volumes[holder], t)
+        st.part_done(holder, 0, 1, 0, t)
+        nxt = st.dispatch(t)
+        if not nxt:
+            break
+        holder = nxt[0][0]
+        granted.append(holder)
+        t += 1.0
+    assert n0["waiting"] == granted
+    assert granted == (["c", "d", "b"] if policy == "shortest-io" else ["b", "c", "d"])
+    assert st.snapshot(t)["io_nodes"][0] == {"node": 0, "grant": [], "waiting": [], "held": []}

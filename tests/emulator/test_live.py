@@ -73,6 +73,15 @@ def test_batch_view_shows_tiers_used_free_and_jobs():
     assert not row(t, "j0", "done") and row(t, "j5", "queued") and not row(t, "j49", "queued")
 
 
+def test_batch_view_with_io_nodes_shows_each_io_nodes_grant_queue_and_held_jobs():
+    snap = {**BATCH_SNAP, "io_policy": "shortest-io",
+            "io_nodes": [{"node": 0, "grant": ["a"], "waiting": ["c", "b"], "held": []},
+                         {"node": 1, "grant": [], "waiting": [], "held": ["d"]}]}
+    t = text_of(snap)
+    assert "I/O nodes (shortest-io)" in t
+    assert row(t, "0", "a", "c, b", "-") and row(t, "1", "idle", "-", "d")
+    assert "I/O nodes" not in text_of(BATCH_SNAP)  # a platform without I/O nodes: no such table
+
 def test_sweep_snapshot_and_view_count_runs_and_name_each_slot():
     s = SweepSummary("c", Path("."), 10, 2, 3, 2, 1, 0.0, 2)  # 3 executed: 2 ok, 1 failed
     t_run = time.perf_counter() - 60.0
