@@ -521,3 +521,12 @@ def test_the_snapshot_names_who_holds_each_io_node_and_who_waits_in_the_order_th
     assert n0["waiting"] == granted
     assert granted == (["c", "d", "b"] if policy == "shortest-io" else ["b", "c", "d"])
     assert st.snapshot(t)["io_nodes"][0] == {"node": 0, "grant": [], "waiting": [], "held": []}
+
+
+def test_under_shared_the_snapshot_shows_every_granted_part_and_waiting_ones_in_arrival_order():
+    st = _state("shared")
+    st.request("b", 0, 1, "write", 100, 2.0)
+    st.request("a", 0, 1, "write", 100, 3.0)
+    assert st.snapshot(3.0)["io_nodes"][0] == {"node": 0, "grant": [], "waiting": ["b", "a"], "held": []}
+    assert sorted(st.dispatch(3.0)) == [("a", 0, 1), ("b", 0, 1)]
+    assert st.snapshot(3.0)["io_nodes"][0] == {"node": 0, "grant": ["a", "b"], "waiting": [], "held": []}
