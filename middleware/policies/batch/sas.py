@@ -274,14 +274,17 @@ class _TieredBackfill(BatchPolicy):
                             base_b = list(itertools.accumulate(base.hps, min))
                         chosen[job.id] = (opt, True)
                         break
-        # The plan: started jobs, j1's reservation, and a projection of the rest.
+        # The plan: started jobs, j1's reservation, and a projection of the rest.  With a backfill depth
+        # only the first D waiting jobs behind j1 (queue order) are projected: the others have no planned
+        # start (Slurm's bf_max_job_test), so neither plan tracking nor the projection grows with the queue.
         proj = with_head if with_head is not None else base
         plan: list[PlanEntry] = []
         starts: list[Start] = []
-        for job in snap.queue:
+        last = len(snap.queue) if self.backfill_depth is None else k + 1 + self.backfill_depth  # j1 is queue[k]
+        for i, job in enumerate(snap.queue):
             if job.id in chosen:
                 opt, reserved = chosen[job.id]
-            elif not self.project:
+            elif not self.project or i >= last:
                 continue
             else:
                 opt, reserved = self._choose(job, proj, snap), False
