@@ -190,7 +190,7 @@ def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | 
         spec = experiment(path, nodes, scheduler, lam, n, skip=skip, io=True, advance=advance,
                           hps_capacity_gb=hps_capacity_gb, seed=io_seed, theta_stable=theta_stable, margin=margin,
                           backfill_depth=backfill_depth)
-        tr = simulate_batch(spec, swf_window_io(list(trace[skip:skip + n]), spec), strict=False)
+        tr = simulate_batch(spec, swf_window_io(list(trace[skip:skip + n]), spec), strict=False, phases="none")
         j = tr.jobs
         turnaround.append(np.asarray(j["end"], dtype=float) - np.asarray(j["release"], dtype=float))
         hps_jobs += int(np.sum(np.asarray(j["tier"]) == "hps"))

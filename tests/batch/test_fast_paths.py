@@ -430,6 +430,30 @@ def test_sas_written_out_decides_what_tier_options_and_choose_tier_decide():
     assert sum(asked) > 500 and len(asked) - sum(asked) > 50  # backfill candidates started and refused
 
 
+def test_sas_projection_written_out_plans_what_choose_and_reserve_plan():
+    """SAS projects the waiting jobs it does not start with _choose written out (no option objects, the
+    chosen search's segments reused to hold the job): the same plans, float for float, as choosing with
+    tier_options and choose_tier and reserving, on random snapshots with HPS, with and without a depth."""
+    from iolab.middleware.policies.batch.sas import SAS, choose_tier, tier_options
+
+    class Plain(SAS):
+        def _choose(self, job, prof, snap):  # the generic projection: option objects, Profile.reserve
+            return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
+
+    rng = random.Random(43)
+    projected = hps = 0
+    for case in range(2000):  # a quarter with tied turnarounds (HPS chosen only if strictly shorter)
+        snap = _random_tiered_snapshot(rng) if case % 4 else _tied_tiered_snapshot(rng)
+        depth = rng.choice([None, None, 0, 2, 5])
+        fast, plain = SAS(), Plain()
+        fast.backfill_depth = plain.backfill_depth = depth
+        a, b = fast.decide(snap), plain.decide(snap)
+        assert a == b, case
+        projected += sum(not e.reserved for e in a.plan)
+        hps += sum(not e.reserved and e.tier == HPS for e in a.plan)
+    assert projected > 5000 and hps > 1000  # projections on both tiers were exercised
+
+
 def test_prefix_minima_answer_fits_from_now():
     """SAS's backfill pass answers ``with_head.fits(now, d, nodes, bytes)`` from the prefix minima of
     the profile's free nodes and bytes: the same answer on random profiles, durations and demands
