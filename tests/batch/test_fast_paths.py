@@ -294,18 +294,19 @@ def test_fcfs_replan_and_node_replay_equal_planning_from_scratch():
     assert joined > steps // 20 and set_joins > steps // 10  # both joins were taken, not only tested
 
 
+@pytest.mark.parametrize("depth", [None, 0, 3])
 @pytest.mark.parametrize("kind", ["conservative", "conservative-reinsert"])
-def test_conservative_arrival_only_pass_equals_deciding_from_scratch(kind):
+def test_conservative_arrival_only_pass_equals_deciding_from_scratch(kind, depth):
     """Both conservative variants continue the last decision's profile over an arrival-only pass
     (``_KeepsReservations``); a twin that forgets it at every decision decides the same at every
     step of random sequences of arrivals, starts (now and then not carried out), early ends and
-    overruns."""
+    overruns; with a backfill depth too."""
     from iolab.middleware.policies.batch import get_scheduler
 
-    rng = random.Random(kind)
+    rng = random.Random(kind if depth is None else f"{kind}{depth}")
     kept = steps = 0
     for case in range(150):
-        memo, fresh = get_scheduler(kind), get_scheduler(kind)
+        memo, fresh = get_scheduler(kind, backfill_depth=depth), get_scheduler(kind, backfill_depth=depth)
         snap = _random_snapshot(rng)
         for step in range(12):
             fresh._kept = None

@@ -80,19 +80,19 @@ class _TierByRequest:
             t = prof.place(job.nodes, need[1], 0.0, floor, required)
         return t, need
 
-    def _hold(self, prof: Profile, jobs, snap: Snapshot) -> list[PlanEntry]:
+    def _hold(self, prof: Profile, jobs, snap: Snapshot, behind: int = -1) -> list[PlanEntry]:
         """Each job, in this order, held at its earliest start not before now: the plan
         entries.  A job that never fits is an error.  Without ``hps_requests`` every need
         is (LPS, walltime, no bytes), and the loop says so instead of asking per job.
 
         With a backfill depth D (Slurm's ``bf_max_job_test``) the jobs are held in this order
         until the first one held later than now (the head) and D more after it (started now or
-        reserved); the rest are not held: they have no reservation and do not start."""
+        reserved); the rest are not held: they have no reservation and do not start.  ``behind``:
+        how many jobs were already held after the head (-1: no head yet), for a plan continued."""
         plan: list[PlanEntry] = []
         now = snap.now
         depth = self.backfill_depth
-        if depth is not None:
-            behind = -1  # jobs held after the head (-1: no head yet)
+        if depth is not None:  # behind: jobs held after the head (-1: no head yet)
             for job in jobs:
                 if behind == depth:
                     break
@@ -410,7 +410,10 @@ class _KeepsReservations:
     old jobs keep their reservations: re-inserting them, in reservation order or in submit
     order, finds each at its old start, because the only change since is that time passed
     towards starts that nobody reached.  The new jobs are then inserted, in submit order, into
-    the profile the last decision left.  Only for plans without HPS bytes, whose profile's
+    the profile the last decision left (with a backfill depth the old plan holds no job at now,
+    so its first job is the head: the new jobs are held only while the head has fewer than D
+    followers; the old queue's jobs past the depth stay unheld, as deciding afresh leaves them).
+    Only for plans without HPS bytes, whose profile's
     byte column stays exactly the free bytes whatever the order of the takes (node counts are
     integers); ``tests/batch/test_fast_paths.py`` compares it with deciding from scratch on
     random decision sequences.
@@ -419,7 +422,7 @@ class _KeepsReservations:
     def _arrivals_only(self, snap: Snapshot):
         """``(profile copy, old plan, old queue length)`` to continue from, or ``None``."""
         memo = self._kept
-        if memo is None or self.backfill_depth is not None:  # with a depth: held afresh (_hold), D + 1 at most
+        if memo is None:
             return None
         running, free, hps_free, queue, plan, prof, first = memo
         now = snap.now
@@ -437,7 +440,7 @@ class _KeepsReservations:
     def _continue(self, snap: Snapshot, kept) -> Decision:
         prof, old, k = kept
         plan = list(old)
-        plan += self._hold(prof, snap.queue[k:], snap)
+        plan += self._hold(prof, snap.queue[k:], snap, len(old) - 1)
         self._keep(snap, plan, prof)
         return plan
 
@@ -458,7 +461,7 @@ class Conservative(_KeepsReservations, _TierByRequest, BatchPolicy):
         kept = self._arrivals_only(snap)
         if kept is not None:
             plan = self._continue(snap, kept)
-            for e in plan[kept[2]:]:
+            for e in plan[len(kept[1]):]:  # the new jobs' (the old plan holds every old job without a depth)
                 if e.start != snap.now:
                     self._reserved[e.job] = e.start
             return _decision(snap, plan)
