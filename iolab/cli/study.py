@@ -330,17 +330,27 @@ def _emulated_error_note(em: dict, quick: bool) -> str:
                                             "predictor; advance stage-in for lambda in {1, 0} under FCFS and SAS")
 @click.option("--trace", default="kth", show_default=True, help="kth, sdsc-blue or a path to an SWF file")
 @click.option("--no-advance", is_flag=True, help="only the T_NAP runs (Figs. 3a, 4, 5), not the advance stage-in runs")
+@click.option("--window", type=click.IntRange(0), default=None,
+              help="the advance runs cut the trace into windows of at most N jobs, each from an empty machine; "
+                   "0: one run of the whole trace [default: 500]")
+@click.option("--backfill-depth", type=click.IntRange(0), default=None,
+              help="the advance runs' scheduler.backfill_depth D (Slurm's bf_max_job_test: each decision plans, "
+                   "tracks and considers the head and D jobs behind it) [default: no limit]")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/soysal", show_default=True,
               help="output folder: the campaign (journal, results.h5), runs.csv, advance.csv, summary.json, figures")
 @click.option("--no-figures", is_flag=True, help="write the tables only, no figures (no matplotlib)")
 @engine_options
 @click.option("--json", "as_json", is_flag=True, help="print the study's summary as JSON on stdout (progress stays on stderr)")
-def soysal(quick: bool, trace: str, no_advance: bool, out_dir: str, no_figures: bool, as_json: bool,
-           engine: Engine, campaign_file: str | None) -> None:
+def soysal(quick: bool, trace: str, no_advance: bool, window: int | None, backfill_depth: int | None, out_dir: str,
+           no_figures: bool, as_json: bool, engine: Engine, campaign_file: str | None) -> None:
     """soysal2019: T_NAP against walltime quality and scheduler (Figs. 3a, 4, 5), and advance stage-in."""
     size = soysal_study.QUICK if quick else soysal_study.Size()
     if no_advance:
         size = replace(size, advance=False)
+    if window is not None:
+        size = replace(size, advance_window=window or None)
+    if backfill_depth is not None:
+        size = replace(size, advance_backfill_depth=backfill_depth)
     try:
         if campaign_file:
             soysal_study.trace_path(trace)  # a bad trace is refused here, not by the sweep
@@ -361,7 +371,10 @@ def soysal(quick: bool, trace: str, no_advance: bool, out_dir: str, no_figures: 
                    f"{r['share_<=600s']:7.3f} {r['share_>600s']:6.3f}")
     adv = [r for r in s["advance"] if r["advance"]]
     if adv:
-        click.echo(f"\nadvance stage-in (I/O: lackner2019 model):\n{'scheduler':14s} {'estimate':12s} {'copies':>7s} "
+        cut = f"windows of <= {s['advance_window']} jobs" if s.get("advance_window") else "the whole trace as one run"
+        depth = s.get("advance_backfill_depth")
+        cut += f", backfill depth {depth}" if depth is not None else ""
+        click.echo(f"\nadvance stage-in (I/O: lackner2019 model; {cut}):\n{'scheduler':14s} {'estimate':12s} {'copies':>7s} "
                    f"{'hidden s':>10s} {'early GB':>10s} {'wasted GB':>10s} {'wasted link s':>13s} {'turnaround Δ s':>15s}")
         for r in adv:
             click.echo(f"{r['scheduler']:14s} {r['estimate']:12s} {r['early_copies']:7.0f} {r['hidden_seconds']:10.0f} "

@@ -478,7 +478,6 @@ REFUSING_PLACEMENTS: tuple[str, ...] = ("round-robin", "best-bandwidth")
 
 
 HPS_REQUEST_SCHEDULERS = ("fcfs", "conservative", "conservative-reinsert")
-BACKFILL_DEPTH_SCHEDULERS = ("easy", "sas", "random-tier")
 
 
 class SchedulerSpec(StrictModel):
@@ -493,9 +492,13 @@ class SchedulerSpec(StrictModel):
     start_now: bool = Field(False, description="sas: a backfilled job whose best schedule waits for HPS "
                             "starts now on LPS if it can without delaying j1 (a reading of lackner2019 Alg. 1 "
                             "the paper leaves open; default: the literal one, it waits)")
-    backfill_depth: int | None = Field(None, ge=0, le=100_000_000, description="easy, sas, random-tier: the "
-                                       "backfill pass tries at most this many waiting jobs behind the head, "
-                                       "in its backfill order (Slurm's bf_max_job_test); default: all of them")
+    backfill_depth: int | None = Field(None, ge=0, le=100_000_000, description="a decision considers the "
+                                       "head and at most this many waiting jobs behind it (Slurm's "
+                                       "bf_max_job_test): easy, sas, random-tier backfill only those (in their "
+                                       "backfill order), the conservative variants reserve only those, and "
+                                       "every scheduler plans only those (queue order; the others have no "
+                                       "planned start: plan tracking and advance stage-in skip them); fcfs "
+                                       "starts the same jobs; default: all of them")
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -510,9 +513,6 @@ class SchedulerSpec(StrictModel):
             raise_if([("p", f"p only applies to random-tier, not {self.kind}")])
         if self.start_now and self.kind != "sas":
             raise_if([("start_now", f"start_now applies to sas, not {self.kind}")])
-        if self.backfill_depth is not None and self.kind not in BACKFILL_DEPTH_SCHEDULERS:
-            raise_if([("backfill_depth", f"backfill_depth applies to {', '.join(BACKFILL_DEPTH_SCHEDULERS)}, not "
-                                         f"{self.kind} ({'it does not backfill' if self.kind == 'fcfs' else 'every waiting job holds a reservation'})")])
         if self.hps_requests and self.kind not in HPS_REQUEST_SCHEDULERS:
             raise_if([("hps_requests", f"hps_requests applies to {', '.join(HPS_REQUEST_SCHEDULERS)}, not "
                                        f"{self.kind} ({'it chooses tiers itself' if self.kind in ('sas', 'random-tier') else 'not built for it yet'})")])

@@ -76,6 +76,9 @@ class Size:
     # from an empty machine (lackner2019 simulates workloads of 500 jobs, Table I); None: one run
     # of the whole trace.  Its I/O overloads a year of KTH: docs/studies.md
     advance_window: int | None = 500
+    # the advance runs' scheduler.backfill_depth (Slurm's bf_max_job_test: the head and this many jobs
+    # behind it are planned, tracked and considered); None: no limit
+    advance_backfill_depth: int | None = None
 
 
 QUICK = Size(lambdas=(1.0, 0.1, 0.0), limit=600, advance_schedulers=("fcfs", "sas"), advance_lambdas=(1.0, 0.0))
@@ -114,9 +117,9 @@ def _checked(path: str, sha256: str) -> str:
 
 def experiment(path: str, nodes: int, scheduler: str, est: str | float, limit: int | None, *,
                skip: int = 0, io: bool = False, advance: bool = False, hps_capacity_gb: float = 1000.0, seed: int = 0,
-               theta_stable: float = 600.0, margin: float = 60.0):
+               theta_stable: float = 600.0, margin: float = 60.0, backfill_depth: int | None = None):
     """The batch spec of one run (the platform of lackner2019 §IV-A: R_lps = 1 GB/s, R_hps = 15
-    R_lps, R_stage = 5 R_lps, 16 GB per node)."""
+    R_lps, R_stage = 5 R_lps, 16 GB per node); ``backfill_depth``: the scheduler's."""
     wl: dict[str, Any] = {"source": "swf", "path": path}
     if limit:
         wl["limit"] = limit
@@ -127,6 +130,8 @@ def experiment(path: str, nodes: int, scheduler: str, est: str | float, limit: i
         wl["io"] = "lackner"
         if scheduler in HPS_REQUEST_SCHEDULERS:  # the jobs that ask for HPS get it (and can stage early)
             sched = {"kind": scheduler, "hps_requests": True}
+    if backfill_depth is not None:
+        sched = {**(sched if isinstance(sched, dict) else {"kind": sched}), "backfill_depth": backfill_depth}
     return parse_spec({"kind": "batch", "name": f"soysal-{scheduler}-{est}", "seed": seed,
                        "platform": {"nodes": nodes, "lps": {"rate": GB},
                                     "hps": {"rate": 15 * GB, "capacity": hps_capacity_gb * GB},
@@ -169,11 +174,12 @@ def windows(n: int, window: int | None) -> list[tuple[int, int]]:
 
 def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | None, advance: bool,
                 hps_capacity_gb: float, io_seed: int, theta_stable: float, margin: float,
-                window: int | None = None) -> dict[str, Any]:
+                window: int | None = None, backfill_depth: int | None = None) -> dict[str, Any]:
     """One configuration of the trace with I/O (lackner2019's model), advance stage-in on or off:
-    the trace cut into :func:`windows`, each simulated from an empty machine as its own workload
-    (the spec ``workload: {source: swf, skip, limit, io: lackner}``, whose I/O draws from
-    ``[io_seed, skip]``); counters and turnarounds summed over the windows."""
+    the trace cut into :func:`windows` (one if ``window`` is None), each simulated from an empty
+    machine as its own workload (the spec ``workload: {source: swf, skip, limit, io: lackner}``, whose
+    I/O draws from ``[io_seed, skip]``; the scheduler with ``backfill_depth`` if given); counters and
+    turnarounds summed over the windows."""
     t0 = time.perf_counter()
     trace = _trace_jobs(path, limit)
     turnaround = []
@@ -182,8 +188,9 @@ def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | 
     cuts = windows(len(trace), window)
     for skip, n in cuts:
         spec = experiment(path, nodes, scheduler, lam, n, skip=skip, io=True, advance=advance,
-                          hps_capacity_gb=hps_capacity_gb, seed=io_seed, theta_stable=theta_stable, margin=margin)
-        tr = simulate_batch(spec, swf_window_io(list(trace[skip:skip + n]), spec), strict=False)
+                          hps_capacity_gb=hps_capacity_gb, seed=io_seed, theta_stable=theta_stable, margin=margin,
+                          backfill_depth=backfill_depth)
+        tr = simulate_batch(spec, swf_window_io(list(trace[skip:skip + n]), spec), strict=False, phases="none")
         j = tr.jobs
         turnaround.append(np.asarray(j["end"], dtype=float) - np.asarray(j["release"], dtype=float))
         hps_jobs += int(np.sum(np.asarray(j["tier"]) == "hps"))
@@ -209,7 +216,10 @@ def params_of(size: Size, trace: str = "kth") -> dict[str, Any]:
     """The study's size and trace as campaign parameters (JSON data)."""
     if trace not in TRACES:
         trace = str(Path(trace).resolve())
-    return {"trace": trace, **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(size).items()}}
+    params = {"trace": trace, **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(size).items()}}
+    if params["advance_backfill_depth"] is None:
+        del params["advance_backfill_depth"]  # a campaign written before the field: the same parameters
+    return params
 
 
 def size_of(params: dict[str, Any]) -> tuple[Size, str]:
@@ -233,9 +243,11 @@ def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
     runs = [{"kind": "tnap", **base, "scheduler": s, "estimate": e} for s in size.schedulers for e in ests]
     if size.advance:
         lams = size.lambdas if size.advance_lambdas is None else size.advance_lambdas
+        # a depth is named only when set: the runs without one keep their ids
+        depth = {} if size.advance_backfill_depth is None else {"backfill_depth": size.advance_backfill_depth}
         runs += [{"kind": "advance", **base, "scheduler": s, "estimate": float(lam), "advance": on,
                   "hps_capacity_gb": size.hps_capacity_gb, "io_seed": size.io_seed,
-                  "theta_stable": size.theta_stable, "margin": size.margin, "window": size.advance_window}
+                  "theta_stable": size.theta_stable, "margin": size.margin, "window": size.advance_window, **depth}
                  for s in size.advance_schedulers for lam in lams for on in (False, True)]
     return runs
 
@@ -248,7 +260,7 @@ def campaign_task(args: dict[str, Any]) -> dict:
         return {"rows": [r], "tables": {"cdf": [{"q": i / 100, "tnap": v} for i, v in enumerate(q)]}}
     return advance_run(path, args["nodes"], args["scheduler"], args["estimate"], args["limit"], args["advance"],
                        args["hps_capacity_gb"], args["io_seed"], args["theta_stable"], args["margin"],
-                       args.get("window"))
+                       args.get("window"), args.get("backfill_depth"))
 
 
 TNAP_COLUMNS = ("scheduler", "estimate", "lam", "jobs", *(f"share_{k}" for k in TNAP_CLASSES), "prediction_rows",
@@ -293,6 +305,7 @@ def run_study(out: Path, size: Size = Size(), *, trace: str = "kth", jobs: int |
     adv = with_turnaround_change(adv)
     ratio = requested_over_used(path, size.limit)
     summary = {"trace": trace, "path": str(path), "nodes": nodes, "limit": size.limit,
+               "advance_window": size.advance_window, "advance_backfill_depth": size.advance_backfill_depth,
                "requested_over_used": ratio, "runs": len(records), "advance_runs": len(adv),
                "wall_seconds": time.perf_counter() - t0, "paper": PAPER, "records": records, "advance": adv}
     out.mkdir(parents=True, exist_ok=True)

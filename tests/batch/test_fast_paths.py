@@ -294,18 +294,19 @@ def test_fcfs_replan_and_node_replay_equal_planning_from_scratch():
     assert joined > steps // 20 and set_joins > steps // 10  # both joins were taken, not only tested
 
 
+@pytest.mark.parametrize("depth", [None, 0, 3])
 @pytest.mark.parametrize("kind", ["conservative", "conservative-reinsert"])
-def test_conservative_arrival_only_pass_equals_deciding_from_scratch(kind):
+def test_conservative_arrival_only_pass_equals_deciding_from_scratch(kind, depth):
     """Both conservative variants continue the last decision's profile over an arrival-only pass
     (``_KeepsReservations``); a twin that forgets it at every decision decides the same at every
     step of random sequences of arrivals, starts (now and then not carried out), early ends and
-    overruns."""
+    overruns; with a backfill depth too."""
     from iolab.middleware.policies.batch import get_scheduler
 
-    rng = random.Random(kind)
+    rng = random.Random(kind if depth is None else f"{kind}{depth}")
     kept = steps = 0
     for case in range(150):
-        memo, fresh = get_scheduler(kind), get_scheduler(kind)
+        memo, fresh = get_scheduler(kind, backfill_depth=depth), get_scheduler(kind, backfill_depth=depth)
         snap = _random_snapshot(rng)
         for step in range(12):
             fresh._kept = None
@@ -428,6 +429,30 @@ def test_sas_written_out_decides_what_tier_options_and_choose_tier_decide():
         started_hps += sum(s.tier == HPS for s in a.starts)
     assert started > 1000 and started_hps > 200  # starts on both tiers were exercised
     assert sum(asked) > 500 and len(asked) - sum(asked) > 50  # backfill candidates started and refused
+
+
+def test_sas_projection_written_out_plans_what_choose_and_reserve_plan():
+    """SAS projects the waiting jobs it does not start with _choose written out (no option objects, the
+    chosen search's segments reused to hold the job): the same plans, float for float, as choosing with
+    tier_options and choose_tier and reserving, on random snapshots with HPS, with and without a depth."""
+    from iolab.middleware.policies.batch.sas import SAS, choose_tier, tier_options
+
+    class Plain(SAS):
+        def _choose(self, job, prof, snap):  # the generic projection: option objects, Profile.reserve
+            return choose_tier(job, tier_options(job, prof, snap.rates, snap.now, snap.hps_capacity))
+
+    rng = random.Random(43)
+    projected = hps = 0
+    for case in range(2000):  # a quarter with tied turnarounds (HPS chosen only if strictly shorter)
+        snap = _random_tiered_snapshot(rng) if case % 4 else _tied_tiered_snapshot(rng)
+        depth = rng.choice([None, None, 0, 2, 5])
+        fast, plain = SAS(), Plain()
+        fast.backfill_depth = plain.backfill_depth = depth
+        a, b = fast.decide(snap), plain.decide(snap)
+        assert a == b, case
+        projected += sum(not e.reserved for e in a.plan)
+        hps += sum(not e.reserved and e.tier == HPS for e in a.plan)
+    assert projected > 5000 and hps > 1000  # projections on both tiers were exercised
 
 
 def test_prefix_minima_answer_fits_from_now():

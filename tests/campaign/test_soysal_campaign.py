@@ -207,3 +207,42 @@ def test_a_campaign_of_advance_runs_only_gives_its_table_and_figure(tmp_path):
     assert s["records"] == [] and len(s["advance"]) == 2 and {r["advance"] for r in s["advance"]} == {False, True}
     assert (tmp_path / "fig_advance.png").is_file() and not (tmp_path / "fig4.png").exists()
     assert (tmp_path / "advance.csv").read_text().count("\n") == 3
+
+
+def test_one_run_with_a_depth_is_the_spec_iolab_simulate_runs(kth_path):
+    """``advance_run`` without windows and with a backfill depth is one simulation of the spec
+    ``experiment(..., backfill_depth=D)``: the same numbers; and the depth reaches the scheduler (a
+    depth of 0 under SAS gives another schedule than none on these 300 crowded jobs)."""
+    from iolab.sim.batch.run import simulate_batch
+    import numpy as np
+    row = S.advance_run(str(kth_path), 100, "sas", 1.0, 300, True, 2048.0, 0, 600.0, 60.0, None, 0)
+    spec = S.experiment(str(kth_path), 100, "sas", 1.0, 300, io=True, advance=True, hps_capacity_gb=2048.0, seed=0,
+                        backfill_depth=0)
+    assert spec.scheduler.backfill_depth == 0
+    tr = simulate_batch(spec, strict=False)
+    turn = np.asarray(tr.jobs["end"], dtype=float) - np.asarray(tr.jobs["release"], dtype=float)
+    assert row["windows"] == 1 and row["jobs"] == 300
+    assert row["early_copies"] == tr.attrs["advance_stage_in"]["early_copies"]
+    assert math.isclose(row["mean_turnaround"], float(np.mean(turn)), rel_tol=1e-12)
+    free = S.advance_run(str(kth_path), 100, "sas", 1.0, 300, True, 2048.0, 0, 600.0, 60.0, None, None)
+    assert free["mean_turnaround"] != row["mean_turnaround"]
+
+
+def test_window_and_depth_options_reach_the_advance_runs_only(kth_path, tmp_path):
+    """``--window 0 --backfill-depth 7``: every advance run is one run of the trace with depth 7, the
+    T_NAP runs are untouched; without the options the advance runs name no depth (their ids as before)."""
+    camp = tmp_path / "c.json"
+    r = CliRunner().invoke(cli, ["study", "soysal", "--quick", "--window", "0", "--backfill-depth", "7",
+                                 "--campaign", str(camp)])
+    assert r.exit_code == 0, r.output
+    params = json.loads(camp.read_text())["params"]
+    assert params["advance_window"] is None and params["advance_backfill_depth"] == 7
+    runs = S.campaign_runs(params)
+    adv = [a for a in runs if a["kind"] == "advance"]
+    assert adv and all(a["window"] is None and a["backfill_depth"] == 7 for a in adv)
+    assert all("backfill_depth" not in a for a in runs if a["kind"] == "tnap")
+    plain = S.params_of(S.QUICK)
+    assert "advance_backfill_depth" not in plain
+    assert all("backfill_depth" not in a and a["window"] == 500 for a in S.campaign_runs(plain) if a["kind"] == "advance")
+    bad = CliRunner().invoke(cli, ["study", "soysal", "--quick", "--backfill-depth", "-1", "--campaign", str(camp)])
+    assert bad.exit_code == 2 and "--backfill-depth" in bad.output

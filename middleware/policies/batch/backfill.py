@@ -79,12 +79,27 @@ class _TierByRequest:
             t = prof.place(job.nodes, need[1], 0.0, floor, required)
         return t, need
 
-    def _hold(self, prof: Profile, jobs, snap: Snapshot) -> list[PlanEntry]:
+    def _hold(self, prof: Profile, jobs, snap: Snapshot, behind: int = -1) -> list[PlanEntry]:
         """Each job, in this order, held at its earliest start not before now: the plan
         entries.  A job that never fits is an error.  Without ``hps_requests`` every need
-        is (LPS, walltime, no bytes), and the loop says so instead of asking per job."""
+        is (LPS, walltime, no bytes), and the loop says so instead of asking per job.
+
+        With a backfill depth D (Slurm's ``bf_max_job_test``) the jobs are held in this order
+        until the first one held later than now (the head) and D more after it (started now or
+        reserved); the rest are not held: they have no reservation and do not start.  ``behind``:
+        how many jobs were already held after the head (-1: no head yet), for a plan continued."""
         plan: list[PlanEntry] = []
         now = snap.now
+        depth = self.backfill_depth
+        if depth is not None:  # behind: jobs held after the head (-1: no head yet)
+            for job in jobs:
+                if behind == depth:
+                    break
+                t, need = self._place(prof, job, snap, now, required=True)
+                plan.append(_placed(job, t, need))
+                if behind >= 0 or t != now:
+                    behind += 1
+            return plan
         if not self.hps_requests:
             place, append = prof.place, plan.append
             for job in jobs:
@@ -156,6 +171,8 @@ class FCFS(_TierByRequest, BatchPolicy):
     def _decide(self, snap: Snapshot) -> Decision:
         if self.hps_requests:  # two resources: the profile search (the sweep counts nodes only)
             return self._decide_on_profile(snap)
+        if self.project and self.backfill_depth is not None:
+            snap = self._within_depth(snap)
         if not self.project and snap.overrun_grace > 0:
             # only the starts are planned, and every release is after now (a job past its expected
             # end releases at now + overrun_grace): the jobs in queue order while their nodes are free
@@ -181,15 +198,41 @@ class FCFS(_TierByRequest, BatchPolicy):
         self._swept = (releases, avail, snap.queue, plan, state)
         return _fcfs_decision(snap, plan)
 
+    def _within_depth(self, snap: Snapshot) -> Snapshot:
+        """``snap`` with its queue cut after the jobs that start now (in queue order while their nodes
+        are free: every release is after now), the first that does not (the head) and the backfill
+        depth's D jobs behind it.  Nobody overtakes, so the plan of this prefix is the prefix of the
+        whole plan: the starts are the same, the jobs cut have no planned start."""
+        free, k, queue = snap.free_nodes, 0, snap.queue
+        for job in queue:
+            if job.nodes > free:
+                break
+            free -= job.nodes
+            k += 1
+        n = k + 1 + self.backfill_depth
+        if n >= len(queue):
+            return snap
+        return Snapshot.trusted(now=snap.now, total_nodes=snap.total_nodes, free_nodes=snap.free_nodes,
+                                queue=queue[:n], running=snap.running, hps_capacity=snap.hps_capacity,
+                                hps_free=snap.hps_free, rates=snap.rates, overrun_grace=snap.overrun_grace,
+                                releases=snap.releases)
+
     def _decide_on_profile(self, snap: Snapshot) -> Decision:
-        """The same plan by the general profile search (what :func:`fcfs_starts` shortcuts)."""
+        """The same plan by the general profile search (what :func:`fcfs_starts` shortcuts); with a
+        backfill depth, the jobs that start now, the head and the D jobs behind it."""
         prof = Profile.from_snapshot(snap)
         plan: list[PlanEntry] = []
         floor = snap.now
+        depth = self.backfill_depth if self.project else None
+        behind = -1  # jobs planned behind the head (-1: no head yet)
         for job in snap.queue:
+            if behind == depth:
+                break
             t, need = self._place(prof, job, snap, floor, required=self.project)  # never fits: a bug when projecting
             if t > snap.now and not self.project:
                 break
+            if behind >= 0 or t > snap.now:
+                behind += 1
             plan.append(_placed(job, t, need))
             floor = t
         return _decision(snap, plan)
@@ -380,7 +423,10 @@ class _KeepsReservations:
     old jobs keep their reservations: re-inserting them, in reservation order or in submit
     order, finds each at its old start, because the only change since is that time passed
     towards starts that nobody reached.  The new jobs are then inserted, in submit order, into
-    the profile the last decision left.  Only for plans without HPS bytes, whose profile's
+    the profile the last decision left (with a backfill depth the old plan holds no job at now,
+    so its first job is the head: the new jobs are held only while the head has fewer than D
+    followers; the old queue's jobs past the depth stay unheld, as deciding afresh leaves them).
+    Only for plans without HPS bytes, whose profile's
     byte column stays exactly the free bytes whatever the order of the takes (node counts are
     integers); ``tests/batch/test_fast_paths.py`` compares it with deciding from scratch on
     random decision sequences.
@@ -407,7 +453,7 @@ class _KeepsReservations:
     def _continue(self, snap: Snapshot, kept) -> Decision:
         prof, old, k = kept
         plan = list(old)
-        plan += self._hold(prof, snap.queue[k:], snap)
+        plan += self._hold(prof, snap.queue[k:], snap, len(old) - 1)
         self._keep(snap, plan, prof)
         return plan
 
@@ -428,7 +474,7 @@ class Conservative(_KeepsReservations, _TierByRequest, BatchPolicy):
         kept = self._arrivals_only(snap)
         if kept is not None:
             plan = self._continue(snap, kept)
-            for e in plan[kept[2]:]:
+            for e in plan[len(kept[1]):]:  # the new jobs' (the old plan holds every old job without a depth)
                 if e.start != snap.now:
                     self._reserved[e.job] = e.start
             return _decision(snap, plan)
@@ -570,14 +616,17 @@ class EASY(BatchPolicy):
             decided[job.id] = _entry(job, t)
             if t != snap.now:  # the head job: the only reservation
                 head = job.id
-        # Project the others, in submit order, for the record.
+                k = len(decided) - 1  # its place in the queue (every job ahead of it starts now)
+        # Project the others, in submit order, for the record (with a depth only the first D behind the
+        # head: the others have no planned start, as in Slurm).
         plan = []
-        for job in snap.queue:
+        last = len(snap.queue) if self.backfill_depth is None or head is None else k + 1 + self.backfill_depth
+        for i, job in enumerate(snap.queue):
             e = decided.get(job.id)
-            if e is None and not self.project:
+            if e is None and (not self.project or i >= last):
                 continue
             if e is None:
                 t = prof.place(job.nodes, job.walltime, not_before=snap.now, required=True)
                 e = _entry(job, t, reserved=False)
             plan.append(e)
-        return _decision(snap, plan)  # a job past the backfill depth may be projected at now: it waits
+        return _decision(snap, plan)

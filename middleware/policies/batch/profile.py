@@ -337,6 +337,15 @@ class Profile:
             if required and t == math.inf:
                 _refuse(t, duration, nodes, hps)
             return t
+        return self.hold_found(t, i, k, duration, nodes, hps)
+
+    def hold_found(self, t: float, i: int, k: int, duration: float, nodes: int, hps: float = 0.0) -> float:
+        """Hold ``nodes`` and ``hps`` bytes over ``[t, t + duration)``, where ``(t, i, k)`` is what
+        :meth:`_search` found for them on this profile, unedited since: the second half of
+        :meth:`place` (nothing held if ``t + duration <= t``, as :meth:`add`).  Returns ``t``."""
+        end = t + duration
+        if end <= t:
+            return t
         times = self.times
         if times[i] != t:  # split the segment the start falls in (as _split(t))
             i += 1

@@ -16,15 +16,15 @@ def get_scheduler(name: str, *, p: float | None = None,
                   rng: np.random.Generator | int = 0, hps_requests: bool = False,
                   start_now: bool = False, backfill_depth: int | None = None) -> BatchPolicy:
     """A fresh scheduler by name (``random-tier`` needs ``p``; ``hps_requests``: FCFS and the
-    conservative variants run the jobs that ask for HPS on HPS; ``backfill_depth``: EASY, SAS and
-    random-tier try at most that many waiting jobs behind the head, Slurm's ``bf_max_job_test``)."""
+    conservative variants run the jobs that ask for HPS on HPS; ``backfill_depth``: a decision
+    considers the head and at most that many waiting jobs behind it, Slurm's ``bf_max_job_test``:
+    EASY, SAS and random-tier try only those for backfilling, the conservative variants reserve only
+    those, and every policy plans only those: the others have no planned start)."""
     key = name.strip().lower().replace("_", "-")
     if backfill_depth is not None:
-        if key not in ("easy", "sas", "random-tier"):
-            raise ValueError(f"backfill_depth applies to easy, sas and random-tier, not {name!r}")
         if backfill_depth < 0:
             raise ValueError(f"backfill_depth must be >= 0, got {backfill_depth}")
-        policy = get_scheduler(name, p=p, rng=rng, start_now=start_now)
+        policy = get_scheduler(name, p=p, rng=rng, hps_requests=hps_requests, start_now=start_now)
         policy.backfill_depth = backfill_depth
         return policy
     if hps_requests and key not in ("fcfs", "conservative", "conservative-reinsert"):

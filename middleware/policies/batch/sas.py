@@ -291,14 +291,39 @@ class _TieredBackfill(BatchPolicy):
                             base_b = list(itertools.accumulate(base.hps, min))
                         chosen[job.id] = (opt, True)
                         break
-        # The plan: started jobs, j1's reservation, and a projection of the rest.
+        # The plan: started jobs, j1's reservation, and a projection of the rest.  With a backfill depth
+        # only the first D waiting jobs behind j1 (queue order) are projected: the others have no planned
+        # start (Slurm's bf_max_job_test), so neither plan tracking nor the projection grows with the queue.
         proj = with_head if with_head is not None else base
         plan: list[PlanEntry] = []
         starts: list[Start] = []
-        for job in snap.queue:
+        last = len(snap.queue) if self.backfill_depth is None else k + 1 + self.backfill_depth  # j1 is queue[k]
+        inline = self.project and self._inline_choose()
+        if inline:
+            durations = self._durations_by_id(snap)
+            search, hold, now = proj._search, proj.hold_found, snap.now
+        for i, job in enumerate(snap.queue):
             if job.id in chosen:
                 opt, reserved = chosen[job.id]
-            elif not self.project:
+            elif not self.project or i >= last:
+                continue
+            elif inline:
+                # SAS._choose and the reservation written out (tier_options, choose_tier, reserve: the same
+                # floats; the chosen schedule is held where its search found it, as Profile.place does)
+                ds = durations.get(job.id)
+                if ds is None:
+                    ds = durations[job.id] = _durations(job, snap)
+                d, dh, n = ds[0], ds[1], job.nodes
+                found = search(n, d, 0.0, now)
+                tier, length, held = LPS, d, 0.0
+                if dh is not None:
+                    found_h = search(n, dh, job.storage, now)
+                    if (found_h[0] + dh) - job.submit < (found[0] + d) - job.submit:
+                        found, tier, length, held = found_h, HPS, dh, job.storage
+                t = found[0]
+                if t != math.inf:
+                    hold(t, found[1], found[2], length, n, held)
+                plan.append(PlanEntry(job.id, t, t + length, n, tier, held, False))
                 continue
             else:
                 opt, reserved = self._choose(job, proj, snap), False
@@ -320,6 +345,11 @@ class _TieredBackfill(BatchPolicy):
     def _inline_literal(self) -> bool:
         """Whether the backfill pass may decide a candidate as SAS's literal :meth:`_now_options`
         does, written out in the pass (no call, no option list per candidate)."""
+        return False
+
+    def _inline_choose(self) -> bool:
+        """Whether the projection may choose a job's schedule as SAS's :meth:`_choose` does, written
+        out (no option objects; the chosen search's segments reused to hold it)."""
         return False
 
     def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
@@ -359,6 +389,9 @@ class SAS(_TieredBackfill):
 
     def _inline_literal(self) -> bool:
         return not self.start_now and type(self)._now_options is SAS._now_options
+
+    def _inline_choose(self) -> bool:
+        return type(self)._choose is SAS._choose
 
     def _now_options(self, job: QueuedJob, prof: Profile, snap: Snapshot, durations: tuple,
                      accept: tuple = (True, True, None, None)) -> list[Option]:
