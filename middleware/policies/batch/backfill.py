@@ -45,6 +45,11 @@ def _entry(job: QueuedJob, start: float, reserved: bool = True) -> PlanEntry:
     return _new_tuple(PlanEntry, (job.id, start, start + job.walltime, job.nodes, LPS, 0.0, reserved))
 
 
+def _start_now(job: QueuedJob, now: float) -> Start:
+    """The start of ``_entry(job, now)`` (what :func:`_decision` makes of that entry)."""
+    return Start(job.id, LPS, job.nodes, now + job.walltime, 0.0)
+
+
 def _placed(job: QueuedJob, start: float, need: tuple[str, float, float]) -> PlanEntry:
     tier, duration, hps = need
     return PlanEntry(job.id, start, start + duration, job.nodes, tier, hps, True)
@@ -472,6 +477,12 @@ class EASY(BatchPolicy):
         super().__init__()
         self.project = project
 
+    @property
+    def reads_profile(self) -> bool:
+        """Without projections the shadow rule decides, reading the sorted releases only (the profile
+        search only where that rule leaves the decision to it)."""
+        return self.project
+
     def _decide(self, snap: Snapshot) -> Decision:
         if not self.project and float(snap.hps_free or 0.0) >= 0:
             d = self._decide_by_shadow(snap)
@@ -500,16 +511,20 @@ class EASY(BatchPolicy):
         """
         now, free, queue = snap.now, snap.free_nodes, snap.queue
         plan: list[PlanEntry] = []
+        starts: list[Start] = []  # every entry of the plan but the head's (at the shadow time, after now)
         k, n = 0, len(queue)
-        while k < n and queue[k].nodes <= free:  # in queue order while they fit
-            if not queue[k].walltime > 0:
+        while k < n:  # in queue order while they fit
+            job = queue[k]
+            if job.nodes > free:
+                break
+            if not job.walltime > 0:
                 return None  # a zero-length reservation holds nothing on the profile: left to it
-            e = _entry(queue[k], now)
-            plan.append(e)
-            free -= e.nodes
+            plan.append(_entry(job, now))
+            starts.append(_start_now(job, now))
+            free -= job.nodes
             k += 1
         if k == n:
-            return _decision(snap, plan)
+            return Decision(now, tuple(starts), tuple(plan))
         head = queue[k]
         if not head.walltime > 0:
             return None
@@ -544,8 +559,11 @@ class EASY(BatchPolicy):
                     continue
                 extra -= job.nodes
             plan.append(_entry(job, now))
+            starts.append(_start_now(job, now))
             free -= job.nodes
-        return _decision(snap, plan)
+        if shadow == now:  # a walltime lost in now's rounding: the head's entry reads as a start, as _decision says
+            return _decision(snap, plan)
+        return Decision(now, tuple(starts), tuple(plan))  # what _decision(snap, plan) gives: the head starts later
 
     def _decide_on_profile(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)
