@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from itertools import islice
 
 from iolab.middleware.policies.batch.profile import Profile
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
@@ -546,8 +547,7 @@ class EASY(BatchPolicy):
         extra = avail - head.nodes
         plan.append(_entry(head, shadow))
         depth = self.backfill_depth
-        for j in range(k + 1, n if depth is None else min(n, k + 1 + depth)):
-            job = queue[j]
+        for job in islice(queue, k + 1, None if depth is None else k + 1 + depth):
             if job.nodes > free:
                 if free == 0:
                     break  # nothing more can start now
