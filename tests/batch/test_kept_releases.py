@@ -217,7 +217,7 @@ def test_releases_kept_without_columns_give_the_same_profiles(seed):
 
 
 def test_the_kernel_keeps_the_columns_only_for_policies_that_read_a_profile():
-    from iolab.middleware.policies.batch.backfill import EASY, Conservative
+    from iolab.middleware.policies.batch.backfill import EASY, FCFS, Conservative
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.middleware.policies.batch.snapshot import TierRates
 
@@ -225,5 +225,6 @@ def test_the_kernel_keeps_the_columns_only_for_policies_that_read_a_profile():
         k = BatchKernel([], policy, total_nodes=8, hps_capacity=100.0, rates=TierRates(lps=1.0, hps=15.0, stage=5.0))
         return k._releases.exact
 
-    assert kept(EASY()) and kept(Conservative())
+    assert kept(EASY()) and kept(Conservative()) and kept(FCFS()) and kept(FCFS(project=False, hps_requests=True))
     assert not kept(EASY(project=False))  # the shadow rule reads the sorted releases only
+    assert not kept(FCFS(project=False))  # its starts: the jobs in queue order while their nodes are free

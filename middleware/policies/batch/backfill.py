@@ -153,6 +153,12 @@ class FCFS(_TierByRequest, BatchPolicy):
         self._swept: tuple | None = None  # (releases, available nodes, queue, plan, sweep state) of the last plan
 
     @property
+    def reads_profile(self) -> bool:
+        """Deciding only its starts on node counts, it takes the jobs in queue order while their nodes
+        are free now (every release is after now): no profile, no releases."""
+        return self.project or self.hps_requests
+
+    @property
     def reads_fitting_prefix(self) -> bool:
         """A decision reads the queue only up to the first job whose nodes are not free (the jobs ahead of
         it start): no plan beyond the starts, LPS only, every release after now (a runtime's snapshot
