@@ -38,11 +38,11 @@ def _columns_of(p: Profile):
     return p.times, p.nodes, p.hps
 
 
-def _run(rng: random.Random, steps: int, fractional: bool):
+def _run(rng: random.Random, steps: int, fractional: bool, columns: bool = True):
     """A random sequence of a runtime's changes; yields (kept, free, hps_free, now, grace, cap, total)."""
     total, cap = rng.choice([(8, 1000.0), (64, 2.0 ** 40), (16, 0.0)])
     grace = rng.choice([1.0, 0.5])
-    kept = KeptReleases(total, cap)
+    kept = KeptReleases(total, cap, columns)
     free, hps_free, now = total, cap, 0.0
     running: dict[int, tuple] = {}
     order = 0
@@ -199,3 +199,32 @@ def test_first_with_room_past_a_value_that_rounds_short():
     assert x >= need - eps and not x + eps >= need
     assert first_with_room([0.0, x, x, x, 1.0], eps, need) == 4
     assert first_with_room([0.0, x, x, x], eps, need) == 4
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_releases_kept_without_columns_give_the_same_profiles(seed):
+    """``columns=False`` (a policy that builds no profile from the releases): the sorted releases only,
+    the columns never answer, and a profile built from them is the reference's, float for float."""
+    rng = random.Random(200 + seed)
+    steps = 0
+    for kept, free, hps_free, now, grace, cap, total in _run(rng, 300, fractional=False, columns=False):
+        assert not kept.exact and kept.times == [] and kept.columns(free, float(hps_free), now, grace) is None
+        got = Profile.from_snapshot(_snapshot(now, free, hps_free, kept, grace, cap, total))
+        ref = _reference(now, free, hps_free, list(kept), grace, cap)
+        assert _columns_of(got) == _columns_of(ref)
+        steps += 1
+    assert steps == 300
+
+
+def test_the_kernel_keeps_the_columns_only_for_policies_that_read_a_profile():
+    from iolab.middleware.policies.batch.backfill import EASY, FCFS, Conservative
+    from iolab.middleware.policies.batch.kernel import BatchKernel
+    from iolab.middleware.policies.batch.snapshot import TierRates
+
+    def kept(policy):
+        k = BatchKernel([], policy, total_nodes=8, hps_capacity=100.0, rates=TierRates(lps=1.0, hps=15.0, stage=5.0))
+        return k._releases.exact
+
+    assert kept(EASY()) and kept(Conservative()) and kept(FCFS()) and kept(FCFS(project=False, hps_requests=True))
+    assert not kept(EASY(project=False))  # the shadow rule reads the sorted releases only
+    assert not kept(FCFS(project=False))  # its starts: the jobs in queue order while their nodes are free

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from itertools import islice
 
 from iolab.middleware.policies.batch.profile import Profile
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, PlanEntry, QueuedJob, Snapshot, Start
@@ -43,6 +44,11 @@ def _entry(job: QueuedJob, start: float, reserved: bool = True) -> PlanEntry:
     """The LPS plan entry of ``job`` starting at ``start`` (built as a plain tuple of PlanEntry's
     fields in order: one per waiting job per decision, and the NamedTuple's own __new__ is a call)."""
     return _new_tuple(PlanEntry, (job.id, start, start + job.walltime, job.nodes, LPS, 0.0, reserved))
+
+
+def _start_now(job: QueuedJob, now: float) -> Start:
+    """The start of ``_entry(job, now)`` (what :func:`_decision` makes of that entry)."""
+    return Start(job.id, LPS, job.nodes, now + job.walltime, 0.0)
 
 
 def _placed(job: QueuedJob, start: float, need: tuple[str, float, float]) -> PlanEntry:
@@ -160,6 +166,12 @@ class FCFS(_TierByRequest, BatchPolicy):
         self.project = project
         self.hps_requests = hps_requests
         self._swept: tuple | None = None  # (releases, available nodes, queue, plan, sweep state) of the last plan
+
+    @property
+    def reads_profile(self) -> bool:
+        """Deciding only its starts on node counts, it takes the jobs in queue order while their nodes
+        are free now (every release is after now): no profile, no releases."""
+        return self.project or self.hps_requests
 
     @property
     def reads_fitting_prefix(self) -> bool:
@@ -518,6 +530,12 @@ class EASY(BatchPolicy):
         super().__init__()
         self.project = project
 
+    @property
+    def reads_profile(self) -> bool:
+        """Without projections the shadow rule decides, reading the sorted releases only (the profile
+        search only where that rule leaves the decision to it)."""
+        return self.project
+
     def _decide(self, snap: Snapshot) -> Decision:
         if not self.project and float(snap.hps_free or 0.0) >= 0:
             d = self._decide_by_shadow(snap)
@@ -546,16 +564,20 @@ class EASY(BatchPolicy):
         """
         now, free, queue = snap.now, snap.free_nodes, snap.queue
         plan: list[PlanEntry] = []
+        starts: list[Start] = []  # every entry of the plan but the head's (at the shadow time, after now)
         k, n = 0, len(queue)
-        while k < n and queue[k].nodes <= free:  # in queue order while they fit
-            if not queue[k].walltime > 0:
+        while k < n:  # in queue order while they fit
+            job = queue[k]
+            if job.nodes > free:
+                break
+            if not job.walltime > 0:
                 return None  # a zero-length reservation holds nothing on the profile: left to it
-            e = _entry(queue[k], now)
-            plan.append(e)
-            free -= e.nodes
+            plan.append(_entry(job, now))
+            starts.append(_start_now(job, now))
+            free -= job.nodes
             k += 1
         if k == n:
-            return _decision(snap, plan)
+            return Decision(now, tuple(starts), tuple(plan))
         head = queue[k]
         if not head.walltime > 0:
             return None
@@ -577,8 +599,7 @@ class EASY(BatchPolicy):
         extra = avail - head.nodes
         plan.append(_entry(head, shadow))
         depth = self.backfill_depth
-        for j in range(k + 1, n if depth is None else min(n, k + 1 + depth)):
-            job = queue[j]
+        for job in islice(queue, k + 1, None if depth is None else k + 1 + depth):
             if job.nodes > free:
                 if free == 0:
                     break  # nothing more can start now
@@ -590,8 +611,11 @@ class EASY(BatchPolicy):
                     continue
                 extra -= job.nodes
             plan.append(_entry(job, now))
+            starts.append(_start_now(job, now))
             free -= job.nodes
-        return _decision(snap, plan)
+        if shadow == now:  # a walltime lost in now's rounding: the head's entry reads as a start, as _decision says
+            return _decision(snap, plan)
+        return Decision(now, tuple(starts), tuple(plan))  # what _decision(snap, plan) gives: the head starts later
 
     def _decide_on_profile(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)

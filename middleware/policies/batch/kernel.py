@@ -176,7 +176,8 @@ class BatchKernel:
         self._views: dict[str, RunningJob] = {}
         # the same jobs' releases sorted by (expected end, start order): Snapshot.releases, kept by _seen and
         # finish (a policy reads the next releases without sorting every running job at every decision)
-        self._releases = KeptReleases(total_nodes, hps_capacity)  # and the free counts they make (profile.py)
+        # and the free counts they make (profile.py), unless the policy never builds a profile from them
+        self._releases = KeptReleases(total_nodes, hps_capacity, getattr(policy, "reads_profile", True))
         self._release_of: dict[str, tuple[float, int, int, float]] = {}
         self._started = 0  # start order of the next job seen running
         self.free_nodes = total_nodes

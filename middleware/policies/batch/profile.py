@@ -77,14 +77,17 @@ class KeptReleases(list):
 
     __slots__ = ("times", "counts", "nodes", "hps", "exact", "_bytes")
 
-    def __init__(self, free_nodes: int, hps_free: float) -> None:
+    def __init__(self, free_nodes: int, hps_free: float, columns: bool = True) -> None:
+        """``columns=False``: keep the sorted releases only (a policy that never builds a profile from
+        them, as EASY's shadow rule: :attr:`BatchPolicy.reads_profile`); a profile built from them then
+        accumulates the releases, the same floats (see the class)."""
         super().__init__()
         self.times: list[float] = []  # distinct ends
         self.counts: list[int] = []  # releases at each of them
         self.nodes: list[int] = [free_nodes]  # free now, then after each end
         self.hps: list[float] = [float(hps_free)]
         self._bytes = 0  # the releases' bytes (an int: exact)
-        self.exact = self.hps[0].is_integer() and abs(self.hps[0]) < _EXACT
+        self.exact = columns and self.hps[0].is_integer() and abs(self.hps[0]) < _EXACT
 
     def hold(self, key: tuple) -> None:
         """A release ``(end, order, nodes, bytes)`` comes in: its nodes and bytes are held until ``end``."""

@@ -253,6 +253,10 @@ class BatchPolicy:
     #: backfilling policies (EASY, SAS, random-tier): try at most this many waiting jobs behind the
     #: head, in the policy's backfill order (Slurm's ``bf_max_job_test``); None: every one of them
     backfill_depth: int | None = None
+    #: whether its decisions build a profile from the snapshot's releases (a runtime that keeps the
+    #: releases keeps the profile's columns with them only then); False is a promise about speed only:
+    #: a profile built from releases without the columns is the same
+    reads_profile: bool = True
 
     def __init__(self) -> None:
         self._plan: tuple[PlanEntry, ...] = ()
