@@ -23,9 +23,12 @@ pytestmark = [pytest.mark.mpi, pytest.mark.ray]
 IOLAB = [str(Path(sys.executable).parent / "iolab")]
 
 
-def write_spec(tmp_path: Path, name: str, **extra) -> Path:
+def write_spec(tmp_path: Path, name: str, iterations: int | None = None, **extra) -> Path:
+    spec = small_io(name, **extra)
+    if iterations is not None:  # shorter runs (CI time) where the test only needs the run under way
+        spec["apps"] = [{**a, "iterations": iterations} for a in spec["apps"]]
     p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump(small_io(name, **extra)))
+    p.write_text(yaml.safe_dump(spec))
     return p
 
 
@@ -65,7 +68,7 @@ def test_a_run_whose_apps_all_fail_exits_1_with_the_trace_written(tmp_path, tiny
 
 
 def test_a_second_run_on_the_same_out_is_refused_and_the_first_completes(tmp_path):
-    spec = write_spec(tmp_path, "same-out")
+    spec = write_spec(tmp_path, "same-out", iterations=15)
     out = tmp_path / "same.h5"
     first = subprocess.Popen(IOLAB + ["emulate", str(spec), "--out", str(out)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -89,7 +92,7 @@ def test_a_second_run_on_the_same_out_is_refused_and_the_first_completes(tmp_pat
 
 
 def test_a_work_folder_deleted_mid_run_is_reported_and_exits_1(tmp_path):
-    spec = write_spec(tmp_path, "deleted")
+    spec = write_spec(tmp_path, "deleted", iterations=20)
     out, work = tmp_path / "run.h5", tmp_path / "w"
     run = subprocess.Popen(IOLAB + ["emulate", str(spec), "--out", str(out), "--work-dir", str(work)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
