@@ -377,11 +377,7 @@ class IONodesState:
         t = self.spec_time(now) if now is not None and self.t0 is not None else 0.0
         out = []
         for n, arb in enumerate(self.arbiters):
-            waiting = arb.waiting
-            if self.policy.exclusive:
-                waiting = self.policy.order(waiting, t)
-            else:
-                waiting = sorted(waiting, key=lambda r: (r.requested_at, r.rank))
+            waiting = arb.waiting_in_order(t)
             out.append({"node": n, "grant": sorted(arb.active), "waiting": [r.app for r in waiting],
                         "held": sorted(j for (j, m), p in self.parts.items() if m == n and p.state == HELD)})
         return {"policy": self.policy.name, "io_nodes": out, "suspended": sorted(self.suspended)}

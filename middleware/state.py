@@ -378,11 +378,7 @@ class ArbiterState:
         t = self.spec_time(now) if self.t0 is not None else 0.0
         nodes = []
         for n, node in enumerate(self.nodes):
-            waiting = node.waiting
-            if self.policy.exclusive:
-                waiting = self.policy.order(waiting, t)
-            else:
-                waiting = sorted(waiting, key=lambda r: (r.requested_at, r.rank))
+            waiting = node.waiting_in_order(t)
             held = sorted(self.kernel.apps[r].id for r in self.kernel.held if self.kernel.apps[r].io_node == n)
             nodes.append({"node": n, "grant": sorted(node.active), "waiting": [r.app for r in waiting],
                           "held": held})

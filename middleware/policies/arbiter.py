@@ -83,6 +83,13 @@ class IONodeArbiter:
     def waiting(self) -> list[IORequest]:
         return list(self._waiting.values())
 
+    def waiting_in_order(self, now: float) -> list[IORequest]:
+        """The waiting requests in the order they would be granted at ``now`` (a list policy's order;
+        arrival order under ``shared``): what a live view shows."""
+        if self._exclusive:
+            return self.policy.order(self.waiting, now)
+        return sorted(self._waiting.values(), key=lambda r: (r.requested_at, r.rank))
+
     @property
     def busy(self) -> bool:
         return bool(self.active)

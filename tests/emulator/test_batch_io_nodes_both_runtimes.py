@@ -50,17 +50,22 @@ def waits(trace) -> dict[tuple[str, int], float]:
     return {(r["job"], r["io_node"]): r["grant"] - r["request"] for r in trace.grants.rows()}
 
 
+def both_runs(sp: BatchExperiment, tmp_path, jobs: int):
+    """The spec simulated and run for real, both in strict mode; every real job ended ok."""
+    from iolab.emulator.batch.run import run_batch_emulation
+    from iolab.sim.batch.run import simulate_batch
+
+    sim = simulate_batch(sp, strict=True)
+    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
+    assert [r["status"] for r in real.jobs.rows()] == ["ok"] * jobs
+    return sim, real
+
+
 @pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_one_spec_means_the_same_io_nodes_in_both_runtimes(tmp_path):
-    from iolab.emulator.batch.run import run_batch_emulation
-    from iolab.sim.batch.run import simulate_batch
-
-    sp = the_spec()
-    sim = simulate_batch(sp, strict=True)
-    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
-    assert [r["status"] for r in real.jobs.rows()] == ["ok"] * 3
+    sim, real = both_runs(the_spec(), tmp_path, 3)
 
     # the model's parts: b's 600 GB split over its two I/O nodes by its nodes there
     assert parts(sim) == {"a": [(0, 600.0)], "b": [(0, 300.0), (1, 300.0)], "c": [(1, 600.0)]}
@@ -185,13 +190,7 @@ def overlaps(trace) -> set[tuple[str, str, int]]:
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_shared_io_nodes_with_a_law_mean_the_same_in_both_runtimes(tmp_path):
-    from iolab.emulator.batch.run import run_batch_emulation
-    from iolab.sim.batch.run import simulate_batch
-
-    sp = shared_spec()
-    sim = simulate_batch(sp, strict=True)
-    real = run_batch_emulation(sp, work_dir=tmp_path / "w", strict=True)
-    assert [r["status"] for r in real.jobs.rows()] == ["ok"] * 3
+    sim, real = both_runs(shared_spec(), tmp_path, 3)
 
     assert parts(sim) == {"a": [(0, 400.0)], "b": [(0, 50.0), (1, 50.0)], "c": [(1, 500.0)]}
     assert parts(real) == parts(sim)
