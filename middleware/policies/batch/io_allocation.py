@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from iolab.middleware.policies.batch.nodes import lowest
+
 __all__ = ["IOAwareAllocator", "io_load", "io_node_masks"]
 
 
@@ -48,17 +50,6 @@ def io_node_masks(nodes: int, span: int) -> list[int]:
         hi = min(lo + span, nodes)
         out.append(((1 << hi) - 1) ^ ((1 << lo) - 1))
         lo = hi
-    return out
-
-
-def _lowest(mask: int, k: int) -> int:
-    """The ``k`` lowest set bits of ``mask`` (``k`` <= its bit count)."""
-    out = 0
-    while k > 0:
-        low = mask & -mask
-        out |= low
-        mask ^= low
-        k -= 1
     return out
 
 
@@ -122,7 +113,7 @@ class IOAwareAllocator:
         mask = 0
         for j, k in enumerate(take):
             if k:
-                mask |= _lowest(free_ids & self.masks[j], k)
+                mask |= lowest(free_ids & self.masks[j], k)
         return mask
 
     def take(self, job: str, mask: int, load: float) -> None:

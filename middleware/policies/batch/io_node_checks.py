@@ -22,14 +22,11 @@ Pure: the simulator's I/O-node layer feeds it (``iolab.sim.batch.io_nodes``), an
 from __future__ import annotations
 
 from iolab.invariants import InvariantViolation
+from iolab.middleware.policies.io_checker import REL, IOChecker
 
 __all__ = ["IONodeChecker"]
 
-REL = 1e-9
-
-
-def _differ(a: float, b: float) -> bool:
-    return abs(a - b) > REL * max(1.0, abs(a), abs(b))
+_differ = IOChecker._differ  # the I/O level's tolerance on volumes (sums in another order)
 
 
 class IONodeChecker:
