@@ -32,6 +32,7 @@ import math
 from itertools import count
 
 _REBASE = float(2 ** 16)
+_heappush, _heappop = heapq.heappush, heapq.heappop
 
 
 class FairShareLink:
@@ -85,20 +86,26 @@ class FairShareLink:
         self.last = now
 
     def add(self, key: object, amount: float, now: float) -> None:
-        self.advance(now)
-        if key in self._entry:
+        entry = self._entry
+        if now > self.last:  # self.advance(now), inline (one call per stream)
+            k = len(entry)
+            if k:
+                self._v += (now - self.last) * (self.rate if self._plain else self.total_rate(k)) / k
+        self.last = now
+        if key in entry:
             raise RuntimeError(f"stream {key!r} is already on the link")
-        if not self._entry:  # empty: start the progress again from 0 (every heap entry is stale)
+        if not entry:  # empty: start the progress again from 0 (every heap entry is stale)
             self._v = 0.0
             self._heap.clear()
             self._small = math.inf
         elif self._v > _REBASE * self._small:
             self._rebase()
+            entry = self._entry
         if 0 < amount < self._small:
             self._small = amount
-        e = (self._v + amount, next(self._seq))
-        self._entry[key] = e
-        heapq.heappush(self._heap, (e[0], e[1], key))
+        end, order = self._v + amount, next(self._seq)
+        entry[key] = (end, order)
+        _heappush(self._heap, (end, order, key))
         self.version += 1
 
     def _rebase(self) -> None:
@@ -144,23 +151,31 @@ class FairShareLink:
     def pop_finished(self, now: float, rel_tol: float = 1e-9) -> list[object]:
         """Streams finished at ``now``: the least one, and every one whose amount left ``r`` is within
         ``rel_tol * max(1, |r|)`` of the least or below ``rel_tol``, in the order they joined."""
-        self.advance(now)
-        top = self._top()
-        if top is None:
-            return []
-        heap, entry, v = self._heap, self._entry, self._v
-        least = top[0] - v
+        heap, entry = self._heap, self._entry
+        if now > self.last:  # self.advance(now), inline (one call per completion)
+            k = len(entry)
+            if k:
+                self._v += (now - self.last) * (self.rate if self._plain else self.total_rate(k)) / k
+        self.last = now
+        v = self._v
         out = []
-        while True:
+        least = None
+        while heap:
+            top = heap[0]
+            e = entry.get(top[2])
+            if e is None or e[1] != top[1]:  # stale (the stream left or was added again)
+                _heappop(heap)
+                continue
             r = top[0] - v
-            if not (r <= least + rel_tol * max(1.0, abs(r)) or r <= rel_tol):
+            if least is None:
+                least = r
+            elif not (r <= least + rel_tol * max(1.0, abs(r)) or r <= rel_tol):
                 break  # the rule is monotone in r: no later stream qualifies either
-            heapq.heappop(heap)
+            _heappop(heap)
             del entry[top[2]]
             out.append(top)
-            top = self._top()
-            if top is None:
-                break
+        if least is None:
+            return []
         self.version += 1
         if len(out) == 1:
             return [out[0][2]]

@@ -25,7 +25,8 @@ without overheads, so phase rows number the same in both runtimes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from iolab.tiers import HPS, LPS
 
@@ -36,8 +37,10 @@ OVERHEADS = frozenset((LAUNCH, EXIT, FIXED))  # timed steps without a link or a 
 LINKS = {"stage-in": "stage", "stage-out": "stage"}
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
+    """One step of a job.  A named tuple, not a frozen dataclass: a run builds a few per job (a
+    million jobs, several million steps), and a tuple is built in a fifth of the time."""
+
     kind: str  # compute, read, write, stage-in, stage-out
     amount: float  # seconds (compute) or bytes
     link: str = ""  # lps, hps or stage for transfers
@@ -63,31 +66,46 @@ def compute_seconds(job, lps_rate: float, io: float | None = None) -> float:
 def job_steps(job, tier: str, lps_rate: float, memory_per_node: float, overheads=None) -> JobSteps:
     """The step list of ``job`` (an ``iolab.specs.batch.Job``) on ``tier``; ``overheads`` (an
     :class:`iolab.specs.batch.Overheads`) adds the launch, exit and fixed per-phase steps."""
-    io = job.input + job.output + job.data
-    compute = compute_seconds(job, lps_rate, io)
+    return JobSteps(*_build(job, tier, lps_rate, memory_per_node, overheads))
+
+
+def step_list(job, tier: str, lps_rate: float, memory_per_node: float, overheads=None) -> tuple[Step, ...]:
+    """``job_steps(...).steps`` without the summary: what the simulator reads at every job start."""
+    return _build(job, tier, lps_rate, memory_per_node, overheads)[0]
+
+
+_new = tuple.__new__  # a Step from its four fields in order, without the named tuple's own __new__ (a call)
+
+
+def _build(job, tier: str, lps_rate: float, memory_per_node: float, overheads) -> tuple:
+    """(steps, compute seconds, I/O bytes, checkpoints) of ``job`` on ``tier``."""
+    inp, out, data = job.input, job.output, job.data
+    io = inp + out + data
+    compute = job.runtime - io / lps_rate
+    if not compute > 0.0:  # max(0.0, ...), as compute_seconds
+        compute = 0.0
     timed = overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0)
     if io == 0 and not timed:
         # a job without I/O (every SWF job): one compute step, what the general path below builds for it
-        return JobSteps((Step(COMPUTE, compute),), compute, io, 0)
-    ckpt_size = job.nodes * memory_per_node
-    k = int(math.ceil(job.data / ckpt_size - 1e-12)) if job.data > 0 else 0
+        return (_new(Step, (COMPUTE, compute, "", -1)),), compute, io, 0
+    k = int(math.ceil(data / (job.nodes * memory_per_node) - 1e-12)) if data > 0 else 0
     link = HPS if tier == HPS else LPS
     steps: list[Step] = []
-    if tier == HPS and job.input > 0:
-        steps.append(Step("stage-in", job.input, "stage"))
-    if job.input > 0:
-        steps.append(Step("read", job.input, link))
+    if tier == HPS and inp > 0:
+        steps.append(_new(Step, ("stage-in", inp, "stage", -1)))
+    if inp > 0:
+        steps.append(_new(Step, ("read", inp, link, -1)))
     seg = compute / (k + 1)
-    if k:  # the k (segment, checkpoint) pairs are equal: one pair of (frozen) steps, k references
-        steps.extend((Step(COMPUTE, seg), Step("write", job.data / k, link)) * k)
-    steps.append(Step(COMPUTE, seg if k else compute))
-    if job.output > 0:
-        steps.append(Step("write", job.output, link))
-    if tier == HPS and job.output > 0:
-        steps.append(Step("stage-out", job.output, "stage"))
+    if k:  # the k (segment, checkpoint) pairs are equal: one pair of (immutable) steps, k references
+        steps.extend((_new(Step, (COMPUTE, seg, "", -1)), _new(Step, ("write", data / k, link, -1))) * k)
+    steps.append(_new(Step, (COMPUTE, seg if k else compute, "", -1)))
+    if out > 0:
+        steps.append(_new(Step, ("write", out, link, -1)))
+    if tier == HPS and out > 0:
+        steps.append(_new(Step, ("stage-out", out, "stage", -1)))
     if timed:
         steps = with_overheads(steps, overheads)
-    return JobSteps(tuple(steps), compute, io, k)
+    return tuple(steps), compute, io, k
 
 
 def with_overheads(steps: list[Step], overheads) -> list[Step]:
@@ -99,11 +117,11 @@ def with_overheads(steps: list[Step], overheads) -> list[Step]:
             out.append(Step(LAUNCH, overheads.launch, index=i))
         if st.kind in ("read", "write") and overheads.io_phase > 0:
             out.append(Step(FIXED, overheads.io_phase, index=i))
-        out.append(replace(st, index=i))
+        out.append(st._replace(index=i))
         if app and i == app[-1] and overheads.exit > 0:
             out.append(Step(EXIT, overheads.exit, index=i))
     return out
 
 
 __all__ = ["COMPUTE", "EXIT", "FIXED", "HPS", "LAUNCH", "LPS", "OVERHEADS", "JobSteps", "Step", "compute_seconds",
-           "job_steps", "with_overheads"]
+           "job_steps", "step_list", "with_overheads"]

@@ -30,7 +30,7 @@ import heapq
 import itertools
 import math
 from array import array
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
@@ -38,7 +38,7 @@ from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
 
 from iolab.sim.fairshare import FairShareLink
-from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, job_steps
+from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_list
 
 _SUBMIT, _STEP_END, _LINK, _RETRY, _ESTIMATE, _ADVANCE, _CONTROL = 0, 1, 2, 3, 4, 5, 6  # _CONTROL: the load controller's own events
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
@@ -181,13 +181,13 @@ class BatchEngine:
             self._push(s.retry_at, _RETRY, s.index)
             return
         k = self.kernel
-        s.steps = job_steps(s.job, s.tier, self.rates.lps, self.memory, self.overheads).steps
+        s.steps = step_list(s.job, s.tier, self.rates.lps, self.memory, self.overheads)
         early = k.early_staged.get(s.queued.id, 0.0) if k.early_staged else 0.0
         if early > 0:  # advance stage-in: only the rest of the input crosses the link now
-            s.steps = tuple(replace(st, amount=st.amount - early) if st.kind == "stage-in" else st
+            s.steps = tuple(st._replace(amount=st.amount - early) if st.kind == "stage-in" else st
                             for st in s.steps)
         s.step = -1
-        self._begin_step(s, t)
+        self._go_on(s, t)
         if k.predictor is not None:  # without a predictor no estimate is ever revised (estimate_due: inf)
             self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
 
@@ -197,12 +197,31 @@ class BatchEngine:
         if due < math.inf:
             self._push(due, _ESTIMATE, s.index)
 
-    def _begin_step(self, s: JobState, t: float) -> None:
-        """``s`` goes on to its next step at ``t`` (the hot path: one call per phase)."""
+    def _go_on(self, s: JobState, t: float, done=None) -> None:
+        """``done``, the step of ``s`` that ended at ``t`` (None at the job's start), leaves its phase row
+        (``phases: all``) and adds to the job's I/O time; then ``s`` begins its next step at ``t``, and the
+        steps of no duration end at once, each with its row.  The hot path: one call per phase."""
         steps = s.steps
-        i = s.step + 1
+        i = s.step
         n = len(steps)
-        while i < n:
+        while True:
+            if done is not None:  # the phase row of step i
+                kind = done.kind
+                if kind not in OVERHEADS:
+                    if kind != COMPUTE:
+                        self._io_time[s.index] += t - s.step_start
+                    if self._all_rows:
+                        job, index, kinds, start, end, volume, tier = self._row_appends
+                        job(s.queued.id)
+                        index(done.index if done.index >= 0 else i)
+                        kinds(kind)
+                        start(s.step_start)
+                        end(t)
+                        volume(0.0 if kind == COMPUTE else done.amount)
+                        tier("stage" if done.link == "stage" else s.tier)
+            i += 1
+            if i >= n:
+                break
             st = steps[i]
             s.step = i
             if i == 0 or steps[i - 1].kind != FIXED:  # a phase's fixed cost is part of its row
@@ -220,28 +239,10 @@ class BatchEngine:
                 self._step_end[s.index] = end
                 heapq.heappush(self._heap, (end, next(self._seq), _STEP_END, s.index))
                 return
-            self._phase(s, st, t)
-            i += 1
-        s.step = i
+            done = st  # no duration: it ends now
+        s.step = n
         self.kernel.finish(s, t)
         s.steps = ()  # read only while the job runs: 243 306 step lists on SDSC-BLUE otherwise
-
-    def _phase(self, s: JobState, st, t: float) -> None:
-        """The step ``st`` of ``s`` ended at ``t``: its phase row (``phases: all``) and the job's I/O time."""
-        kind = st.kind
-        if kind in OVERHEADS:
-            return
-        if kind != COMPUTE:
-            self._io_time[s.index] += t - s.step_start
-        if self._all_rows:
-            job, index, kinds, start, end, volume, tier = self._row_appends
-            job(s.queued.id)
-            index(st.index if st.index >= 0 else s.step)
-            kinds(kind)
-            start(s.step_start)
-            end(t)
-            volume(0.0 if kind == COMPUTE else st.amount)
-            tier("stage" if st.link == "stage" else s.tier)
 
     # -- main loop --------------------------------------------------------
     # -- suspension (the load controller) ----------------------------------------------------
@@ -284,14 +285,24 @@ class BatchEngine:
         heap = self._heap
         heappop, heappush, seq = heapq.heappop, heapq.heappush, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
-        begin_step, phase, submit = self._begin_step, self._phase, k.submit
+        go_on, submit = self._go_on, k.submit
+        # The links' completions are not in the heap either: a link has one completion event at a time,
+        # (time, sequence number, name, the link's version then), the one scheduled last; it goes stale
+        # when the link changes (its version moves) and is replaced when the link is scheduled again.
+        # ``due`` holds them by link, ``first`` the earliest by (time, sequence number), and the loop
+        # takes it between the heap's events in sequence order: the order a heap holding them gave.
+        # Every event scheduled is counted once, when it is taken, dropped stale or replaced.
+        due: dict[str, tuple] = {}
+        first = None
         events = 0
         submitted = 0
         report = PROGRESS_EVERY if self.progress is not None else math.inf
         advance_at: set[float] = set()  # times of the early-copy checks in the heap
         inf = math.inf
-        while heap or submitted < n_jobs:
+        while heap or submitted < n_jobs or first is not None:
             t = heap[0][0] if heap else inf
+            if first is not None and first[0] < t:
+                t = first[0]
             if submitted < n_jobs and submits[submitted] <= t:
                 t = submits[submitted]
             if events >= report:
@@ -301,18 +312,34 @@ class BatchEngine:
                 submit(state[submitted], t)
                 submitted += 1
                 events += 1
-            while heap and heap[0][0] == t:
-                _, _, ev, arg = heappop(heap)
-                events += 1
-                if ev == _STEP_END:  # the most frequent events first
-                    if step_end.get(arg) != t:
-                        continue  # the step was suspended (its end moved)
-                    del step_end[arg]
-                    s = state[arg]
-                    phase(s, s.steps[s.step], t)
-                    begin_step(s, t)
-                elif ev == _LINK:
-                    name, version = arg
+            while True:
+                if heap and heap[0][0] == t and (first is None or first[0] != t or heap[0][1] < first[1]):
+                    _, _, ev, arg = heappop(heap)
+                    events += 1
+                    if ev == _STEP_END:  # the most frequent events first
+                        if step_end.get(arg) != t:
+                            continue  # the step was suspended (its end moved)
+                        del step_end[arg]
+                        s = state[arg]
+                        go_on(s, t, s.steps[s.step])
+                    elif ev == _CONTROL:
+                        self.controller.event(self, arg, t)
+                    elif ev == _ADVANCE:  # an early stage-in may be due under the current plan
+                        advance_at.discard(t)
+                        k.advance_check(t)
+                    elif ev == _ESTIMATE:  # still running at its predicted end: the prediction doubles
+                        s = state[arg]
+                        if k.extend_estimate(s, t):
+                            self._watch_estimate(s)
+                    else:  # _RETRY: ask the disks again for a requeued HPS placement
+                        s = state[arg]
+                        k.retry(s, t)
+                        self._begin(s, t)
+                elif first is not None and first[0] == t:  # a link's completion
+                    _, _, name, version = first
+                    del due[name]
+                    first = min(due.values()) if due else None
+                    events += 1
                     link = links[name]
                     if version != link.version:
                         continue
@@ -322,39 +349,31 @@ class BatchEngine:
                         if k.observer is not None and st.link == "stage":
                             early = k.early_staged.get(s.queued.id, 0.0) if st.kind == "stage-in" else 0.0
                             k.staged(s, st.kind, st.amount + early, t)
-                        phase(s, st, t)
-                        begin_step(s, t)
+                        go_on(s, t, st)
                     touched.add(name)
-                elif ev == _CONTROL:
-                    self.controller.event(self, arg, t)
-                elif ev == _ADVANCE:  # an early stage-in may be due under the current plan
-                    advance_at.discard(t)
-                    k.advance_check(t)
-                elif ev == _ESTIMATE:  # still running at its predicted end: the prediction doubles
-                    s = state[arg]
-                    if k.extend_estimate(s, t):
-                        self._watch_estimate(s)
-                else:  # _RETRY: ask the disks again for a requeued HPS placement
-                    s = state[arg]
-                    k.retry(s, t)
-                    self._begin(s, t)
+                else:
+                    break
             decided = False
             while k.changed:  # decide again while a decision's starts end at once (runtime 0)
                 decided = True
                 for s in k.decide(t):
                     self._begin(s, t)
-            if k.advance is not None and (decided or heap and heap[0][0] > t):
-                due = k.advance_due()
-                if t < due < math.inf and due not in advance_at:  # one check per due time
-                    advance_at.add(due)
-                    self._push(due, _ADVANCE, None)
+            if k.advance is not None and (decided or heap or due):  # (the heap's next event is later than t)
+                d = k.advance_due()
+                if t < d < math.inf and d not in advance_at:  # one check per due time
+                    advance_at.add(d)
+                    self._push(d, _ADVANCE, None)
             if touched:
                 for name in sorted(touched) if len(touched) > 1 else touched:
                     link = links[name]
                     nxt = link.next_completion()
-                    if nxt < math.inf:
-                        heappush(heap, (nxt if nxt > t else t, next(seq), _LINK, (name, link.version)))
+                    if name in due:  # replaced (stale: the link changed since it was scheduled)
+                        events += 1
+                        del due[name]
+                    if nxt < inf:
+                        due[name] = (nxt if nxt > t else t, next(seq), name, link.version)
                 touched.clear()
+                first = min(due.values()) if due else None
         self.rec.events = events
         self.rec.io_time = self._io_time
         self.rec.controller = self.controller
