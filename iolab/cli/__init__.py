@@ -10,13 +10,19 @@ usage errors); 130 interrupted (Ctrl-C, SIGTERM where a command traps it).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
-import click
+# numpy's OpenBLAS starts a thread per core at import, and idle ones spin: no command does linear algebra
+# large enough to gain from them, and an MPI rank a real run launches inherits this (one thread a rank).
+# A value the user set is kept.  Before any import of numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from iolab import __version__
-from iolab.invariants import InvariantViolation
-from iolab.cli import network
+import click  # noqa: E402
+
+from iolab import __version__  # noqa: E402
+from iolab.invariants import InvariantViolation  # noqa: E402
+from iolab.cli import network  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

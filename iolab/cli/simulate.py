@@ -75,9 +75,9 @@ def print_metrics(m, title: str, cut=None) -> None:
 @click.option("--max-apps", type=click.IntRange(1), default=MAX_APPS, show_default=True,
               help="refuse an I/O experiment with more apps (counted while the spec is read)")
 @click.option("--phases", type=click.Choice(["all", "jobs", "none"]), default=None,
-              help="batch specs: what the trace keeps of the jobs' phases: a row per phase (all, the default), "
-                   "each job's I/O time only (jobs: the jobs table's io_time; for runs of 10^5 jobs and more), "
-                   "or nothing (none)")
+              help="batch specs: what the trace keeps of the jobs' phases: a row per phase (all, the default with "
+                   "--out), each job's I/O time only (jobs: the jobs table's io_time; for runs of 10^5 jobs and more; "
+                   "the default without --out, where no row would be seen), or nothing (none)")
 @click.option("--calibration", "calibration", type=click.Path(dir_okay=False), metavar="TRACE",
               help="model the costs measured by the real run traced in TRACE (of the same level: launch, exit, "
                    "per-phase costs and delivered rates; converted with this spec's emulator.time_scale; "
@@ -99,7 +99,8 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
-        return _simulate_batch(spec_path, out, as_json, max_jobs, cal, phases or "all")
+        # without --out no phase row is seen (the metrics read the jobs table): none is kept
+        return _simulate_batch(spec_path, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"))
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None

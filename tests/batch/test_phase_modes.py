@@ -61,3 +61,19 @@ def test_phases_option_is_refused_for_io_specs():
                        input="apps: []\n", capture_output=True, text=True)
     assert r.returncode == 2
     assert "--phases" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_json_without_out_prints_the_metrics_of_the_full_trace(tmp_path):
+    """Without ``--out`` the command keeps no phase row (nobody would see them): its metrics are those
+    of the run written with every row, and the trace written with ``--out`` has its rows."""
+    import json
+    path = tmp_path / "modes.json"
+    path.write_text(spec("sas").model_dump_json())
+    run = lambda *a: subprocess.run([sys.executable, "-m", "iolab", "simulate", str(path), "--json", *a],  # noqa: E731
+                                    capture_output=True, text=True, check=True)
+    bare = json.loads(run().stdout)
+    full = json.loads(run("--out", str(tmp_path / "t.h5")).stdout)
+    assert bare == full and bare["jobs"] == 60
+    from iolab.trace import read_trace
+    t = read_trace(tmp_path / "t.h5")
+    assert t.attrs["phases_kept"] == "all" and len(t.tables["phases"]) > 0
