@@ -1,6 +1,6 @@
 """Where the CPU of ``iolab simulate SPEC`` goes, part by part, for a batch spec.
 
-usage: python benchmarks/simulate_parts.py SPEC [--repeat N]
+usage: python benchmarks/simulate_parts.py SPEC [--repeat N] [--phases jobs|all|none]
 
 Each repetition is a fresh interpreter (imports are only paid once per process) that does what the
 command does, in its order, and reads ``time.process_time`` between the parts: the outside packages
@@ -8,7 +8,9 @@ the command needs (click, numpy, pydantic, yaml), the spec models, the simulator
 modules, reading the spec, reading or generating the workload, the kernel's set-up, the engine's
 run, the trace's columns, the metrics.  The collector is paused on the start-up's objects as the
 command pauses it.  Prints the least CPU seconds of each part over ``--repeat`` processes (default 5)
-and their sum; the interpreter's own start (``python -c pass``) is printed beside it.
+and their sum; the interpreter's own start (``python -c pass``) is printed beside it.  As the command
+without ``--out``, the run keeps each job's I/O time but no phase row (``--phases all``: as with
+``--out``), and numpy's OpenBLAS runs one thread.  iolab's bytecode is cached first (``cache_bytecode.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cache_bytecode import compile_iolab  # noqa: E402  (a sibling script: iolab's .pyc cached before timing)
 
 CHILD = r"""
-import gc, json, sys, time
+import gc, json, os, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the command line sets it
 c = time.process_time
 out, t = [], c()
 def mark(name):
@@ -37,6 +40,7 @@ import iolab.cli.simulate, iolab.sim.batch.run, iolab.metrics.batch_trace
 mark("imports: the simulator and the command")
 from iolab.specs.load import load_spec
 spec = load_spec(sys.argv[1])
+PHASES = sys.argv[2]
 mark("read the spec")
 gc.freeze()
 from iolab.workloads import load_workload
@@ -45,13 +49,14 @@ mark("read or generate the workload")
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.sim.batch.engine import BatchEngine
 kernel = BatchKernel.from_spec(spec, jobs)
-engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, overheads=spec.platform.overheads)
+engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, overheads=spec.platform.overheads,
+                            phases=PHASES)
 mark("kernel set-up")
 rec = engine.run()
 mark("engine run")
 import iolab.sim.batch.run as run
 run.run_batch = lambda *a, **k: rec  # the trace of this run, as simulate_batch builds it
-trace = run.simulate_batch(spec, jobs)
+trace = run.simulate_batch(spec, jobs, phases=PHASES)
 mark("trace columns")
 from iolab.metrics.batch_trace import trace_batch_metrics
 trace_batch_metrics(trace)
@@ -64,12 +69,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("spec", help="a batch spec (YAML or JSON)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--phases", choices=("all", "jobs", "none"), default="jobs",
+                    help="what the run keeps of the phases (default jobs: what `iolab simulate SPEC --json` keeps "
+                         "without --out; all: with --out)")
     a = ap.parse_args(argv)
     compile_iolab()  # as installed: no module compiled again in every process
     best: dict[str, float] = {}
     order: list[str] = []
     for _ in range(a.repeat):
-        res = subprocess.run([sys.executable, "-c", CHILD, a.spec], capture_output=True, text=True)
+        res = subprocess.run([sys.executable, "-c", CHILD, a.spec, a.phases], capture_output=True, text=True)
         if res.returncode:
             print(res.stderr, file=sys.stderr)
             return 1
