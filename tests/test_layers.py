@@ -46,6 +46,9 @@ else:  # pragma: no cover
 
 HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "statsmodels", "pandas",
                    "darshan"})  # darshan: PyDarshan, an optional extra
+# Light, but left off the start of a command that does not use it (with a `# lazy:` comment like a heavy one):
+# yaml is 8 ms of `iolab simulate SPEC.json`'s start, which reads no YAML (iolab/specs/load.py)
+DEFERRED = frozenset({"yaml"})
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",
@@ -254,7 +257,7 @@ def heavy_loads(pkg: Package) -> dict[str, frozenset[str]]:
         if imp.internal:
             deps[imp.source].add(imp.target)
             deps[imp.source].update(p for p in parents(imp.target) if p in pkg.modules)
-        elif imp.target in HEAVY:
+        elif imp.target in HEAVY | DEFERRED:
             direct[imp.source].add(imp.target)
     loads = {m: set(s) for m, s in direct.items()}
     changed = True
@@ -273,7 +276,7 @@ def brings(pkg: Package, loads: dict[str, frozenset[str]], imp: Import) -> froze
     if imp.internal:
         new = loads[imp.target]
     else:
-        new = frozenset({imp.target}) & HEAVY
+        new = frozenset({imp.target}) & (HEAVY | DEFERRED)
     return new - loads[imp.source]
 
 
