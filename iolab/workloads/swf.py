@@ -200,19 +200,26 @@ class SWFTrace:
         for u in set(user[usable].tolist()):
             users[u] = "unknown" if u == -1 else str(int(u))
         names = [users[u] for u in user[usable].tolist()]
-        # _trusted_job's body, inlined: a function call per job was a third of this loop
-        new, put, copy, fields_set = Job.__new__, object.__setattr__, _JOB_DICT.copy, _SWF_FIELDS_SET
+        # _trusted_job's body, inlined (a call a job was a third of this loop), storing the six values in
+        # the template's copy one by one and setting the slots through their descriptors: 42 -> 20 ms on KTH-SP2
+        new, copy, fields_set = Job.__new__, _JOB_DICT.copy, _SWF_FIELDS_SET
+        set_dict, set_fields, set_extra, set_private = _SLOT_SETTERS
         out: list[Job] = []
         add = out.append
         for j, u, sub, n, w, r in zip(ids, names, t[usable, 1].tolist(), nodes[usable].astype(np.int64).tolist(),
                                       walltime[usable].tolist(), runtime[usable].tolist()):
             job = new(Job)
             d = copy()
-            d.update(id=j, user=u, submit=sub, nodes=n, walltime=w, runtime=r)  # nodes within bound: checked above
-            put(job, "__dict__", d)
-            put(job, "__pydantic_fields_set__", fields_set)
-            put(job, "__pydantic_extra__", None)
-            put(job, "__pydantic_private__", None)
+            d["id"] = j
+            d["user"] = u
+            d["submit"] = sub
+            d["nodes"] = n  # within bound: checked above
+            d["walltime"] = w
+            d["runtime"] = r
+            set_dict(job, d)
+            set_fields(job, fields_set)
+            set_extra(job, None)
+            set_private(job, None)
             add(job)
         return out
 
@@ -240,6 +247,20 @@ def _shared_key_dict() -> dict:
 
 
 _JOB_DICT = _shared_key_dict()
+
+
+def _slot_setter(name: str):
+    """``setter(job, value)``: what ``object.__setattr__(job, name, value)`` does for a slot of pydantic's
+    ``BaseModel`` (``__dict__``, ``__pydantic_fields_set__``...), through the slot's descriptor, without
+    the attribute lookup of each call; ``object.__setattr__`` itself where the slot has no descriptor."""
+    descriptor = next((k.__dict__[name] for k in Job.__mro__ if name in k.__dict__), None)
+    if descriptor is not None and hasattr(descriptor, "__set__"):
+        return descriptor.__set__
+    return lambda obj, value: object.__setattr__(obj, name, value)
+
+
+_SLOT_SETTERS = tuple(_slot_setter(name) for name in
+                      ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"))
 
 
 def _trusted_job(fields: dict) -> Job:
