@@ -402,6 +402,8 @@ def _plain_lines(path: Path) -> list[bytes] | None:
     try:
         with path.open("rb") as fh:
             magic = fh.read(2)
+        if magic != b"\x1f\x8b" and path.stat().st_size > _FAST_BYTES:
+            return None
         with (gzip.open(path, "rb") if magic == b"\x1f\x8b" else path.open("rb")) as fh:
             content = fh.read(_FAST_BYTES + 1)
     except (OSError, EOFError, zlib.error):

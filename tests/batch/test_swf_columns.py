@@ -280,3 +280,19 @@ def test_the_readers_jobs_are_what_model_construct_builds(kth):
     by_user = {}
     for job in jobs:
         assert by_user.setdefault(job.user, job.user) is job.user
+
+
+def test_a_file_above_the_fast_paths_size_is_read_as_text(tmp_path, monkeypatch):
+    """Above ``_FAST_BYTES`` decompressed (plain or gzip) the file streams through the text reader: the same trace."""
+    import gzip
+
+    lines = ["; MaxNodes: 100"] + [f"{i} {i} -1 5 4 -1 -1 4 10 -1 1 3 1 -1 -1 -1 -1 -1" for i in range(1, 60)]
+    text = "\n".join(lines) + "\n"
+    (tmp_path / "a.swf").write_text(text)
+    (tmp_path / "a.swf.gz").write_bytes(gzip.compress(text.encode()))
+    want = {name: read_swf(tmp_path / name) for name in ("a.swf", "a.swf.gz")}
+    assert all(swf._plain_lines(tmp_path / name) is not None for name in want)
+    monkeypatch.setattr(swf, "_FAST_BYTES", len(text) - 1)
+    for name, trace in want.items():
+        assert swf._plain_lines(tmp_path / name) is None
+        assert _same_trace(read_swf(tmp_path / name), trace)
