@@ -461,14 +461,13 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
         table = _numbers(pending) if pending and isinstance(pending[0], bytes) else None
         if table is not None:  # every line 18 numbers: the checks of _block, on the columns
             ok = _checked(table, np.ones(len(pending), dtype=bool))
-            lines = [t.decode("ascii") for t in pending]
+            for i in np.flatnonzero(~ok).tolist():
+                texts[base + i] = pending[i].decode("ascii")
         else:
-            lines = [t.decode("ascii") if isinstance(t, bytes) else t for t in pending]
-            parts = [t.split() for t in lines]
+            parts = [(t.decode("ascii") if isinstance(t, bytes) else t).split() for t in pending]
             table, ok = _block(parts)
-            lines = [" ".join(x) for x in parts]
-        for i in np.flatnonzero(~ok).tolist():
-            texts[base + i] = lines[i]
+            for i in np.flatnonzero(~ok).tolist():
+                texts[base + i] = " ".join(parts[i])
         blocks.append(table)
         oks.append(ok)
         pending.clear()
