@@ -21,8 +21,9 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
 (counting function-local imports too, so a lazy import cannot hide one); no cycle between the
 modules of the package at module level; a function-local import only where it keeps a heavy
-dependency (``HEAVY``, or a module that loads one when imported) off the importing module's
-load, and then with a ``# lazy: <why>`` comment on the import line.
+dependency (``HEAVY``, a light one a command's start should not pay for, ``DEFERRED``, or a module
+that loads one when imported) off the importing module's load, and then with a ``# lazy: <why>``
+comment on the import line.
 """
 
 from __future__ import annotations

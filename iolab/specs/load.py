@@ -49,8 +49,8 @@ _yaml_loader: Any = None  # the loader class, made at the first YAML document (a
 
 
 def _unique_key_loader() -> Any:
-    """``yaml`` and its SafeLoader that refuses a key given twice in one mapping, naming both lines.
-    Imported on first use: ``iolab simulate SPEC.json`` does not pay for yaml at its start."""
+    """yaml's SafeLoader, refusing a key given twice in one mapping (naming both lines); made, and yaml
+    imported, at the first YAML document: ``iolab simulate SPEC.json`` does not pay for yaml at its start."""
     global _yaml_loader
     if _yaml_loader is None:
         import yaml  # lazy: a JSON spec is read without yaml (8 ms of the start of `iolab simulate SPEC.json`)
