@@ -31,7 +31,6 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from iolab.errors import SpecError
@@ -46,30 +45,40 @@ MAX_SPEC_BYTES = 64 * 1024 * 1024  # a spec larger than this is not something a 
 _stdin_text: str | None = None  # standard input can be read once; every reader of "-" shares it
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping, naming both lines."""
+_yaml_loader: Any = None  # the loader class, made at the first YAML document (a JSON spec never imports yaml)
 
 
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, "found an unhashable key (a list or mapping)",
-                key_node.start_mark) from None
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} given twice (lines {seen[key]} and {line})", key_node.start_mark)
-        seen[key] = line
-    return loader.construct_mapping(node, deep=deep)
+def _unique_key_loader() -> Any:
+    """yaml's SafeLoader, refusing a key given twice in one mapping (naming both lines); made, and yaml
+    imported, at the first YAML document: ``iolab simulate SPEC.json`` does not pay for yaml at its start."""
+    global _yaml_loader
+    if _yaml_loader is None:
+        import yaml  # lazy: a JSON spec is read without yaml (8 ms of the start of `iolab simulate SPEC.json`)
 
+        class _UniqueKeyLoader(yaml.SafeLoader):
+            """SafeLoader that refuses a key given twice in one mapping, naming both lines."""
 
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+        def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+            loader.flatten_mapping(node)
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = loader.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, "found an unhashable key (a list or mapping)",
+                        key_node.start_mark) from None
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} given twice (lines {seen[key]} and {line})", key_node.start_mark)
+                seen[key] = line
+            return loader.construct_mapping(node, deep=deep)
+
+        _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+        _yaml_loader = _UniqueKeyLoader
+    return _yaml_loader
 
 
 def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -84,16 +93,22 @@ def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_text(text: str, source: str, json_only: bool = False) -> Any:
     """YAML (or JSON) text into Python data; every problem a :class:`SpecError` naming ``source``
     and the line (duplicate keys, bad syntax, integers too long to convert)."""
+    if json_only:
+        yaml_error: type[Exception] = json.JSONDecodeError  # no YAML here: yaml is not imported for it
+    else:
+        import yaml  # lazy: a JSON spec is read without yaml
+
+        yaml_error = yaml.YAMLError
     try:
         if json_only:
             return json.loads(text, object_pairs_hook=_json_pairs)
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
+    except (yaml_error, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else (
             f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "(file)"
         )
-        problem = getattr(exc, "problem", None) if isinstance(exc, yaml.YAMLError) else None
+        problem = getattr(exc, "problem", None) if not isinstance(exc, json.JSONDecodeError) else None
         reason = problem if problem and "given twice" in problem else f"not valid YAML/JSON: {exc}"
         raise SpecError(source, [(where, reason)]) from None
     except (ValueError, RecursionError) as exc:  # a 5000-digit integer, a duplicate JSON key, deep nesting
@@ -178,6 +193,8 @@ def count_items(text: str, source: str, limits: Mapping[str, int] | None = None)
     """Count the entries of the lists of :data:`COUNTED` while the YAML is scanned (events only,
     libyaml's parser where installed; nothing is built) and refuse, at the first entry past the
     limit, naming its line, the count and the option that lifts the limit."""
+    import yaml  # lazy: a JSON spec is counted without yaml (count_built)
+
     limits = limits or {}
     bound = {k: limits.get(what, dflt) for k, (what, dflt, _) in COUNTED.items()}
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -157,3 +157,142 @@ def test_trusted_jobs_share_their_dicts_keys_and_nothing_else():
     if platform.python_implementation() == "CPython":
         plain = Job.model_construct(id="0", user="1", submit=0.0, nodes=1, walltime=9.0, runtime=0.0)
         assert sys.getsizeof(jobs[0].__dict__) < sys.getsizeof(plain.__dict__)
+
+
+def _same_trace(a, b) -> bool:
+    import numpy as np
+
+    return (a.header == b.header and a.problems == b.problems and a.lines.tolist() == b.lines.tolist()
+            and np.array_equal(a.table, b.table, equal_nan=True)
+            and [x.__dict__ for x in a.jobs(strict=False)] == [x.__dict__ for x in b.jobs(strict=False)])
+
+
+def _read(path, limit, fast: bool):
+    """``read_swf`` as it reads the file (``fast``), or through the text reader line by line: the trace
+    (or the error of a file it cannot read) with ``strict=False``, and the first error with ``strict=True``."""
+    with pytest.MonkeyPatch.context() as mp:
+        if not fast:
+            mp.setattr(swf, "_plain_lines", lambda p: None)
+        try:
+            trace = read_swf(path, strict=False, limit=limit)
+        except SWFError as e:
+            trace = (e.line, e.reason)
+        try:
+            read_swf(path, strict=True, limit=limit)
+            first = None
+        except SWFError as e:
+            first = (e.line, e.reason)
+    return trace, first
+
+
+ODD = ["\r\n", "\r", "\x1c", "\xe9", "\xa0", "\ufeff", "\x0b", "\x0c", "\x00", "1" * (swf.MAX_LINE + 1)]
+
+
+@pytest.mark.parametrize("block", [None, 3])
+@pytest.mark.parametrize("seed", range(25))
+def test_the_bytes_and_text_readers_give_the_same_trace(tmp_path, monkeypatch, seed, block):
+    """A plain ASCII file is split as bytes and converted by numpy's parser; any other (CRLF, a lone CR,
+    non-ASCII, the separators only ``str`` takes for whitespace, a line too long, a truncated .gz) is
+    read as text: both give the same header, records, problems, jobs and first error, with a limit too."""
+    import gzip
+
+    if block:
+        monkeypatch.setattr(swf, "_BLOCK", block)
+    rng = random.Random(1000 + seed)
+    for k in range(8):
+        lines = random_file(rng)
+        if rng.random() < 0.3:
+            lines.insert(rng.randrange(len(lines) + 1), "; Late: header")
+        odd = rng.choice(ODD + [None] * 4)
+        data = "\n".join(lines) + rng.choice(["\n", ""])
+        if odd == "\r\n":
+            data = data.replace("\n", "\r\n")
+        elif odd is not None:
+            at = rng.randrange(len(data) + 1)
+            data = data[:at] + odd + data[at:]
+        raw = data.encode("utf-8")
+        path = tmp_path / f"w{k}.swf"
+        truncated = False
+        if rng.random() < 0.5:
+            raw = gzip.compress(raw)
+            if rng.random() < 0.2:
+                raw, truncated = raw[: len(raw) * 2 // 3], True  # the fast path gives up, the text reader says where
+        path.write_bytes(raw)
+        plain = odd is None or odd in ("\r\n", "\x0b", "\x0c", "\x00")
+        assert (swf._plain_lines(path) is not None) == (plain and not truncated), (seed, k, odd)
+        limit = rng.choice([None, None, 1, 3, 10])
+        (fast, fast_first), (text, text_first) = _read(path, limit, True), _read(path, limit, False)
+        assert fast_first == text_first, (seed, k, odd)
+        if isinstance(fast, tuple) or isinstance(text, tuple):
+            assert fast == text, (seed, k, odd)
+        else:
+            assert _same_trace(fast, text), (seed, k, odd)
+
+
+@pytest.mark.parametrize("odd", ["\r", "\x1c", "\xe9", "1" * (swf.MAX_LINE + 1)])
+def test_what_the_bytes_split_would_read_otherwise_goes_to_the_text_reader(tmp_path, odd):
+    path = tmp_path / "w.swf"
+    path.write_text("; MaxNodes: 4\n1 0 -1 5 1 -1 -1 1 10 -1 1 3 1 -1 -1 -1 -1 -1\n" + odd + "2 0 -1 5 1 -1 -1 1 10 -1 1 3 1 -1 -1 -1 -1 -1\n",
+                    encoding="utf-8", newline="")
+    assert swf._plain_lines(path) is None
+
+
+def test_the_kth_trace_takes_the_fast_path(kth):
+    assert len(swf._plain_lines(kth)) == 28016 - 0  # every line of the file, headers included
+
+
+def test_numpys_parser_reads_a_token_as_float_does_or_not_at_all():
+    """:func:`swf._numbers` converts what ``float`` converts, to the same value, or refuses the block
+    (which then goes through ``float`` line by line): never another value, never a token ``float`` refuses."""
+    rng = random.Random(5)
+    alphabet = "0123456789+-.eEinfatyINFATY_"
+    for _ in range(20000):
+        if rng.random() < 0.5:
+            tok = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
+        else:
+            tok = repr(rng.uniform(-1e9, 1e9) * rng.choice([1, 1e-300, 1e300, 1e-5]))[: rng.randint(1, 25)]
+        try:
+            want = float(tok)
+        except ValueError:
+            want = None
+        table = swf._numbers([(" ".join(["1"] * 17) + " " + tok).encode()])
+        if table is None:
+            continue  # refused: the line goes to float
+        got = table[0, 17]
+        assert want is not None, tok
+        assert got == want or (math.isnan(got) and math.isnan(want)), tok
+        assert math.copysign(1, got) == math.copysign(1, want), tok
+
+
+def test_the_readers_jobs_are_what_model_construct_builds(kth):
+    """``SWFTrace.jobs`` builds its jobs without a call per job: each is still ``Job.model_construct`` of its
+    fields, to the attribute order and the fields set, and jobs of one user share the user's string."""
+    from iolab.specs.batch import Job
+
+    jobs = read_swf(kth, limit=500).jobs()
+    assert len(jobs) == 500
+    for job in jobs:
+        fields = {f: getattr(job, f) for f in ("id", "user", "submit", "nodes", "walltime", "runtime")}
+        built = Job.model_construct(**fields)
+        assert job == built and list(job.__dict__.items()) == list(built.__dict__.items())
+        assert job.model_fields_set == built.model_fields_set and job.__pydantic_extra__ is None
+        assert type(job.nodes) is int and type(job.submit) is float and type(job.id) is str
+    by_user = {}
+    for job in jobs:
+        assert by_user.setdefault(job.user, job.user) is job.user
+
+
+def test_a_file_above_the_fast_paths_size_is_read_as_text(tmp_path, monkeypatch):
+    """Above ``_FAST_BYTES`` decompressed (plain or gzip) the file streams through the text reader: the same trace."""
+    import gzip
+
+    lines = ["; MaxNodes: 100"] + [f"{i} {i} -1 5 4 -1 -1 4 10 -1 1 3 1 -1 -1 -1 -1 -1" for i in range(1, 60)]
+    text = "\n".join(lines) + "\n"
+    (tmp_path / "a.swf").write_text(text)
+    (tmp_path / "a.swf.gz").write_bytes(gzip.compress(text.encode()))
+    want = {name: read_swf(tmp_path / name) for name in ("a.swf", "a.swf.gz")}
+    assert all(swf._plain_lines(tmp_path / name) is not None for name in want)
+    monkeypatch.setattr(swf, "_FAST_BYTES", len(text) - 1)
+    for name, trace in want.items():
+        assert swf._plain_lines(tmp_path / name) is None
+        assert _same_trace(read_swf(tmp_path / name), trace)

@@ -102,3 +102,25 @@ def test_inline_and_feitelson(tmp_path):
     n = simulated_jobs(p)
     assert batch_size(load_spec(p)).estimate == n
     refused_at(p, n - 1)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+def test_swf_job_lines_counts_as_a_line_by_line_read(tmp_path, monkeypatch, chunk):
+    """The counter reads a chunk at a time and splits it: the same count as reading line by line
+    (blank lines, comments with spaces before the ``;``, a CR inside a line, no final newline), with a
+    line cut between two chunks, and stopping at ``stop``."""
+    import random
+
+    from iolab.specs import size
+
+    monkeypatch.setattr(size, "_CHUNK", chunk)
+    rng = random.Random(chunk)
+    for k in range(300):
+        lines = [rng.choice([b"", b"  ", b"; Max: 1", b"  ;y", b"\t;", b"1 2 3", b"\t", b"\r", b"a\rb", b" 7 \x0b"])
+                 for _ in range(rng.randint(0, 30))]
+        data = b"\n".join(lines) + rng.choice([b"", b"\n"])
+        path = tmp_path / f"f{k}.swf"
+        path.write_bytes(gzip.compress(data) if k % 2 else data)
+        want = sum(1 for line in data.split(b"\n") if line.strip() and not line.strip().startswith(b";"))
+        for stop in (float("inf"), 1, 3, 10):
+            assert size.swf_job_lines(path, stop) == min(want, stop), (data, stop)
