@@ -68,6 +68,7 @@ HOLDING = frozenset({ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED})  # ho
 ENDED = frozenset({DONE, FAILED, KILLED})
 STATUS = {DONE: "ok", FAILED: "failed", KILLED: "killed"}  # the trace's status column
 POOL = "hps"  # disk id of an HPS without disks (one pool)
+OVERRUN_GRACE = 1.0  # a running job past its expected end is assumed to end this long after now (Snapshot's default)
 
 __all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED", "POOL", "QUEUED", "RUNNING",
            "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "BatchObserver", "JobState", "make_policy"]
@@ -170,14 +171,24 @@ class BatchKernel:
         self._queued: dict[str, QueuedJob] = {}
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self.running: dict[str, JobState] = {}  # every job holding nodes
+        # The policy's quick entry (BatchPolicy.quick_starts: the jobs to start, from the queue and the
+        # sorted releases, no snapshot and no decision object), when nobody else reads a decision: no
+        # observer, no plans recorded or tracked, no on_decision.  Its policy may still decide on a
+        # snapshot (quick off, or the entry answering None), whose running views are then built afresh.
+        lean = (observer is None and not record_plans and on_decision is None and not track_predictions
+                and advance is None)
+        self._quick = policy.quick_starts if lean and getattr(policy, "quick", False) else None
         # what the policies see of each running job, in start order (the snapshot's running tuple), kept
         # as jobs start and end and as a running job's tier, storage or expected end changes (_start,
-        # fall_back, resume, extend_estimate, finish): a snapshot copies it instead of building it
-        self._views: dict[str, RunningJob] = {}
+        # fall_back, resume, extend_estimate, finish): a snapshot copies it instead of building it (None:
+        # not kept, the quick entry reads none)
+        self._views: dict[str, RunningJob] | None = {} if self._quick is None else None
         # the same jobs' releases sorted by (expected end, start order): Snapshot.releases, kept by _seen and
         # finish (a policy reads the next releases without sorting every running job at every decision)
         # and the free counts they make (profile.py), unless the policy never builds a profile from them
-        self._releases = KeptReleases(total_nodes, hps_capacity, getattr(policy, "reads_profile", True))
+        # (None: not kept, the quick entry reads none and a snapshot then carries none)
+        self._releases = (KeptReleases(total_nodes, hps_capacity, getattr(policy, "reads_profile", True))
+                          if self._quick is None or getattr(policy, "quick_reads_releases", True) else None)
         self._release_of: dict[str, tuple[float, int, int, float]] = {}
         self._started = 0  # start order of the next job seen running
         self.free_nodes = total_nodes
@@ -238,7 +249,7 @@ class BatchKernel:
             running=self._running_views(t),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
-            rates=self.rates, releases=self._releases)
+            rates=self.rates, overrun_grace=OVERRUN_GRACE, releases=self._releases)
 
     def _prefix_only(self) -> bool:
         """Whether the policy's decision reads the queue only up to the first job whose nodes are not
@@ -272,6 +283,8 @@ class BatchKernel:
     def _running_views(self, t: float) -> tuple[RunningJob, ...]:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
         against views built afresh from the running jobs)."""
+        if self._views is None:
+            return tuple(map(self._running_view, self.running.values()))
         v = tuple(self._views.values())
         if self.observer is not None:
             if v != tuple(map(self._running_view, self.running.values())):
@@ -290,7 +303,10 @@ class BatchKernel:
     def _seen(self, s: JobState) -> None:
         """``s`` started, or its tier, storage or expected end changed: the policies see it so."""
         jid = s.queued.id
-        self._views[jid] = self._running_view(s)
+        if self._views is not None:
+            self._views[jid] = self._running_view(s)
+        if self._releases is None:
+            return
         old = self._release_of.get(jid)
         if old is None:
             order = self._started
@@ -300,12 +316,9 @@ class BatchKernel:
         new = (s.expected_end, order, s.queued.nodes, s.storage if s.tier == HPS else 0.0)
         if new != old:
             if old is not None:
-                self._drop_release(old)
+                self._releases.drop(old)
             self._releases.hold(new)
             self._release_of[jid] = new
-
-    def _drop_release(self, key: tuple) -> None:
-        self._releases.drop(key)
 
     def decide(self, t: float) -> list[JobState]:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
@@ -316,6 +329,17 @@ class BatchKernel:
         if (not self.record_plans and self.tracker is None and not getattr(self.policy, "stateful", False)
                 and self.free_nodes < min(self._sizes)):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
+        quick = self._quick
+        if quick is not None and self.policy.quick:
+            jobs = quick(t, self.free_nodes, self._queued.values(), self._releases, OVERRUN_GRACE)
+            if jobs is not None:
+                self._due = None
+                self.decisions += 1
+                queue, start = self.queue, self._start
+                started = [queue[q.id] for q in jobs]
+                for s in started:
+                    start(s, LPS, t + s.queued.walltime, t)  # Start.expected_end: now + walltime
+                return started
         snap = self.snapshot(t)
         d = self.policy.decide(snap)
         self._due = None  # a new plan
@@ -456,8 +480,10 @@ class BatchKernel:
             raise InvariantViolation("job-state", t, s.queued.id, f"{s.state} -> {state}")
         s.end = t
         del self.running[s.queued.id]
-        del self._views[s.queued.id]
-        self._drop_release(self._release_of.pop(s.queued.id))
+        if self._views is not None:
+            del self._views[s.queued.id]
+        if self._releases is not None:
+            self._releases.drop(self._release_of.pop(s.queued.id))
         self.free_nodes += s.queued.nodes
         self._give_nodes(s, t)
         if s.tier == HPS:
