@@ -160,7 +160,8 @@ class BatchKernel:
         self.allocator = allocator
         self.record_plans = record_plans
         self.on_decision = on_decision
-        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
+        submits = [j.submit for j in jobs]
+        order = sorted(range(len(jobs)), key=submits.__getitem__)  # stable: ties in the given order
         self.jobs: list[JobState] = [make_job(k, jobs[i], QueuedJob.from_job(jobs[i])) for k, i in enumerate(order)]
         # every job checked once here; the decisions then use Snapshot.trusted (no O(queue) re-check)
         Snapshot.check_jobs([s.queued for s in self.jobs], total_nodes)
@@ -200,6 +201,9 @@ class BatchKernel:
         self.observer = observer
         self._setup_soysal(estimate, track_predictions or advance is not None)
         self._setup_advance(advance)
+        # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
+        # someone reads its plan or its policy keeps state between decisions
+        self._may_skip = not record_plans and self.tracker is None and not getattr(policy, "stateful", False)
         if observer is not None:
             disks = (tuple((d.id, d.capacity) for d in allocator.state.disks) if allocator is not None
                      else ((POOL, hps_capacity),))
@@ -326,20 +330,14 @@ class BatchKernel:
         self.changed = False
         if not self.queue:
             return []
-        if (not self.record_plans and self.tracker is None and not getattr(self.policy, "stateful", False)
-                and self.free_nodes < min(self._sizes)):
+        if self._may_skip and self.free_nodes < min(self._sizes):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         quick = self._quick
-        if quick is not None and self.policy.quick:
+        if quick is not None:
             jobs = quick(t, self.free_nodes, self._queued.values(), self._releases, OVERRUN_GRACE)
             if jobs is not None:
-                self._due = None
                 self.decisions += 1
-                queue, start = self.queue, self._start
-                started = [queue[q.id] for q in jobs]
-                for s in started:
-                    start(s, LPS, t + s.queued.walltime, t)  # Start.expected_end: now + walltime
-                return started
+                return [self._start_quick(q, t) for q in jobs] if jobs else jobs
         snap = self.snapshot(t)
         d = self.policy.decide(snap)
         self._due = None  # a new plan
@@ -384,6 +382,39 @@ class BatchKernel:
             self._place(s, t)
         else:
             s.state = RUNNING
+
+    def _start_quick(self, q: QueuedJob, t: float) -> JobState:
+        """:meth:`_start` on LPS until ``t + walltime`` (a quick entry's start: no observer, no tracker, no
+        early copy), the waiting job ``q``'s state."""
+        jid = q.id
+        s = self.queue.pop(jid, None)
+        if s is None or s.state != QUEUED:
+            raise InvariantViolation("start-not-queued", t, jid, f"policy {self.policy.name} started a "
+                                     f"{'not queued' if s is None else s.state} job")
+        n = q.nodes
+        if n > self.free_nodes:
+            raise InvariantViolation("node-double-booked", t, jid, f"policy {self.policy.name} started {jid} "
+                                     f"on {n} nodes; {self.free_nodes} free")
+        del self._queued[jid]
+        sizes = self._sizes
+        left = sizes[n] - 1
+        if left:
+            sizes[n] = left
+        else:
+            del sizes[n]
+        self.running[jid] = s
+        self.free_nodes -= n
+        s.tier, s.start, s.expected_end, s.storage = LPS, t, t + q.walltime, 0.0  # Start.expected_end: now + walltime
+        if self._releases is not None:
+            self._seen(s)
+        if self.node_allocator is None:
+            m = lowest(self.free_ids, n)
+            self.free_ids &= ~m
+            s.node_ids = m
+        else:
+            self._take_nodes(s)
+        s.state = RUNNING
+        return s
 
     def _books(self) -> tuple:
         """The books an observer sees after a change (:class:`BatchObserver`)."""

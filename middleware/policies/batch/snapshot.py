@@ -22,6 +22,9 @@ from typing import Any, NamedTuple
 from iolab.tiers import HPS, LPS, TIERS  # noqa: F401  (re-exported: the policies name tiers by these)
 
 
+_new, _set = object.__new__, object.__setattr__
+
+
 @dataclass(frozen=True, slots=True)
 class QueuedJob:
     """A waiting job as the scheduler knows it (user-stated values, not the truth)."""
@@ -38,11 +41,21 @@ class QueuedJob:
 
     @classmethod
     def from_job(cls, job: Any) -> "QueuedJob":
-        """From an ``iolab.specs.batch.Job``: the scheduler sees ``job.stated``."""
+        """From an ``iolab.specs.batch.Job``: the scheduler sees ``job.stated``.  The fields are set one by
+        one, as the frozen dataclass's ``__init__`` sets them, without its keyword call (one per job of a
+        workload: 243 306 on SDSC-BLUE)."""
         s = job.stated
-        return cls(id=job.id, submit=float(job.submit), nodes=int(job.nodes), walltime=float(job.walltime),
-                   storage=float(s.storage), input=float(s.input), output=float(s.output),
-                   data=float(s.data), user=job.user)
+        q = _new(cls)
+        _set(q, "id", job.id)
+        _set(q, "submit", float(job.submit))
+        _set(q, "nodes", int(job.nodes))
+        _set(q, "walltime", float(job.walltime))
+        _set(q, "storage", float(s.storage))
+        _set(q, "input", float(s.input))
+        _set(q, "output", float(s.output))
+        _set(q, "data", float(s.data))
+        _set(q, "user", job.user)
+        return q
 
 
 @dataclass(frozen=True, slots=True)
