@@ -184,10 +184,12 @@ def shadow_rule(now: float, free: int, queue, releases, grace: float, depth: int
     if not head.walltime > 0:
         return None
     k = len(starts)
-    late = bisect.bisect_right(releases, (now, math.inf))  # past their expected end: released at now + grace
-    if late:
+    late = 0
+    if releases and releases[0][0] <= now:  # past their expected end: released at now + grace
+        late = bisect.bisect_right(releases, (now, math.inf))
         mine.append((now + grace, sum(r[2] for r in releases[:late])))
-    mine.sort()
+    if len(mine) > 1:
+        mine.sort()
     shadow, avail = _shadow(mine, releases, late, free, head.nodes)
     if avail < head.nodes:
         return None  # never: the machine is too small for the head

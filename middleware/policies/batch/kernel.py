@@ -44,7 +44,7 @@ it keeps for the policies against its running jobs.  Without an observer each ev
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -404,12 +404,21 @@ class BatchKernel:
             del sizes[n]
         self.running[jid] = s
         self.free_nodes -= n
-        s.tier, s.start, s.expected_end, s.storage = LPS, t, t + q.walltime, 0.0  # Start.expected_end: now + walltime
-        if self._releases is not None:
-            self._seen(s)
+        end = t + q.walltime  # Start.expected_end: now + walltime
+        s.tier, s.start, s.expected_end, s.storage = LPS, t, end, 0.0
+        rel = self._releases
+        if rel is not None:  # _seen of a job seen for the first time
+            key = (end, self._started, n, 0.0)
+            self._started += 1
+            rel.hold(key)
+            self._release_of[jid] = key
         if self.node_allocator is None:
-            m = lowest(self.free_ids, n)
-            self.free_ids &= ~m
+            free = self.free_ids
+            low = free & -free
+            m = (low << n) - low  # n ids in a row from the lowest free one: what lowest() gives if they are free
+            if free & m != m:
+                m = lowest(free, n)
+            self.free_ids = free & ~m
             s.node_ids = m
         else:
             self._take_nodes(s)
@@ -545,7 +554,7 @@ class BatchKernel:
             for s in self.jobs:
                 w = refine(float(s.job.walltime), float(s.job.runtime), lam)
                 if w != s.queued.walltime:
-                    s.queued = replace(s.queued, walltime=w)
+                    s.queued = s.queued._replace(walltime=w)
         elif kind not in ("request", "predictor"):
             raise ValueError(f"unknown walltime estimate {kind!r}; known: request, refined, predictor")
         self.tracker = PlanTracker() if track_predictions else None
@@ -586,7 +595,7 @@ class BatchKernel:
         w = self.predictor.predict(s.job.user, float(s.job.walltime))
         w = max(w, min(1.0, float(s.job.walltime)))  # sigma 0 (a job of runtime 0): at least 1 s
         if w != s.queued.walltime:
-            s.queued = replace(s.queued, walltime=w)
+            s.queued = s.queued._replace(walltime=w)
 
     def estimate_due(self, s: JobState) -> float:
         """When the runtime must call :meth:`extend_estimate` for the running job ``s``
@@ -605,7 +614,7 @@ class BatchKernel:
             return False
         s.expected_end += w - s.queued.walltime
         self._seen(s)
-        s.queued = replace(s.queued, walltime=w)
+        s.queued = s.queued._replace(walltime=w)
         self.changed = True
         return True
 
