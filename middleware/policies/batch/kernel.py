@@ -32,7 +32,11 @@ and an HPS start is placed on the disks by the spec's ``placement``
 split, requeue), the same object in both runtimes.  A start that ends at once
 (a job of runtime 0) frees its nodes inside the decision and sets ``changed``
 again, so the runtime calls ``decide`` again at the same instant until nothing
-more changes (``while kernel.changed: kernel.decide(t)``, in both runtimes).
+more changes (``while kernel.changed: kernel.decide(t)``, in both runtimes).  Where a decision is only
+its starts and nobody else reads it (EASY and FCFS without projections; no observer, no plans recorded
+or tracked), the kernel asks the policy's quick entry (:meth:`~.snapshot.BatchPolicy.quick_starts`)
+with its own queue and sorted releases instead: the same starts, without a snapshot, a decision or a
+running view per decision.
 
 Observers: the kernel tells an ``observer`` (:class:`BatchObserver`) of the platform and the
 workload once, then of every decision and state change, with its books after the change.  Strict
