@@ -13,7 +13,8 @@
   (``replay_in_start_order``): the same plans and sets as planning from scratch, on random
   decision sequences with arrivals, starts, early ends, overruns and cancellations.
 * EASY without projections decides by the shadow time and the extra nodes (the textbook rule);
-  with a profile search, the same decision on random snapshots.
+  with a profile search, the same decision on random snapshots.  The quick entries of EASY and FCFS
+  (``quick_starts``: no snapshot, the jobs to start) start what the profile search starts.
 * Both conservative variants continue the last decision's profile over an arrival-only pass:
   the same decisions as deciding from scratch.
 * A profile whose free counts never fall (``Profile.rising``: built from a snapshot and held only
@@ -115,6 +116,39 @@ def test_easy_shadow_rule_decides_what_the_profile_search_decides():
         if heads:
             backfilled += sum(e.start == snap.now for e in shadow.plan[shadow.plan.index(heads[0]):])
     assert reserved > 500 and backfilled > 300  # reservations and backfilling around them were exercised
+
+
+@pytest.mark.parametrize("depth", [None, 0, 1, 3])
+def test_quick_entries_start_what_the_profile_search_starts(depth):
+    """The quick entries (``quick_starts``: the queue, the free nodes and the sorted releases in, the jobs
+    to start out, no snapshot) of EASY and FCFS without projections start the jobs that their profile
+    searches start (``_decide_on_profile``, the plain code), in the decision's order, each until now +
+    walltime, on random snapshots with overruns, ties and full machines; with a backfill depth too."""
+    rng = random.Random(31 if depth is None else depth)
+    started = ahead = 0
+    for case in range(800):
+        snap = _random_snapshot(rng)
+        rel = _with_releases(snap).releases
+        for policy in (EASY(project=False), FCFS(project=False)):
+            policy.backfill_depth = depth
+            assert policy.quick
+            plain = type(policy)(project=False)
+            plain.backfill_depth = depth
+            d = plain._decide_on_profile(snap)
+            jobs = policy.quick_starts(snap.now, snap.free_nodes, iter(snap.queue), rel, snap.overrun_grace)
+            assert [(j.id, snap.now + j.walltime) for j in jobs] == [(st.job, st.expected_end) for st in d.starts], case
+            assert all(st.tier == LPS and st.storage == 0.0 for st in d.starts)
+            assert policy.plan() == ()  # the quick entry leaves no plan behind
+            started += len(jobs)
+            ahead += sum(q.id != st.job for q, st in zip(snap.queue, d.starts))  # a backfill: out of queue order
+    assert started > 500 and (depth == 0 or ahead > 50), (started, ahead)
+
+
+def test_quick_entries_are_off_where_a_plan_is_read():
+    """With projections (someone reads the plan) or FCFS's HPS requests the quick entry is off: the runtime
+    decides on a snapshot."""
+    assert not EASY().quick and not FCFS().quick and not FCFS(project=False, hps_requests=True).quick
+    assert EASY(project=False).quick and FCFS(project=False).quick
 
 
 def test_easy_leaves_to_the_profile_what_the_shadow_rule_does_not_cover():

@@ -221,10 +221,17 @@ def test_the_kernel_keeps_the_columns_only_for_policies_that_read_a_profile():
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.middleware.policies.batch.snapshot import TierRates
 
-    def kept(policy):
-        k = BatchKernel([], policy, total_nodes=8, hps_capacity=100.0, rates=TierRates(lps=1.0, hps=15.0, stage=5.0))
-        return k._releases.exact
+    def kernel(policy, **kw):
+        return BatchKernel([], policy, total_nodes=8, hps_capacity=100.0, rates=TierRates(lps=1.0, hps=15.0, stage=5.0),
+                           **kw)
+
+    def kept(policy, **kw):
+        return kernel(policy, **kw)._releases.exact
 
     assert kept(EASY()) and kept(Conservative()) and kept(FCFS()) and kept(FCFS(project=False, hps_requests=True))
     assert not kept(EASY(project=False))  # the shadow rule reads the sorted releases only
-    assert not kept(FCFS(project=False))  # its starts: the jobs in queue order while their nodes are free
+    # FCFS's starts: the jobs in queue order while their nodes are free; through its quick entry (nobody
+    # reads a snapshot) no release is kept at all, else (a recorded decision) the sorted releases only
+    assert kernel(FCFS(project=False))._releases is None
+    assert not kept(FCFS(project=False), on_decision=lambda d: None)
+    assert kernel(EASY(project=False))._releases is not None  # its quick entry reads them

@@ -221,38 +221,92 @@ def test_ranges_equals_the_ids_grouped_into_runs():
     assert ranges(0) == "" and ranges(0b100001111) == "0-3,8" and ranges(1 << 1151) == "1151"
 
 
-def test_fcfs_snapshots_of_the_fitting_prefix_decide_what_the_whole_queue_decides(monkeypatch):
-    """FCFS deciding its starts only gets snapshots whose queue stops at the first job whose nodes are
-    not free (the kernel's ``_fitting_prefix``): the same run, job for job, as with the whole queue in
-    every snapshot, on random workloads whose queue grows (and shrinks) with jobs of zero runtime."""
+def _kernel_spec(rng, scheduler):
+    return parse_spec({"kind": "batch", "platform": {"nodes": 8, "memory_per_node": "1GB", "lps": {"rate": "1GB/s"},
+                                                     "hps": {"rate": "10GB/s", "capacity": "100GB"},
+                                                     "stage_rate": "2GB/s"},
+                       "scheduler": scheduler, "workload": {"source": "inline", "jobs": _random_jobs(rng)}})
+
+
+def test_fcfs_quick_entry_and_prefix_snapshots_decide_what_the_whole_queue_decides(monkeypatch):
+    """FCFS deciding its starts only is asked through its quick entry (``FCFS.quick_starts``: the kernel's
+    queue and free nodes, no snapshot, no decision object); without it, it gets snapshots whose queue stops
+    at the first job whose nodes are not free (the kernel's ``_fitting_prefix``); both give the same run,
+    job for job, as snapshots of the whole queue and as strict mode (which decides on snapshots), on
+    random workloads whose queue grows (and shrinks) with jobs of zero runtime and overruns."""
     from iolab.middleware.policies.batch.backfill import FCFS
     from iolab.middleware.policies.batch.kernel import BatchKernel
 
-    shown = []
-    snapshot = BatchKernel.snapshot
+    shown, asked = [], []
+    snapshot, quick_starts = BatchKernel.snapshot, FCFS.quick_starts
 
     def counted(self, t):
         snap = snapshot(self, t)
         shown.append(len(snap.queue) < len(self.queue))
         return snap
 
-    prefix = 0
+    def quick_counted(self, *a):
+        asked.append(1)
+        return quick_starts(self, *a)
+
+    prefix = quick = 0
     for seed in range(20):
-        rng = random.Random(seed)
-        spec = parse_spec({"kind": "batch", "platform": {"nodes": 8, "memory_per_node": "1GB",
-                                                         "lps": {"rate": "1GB/s"},
-                                                         "hps": {"rate": "10GB/s", "capacity": "100GB"},
-                                                         "stage_rate": "2GB/s"},
-                           "scheduler": "fcfs", "workload": {"source": "inline", "jobs": _random_jobs(rng)}})
+        spec = _kernel_spec(random.Random(seed), "fcfs")
         with monkeypatch.context() as m:
             m.setattr(BatchKernel, "snapshot", counted)
+            m.setattr(FCFS, "quick_starts", quick_counted)
             shown.clear()
             fast = simulate_batch(spec, strict=False)
+            assert not shown  # every decision by the quick entry
+            quick += len(asked)
+            m.setattr(FCFS, "quick", property(lambda self: False))
+            asked.clear()
+            on_prefix = simulate_batch(spec, strict=False)
+            assert not asked
             prefix += sum(shown)
             m.setattr(FCFS, "reads_fitting_prefix", property(lambda self: False))
             shown.clear()
             whole = simulate_batch(spec, strict=False)
-            assert not any(shown)  # the second run showed every snapshot the whole queue
-        _same_table(fast.jobs, whole.jobs)
-        _same_table(fast.phases, whole.phases)
-    assert prefix > 50  # snapshots held a prefix only
+            assert not any(shown)  # the third run showed every snapshot the whole queue
+        strict = simulate_batch(spec, strict=True)
+        for other in (on_prefix, whole, strict):
+            _same_table(fast.jobs, other.jobs)
+            _same_table(fast.phases, other.phases)
+    assert prefix > 50 and quick > 50  # snapshots held a prefix only; the quick entry decided
+
+
+@pytest.mark.parametrize("depth", [None, 0, 2])
+def test_easy_quick_entry_decides_what_its_snapshots_decide(monkeypatch, depth):
+    """EASY without projections is asked through its quick entry (``EASY.quick_starts``: the kernel's
+    queue and sorted releases, no snapshot, no decision object; the kernel then keeps no running views):
+    the same run, job for job, as the same policy deciding on snapshots and as strict mode (which decides
+    on snapshots with the kernel's every view checked), with and without a backfill depth, on random
+    workloads with overruns (jobs past their expected end) and jobs of zero runtime."""
+    from iolab.middleware.policies.batch.backfill import EASY
+
+    asked = []
+    quick_starts = EASY.quick_starts
+
+    def quick_counted(self, *a):
+        out = quick_starts(self, *a)
+        asked.append(out is not None)
+        return out
+
+    quick = 0
+    for seed in range(30):
+        scheduler = "easy" if depth is None else {"kind": "easy", "backfill_depth": depth}
+        spec = _kernel_spec(random.Random(seed), scheduler)
+        with monkeypatch.context() as m:
+            m.setattr(EASY, "quick_starts", quick_counted)
+            asked.clear()
+            fast = simulate_batch(spec, strict=False)
+            quick += sum(asked)
+            m.setattr(EASY, "quick", property(lambda self: False))
+            asked.clear()
+            on_snapshots = simulate_batch(spec, strict=False)
+            assert not asked
+        strict = simulate_batch(spec, strict=True)
+        for other in (on_snapshots, strict):
+            _same_table(fast.jobs, other.jobs)
+            _same_table(fast.phases, other.phases)
+    assert quick > 100  # the quick entry decided

@@ -143,6 +143,75 @@ def _shadow(mine: list[tuple[float, int]], releases, k: int, avail: int, need: i
     return shadow, avail
 
 
+def shadow_rule(now: float, free: int, queue, releases, grace: float, depth: int | None):
+    """EASY's decision when only the starts and the head's reservation are planned, by the textbook
+    rule: ``(starts, k, head, shadow)`` (the jobs that start now in queue order, the first ``k`` of
+    them ahead of the head; the head, None if every job starts; its shadow time), or ``None`` where
+    the profile search must decide (the head can never fit: that path raises what it raises then; a
+    job to plan has no positive walltime).  ``queue``: the waiting jobs in queue order (any
+    iterable); ``releases``: the running jobs' ``(expected end, order, nodes, HPS bytes)``, sorted.
+
+    Before any reservation the free nodes never decrease over time (running jobs and the
+    jobs started now only release theirs), so a job fits now for its whole walltime iff its
+    nodes are free now: the jobs in queue order while they fit start.  The first that does
+    not (the head) is reserved at the *shadow time*, the earliest planned end at which its
+    nodes are free (every release at that instant counted; a job past its expected end releases
+    at ``now + grace``), leaving ``extra`` nodes free there.  A later job then fits now iff its
+    nodes are free now and it ends by the shadow time or uses at most the extra nodes (which it
+    then holds at the shadow time): the profile's free count only rises between now and the
+    shadow time and only rises after it, so ``fits(now, walltime, nodes)`` reads exactly those two
+    values.  The same floats (``now + walltime``, the overrun stand-in ``now + grace``), so the
+    same plan as the profile search; ``tests/batch/test_fast_paths.py`` checks both on random
+    snapshots.  The releases are read only up to the shadow time.
+    """
+    it = iter(queue)
+    starts: list = []
+    mine: list[tuple[float, int]] = []  # (end, nodes) of the jobs started now
+    head = None
+    for job in it:  # in queue order while they fit
+        nodes = job.nodes
+        if nodes > free:
+            head = job
+            break
+        w = job.walltime
+        if not w > 0:
+            return None  # a zero-length reservation holds nothing on the profile: left to it
+        starts.append(job)
+        mine.append((now + w, nodes))
+        free -= nodes
+    if head is None:
+        return starts, len(starts), None, math.nan
+    if not head.walltime > 0:
+        return None
+    k = len(starts)
+    late = 0
+    if releases and releases[0][0] <= now:  # past their expected end: released at now + grace
+        late = bisect.bisect_right(releases, (now, math.inf))
+        mine.append((now + grace, sum(r[2] for r in releases[:late])))
+    if len(mine) > 1:
+        mine.sort()
+    shadow, avail = _shadow(mine, releases, late, free, head.nodes)
+    if avail < head.nodes:
+        return None  # never: the machine is too small for the head
+    extra = avail - head.nodes
+    for job in (it if depth is None else islice(it, depth)):
+        nodes = job.nodes
+        if nodes > free:
+            if free == 0:
+                break  # nothing more can start now
+            continue
+        w = job.walltime
+        if not w > 0:
+            return None
+        if now + w > shadow:  # still running at the shadow time: only on the extra nodes
+            if nodes > extra:
+                continue
+            extra -= nodes
+        starts.append(job)
+        free -= nodes
+    return starts, k, head, shadow
+
+
 def _decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
     """The decision of ``plan``: its reserved entries at now start (a projection is not a decision)."""
     now = snap.now
@@ -160,6 +229,7 @@ class FCFS(_TierByRequest, BatchPolicy):
 
     name = "fcfs"
     plans_in_start_order = True  # planned starts never decrease along the plan (nobody overtakes)
+    quick_reads_releases = False  # the quick entry starts the jobs while their nodes are free now
 
     def __init__(self, project: bool = True, hps_requests: bool = False) -> None:
         super().__init__()
@@ -188,13 +258,8 @@ class FCFS(_TierByRequest, BatchPolicy):
         if not self.project and snap.overrun_grace > 0:
             # only the starts are planned, and every release is after now (a job past its expected
             # end releases at now + overrun_grace): the jobs in queue order while their nodes are free
-            now, free, plan = snap.now, snap.free_nodes, []
-            for job in snap.queue:
-                if job.nodes > free:
-                    break
-                plan.append(_entry(job, now))
-                free -= job.nodes
-            return _fcfs_decision(snap, plan)
+            now = snap.now
+            return _fcfs_decision(snap, [_entry(job, now) for job in fitting_prefix(snap.free_nodes, snap.queue)])
         if not self.project:
             new = fcfs_sweep(snap, False)
             if new is None:
@@ -209,6 +274,22 @@ class FCFS(_TierByRequest, BatchPolicy):
         plan, state = out
         self._swept = (releases, avail, snap.queue, plan, state)
         return _fcfs_decision(snap, plan)
+
+    @property
+    def quick(self) -> bool:
+        """Whether :meth:`quick_starts` decides (deciding its starts only, on node counts)."""
+        return self.reads_fitting_prefix
+
+    def quick_starts(self, now: float, free: int, queue, releases, grace: float) -> list | None:
+        """The jobs that start now (each on LPS until ``now + walltime``), in queue order, as
+        :meth:`decide` starts them without projections, for a runtime that keeps its queue
+        (:attr:`quick`): the jobs in queue order while their nodes are free (:func:`fitting_prefix`;
+        every release is after now, ``grace`` > 0).  No snapshot, no plan, no decision object; the
+        releases are not read."""
+        if not grace > 0:
+            return None
+        self._plan = ()  # no plan made (the runtime reads none)
+        return fitting_prefix(free, queue)
 
     def _within_depth(self, snap: Snapshot) -> Snapshot:
         """``snap`` with its queue cut after the jobs that start now (in queue order while their nodes
@@ -248,6 +329,20 @@ class FCFS(_TierByRequest, BatchPolicy):
             plan.append(_placed(job, t, need))
             floor = t
         return _decision(snap, plan)
+
+
+def fitting_prefix(free: int, queue) -> list:
+    """The jobs of ``queue`` (in queue order, any iterable) that start now under FCFS when every
+    release is after now: in queue order while their nodes are free (each takes its own).  Reads the
+    queue up to the first job that does not fit."""
+    out = []
+    for job in queue:
+        n = job.nodes
+        if n > free:
+            break
+        out.append(job)
+        free -= n
+    return out
 
 
 def _fcfs_decision(snap: Snapshot, plan: list[PlanEntry]) -> Decision:
@@ -546,76 +641,44 @@ class EASY(BatchPolicy):
     def _decide_by_shadow(self, snap: Snapshot) -> Decision | None:
         """The decision :meth:`_decide_on_profile` makes when only the starts and the head's
         reservation are planned (``project`` off), without building the profile: the textbook
-        rule, which that search amounts to here.
-
-        Before any reservation the free nodes never decrease over time (running jobs and the
-        jobs started now only release theirs), so a job fits now for its whole walltime iff its
-        nodes are free now: the jobs in queue order while they fit start.  The first that does
-        not (the head) is reserved at the *shadow time*, the earliest planned end at which its
-        nodes are free (every release at that instant counted), leaving ``extra`` nodes free
-        there.  A later job then fits now iff its nodes are free now and it ends by the shadow
-        time or uses at most the extra nodes (which it then holds at the shadow time): the
-        profile's free count only rises between now and the shadow time and only rises after
-        it, so ``fits(now, walltime, nodes)`` reads exactly those two values.  The same floats
-        (``now + walltime``, the overrun stand-in ``now + overrun_grace``), so the same plan;
-        ``tests/batch/test_easy_shadow.py`` checks both on random snapshots.  ``None`` (the
-        profile path decides) when the head can never fit (that path raises what it raises then)
-        or a job to plan has no positive walltime.
-        """
-        now, free, queue = snap.now, snap.free_nodes, snap.queue
-        plan: list[PlanEntry] = []
-        starts: list[Start] = []  # every entry of the plan but the head's (at the shadow time, after now)
-        k, n = 0, len(queue)
-        while k < n:  # in queue order while they fit
-            job = queue[k]
-            if job.nodes > free:
-                break
-            if not job.walltime > 0:
-                return None  # a zero-length reservation holds nothing on the profile: left to it
-            plan.append(_entry(job, now))
-            starts.append(_start_now(job, now))
-            free -= job.nodes
-            k += 1
-        if k == n:
-            return Decision(now, tuple(starts), tuple(plan))
-        head = queue[k]
-        if not head.walltime > 0:
+        rule (:func:`shadow_rule`), which that search amounts to here.  ``None`` (the profile path
+        decides) where that rule leaves the decision to it."""
+        now, queue = snap.now, snap.queue
+        releases = snap.releases
+        if releases is None:  # the running jobs' releases in the order a kept list holds them
+            releases = sorted([(r.expected_end, i, r.nodes, 0.0) for i, r in enumerate(snap.running)])
+        out = shadow_rule(now, snap.free_nodes, queue, releases, snap.overrun_grace, self.backfill_depth)
+        if out is None:
             return None
-        grace_end = now + snap.overrun_grace
-        if snap.releases is None:
-            shadow, avail = _shadow(sorted([(r.expected_end if r.expected_end > now else grace_end, r.nodes)
-                                            for r in snap.running] + [(e.end, e.nodes) for e in plan]),
-                                    (), 0, free, head.nodes)
-        else:  # kept sorted by the runtime: read only the releases up to the shadow time
-            releases = snap.releases
-            late = bisect.bisect_right(releases, (now, math.inf))  # past their expected end: released at grace_end
-            mine = [(e.end, e.nodes) for e in plan]
-            if late:
-                mine.append((grace_end, sum(r[2] for r in releases[:late])))
-            mine.sort()
-            shadow, avail = _shadow(mine, releases, late, free, head.nodes)
-        if avail < head.nodes:
-            return None  # never: the machine is too small for the head
-        extra = avail - head.nodes
+        starts, k, head, shadow = out
+        plan = [_entry(job, now) for job in starts[:k]]
+        if head is None:
+            return Decision(now, tuple([_start_now(job, now) for job in starts]), tuple(plan))
         plan.append(_entry(head, shadow))
-        depth = self.backfill_depth
-        for job in islice(queue, k + 1, None if depth is None else k + 1 + depth):
-            if job.nodes > free:
-                if free == 0:
-                    break  # nothing more can start now
-                continue
-            if not job.walltime > 0:
-                return None
-            if now + job.walltime > shadow:  # still running at the shadow time: only on the extra nodes
-                if job.nodes > extra:
-                    continue
-                extra -= job.nodes
-            plan.append(_entry(job, now))
-            starts.append(_start_now(job, now))
-            free -= job.nodes
+        plan += [_entry(job, now) for job in starts[k:]]
         if shadow == now:  # a walltime lost in now's rounding: the head's entry reads as a start, as _decision says
             return _decision(snap, plan)
-        return Decision(now, tuple(starts), tuple(plan))  # what _decision(snap, plan) gives: the head starts later
+        return Decision(now, tuple([_start_now(job, now) for job in starts]), tuple(plan))
+
+    def quick_starts(self, now: float, free: int, queue, releases, grace: float) -> list | None:
+        """The jobs that start now (each on LPS until ``now + walltime``), in the decision's order, by the
+        rule :meth:`_decide_by_shadow` decides by, for a runtime that keeps its queue and releases
+        (:attr:`quick`): no snapshot, no plan, no decision object.  ``queue``: the waiting jobs in queue
+        order (an iterable); ``releases``: the running jobs' releases sorted as
+        :attr:`Snapshot.releases` says.  ``None``: decide on a snapshot (:meth:`decide`)."""
+        out = shadow_rule(now, free, queue, releases, grace, self.backfill_depth)
+        if out is None:
+            return None
+        self._plan = ()  # no plan made (the runtime reads none)
+        starts, k, head, shadow = out
+        if shadow == now:  # the head's reservation is now: it starts too, in plan order
+            starts.insert(k, head)
+        return starts
+
+    @property
+    def quick(self) -> bool:
+        """Whether :meth:`quick_starts` decides (what the shadow rule decides: no projections)."""
+        return not self.project
 
     def _decide_on_profile(self, snap: Snapshot) -> Decision:
         prof = Profile.from_snapshot(snap)

@@ -32,7 +32,11 @@ and an HPS start is placed on the disks by the spec's ``placement``
 split, requeue), the same object in both runtimes.  A start that ends at once
 (a job of runtime 0) frees its nodes inside the decision and sets ``changed``
 again, so the runtime calls ``decide`` again at the same instant until nothing
-more changes (``while kernel.changed: kernel.decide(t)``, in both runtimes).
+more changes (``while kernel.changed: kernel.decide(t)``, in both runtimes).  Where a decision is only
+its starts and nobody else reads it (EASY and FCFS without projections; no observer, no plans recorded
+or tracked), the kernel asks the policy's quick entry (:meth:`~.snapshot.BatchPolicy.quick_starts`)
+with its own queue and sorted releases instead: the same starts, without a snapshot, a decision or a
+running view per decision.
 
 Observers: the kernel tells an ``observer`` (:class:`BatchObserver`) of the platform and the
 workload once, then of every decision and state change, with its books after the change.  Strict
@@ -44,7 +48,7 @@ it keeps for the policies against its running jobs.  Without an observer each ev
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -68,6 +72,7 @@ HOLDING = frozenset({ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED})  # ho
 ENDED = frozenset({DONE, FAILED, KILLED})
 STATUS = {DONE: "ok", FAILED: "failed", KILLED: "killed"}  # the trace's status column
 POOL = "hps"  # disk id of an HPS without disks (one pool)
+OVERRUN_GRACE = 1.0  # a running job past its expected end is assumed to end this long after now (Snapshot's default)
 
 __all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED", "POOL", "QUEUED", "RUNNING",
            "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "BatchObserver", "JobState", "make_policy"]
@@ -159,7 +164,8 @@ class BatchKernel:
         self.allocator = allocator
         self.record_plans = record_plans
         self.on_decision = on_decision
-        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
+        submits = [j.submit for j in jobs]
+        order = sorted(range(len(jobs)), key=submits.__getitem__)  # stable: ties in the given order
         self.jobs: list[JobState] = [make_job(k, jobs[i], QueuedJob.from_job(jobs[i])) for k, i in enumerate(order)]
         # every job checked once here; the decisions then use Snapshot.trusted (no O(queue) re-check)
         Snapshot.check_jobs([s.queued for s in self.jobs], total_nodes)
@@ -170,14 +176,24 @@ class BatchKernel:
         self._queued: dict[str, QueuedJob] = {}
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self.running: dict[str, JobState] = {}  # every job holding nodes
+        # The policy's quick entry (BatchPolicy.quick_starts: the jobs to start, from the queue and the
+        # sorted releases, no snapshot and no decision object), when nobody else reads a decision: no
+        # observer, no plans recorded or tracked, no on_decision.  Its policy may still decide on a
+        # snapshot (quick off, or the entry answering None), whose running views are then built afresh.
+        lean = (observer is None and not record_plans and on_decision is None and not track_predictions
+                and advance is None)
+        self._quick = policy.quick_starts if lean and getattr(policy, "quick", False) else None
         # what the policies see of each running job, in start order (the snapshot's running tuple), kept
         # as jobs start and end and as a running job's tier, storage or expected end changes (_start,
-        # fall_back, resume, extend_estimate, finish): a snapshot copies it instead of building it
-        self._views: dict[str, RunningJob] = {}
+        # fall_back, resume, extend_estimate, finish): a snapshot copies it instead of building it (None:
+        # not kept, the quick entry reads none)
+        self._views: dict[str, RunningJob] | None = {} if self._quick is None else None
         # the same jobs' releases sorted by (expected end, start order): Snapshot.releases, kept by _seen and
         # finish (a policy reads the next releases without sorting every running job at every decision)
         # and the free counts they make (profile.py), unless the policy never builds a profile from them
-        self._releases = KeptReleases(total_nodes, hps_capacity, getattr(policy, "reads_profile", True))
+        # (None: not kept, the quick entry reads none and a snapshot then carries none)
+        self._releases = (KeptReleases(total_nodes, hps_capacity, getattr(policy, "reads_profile", True))
+                          if self._quick is None or getattr(policy, "quick_reads_releases", True) else None)
         self._release_of: dict[str, tuple[float, int, int, float]] = {}
         self._started = 0  # start order of the next job seen running
         self.free_nodes = total_nodes
@@ -189,6 +205,9 @@ class BatchKernel:
         self.observer = observer
         self._setup_soysal(estimate, track_predictions or advance is not None)
         self._setup_advance(advance)
+        # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
+        # someone reads its plan or its policy keeps state between decisions
+        self._may_skip = not record_plans and self.tracker is None and not getattr(policy, "stateful", False)
         if observer is not None:
             disks = (tuple((d.id, d.capacity) for d in allocator.state.disks) if allocator is not None
                      else ((POOL, hps_capacity),))
@@ -238,7 +257,7 @@ class BatchKernel:
             running=self._running_views(t),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
-            rates=self.rates, releases=self._releases)
+            rates=self.rates, overrun_grace=OVERRUN_GRACE, releases=self._releases)
 
     def _prefix_only(self) -> bool:
         """Whether the policy's decision reads the queue only up to the first job whose nodes are not
@@ -272,6 +291,8 @@ class BatchKernel:
     def _running_views(self, t: float) -> tuple[RunningJob, ...]:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
         against views built afresh from the running jobs)."""
+        if self._views is None:
+            return tuple(map(self._running_view, self.running.values()))
         v = tuple(self._views.values())
         if self.observer is not None:
             if v != tuple(map(self._running_view, self.running.values())):
@@ -290,7 +311,10 @@ class BatchKernel:
     def _seen(self, s: JobState) -> None:
         """``s`` started, or its tier, storage or expected end changed: the policies see it so."""
         jid = s.queued.id
-        self._views[jid] = self._running_view(s)
+        if self._views is not None:
+            self._views[jid] = self._running_view(s)
+        if self._releases is None:
+            return
         old = self._release_of.get(jid)
         if old is None:
             order = self._started
@@ -300,12 +324,9 @@ class BatchKernel:
         new = (s.expected_end, order, s.queued.nodes, s.storage if s.tier == HPS else 0.0)
         if new != old:
             if old is not None:
-                self._drop_release(old)
+                self._releases.drop(old)
             self._releases.hold(new)
             self._release_of[jid] = new
-
-    def _drop_release(self, key: tuple) -> None:
-        self._releases.drop(key)
 
     def decide(self, t: float) -> list[JobState]:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
@@ -313,9 +334,14 @@ class BatchKernel:
         self.changed = False
         if not self.queue:
             return []
-        if (not self.record_plans and self.tracker is None and not getattr(self.policy, "stateful", False)
-                and self.free_nodes < min(self._sizes)):
+        if self._may_skip and self.free_nodes < min(self._sizes):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
+        quick = self._quick
+        if quick is not None:
+            jobs = quick(t, self.free_nodes, self._queued.values(), self._releases, OVERRUN_GRACE)
+            if jobs is not None:
+                self.decisions += 1
+                return [self._start_quick(q, t) for q in jobs] if jobs else jobs
         snap = self.snapshot(t)
         d = self.policy.decide(snap)
         self._due = None  # a new plan
@@ -360,6 +386,48 @@ class BatchKernel:
             self._place(s, t)
         else:
             s.state = RUNNING
+
+    def _start_quick(self, q: QueuedJob, t: float) -> JobState:
+        """:meth:`_start` on LPS until ``t + walltime`` (a quick entry's start: no observer, no tracker, no
+        early copy), the waiting job ``q``'s state."""
+        jid = q.id
+        s = self.queue.pop(jid, None)
+        if s is None or s.state != QUEUED:
+            raise InvariantViolation("start-not-queued", t, jid, f"policy {self.policy.name} started a "
+                                     f"{'not queued' if s is None else s.state} job")
+        n = q.nodes
+        if n > self.free_nodes:
+            raise InvariantViolation("node-double-booked", t, jid, f"policy {self.policy.name} started {jid} "
+                                     f"on {n} nodes; {self.free_nodes} free")
+        del self._queued[jid]
+        sizes = self._sizes
+        left = sizes[n] - 1
+        if left:
+            sizes[n] = left
+        else:
+            del sizes[n]
+        self.running[jid] = s
+        self.free_nodes -= n
+        end = t + q.walltime  # Start.expected_end: now + walltime
+        s.tier, s.start, s.expected_end, s.storage = LPS, t, end, 0.0
+        rel = self._releases
+        if rel is not None:  # _seen of a job seen for the first time
+            key = (end, self._started, n, 0.0)
+            self._started += 1
+            rel.hold(key)
+            self._release_of[jid] = key
+        if self.node_allocator is None:
+            free = self.free_ids
+            low = free & -free
+            m = (low << n) - low  # n ids in a row from the lowest free one: what lowest() gives if they are free
+            if free & m != m:
+                m = lowest(free, n)
+            self.free_ids = free & ~m
+            s.node_ids = m
+        else:
+            self._take_nodes(s)
+        s.state = RUNNING
+        return s
 
     def _books(self) -> tuple:
         """The books an observer sees after a change (:class:`BatchObserver`)."""
@@ -456,8 +524,10 @@ class BatchKernel:
             raise InvariantViolation("job-state", t, s.queued.id, f"{s.state} -> {state}")
         s.end = t
         del self.running[s.queued.id]
-        del self._views[s.queued.id]
-        self._drop_release(self._release_of.pop(s.queued.id))
+        if self._views is not None:
+            del self._views[s.queued.id]
+        if self._releases is not None:
+            self._releases.drop(self._release_of.pop(s.queued.id))
         self.free_nodes += s.queued.nodes
         self._give_nodes(s, t)
         if s.tier == HPS:
@@ -488,7 +558,7 @@ class BatchKernel:
             for s in self.jobs:
                 w = refine(float(s.job.walltime), float(s.job.runtime), lam)
                 if w != s.queued.walltime:
-                    s.queued = replace(s.queued, walltime=w)
+                    s.queued = s.queued._replace(walltime=w)
         elif kind not in ("request", "predictor"):
             raise ValueError(f"unknown walltime estimate {kind!r}; known: request, refined, predictor")
         self.tracker = PlanTracker() if track_predictions else None
@@ -529,7 +599,7 @@ class BatchKernel:
         w = self.predictor.predict(s.job.user, float(s.job.walltime))
         w = max(w, min(1.0, float(s.job.walltime)))  # sigma 0 (a job of runtime 0): at least 1 s
         if w != s.queued.walltime:
-            s.queued = replace(s.queued, walltime=w)
+            s.queued = s.queued._replace(walltime=w)
 
     def estimate_due(self, s: JobState) -> float:
         """When the runtime must call :meth:`extend_estimate` for the running job ``s``
@@ -548,7 +618,7 @@ class BatchKernel:
             return False
         s.expected_end += w - s.queued.walltime
         self._seen(s)
-        s.queued = replace(s.queued, walltime=w)
+        s.queued = s.queued._replace(walltime=w)
         self.changed = True
         return True
 
