@@ -29,9 +29,11 @@ test: $(VENV)/.installed
 # tests marked `long` (real runs of 15 s or more; `make test` runs them): the shorter
 # real runs already start MPI jobs, Ray actors, Slurm steps and the CLI from the wheel,
 # and running the long ones twice cost CI ~5 minutes of its 30. It also leaves out
-# tests/policies, tests/references and tests/fuzz: in-process checks of pure code (and of
-# the scripts in benchmarks/, which are not installed) that import iolab the same way
-# from either install; tests/test_packaging.py checks that every module is in the wheel.
+# tests/policies, tests/references, tests/fuzz, tests/sim and tests/batch: mostly in-process
+# checks of pure code and of the simulator (and of the scripts in benchmarks/, which are not
+# installed) that import iolab the same way from either install; the command line, the real
+# runs and the studies are run from the wheel by the other folders, and
+# tests/test_packaging.py checks that every module and data file is in the wheel.
 WHEEL_VENV ?= .venv-wheel
 test-wheel:
 	rm -rf build dist $(WHEEL_VENV)  # a stale build/ would put deleted modules into the wheel
@@ -41,7 +43,7 @@ test-wheel:
 	$(WHEEL_VENV)/bin/python -m pip install -q "$$(ls dist/iolab-*.whl)[test]"
 	# from tests/: a process whose working directory is the repo's root would import the
 	# source tree's iolab/ (which holds no sim/, apps/, ...) instead of the wheel's
-	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. -m "not slow and not long" --ignore=policies --ignore=references --ignore=fuzz $(PYTEST_ARGS) .
+	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. -m "not slow and not long" --ignore=policies --ignore=references --ignore=fuzz --ignore=sim --ignore=batch $(PYTEST_ARGS) .
 
 clean:
 	rm -rf $(VENV) $(WHEEL_VENV) dist build results runs .pytest_cache
