@@ -33,7 +33,8 @@ test: $(VENV)/.installed
 # checks of pure code and of the simulator (and of the scripts in benchmarks/, which are not
 # installed) that import iolab the same way from either install; the command line, the real
 # runs and the studies are run from the wheel by the other folders, and
-# tests/test_packaging.py checks that every module and data file is in the wheel.
+# tests/test_packaging.py checks that every package folder and the shipped examples and
+# templates are in the wheel.
 WHEEL_VENV ?= .venv-wheel
 test-wheel:
 	rm -rf build dist $(WHEEL_VENV)  # a stale build/ would put deleted modules into the wheel
