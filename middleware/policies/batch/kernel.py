@@ -51,7 +51,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-import numpy as np
 
 from iolab.invariants import InvariantViolation
 
@@ -138,7 +137,7 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     """The spec's batch policy, built once per run; it projects the starts of the jobs it does
     not start only if someone reads them (``record_plans``)."""
     s = spec.scheduler
-    policy = get_scheduler(s.kind, p=s.p, rng=np.random.default_rng(spec.seed),
+    policy = get_scheduler(s.kind, p=s.p, rng=spec.seed,  # random-tier makes its generator of the seed
                            hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
                            backfill_depth=getattr(s, "backfill_depth", None))
     if not record_plans:
