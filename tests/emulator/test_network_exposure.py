@@ -188,12 +188,14 @@ def reading_stdin(pid: int) -> bool:
 
 def blocked(out: Path, *args: str, environ: dict[str, str] | None = None) -> subprocess.Popen:
     """``iolab emulate - ...`` with a pipe as stdin that nothing is written to: the command blocks
-    reading its spec, after any re-execution; returns once it waits there."""
+    reading its spec, after any re-execution; returns once it waits there.  A pipe read with a child
+    alive is not that read: it is the command waiting for its network-namespace probe (a child,
+    ``iolab.emulator.netns.probe``), before it re-executes itself."""
     p = subprocess.Popen([IOLAB, "emulate", "-", "--out", str(out), *args], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ or env())
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and p.poll() is None:
-        if reading_stdin(p.pid):
+        if reading_stdin(p.pid) and process_tree(p.pid) == [p.pid]:
             return p
         time.sleep(0.05)
     p.kill()
