@@ -82,7 +82,11 @@ def cli() -> None:
 
 def main() -> None:
     atexit.register(_no_collection_at_exit)
-    network.private_network(sys.argv[1:])  # a local run: re-executed in a namespace of its own (cli/network.py)
+    try:  # a local run: re-executed in a namespace of its own (cli/network.py), after probing for one
+        network.private_network(sys.argv[1:])
+    except KeyboardInterrupt:  # Ctrl-C during the probe: as during the command (LazyGroup.invoke)
+        click.echo("\ninterrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     cli(prog_name="iolab")  # exit codes: LazyGroup.invoke and iolab.errors
 
 

@@ -296,3 +296,26 @@ def test_which_command_lines_span_hosts(monkeypatch, args, spans):
         monkeypatch.delenv("SLURM_JOB_ID")
         monkeypatch.setenv("IOLAB_NETWORK", "open")
         assert spans_hosts(args) is True
+
+
+def test_ctrl_c_while_the_command_probes_for_a_namespace_exits_130_without_a_traceback(tmp_path):
+    """The probe (a child, before the command re-executes itself) is outside the command's own Ctrl-C
+    handling: a SIGINT then gave Python's traceback and death by the signal, not exit 130."""
+    if (reason := namespace_refused()) is not None:
+        pytest.skip(f"no network namespace can be made here: {reason}")
+    for _ in range(5):  # the probe lasts a Python start (~50 ms): try until the signal lands in it
+        p = subprocess.Popen([IOLAB, "emulate", "-", "--out", str(tmp_path / "o.h5")], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+        deadline, sent = time.monotonic() + 60, False
+        while time.monotonic() < deadline and p.poll() is None:
+            if len(process_tree(p.pid)) > 1:  # the probe's child is alive
+                os.kill(p.pid, signal.SIGINT)
+                sent = True
+                break
+            time.sleep(0.002)
+        _, err = p.communicate(timeout=60)
+        if sent:
+            break
+    else:
+        pytest.skip("the probe ended before a signal could be sent during it, five times")
+    assert p.returncode == 130 and "Traceback" not in err and "interrupted" in err, (p.returncode, err)
