@@ -186,13 +186,21 @@ def reading_stdin(pid: int) -> bool:
         return False
 
 
+def as_from_a_terminal() -> None:
+    """A child's SIGINT as a command typed at a terminal has it: a suite started in the background by a
+    non-interactive shell (``make test &``, ``nohup``) ignores SIGINT, its children inherit that, and
+    iolab leaves SIGINT as it got it (iolab/signals.py): Ctrl-C would then reach nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def blocked(out: Path, *args: str, environ: dict[str, str] | None = None) -> subprocess.Popen:
     """``iolab emulate - ...`` with a pipe as stdin that nothing is written to: the command blocks
     reading its spec, after any re-execution; returns once it waits there.  A pipe read with a child
     alive is not that read: it is the command waiting for its network-namespace probe (a child,
     ``iolab.emulator.netns.probe``), before it re-executes itself."""
     p = subprocess.Popen([IOLAB, "emulate", "-", "--out", str(out), *args], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ or env())
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ or env(),
+                         preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and p.poll() is None:
         if reading_stdin(p.pid) and process_tree(p.pid) == [p.pid]:
@@ -305,7 +313,8 @@ def test_ctrl_c_while_the_command_probes_for_a_namespace_exits_130_without_a_tra
         pytest.skip(f"no network namespace can be made here: {reason}")
     for _ in range(5):  # the probe lasts a Python start (~50 ms): try until the signal lands in it
         p = subprocess.Popen([IOLAB, "emulate", "-", "--out", str(tmp_path / "o.h5")], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+                             preexec_fn=as_from_a_terminal)
         deadline, sent = time.monotonic() + 60, False
         while time.monotonic() < deadline and p.poll() is None:
             if len(process_tree(p.pid)) > 1:  # the probe's child is alive
