@@ -26,7 +26,7 @@ test: $(VENV)/.installed
 # The suite against a wheel built in a clean venv (CI runs this after `make test`):
 # checks that the package builds with the declared build requirements and that
 # what a non-editable install lands in site-packages is complete. It leaves out the
-# tests marked `long` (real runs of 15 s or more; `make test` runs them): the shorter
+# tests marked `long` (real runs of about 8 s or more; `make test` runs them): the shorter
 # real runs already start MPI jobs, Ray actors, Slurm steps and the CLI from the wheel,
 # and running the long ones twice cost CI ~5 minutes of its 30. It also leaves out
 # tests/policies, tests/references, tests/fuzz, tests/sim and tests/batch: mostly in-process

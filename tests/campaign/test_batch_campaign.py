@@ -111,6 +111,7 @@ def test_schedulers_on_an_io_base_are_refused(tmp_path):
 
 @pytest.mark.mpi
 @pytest.mark.ray
+@pytest.mark.long
 def test_a_batch_campaign_runs_for_real_under_the_emulate_runtime(tmp_path):
     """The same campaign machinery with ``runtime: emulate``: each batch run is a real run (mpiexec'd
     jobs, tier directories), its trace kept, its metrics those of the batch level; and it schedules as the

@@ -74,6 +74,7 @@ def test_fifo_run_is_exclusive_and_writes_hdf5_checkpoints(session, tmp_path):
     assert trace.jobs["end"].max() <= t.phases["start"].min() + busy + 0.25 * len(t.phases)
 
 
+@pytest.mark.long
 def test_a_real_run_stores_its_calibration_and_it_brings_the_simulation_closer(session, tmp_path):
     """Two volumes (0.5 and 1.5 units): the trace's calibration separates the fixed cost of a transfer from
     the delivered bandwidth, the processes' launch, gaps and exit are really there (> 0), and the nominal

@@ -34,6 +34,7 @@ def emulate(tmp_path, *options):
     return r.output, tmp_path / "run.work"
 
 
+@pytest.mark.long
 def test_a_run_that_ended_well_removes_its_work_folder_unless_kept(tmp_path):
     text, work = emulate(tmp_path / "a")  # OUT's stem + .work, beside the trace
     assert not work.exists() and f"work folder {work.resolve()} removed" in text, text
@@ -61,6 +62,7 @@ def test_finish_keeps_the_folder_of_a_run_that_did_not_end_well(tmp_path):
     assert not work.exists() and "removed" in said
 
 
+@pytest.mark.long
 def test_a_batch_run_that_ended_well_removes_its_work_folder(tmp_path):
     """The batch path of ``iolab emulate`` goes through the same rule, end to end (the message is
     said only of a folder that existed, so the run did work there)."""

@@ -11,7 +11,7 @@ from iolab.cli import cli
 from iolab.workloads import read_swf
 from iolab.trace import read_trace
 
-pytestmark = [pytest.mark.mpi, pytest.mark.ray]
+pytestmark = [pytest.mark.mpi, pytest.mark.ray, pytest.mark.long]  # a real run of ~15 s behind every test
 
 SPEC = """
 kind: batch
