@@ -387,10 +387,11 @@ class BatchKernel:
             s.state = RUNNING
 
     def _start_quick(self, q: QueuedJob, t: float) -> JobState:
-        """:meth:`_start` on LPS until ``t + walltime`` (a quick entry's start: no observer, no tracker, no
-        early copy), the waiting job ``q``'s state."""
+        """:meth:`_start` of the waiting job ``q`` on LPS until ``t + walltime`` (what a quick entry's
+        start means: the plan entry of :func:`~.backfill._entry`), without what a quick entry's kernel
+        never has (an observer, a tracker, early copies, HPS bytes, running views); its state."""
         jid = q.id
-        s = self.queue.pop(jid, None)
+        s = self.queue.get(jid)
         if s is None or s.state != QUEUED:
             raise InvariantViolation("start-not-queued", t, jid, f"policy {self.policy.name} started a "
                                      f"{'not queued' if s is None else s.state} job")
@@ -398,13 +399,7 @@ class BatchKernel:
         if n > self.free_nodes:
             raise InvariantViolation("node-double-booked", t, jid, f"policy {self.policy.name} started {jid} "
                                      f"on {n} nodes; {self.free_nodes} free")
-        del self._queued[jid]
-        sizes = self._sizes
-        left = sizes[n] - 1
-        if left:
-            sizes[n] = left
-        else:
-            del sizes[n]
+        self._dequeue(q)
         self.running[jid] = s
         self.free_nodes -= n
         end = t + q.walltime  # Start.expected_end: now + walltime
@@ -416,12 +411,8 @@ class BatchKernel:
             rel.hold(key)
             self._release_of[jid] = key
         if self.node_allocator is None:
-            free = self.free_ids
-            low = free & -free
-            m = (low << n) - low  # n ids in a row from the lowest free one: what lowest() gives if they are free
-            if free & m != m:
-                m = lowest(free, n)
-            self.free_ids = free & ~m
+            m = lowest(self.free_ids, n)
+            self.free_ids &= ~m
             s.node_ids = m
         else:
             self._take_nodes(s)
