@@ -86,12 +86,8 @@ class FairShareLink:
         self.last = now
 
     def add(self, key: object, amount: float, now: float) -> None:
+        self.advance(now)
         entry = self._entry
-        if now > self.last:  # self.advance(now), inline (one call per stream)
-            k = len(entry)
-            if k:
-                self._v += (now - self.last) * (self.rate if self._plain else self.total_rate(k)) / k
-        self.last = now
         if key in entry:
             raise RuntimeError(f"stream {key!r} is already on the link")
         if not entry:  # empty: start the progress again from 0 (every heap entry is stale)
@@ -124,21 +120,10 @@ class FairShareLink:
         self.version += 1
         return e[0] - self._v
 
-    def _top(self):
-        """The heap's first live entry (stale ones popped), or None."""
-        heap, entry = self._heap, self._entry
-        while heap:
-            top = heap[0]
-            e = entry.get(top[2])
-            if e is not None and e[1] == top[1]:
-                return top
-            heapq.heappop(heap)
-        return None
-
     def next_completion(self) -> float:
         """Absolute time the first stream ends if nothing changes (inf if idle)."""
         heap, entry = self._heap, self._entry
-        while heap:  # the first live entry (stale ones popped), as _top
+        while heap:  # the first live entry (stale ones popped)
             top = heap[0]
             e = entry.get(top[2])
             if e is not None and e[1] == top[1]:
@@ -151,12 +136,8 @@ class FairShareLink:
     def pop_finished(self, now: float, rel_tol: float = 1e-9) -> list[object]:
         """Streams finished at ``now``: the least one, and every one whose amount left ``r`` is within
         ``rel_tol * max(1, |r|)`` of the least or below ``rel_tol``, in the order they joined."""
+        self.advance(now)
         heap, entry = self._heap, self._entry
-        if now > self.last:  # self.advance(now), inline (one call per completion)
-            k = len(entry)
-            if k:
-                self._v += (now - self.last) * (self.rate if self._plain else self.total_rate(k)) / k
-        self.last = now
         v = self._v
         out = []
         least = None
