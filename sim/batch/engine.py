@@ -144,6 +144,9 @@ class BatchEngine:
         if phases not in PHASE_MODES:
             raise ValueError(f"phases must be one of {', '.join(PHASE_MODES)}, got {phases!r}")
         self._all_rows = phases == "all"
+        # a job of one step (compute: a job without I/O) begins and ends without _go_on's loop, when that
+        # loop would leave no phase row of it (with every row kept, it goes through _go_on)
+        self._lean = not self._all_rows
         self._io_time = array("d", bytes(8 * len(kernel.jobs)))  # seconds in I/O phases, per job index
         self.kernel = kernel
         self.overheads = overheads
@@ -186,8 +189,17 @@ class BatchEngine:
         if early > 0:  # advance stage-in: only the rest of the input crosses the link now
             s.steps = tuple(st._replace(amount=st.amount - early) if st.kind == "stage-in" else st
                             for st in s.steps)
-        s.step = -1
-        self._go_on(s, t)
+        steps = s.steps
+        if len(steps) == 1 and self._lean and steps[0].amount > 0 and s.state == RUNNING:
+            # _go_on's first turn for a job of one compute step (one without I/O: every SWF job), inline
+            s.step = 0
+            s.step_start = t
+            end = t + steps[0].amount
+            self._step_end[s.index] = end
+            heapq.heappush(self._heap, (end, next(self._seq), _STEP_END, s.index))
+        else:
+            s.step = -1
+            self._go_on(s, t)
         if k.predictor is not None:  # without a predictor no estimate is ever revised (estimate_due: inf)
             self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
 
@@ -285,7 +297,7 @@ class BatchEngine:
         heap = self._heap
         heappop, heappush, seq = heapq.heappop, heapq.heappush, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
-        go_on, submit = self._go_on, k.submit
+        go_on, submit, finish, lean = self._go_on, k.submit, k.finish, self._lean
         # The links' completions are not in the heap either: a link has one completion event at a time,
         # (time, sequence number, name, the link's version then), the one scheduled last; it goes stale
         # when the link changes (its version moves) and is replaced when the link is scheduled again.
@@ -321,7 +333,12 @@ class BatchEngine:
                             continue  # the step was suspended (its end moved)
                         del step_end[arg]
                         s = state[arg]
-                        go_on(s, t, s.steps[s.step])
+                        if lean and len(s.steps) == 1:  # its one compute step ended: _go_on's last turn, inline
+                            s.step = 1
+                            finish(s, t)
+                            s.steps = ()
+                        else:
+                            go_on(s, t, s.steps[s.step])
                     elif ev == _CONTROL:
                         self.controller.event(self, arg, t)
                     elif ev == _ADVANCE:  # an early stage-in may be due under the current plan

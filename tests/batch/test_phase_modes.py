@@ -77,3 +77,41 @@ def test_json_without_out_prints_the_metrics_of_the_full_trace(tmp_path):
     from iolab.trace import read_trace
     t = read_trace(tmp_path / "t.h5")
     assert t.attrs["phases_kept"] == "all" and len(t.tables["phases"]) > 0
+
+
+def mixed_spec(scheduler: str, estimate: str = "request") -> BatchExperiment:
+    """Jobs with and without I/O side by side, some of runtime 0, some past their prediction: the
+    jobs without I/O (one compute step) begin and end without the engine's step loop unless every
+    phase row is kept, and must do exactly what that loop does."""
+    jobs = []
+    for i in range(40):
+        io = {} if i % 3 else {"input": "2 GB", "output": "1 GB", "data": "4 GB"}
+        runtime = 0 if i % 7 == 5 else 50 + (i * 37) % 400
+        jobs.append({"id": f"j{i}", "user": f"u{i % 4}", "submit": (i * 13) % 200, "nodes": 1 + (i * 5) % 8,
+                     "walltime": max(runtime * (1 + (i % 4) / 2), 1), "runtime": runtime, **io})
+    return BatchExperiment.model_validate({
+        "kind": "batch", "name": "mixed", "seed": 1, "scheduler": scheduler, "estimate": estimate,
+        "platform": {"nodes": 12, "memory_per_node": "4GB", "lps": {"rate": "1 GB/s"},
+                     "hps": {"rate": "15 GB/s", "capacity": "64 GB"}, "stage_rate": "5 GB/s"},
+        "workload": {"source": "inline", "jobs": jobs}})
+
+
+@pytest.mark.parametrize("scheduler,estimate", [("easy", "request"), ("fcfs", "request"), ("sas", "request"),
+                                                ("easy", "predictor")])
+def test_jobs_without_io_run_the_same_whatever_the_phases_kept(scheduler, estimate):
+    full = simulate_batch(mixed_spec(scheduler, estimate), phases="all")
+    lean = simulate_batch(mixed_spec(scheduler, estimate), phases="jobs")
+    bare = simulate_batch(mixed_spec(scheduler, estimate), phases="none")
+    fj, lj, nj = full.tables["jobs"], lean.tables["jobs"], bare.tables["jobs"]
+    for col in ("id", "start", "end", "tier", "node_ids", "status"):
+        assert list(fj[col]) == list(lj[col]) == list(nj[col]), col
+    assert list(fj["io_time"]) == list(lj["io_time"])
+    assert full.attrs["events"] == lean.attrs["events"] == bare.attrs["events"]
+    assert full.attrs["decisions"] == lean.attrs["decisions"]
+    ph = full.tables["phases"]  # every job's compute row ends at its end when it has no I/O
+    ends = dict(zip(fj["id"], fj["end"]))
+    no_io = {f"j{i}" for i in range(40) if i % 3}
+    last = {}
+    for job, kind, end in zip(ph["job"], ph["kind"], ph["end"]):
+        last[job] = (kind, end)
+    assert all(last[j] == ("compute", ends[j]) for j in no_io)
