@@ -13,7 +13,7 @@ import click
 
 from iolab.calibration import calibrated, describe_io, read_calibration
 from iolab.runners import runner
-from iolab.specs.io import IO_POLICIES
+from iolab.specs.io_policies import IO_POLICIES
 from iolab.specs.load import MAX_APPS, load_spec, read_document
 from iolab.specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
 from iolab.trace import write_trace

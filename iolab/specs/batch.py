@@ -38,7 +38,7 @@ from iolab.specs.base import FieldProblems, StrictModel, finite_sum, nested_opti
 from iolab.specs.batch_emulation import BatchEmulatorSettings
 from iolab.specs.controller import ControllerSpec
 from iolab.specs.interference import INTERFERENCE_HELP, Interference
-from iolab.specs.io import IOPolicyName, normalise_policy
+from iolab.specs.io_policies import IOPolicyName, normalise_policy
 
 # ---------------------------------------------------------------- units
 
