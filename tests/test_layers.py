@@ -52,8 +52,11 @@ HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "s
 DEFERRED = frozenset({"yaml"})
 # iolab's own modules a command's start should not pay for when its run does not use them (the same rule: a
 # function-local import of one carries a `# lazy:` comment).  A spec level's models are built only for a spec of
-# that level (iolab/specs/load.py): `iolab simulate BATCH.json` does not build the I/O experiment's.
-DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch"})
+# that level (iolab/specs/load.py): `iolab simulate BATCH.json` does not build the I/O experiment's; the calibration
+# (statistics, the trace reader) is loaded for `--calibration` only; the emulator's network modules (socket,
+# subprocess) by a command that runs things here only (iolab/cli/network.py).
+DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch", "iolab.calibration",
+                              "iolab.emulator.netns", "iolab.emulator.launchers", "iolab.emulator.ray_session"})
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import click
 
-from iolab.calibration import calibrated, describe_io, read_calibration
 from iolab.runners import runner
 from iolab.specs.io_policies import IO_POLICIES
 from iolab.specs.load import MAX_APPS, load_spec, read_document
-from iolab.specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
+from iolab.specs.size import MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
 from iolab.units import short
@@ -93,6 +92,8 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if dt is not None and dt <= 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
 
+    if calibration:
+        from iolab.calibration import read_calibration  # lazy: statistics and the trace reader, for --calibration only
     limits = {"apps": max_apps, "jobs": max_jobs}
     level = read_document(spec_path, limits).get("kind", "io")  # the level, before the spec is validated
     if level == "batch":
@@ -106,6 +107,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     cal = read_calibration(calibration, "io") if calibration else None
     spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt}, limits=limits)
     if cal is not None:
+        from iolab.calibration import calibrated, describe_io  # lazy: for --calibration only
         if not as_json:
             click.echo(f"calibration: {describe_io(cal, spec)} (spec seconds at time_scale "
                        f"{spec.emulator.time_scale:g})", err=True)
@@ -128,6 +130,23 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
                          f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
         if out:
             click.echo(f"trace written to {out}")
+
+
+def _batch_jobs(spec, max_jobs: int, source: str) -> list:
+    """The jobs of a batch spec, refused above ``max_jobs`` (exit 2, naming ``workload.jobs``) before the run
+    starts.  An SWF file is counted by its reader as it reads it (:func:`iolab.workloads.load_workload`),
+    not read once to count and again to parse; the other sources are sized first (:func:`batch_size`)."""
+    from iolab.workloads import TooManyJobLines, load_workload  # lazy: the batch models, for a batch spec only
+
+    if spec.workload.source != "swf":
+        batch_size(spec, max_jobs).check(source, "workload.jobs")
+        return load_workload(spec)
+    try:
+        return load_workload(spec, max_jobs=max_jobs)
+    except TooManyJobLines as exc:
+        size = Size("jobs", exc.jobs, max_jobs, "--max-jobs")
+        size.check(source, "workload.jobs")
+        raise AssertionError(f"{exc}, yet {size} is within the limit") from None  # pragma: no cover
 
 
 @contextmanager
@@ -180,6 +199,7 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
                     cal: dict | None = None, phases: str = "all") -> None:
     spec = load_spec(spec_path, limits={"jobs": max_jobs})
     if cal is not None:
+        from iolab.calibration import calibrated  # lazy: for --calibration only
         spec = calibrated(spec, cal)
         o = spec.platform.overheads
         if not as_json:
@@ -188,11 +208,11 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
                        f"{short(o.io_phase)} s (spec seconds at time_scale {spec.emulator.time_scale:g}); links "
                        f"deliver lps {short(d.lps, 3)}, hps {short(d.hps, 3)}, stage {short(d.stage, 3)} of their rates",
                        err=True)
-    batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
+    jobs = _batch_jobs(spec, max_jobs, _source(spec_path))
     sim = runner("batch", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
     with _collector_paused_on_startup():
-        trace = run(spec, progress=SimProgress(spec.name), phases=phases)
+        trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases)
         m = metrics(trace)
     if out:
         write_trace(trace, Path(out))

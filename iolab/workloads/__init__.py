@@ -14,12 +14,17 @@ from typing import Any
 
 from iolab.workloads.feitelson import feitelson_columns, feitelson_jobs, with_io
 from iolab.workloads.job_columns import JobColumns, jobs_from_columns
-from iolab.workloads.swf import SWFError, SWFTrace, read_swf, swf_jobs
+from iolab.workloads.swf import SWFError, SWFTrace, TooManyJobLines, read_swf, swf_jobs
 from iolab.workloads.theta import ThetaTrace, theta_jobs, theta_trace
 
 
-def load_workload(experiment: Any) -> list[Any]:
-    """Jobs of an ``iolab.specs.batch.BatchExperiment`` (its workload, platform and seed)."""
+def load_workload(experiment: Any, max_jobs: int | None = None) -> list[Any]:
+    """Jobs of an ``iolab.specs.batch.BatchExperiment`` (its workload, platform and seed).
+
+    ``max_jobs`` (an SWF workload; ``iolab simulate --max-jobs``): a file with more job lines after
+    ``skip`` than that, its ``limit`` not keeping it within, is refused with :class:`TooManyJobLines` (its
+    ``jobs``: the estimate :func:`iolab.specs.size.batch_size` gives, ``max_jobs`` + 1) as soon as the reader
+    has read that many, before any is converted: the size check and the read in one pass over the file."""
     w = experiment.workload
     src = w.source
     if src == "inline":
@@ -30,8 +35,14 @@ def load_workload(experiment: Any) -> list[Any]:
                               memory_per_node=pl.memory_per_node)
     if src == "swf":
         skip = w.skip
-        jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit,
-                        max_nodes=experiment.platform.nodes, first=skip)
+        capped = max_jobs is not None and (w.limit is None or w.limit > max_jobs)
+        try:
+            jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit,
+                            max_nodes=experiment.platform.nodes, first=skip,
+                            max_lines=skip + int(max_jobs) if capped else None)
+        except TooManyJobLines as exc:
+            exc.jobs = float(exc.stop + 1 - skip)
+            raise
         if skip:
             if skip >= len(jobs):
                 raise SWFError(str(w.path), 0, f"workload.skip: {skip} leaves no job (the file has {len(jobs)})")
@@ -57,6 +68,6 @@ def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
 
 
 __all__ = [
-    "JobColumns", "SWFError", "SWFTrace", "ThetaTrace", "feitelson_columns", "feitelson_jobs", "jobs_from_columns", "load_workload", "read_swf", "swf_jobs",
+    "JobColumns", "SWFError", "SWFTrace", "ThetaTrace", "TooManyJobLines", "feitelson_columns", "feitelson_jobs", "jobs_from_columns", "load_workload", "read_swf", "swf_jobs",
     "swf_window_io", "theta_jobs", "theta_trace", "with_io",
 ]

@@ -1,0 +1,84 @@
+"""What ``iolab simulate BATCH.json`` loads at its start: the batch level's models and the batch simulator, not
+the I/O experiment's models, the calibration nor the emulator's network modules (docs/results.md, the KTH-SP2
+start-up).  And the names that moved behind a lazy import still answer where they did."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# Run the command in a fresh interpreter and list the modules it loaded (a test process has them all already).
+CHILD = """
+import json, sys
+from iolab.cli import main
+sys.argv = ["iolab", *sys.argv[1:]]
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("iolab"))), file=sys.stderr)
+sys.exit(code)
+"""
+
+NOT_FOR_A_BATCH_RUN = ("iolab.specs.io", "iolab.specs.emulation", "iolab.calibration", "iolab.emulator.netns",
+                       "iolab.emulator.launchers", "iolab.emulator.ray_session", "iolab.sim.io")
+
+
+def loaded_by(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    r = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, timeout=300)
+    return r, set(json.loads(r.stderr.strip().splitlines()[-1]))
+
+
+def batch_spec(tmp_path, workload) -> str:
+    p = tmp_path / "b.json"
+    p.write_text(json.dumps({"kind": "batch", "platform": {"nodes": 4, "lps": {"rate": "1GB/s"},
+                                                           "hps": {"rate": "2GB/s", "capacity": "10GB"},
+                                                           "stage_rate": "1GB/s"},
+                             "scheduler": "easy", "workload": workload}))
+    return str(p)
+
+
+def test_a_batch_run_loads_neither_the_io_level_nor_the_emulator(tmp_path):
+    swf = tmp_path / "t.swf"
+    swf.write_text("; MaxNodes: 4\n" + "".join(f"{i} {10 * i} 1 100 4 -1 -1 4 200 -1 1 3 1 -1 1 -1 -1 -1\n"
+                                                 for i in range(1, 21)))
+    r, mods = loaded_by("simulate", batch_spec(tmp_path, {"source": "swf", "path": str(swf)}), "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["jobs"] == 20
+    assert {"iolab.specs.batch", "iolab.sim.batch.run"} <= mods  # the listing is of this run
+    assert not mods & set(NOT_FOR_A_BATCH_RUN), sorted(mods & set(NOT_FOR_A_BATCH_RUN))
+
+
+def test_an_io_run_loads_the_io_models_and_not_the_batch_ones(tmp_path):
+    p = tmp_path / "io.json"
+    p.write_text(json.dumps({"platform": {"io_nodes": 1, "nodes_per_io_node": 8, "bandwidth": 1.0},
+                             "policy": "fifo", "apps": [{"id": "A", "nodes": 4, "release": 0, "iterations": 2,
+                                                         "compute": 10, "io_volume": 5}]}))
+    r, mods = loaded_by("simulate", str(p), "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "iolab.specs.io" in mods and "iolab.specs.batch" not in mods
+
+
+def test_a_bad_batch_spec_is_still_refused_naming_the_field(tmp_path):
+    r, _ = loaded_by("simulate", batch_spec(tmp_path, {"source": "feitelson", "jobs": -3}), "--json")
+    assert r.returncode == 2 and "workload" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_the_lazy_names_answer_where_they_did():
+    import iolab.specs
+    from iolab.cli import network
+    from iolab.emulator import netns
+    from iolab.specs import io, io_policies, load
+
+    for name in ("App", "IOExperiment", "Mapping", "Phase", "Platform"):
+        assert getattr(iolab.specs, name) is getattr(io, name)
+    with pytest.raises(AttributeError):
+        iolab.specs.NoSuchModel  # noqa: B018
+    assert io.IO_POLICIES is io_policies.IO_POLICIES and io.normalise_policy is io_policies.normalise_policy
+    assert set(load.KINDS) == {"io", "batch"} and "io" in load.KINDS and "campaign" not in load.KINDS
+    assert load.KINDS["io"] is io.IOExperiment and {**load.KINDS}["batch"].__name__ == "BatchExperiment"
+    assert network.NETNS_MARKER == netns.MARKER  # read by the command line without importing netns
