@@ -54,9 +54,11 @@ DEFERRED = frozenset({"yaml"})
 # function-local import of one carries a `# lazy:` comment).  A spec level's models are built only for a spec of
 # that level (iolab/specs/load.py): `iolab simulate BATCH.json` does not build the I/O experiment's; the calibration
 # (statistics, the trace reader) is loaded for `--calibration` only; the emulator's network modules (socket,
-# subprocess) by a command that runs things here only (iolab/cli/network.py).
+# subprocess) by a command that runs things here only (iolab/cli/network.py); the batch simulator's load controller
+# for a spec that has one.
 DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch", "iolab.calibration",
-                              "iolab.emulator.netns", "iolab.emulator.launchers", "iolab.emulator.ray_session"})
+                              "iolab.emulator.netns", "iolab.emulator.launchers", "iolab.emulator.ray_session",
+                              "iolab.sim.batch.controller"})
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",
