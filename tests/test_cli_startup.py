@@ -25,7 +25,8 @@ sys.exit(code)
 """
 
 NOT_FOR_A_BATCH_RUN = ("iolab.specs.io", "iolab.specs.emulation", "iolab.calibration", "iolab.emulator.netns",
-                       "iolab.emulator.launchers", "iolab.emulator.ray_session", "iolab.sim.io")
+                       "iolab.emulator.launchers", "iolab.emulator.ray_session", "iolab.sim.io",
+                       "iolab.sim.batch.controller", "iolab.workloads.feitelson", "iolab.workloads.theta")
 
 
 def loaded_by(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
@@ -82,3 +83,12 @@ def test_the_lazy_names_answer_where_they_did():
     assert set(load.KINDS) == {"io", "batch"} and "io" in load.KINDS and "campaign" not in load.KINDS
     assert load.KINDS["io"] is io.IOExperiment and {**load.KINDS}["batch"].__name__ == "BatchExperiment"
     assert network.NETNS_MARKER == netns.MARKER  # read by the command line without importing netns
+    import iolab.workloads
+    from iolab.workloads import feitelson, job_columns, theta
+
+    for name, module in (("feitelson_jobs", feitelson), ("feitelson_columns", feitelson), ("with_io", feitelson),
+                         ("JobColumns", job_columns), ("jobs_from_columns", job_columns), ("ThetaTrace", theta),
+                         ("theta_jobs", theta), ("theta_trace", theta)):
+        assert getattr(iolab.workloads, name) is getattr(module, name)
+    with pytest.raises(AttributeError):
+        iolab.workloads.no_such_reader  # noqa: B018

@@ -12,10 +12,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from iolab.workloads.feitelson import feitelson_columns, feitelson_jobs, with_io
-from iolab.workloads.job_columns import JobColumns, jobs_from_columns
 from iolab.workloads.swf import SWFError, SWFTrace, TooManyJobLines, read_swf, swf_jobs
-from iolab.workloads.theta import ThetaTrace, theta_jobs, theta_trace
+
+# The generator's and the Theta reader's names, imported at their first use (a module ``__getattr__``): a run of
+# an SWF trace (``iolab simulate``) loads neither.
+def __getattr__(name: str) -> Any:
+    if name in ("feitelson_columns", "feitelson_jobs", "with_io"):
+        from iolab.workloads import feitelson  # lazy: the generator, for whoever asks for it
+
+        return getattr(feitelson, name)
+    if name in ("JobColumns", "jobs_from_columns"):
+        from iolab.workloads import job_columns  # lazy: the generator's columns, for whoever asks for them
+
+        return getattr(job_columns, name)
+    if name in ("ThetaTrace", "theta_jobs", "theta_trace"):
+        from iolab.workloads import theta  # lazy: the Theta reader, for whoever asks for it
+
+        return getattr(theta, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_workload(experiment: Any, max_jobs: int | None = None) -> list[Any]:
@@ -30,6 +44,8 @@ def load_workload(experiment: Any, max_jobs: int | None = None) -> list[Any]:
     if src == "inline":
         return list(w.jobs)
     if src == "feitelson":
+        from iolab.workloads.feitelson import feitelson_jobs  # lazy: the generator, for its workloads only
+
         pl = experiment.platform
         return feitelson_jobs(w, seed=experiment.seed, max_nodes=pl.nodes, lps_rate=pl.lps.rate,
                               memory_per_node=pl.memory_per_node)
@@ -49,6 +65,8 @@ def load_workload(experiment: Any, max_jobs: int | None = None) -> list[Any]:
             jobs = jobs[skip:]
         return swf_window_io(jobs, experiment)
     if src == "theta":
+        from iolab.workloads.theta import theta_jobs  # lazy: the Theta reader, for its workloads only
+
         return theta_jobs(w.path)
     raise ValueError(f"unknown workload source {src!r}")
 
@@ -61,6 +79,8 @@ def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
     w = experiment.workload
     if w.io is None:
         return jobs
+    from iolab.workloads.feitelson import with_io  # lazy: lackner2019's I/O model, for a workload that has one
+
     pl = experiment.platform
     entropy = experiment.seed if not w.skip else [experiment.seed, w.skip]
     return with_io(jobs, w.io, seed=entropy, lps_rate=pl.lps.rate, memory_per_node=pl.memory_per_node,
