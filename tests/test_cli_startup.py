@@ -12,14 +12,27 @@ import pytest
 
 # Run the command in a fresh interpreter and list the modules it loaded (a test process has them all already).
 CHILD = """
-import json, sys
+import gc, json, sys
+import iolab.runners as runners
 from iolab.cli import main
+
+resolve = runners._resolve
+def watched(where):  # the collector as the run finds it: on, the start-up's objects frozen
+    fn = resolve(where)
+    if not where.endswith(("run:simulate_batch", "run:simulate")):
+        return fn
+    def run(*args, **kwargs):
+        print("run: collector", gc.isenabled(), "frozen", gc.get_freeze_count() > 0, file=sys.stderr)
+        return fn(*args, **kwargs)
+    return run
+runners._resolve = watched
 sys.argv = ["iolab", *sys.argv[1:]]
 code = 0
 try:
     main()
 except SystemExit as exc:
     code = exc.code
+print("exit: collector", gc.isenabled(), file=sys.stderr)
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("iolab"))), file=sys.stderr)
 sys.exit(code)
 """
@@ -51,6 +64,8 @@ def test_a_batch_run_loads_neither_the_io_level_nor_the_emulator(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["jobs"] == 20
     assert {"iolab.specs.batch", "iolab.sim.batch.run"} <= mods  # the listing is of this run
+    # the collector, paused by main() through the start-up, is on for the run
+    assert "run: collector True frozen True" in r.stderr, r.stderr
     assert not mods & set(NOT_FOR_A_BATCH_RUN), sorted(mods & set(NOT_FOR_A_BATCH_RUN))
 
 
@@ -62,6 +77,7 @@ def test_an_io_run_loads_the_io_models_and_not_the_batch_ones(tmp_path):
     r, mods = loaded_by("simulate", str(p), "--json")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "iolab.specs.io" in mods and "iolab.specs.batch" not in mods
+    assert "run: collector True frozen True" in r.stderr, r.stderr
 
 
 def test_a_bad_batch_spec_is_still_refused_naming_the_field(tmp_path):
@@ -92,3 +108,9 @@ def test_the_lazy_names_answer_where_they_did():
         assert getattr(iolab.workloads, name) is getattr(module, name)
     with pytest.raises(AttributeError):
         iolab.workloads.no_such_reader  # noqa: B018
+
+
+def test_a_command_that_does_not_keep_the_collector_paused_runs_with_it_on():
+    r = subprocess.run([sys.executable, "-c", CHILD, "schema", "batch"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and json.loads(r.stdout)["title"] == "BatchExperiment", r.stderr[-2000:]
+    assert "exit: collector True" in r.stderr, r.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from iolab.cli import resume_collector
 from iolab.runners import runner
 from iolab.specs.io_policies import IO_POLICIES
 from iolab.specs.load import MAX_APPS, load_spec, read_document
@@ -155,8 +156,12 @@ def _collector_paused_on_startup():
     schemas, the spec: they live as long as the run) out of its passes while the run lasts
     (``gc.freeze``; ``gc.unfreeze`` after).  A run allocates objects by the hundred thousand, so the
     collector's full passes come often and each walked every start-up object again: 0.13 s of the
-    1.1 s of ``iolab simulate`` on KTH-SP2 under EASY.  Objects are still freed when unreferenced."""
+    1.1 s of ``iolab simulate`` on KTH-SP2 under EASY.  Objects are still freed when unreferenced.
+
+    Started from ``main()``, the command has run with the collector paused until here (``COLLECTOR_KEPT_PAUSED``
+    in iolab/cli/__init__.py: its start-up makes next to no garbage); it is on for the run."""
     gc.freeze()
+    resume_collector()
     try:
         yield
     finally:
