@@ -14,6 +14,7 @@ from typing import Any
 
 from iolab.workloads.swf import SWFError, SWFTrace, TooManyJobLines, read_swf, swf_jobs
 
+
 # The generator's and the Theta reader's names, imported at their first use (a module ``__getattr__``): a run of
 # an SWF trace (``iolab simulate``) loads neither.
 def __getattr__(name: str) -> Any:
