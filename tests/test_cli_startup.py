@@ -114,3 +114,17 @@ def test_a_command_that_does_not_keep_the_collector_paused_runs_with_it_on():
     r = subprocess.run([sys.executable, "-c", CHILD, "schema", "batch"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and json.loads(r.stdout)["title"] == "BatchExperiment", r.stderr[-2000:]
     assert "exit: collector True" in r.stderr, r.stderr
+
+
+def test_main_in_process_leaves_the_collector_on_after_a_command_that_stopped_early(monkeypatch, tmp_path):
+    """main() pauses the collector for the start-up; a command that stops before its work (bad input, exit 2)
+    leaves it as the caller had it."""
+    import gc
+
+    from iolab.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["iolab", "simulate", batch_spec(tmp_path, {"source": "feitelson", "jobs": -3})])
+    assert gc.isenabled()
+    with pytest.raises(SystemExit) as ex:
+        main()
+    assert ex.value.code == 2 and gc.isenabled()

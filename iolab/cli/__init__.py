@@ -110,12 +110,15 @@ def main() -> None:
         gc.disable()
         _paused_by_main = True
     atexit.register(_no_collection_at_exit)
-    try:  # a local run: re-executed in a namespace of its own (cli/network.py), after probing for one
-        network.private_network(sys.argv[1:])
-    except KeyboardInterrupt:  # Ctrl-C during the probe: as during the command (LazyGroup.invoke)
-        click.echo("\ninterrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    cli(prog_name="iolab")  # exit codes: LazyGroup.invoke and iolab.errors
+    try:
+        try:  # a local run: re-executed in a namespace of its own (cli/network.py), after probing for one
+            network.private_network(sys.argv[1:])
+        except KeyboardInterrupt:  # Ctrl-C during the probe: as during the command (LazyGroup.invoke)
+            click.echo("\ninterrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        cli(prog_name="iolab")  # exit codes: LazyGroup.invoke and iolab.errors
+    finally:  # a command that stopped before its work (bad input): the collector as the caller had it
+        resume_collector()
 
 
 def _no_collection_at_exit() -> None:
