@@ -14,7 +14,7 @@ import click
 from iolab.cli import resume_collector
 from iolab.runners import runner
 from iolab.specs.io_policies import IO_POLICIES
-from iolab.specs.load import MAX_APPS, load_spec, read_document
+from iolab.specs.load import MAX_APPS, apply_overrides, parse_spec, read_document, spec_dir
 from iolab.specs.size import MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
@@ -96,17 +96,21 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if calibration:
         from iolab.calibration import read_calibration  # lazy: statistics and the trace reader, for --calibration only
     limits = {"apps": max_apps, "jobs": max_jobs}
-    level = read_document(spec_path, limits).get("kind", "io")  # the level, before the spec is validated
+    # read once (the level, before the spec is validated; then the spec itself): a YAML spec is parsed in Python
+    document = read_document(spec_path, limits)
+    level = document.get("kind", "io")
     if level == "batch":
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
         # without --out no phase row is seen (the metrics read the jobs table): none is kept
-        return _simulate_batch(spec_path, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"))
+        return _simulate_batch(spec_path, document, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"))
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
-    spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt}, limits=limits)
+    overrides = {"policy": policy, "sim.mode": mode, "sim.dt": dt}
+    spec = parse_spec(apply_overrides(document, overrides, _source(spec_path)), _source(spec_path),
+                      base_dir=spec_dir(spec_path))  # load_spec's, on the document read above
     if cal is not None:
         from iolab.calibration import calibrated, describe_io  # lazy: for --calibration only
         if not as_json:
@@ -206,9 +210,9 @@ def eta(done: int, total: int, elapsed: float) -> str:
     return f", about {seconds(elapsed * (total - done) / done)} left"
 
 
-def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
+def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
                     cal: dict | None = None, phases: str = "all") -> None:
-    spec = load_spec(spec_path, limits={"jobs": max_jobs})
+    spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document read
     if cal is not None:
         from iolab.calibration import calibrated  # lazy: for --calibration only
         spec = calibrated(spec, cal)
