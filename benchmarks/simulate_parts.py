@@ -5,9 +5,9 @@ usage: python benchmarks/simulate_parts.py SPEC [--repeat N] [--phases jobs|all|
 Each repetition is a fresh interpreter (imports are only paid once per process) that does what the
 command does, in its order, and reads ``time.process_time`` between the parts: the outside packages
 the command needs (click, numpy, pydantic, yaml), the spec models, the simulator's and the command's
-modules, reading the spec, reading or generating the workload, the kernel's set-up, the engine's
-run, the trace's columns, the metrics.  The collector is paused on the start-up's objects as the
-command pauses it.  Prints the least CPU seconds of each part over ``--repeat`` processes (default 5)
+modules, reading the spec, reading or generating the workload (with the command's check of
+``--max-jobs``), the kernel's set-up, the engine's run, the trace's columns, the metrics.  As in the
+command, the collector is off until the run, then on with the start-up's objects frozen.  Prints the least CPU seconds of each part over ``--repeat`` processes (default 5)
 and their sum; the interpreter's own start (``python -c pass``) is printed beside it.  As the command
 without ``--out``, the run keeps each job's I/O time but no phase row (``--phases all``: as with
 ``--out``), and numpy's OpenBLAS runs one thread.  iolab's bytecode is cached first (``cache_bytecode.py``).
@@ -27,6 +27,7 @@ from cache_bytecode import compile_iolab  # noqa: E402  (a sibling script: iolab
 CHILD = r"""
 import gc, json, os, sys, time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the command line sets it
+gc.disable()  # as main() pauses the collector through the start-up
 c = time.process_time
 out, t = [], c()
 def mark(name):
@@ -34,7 +35,7 @@ def mark(name):
     now = c(); out.append((name, now - t)); t = now
 import click, numpy, pydantic, yaml
 mark("imports: click, numpy, pydantic, yaml")
-import iolab.specs.load
+import iolab.specs.load, iolab.specs.batch
 mark("imports: the spec models")
 import iolab.cli.simulate, iolab.sim.batch.run, iolab.metrics.batch_trace
 mark("imports: the simulator and the command")
@@ -42,10 +43,11 @@ from iolab.specs.load import load_spec
 spec = load_spec(sys.argv[1])
 PHASES = sys.argv[2]
 mark("read the spec")
-gc.freeze()
-from iolab.workloads import load_workload
-jobs = load_workload(spec)
+from iolab.cli.simulate import MAX_JOBS, _batch_jobs
+jobs = _batch_jobs(spec, MAX_JOBS, sys.argv[1])  # the command's: the job cap checked, the workload read
 mark("read or generate the workload")
+gc.freeze()  # then the run, with the collector on
+gc.enable()
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.sim.batch.engine import BatchEngine
 kernel = BatchKernel.from_spec(spec, jobs)

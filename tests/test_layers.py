@@ -21,8 +21,8 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
 (counting function-local imports too, so a lazy import cannot hide one); no cycle between the
 modules of the package at module level; a function-local import only where it keeps a heavy
-dependency (``HEAVY``, a light one a command's start should not pay for, ``DEFERRED``, or a module
-that loads one when imported) off the importing module's load, and then with a ``# lazy: <why>``
+dependency (``HEAVY``, a light one a command's start should not pay for, ``DEFERRED``, one of iolab's own
+modules a command's start should not pay for, ``DEFERRED_MODULES``, or a module that loads one when imported) off the importing module's load, and then with a ``# lazy: <why>``
 comment on the import line.
 """
 
@@ -50,6 +50,16 @@ HEAVY = frozenset({"ray", "mpi4py", "h5py", "matplotlib", "scipy", "sklearn", "s
 # Light, but left off the start of a command that does not use it (with a `# lazy:` comment like a heavy one):
 # yaml is 8 ms of `iolab simulate SPEC.json`'s start, which reads no YAML (iolab/specs/load.py)
 DEFERRED = frozenset({"yaml"})
+# iolab's own modules a command's start should not pay for when its run does not use them (the same rule: a
+# function-local import of one carries a `# lazy:` comment).  A spec level's models are built only for a spec of
+# that level (iolab/specs/load.py): `iolab simulate BATCH.json` does not build the I/O experiment's; the calibration
+# (statistics, the trace reader) is loaded for `--calibration` only; the emulator's network modules (socket,
+# subprocess) by a command that runs things here only (iolab/cli/network.py); the batch simulator's load controller
+# for a spec that has one; the Feitelson generator and the Theta reader for their workloads.
+DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch", "iolab.calibration",
+                              "iolab.emulator.netns", "iolab.emulator.launchers", "iolab.emulator.ray_session",
+                              "iolab.sim.batch.controller", "iolab.workloads.feitelson", "iolab.workloads.theta",
+                              "iolab.workloads.job_columns"})
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",
@@ -258,6 +268,8 @@ def heavy_loads(pkg: Package) -> dict[str, frozenset[str]]:
         if imp.internal:
             deps[imp.source].add(imp.target)
             deps[imp.source].update(p for p in parents(imp.target) if p in pkg.modules)
+            if imp.target in DEFERRED_MODULES:
+                direct[imp.source].add(imp.target)
         elif imp.target in HEAVY | DEFERRED:
             direct[imp.source].add(imp.target)
     loads = {m: set(s) for m, s in direct.items()}
@@ -275,7 +287,7 @@ def heavy_loads(pkg: Package) -> dict[str, frozenset[str]]:
 def brings(pkg: Package, loads: dict[str, frozenset[str]], imp: Import) -> frozenset[str]:
     """The heavy packages ``imp`` loads that its module has not loaded already."""
     if imp.internal:
-        new = loads[imp.target]
+        new = loads[imp.target] | (frozenset({imp.target}) & DEFERRED_MODULES)
     else:
         new = frozenset({imp.target}) & (HEAVY | DEFERRED)
     return new - loads[imp.source]

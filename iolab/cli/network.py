@@ -18,9 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from iolab.emulator import netns
-from iolab.emulator.launchers import network_mode
-from iolab.emulator.ray_session import LOOPBACK_RAY_ENV
+NETNS_MARKER = "IOLAB_NETNS"  # iolab.emulator.netns.MARKER, read here without importing it (tests/test_cli_startup.py)
 
 LOCAL_RUNS = frozenset({"emulate", "validate", "sweep", "study"})  # the commands that start Ray or MPI here
 
@@ -44,12 +42,19 @@ def spans_hosts(args: Sequence[str]) -> bool:
     here: not a local-run command, help, ``IOLAB_NETWORK=open`` (or a Slurm allocation of several
     nodes), inside a Slurm allocation, ``--launcher srun``, ``--address``.  Raises ValueError for a
     bad ``IOLAB_NETWORK``."""
-    words = [a for a in args if not a.startswith("-")]
-    if not words or words[0] not in LOCAL_RUNS or "-h" in args or "--help" in args:
+    if not runs_here(args):
         return True
+    from iolab.emulator.launchers import network_mode  # lazy: the launchers, for a command that runs things here
+
     if network_mode() == "open" or os.environ.get("SLURM_JOB_ID"):
         return True
     return option(args, "--address") is not None or (option(args, "--launcher") or "").lower() == "srun"
+
+
+def runs_here(args: Sequence[str]) -> bool:
+    """Whether ``iolab ARGS`` is a command that runs things on this host (:data:`LOCAL_RUNS`, not its help)."""
+    words = [a for a in args if not a.startswith("-")]
+    return bool(words) and words[0] in LOCAL_RUNS and "-h" not in args and "--help" not in args
 
 
 def own_command_line() -> list[str]:
@@ -64,7 +69,12 @@ def private_network(args: Sequence[str]) -> None:
     """Put the local run ``iolab ARGS`` in a network namespace of its own: re-execute this process
     there (this call then never returns), or, in the re-executed process, bring ``lo`` up.  Nothing
     for a command that spans hosts or runs nothing here (:func:`spans_hosts`).  Exits 2 on a bad
-    ``IOLAB_NETWORK``."""
+    ``IOLAB_NETWORK``.  A command that runs nothing here, outside a namespace of its own (``iolab simulate``),
+    returns at once, without importing the emulator's modules (socket, subprocess: a few ms of its start)."""
+    if os.environ.get(NETNS_MARKER) != "1" and not runs_here(args):
+        return
+    from iolab.emulator import netns  # lazy: socket, subprocess, for a command that runs things here
+
     if netns.inside():
         netns.loopback_up()
         _ray_on_loopback()
@@ -89,5 +99,7 @@ def private_network(args: Sequence[str]) -> None:
 
 def _ray_on_loopback() -> None:
     """A local Ray of this process on 127.0.0.1 (before Ray is imported: it reads the variable then)."""
+    from iolab.emulator.ray_session import LOOPBACK_RAY_ENV  # lazy: as netns, for a command that runs things here
+
     for key, value in LOOPBACK_RAY_ENV.items():
         os.environ.setdefault(key, value)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import click
 
-from iolab.calibration import calibrated, describe_io, read_calibration
+from iolab.cli import resume_collector
 from iolab.runners import runner
-from iolab.specs.io import IO_POLICIES
-from iolab.specs.load import MAX_APPS, load_spec, read_document
-from iolab.specs.size import MAX_EVENTS, MAX_JOBS, batch_size, io_size
+from iolab.specs.io_policies import IO_POLICIES
+from iolab.specs.load import MAX_APPS, apply_overrides, parse_spec, read_document, spec_dir
+from iolab.specs.size import MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
 from iolab.units import short
@@ -93,19 +93,26 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if dt is not None and dt <= 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
 
+    if calibration:
+        from iolab.calibration import read_calibration  # lazy: statistics and the trace reader, for --calibration only
     limits = {"apps": max_apps, "jobs": max_jobs}
-    level = read_document(spec_path, limits).get("kind", "io")  # the level, before the spec is validated
+    # read once (the level, before the spec is validated; then the spec itself): a YAML spec is parsed in Python
+    document = read_document(spec_path, limits)
+    level = document.get("kind", "io")
     if level == "batch":
         if policy or mode or dt:
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
         # without --out no phase row is seen (the metrics read the jobs table): none is kept
-        return _simulate_batch(spec_path, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"))
+        return _simulate_batch(spec_path, document, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"))
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
-    spec = load_spec(spec_path, overrides={"policy": policy, "sim.mode": mode, "sim.dt": dt}, limits=limits)
+    overrides = {"policy": policy, "sim.mode": mode, "sim.dt": dt}
+    spec = parse_spec(apply_overrides(document, overrides, _source(spec_path)), _source(spec_path),
+                      base_dir=spec_dir(spec_path))  # load_spec's, on the document read above
     if cal is not None:
+        from iolab.calibration import calibrated, describe_io  # lazy: for --calibration only
         if not as_json:
             click.echo(f"calibration: {describe_io(cal, spec)} (spec seconds at time_scale "
                        f"{spec.emulator.time_scale:g})", err=True)
@@ -130,14 +137,41 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
             click.echo(f"trace written to {out}")
 
 
+def _batch_jobs(spec, max_jobs: int, source: str) -> list:
+    """The jobs of a batch spec, refused above ``max_jobs`` (exit 2, naming ``workload.jobs``) before the run
+    starts.  An SWF file is counted by its reader as it reads it (:func:`iolab.workloads.load_workload`),
+    not read once to count and again to parse; a Theta file (parsed whole to be counted, YAML read in
+    Python: 60 ms for 57 jobs) is read once and its jobs counted; the others are sized first
+    (:func:`batch_size`: their count is in the spec)."""
+    from iolab.workloads import TooManyJobLines, load_workload  # lazy: the batch models, for a batch spec only
+
+    if spec.workload.source == "theta":  # one job per entry of its `jobs` list, or an error naming the entries
+        jobs = load_workload(spec)
+        Size("jobs", float(len(jobs)), max_jobs, "--max-jobs").check(source, "workload.jobs")
+        return jobs
+    if spec.workload.source != "swf":
+        batch_size(spec, max_jobs).check(source, "workload.jobs")
+        return load_workload(spec)
+    try:
+        return load_workload(spec, max_jobs=max_jobs)
+    except TooManyJobLines as exc:
+        size = Size("jobs", exc.jobs, max_jobs, "--max-jobs")
+        size.check(source, "workload.jobs")
+        raise AssertionError(f"{exc}, yet {size} is within the limit") from None  # pragma: no cover
+
+
 @contextmanager
 def _collector_paused_on_startup():
     """Python's cyclic garbage collector leaves the objects alive now (modules, classes, pydantic's
     schemas, the spec: they live as long as the run) out of its passes while the run lasts
     (``gc.freeze``; ``gc.unfreeze`` after).  A run allocates objects by the hundred thousand, so the
     collector's full passes come often and each walked every start-up object again: 0.13 s of the
-    1.1 s of ``iolab simulate`` on KTH-SP2 under EASY.  Objects are still freed when unreferenced."""
+    1.1 s of ``iolab simulate`` on KTH-SP2 under EASY.  Objects are still freed when unreferenced.
+
+    Started from ``main()``, the command has run with the collector paused until here (``COLLECTOR_KEPT_PAUSED``
+    in iolab/cli/__init__.py: its start-up makes next to no garbage); it is on for the run."""
     gc.freeze()
+    resume_collector()
     try:
         yield
     finally:
@@ -176,10 +210,11 @@ def eta(done: int, total: int, elapsed: float) -> str:
     return f", about {seconds(elapsed * (total - done) / done)} left"
 
 
-def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
+def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
                     cal: dict | None = None, phases: str = "all") -> None:
-    spec = load_spec(spec_path, limits={"jobs": max_jobs})
+    spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document read
     if cal is not None:
+        from iolab.calibration import calibrated  # lazy: for --calibration only
         spec = calibrated(spec, cal)
         o = spec.platform.overheads
         if not as_json:
@@ -188,11 +223,11 @@ def _simulate_batch(spec_path: str, out: str | None, as_json: bool, max_jobs: in
                        f"{short(o.io_phase)} s (spec seconds at time_scale {spec.emulator.time_scale:g}); links "
                        f"deliver lps {short(d.lps, 3)}, hps {short(d.hps, 3)}, stage {short(d.stage, 3)} of their rates",
                        err=True)
-    batch_size(spec, max_jobs).check(_source(spec_path), "workload.jobs")
+    jobs = _batch_jobs(spec, max_jobs, _source(spec_path))
     sim = runner("batch", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
     with _collector_paused_on_startup():
-        trace = run(spec, progress=SimProgress(spec.name), phases=phases)
+        trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases)
         m = metrics(trace)
     if out:
         write_trace(trace, Path(out))

@@ -24,22 +24,8 @@ from iolab.names import MAX_NAME, NAME_PATTERN
 from iolab.specs.base import StrictModel, finite_sum, raise_if
 from iolab.specs.emulation import EmulatorSettings
 from iolab.specs.interference import INTERFERENCE_HELP, Interference
+from iolab.specs.io_policies import IO_POLICIES, LIST_POLICIES, IOPolicyName, normalise_policy  # noqa: F401 (re-exported)
 
-# Names of the I/O arbitration policies (carretero2020 §5.1) plus ``shared``.
-IO_POLICIES: tuple[str, ...] = (
-    "lowest-id",
-    "longest-io",
-    "shortest-io",
-    "shortest-remaining",
-    "longest-remaining",
-    "fifo",
-    "bandwidth",
-    "stretch",
-    "shared",
-)
-LIST_POLICIES: tuple[str, ...] = IO_POLICIES[:-1]
-
-IOPolicyName = Literal[IO_POLICIES]  # a tuple subscript spreads into the Literal
 
 AppId = Annotated[
     str,
@@ -49,13 +35,6 @@ SpecName = Annotated[str, Field(min_length=1, max_length=MAX_NAME, pattern=NAME_
                                 description="the experiment's name (becomes part of file names)")]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-
-def normalise_policy(value: object) -> object:
-    """Accept ``Longest_IO`` for ``longest-io``; leave anything else to pydantic."""
-    if isinstance(value, str):
-        return value.strip().lower().replace("_", "-")
-    return value
 
 
 class IOOverheads(StrictModel):

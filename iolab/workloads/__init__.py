@@ -12,32 +12,62 @@ from __future__ import annotations
 
 from typing import Any
 
-from iolab.workloads.feitelson import feitelson_columns, feitelson_jobs, with_io
-from iolab.workloads.job_columns import JobColumns, jobs_from_columns
-from iolab.workloads.swf import SWFError, SWFTrace, read_swf, swf_jobs
-from iolab.workloads.theta import ThetaTrace, theta_jobs, theta_trace
+from iolab.workloads.swf import SWFError, SWFTrace, TooManyJobLines, read_swf, swf_jobs
 
 
-def load_workload(experiment: Any) -> list[Any]:
-    """Jobs of an ``iolab.specs.batch.BatchExperiment`` (its workload, platform and seed)."""
+# The generator's and the Theta reader's names, imported at their first use (a module ``__getattr__``): a run of
+# an SWF trace (``iolab simulate``) loads neither.
+def __getattr__(name: str) -> Any:
+    if name in ("feitelson_columns", "feitelson_jobs", "with_io"):
+        from iolab.workloads import feitelson  # lazy: the generator, for whoever asks for it
+
+        return getattr(feitelson, name)
+    if name in ("JobColumns", "jobs_from_columns"):
+        from iolab.workloads import job_columns  # lazy: the generator's columns, for whoever asks for them
+
+        return getattr(job_columns, name)
+    if name in ("ThetaTrace", "theta_jobs", "theta_trace"):
+        from iolab.workloads import theta  # lazy: the Theta reader, for whoever asks for it
+
+        return getattr(theta, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_workload(experiment: Any, max_jobs: int | None = None) -> list[Any]:
+    """Jobs of an ``iolab.specs.batch.BatchExperiment`` (its workload, platform and seed).
+
+    ``max_jobs`` (an SWF workload; ``iolab simulate --max-jobs``): a file with more job lines after
+    ``skip`` than that, its ``limit`` not keeping it within, is refused with :class:`TooManyJobLines` (its
+    ``jobs``: the estimate :func:`iolab.specs.size.batch_size` gives, ``max_jobs`` + 1) as soon as the reader
+    has read that many, before any is converted: the size check and the read in one pass over the file."""
     w = experiment.workload
     src = w.source
     if src == "inline":
         return list(w.jobs)
     if src == "feitelson":
+        from iolab.workloads.feitelson import feitelson_jobs  # lazy: the generator, for its workloads only
+
         pl = experiment.platform
         return feitelson_jobs(w, seed=experiment.seed, max_nodes=pl.nodes, lps_rate=pl.lps.rate,
                               memory_per_node=pl.memory_per_node)
     if src == "swf":
         skip = w.skip
-        jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit,
-                        max_nodes=experiment.platform.nodes, first=skip)
+        capped = max_jobs is not None and (w.limit is None or w.limit > max_jobs)
+        try:
+            jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit,
+                            max_nodes=experiment.platform.nodes, first=skip,
+                            max_lines=skip + int(max_jobs) if capped else None)
+        except TooManyJobLines as exc:
+            exc.jobs = float(exc.stop + 1 - skip)
+            raise
         if skip:
             if skip >= len(jobs):
                 raise SWFError(str(w.path), 0, f"workload.skip: {skip} leaves no job (the file has {len(jobs)})")
             jobs = jobs[skip:]
         return swf_window_io(jobs, experiment)
     if src == "theta":
+        from iolab.workloads.theta import theta_jobs  # lazy: the Theta reader, for its workloads only
+
         return theta_jobs(w.path)
     raise ValueError(f"unknown workload source {src!r}")
 
@@ -50,6 +80,8 @@ def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
     w = experiment.workload
     if w.io is None:
         return jobs
+    from iolab.workloads.feitelson import with_io  # lazy: lackner2019's I/O model, for a workload that has one
+
     pl = experiment.platform
     entropy = experiment.seed if not w.skip else [experiment.seed, w.skip]
     return with_io(jobs, w.io, seed=entropy, lps_rate=pl.lps.rate, memory_per_node=pl.memory_per_node,
@@ -57,6 +89,6 @@ def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
 
 
 __all__ = [
-    "JobColumns", "SWFError", "SWFTrace", "ThetaTrace", "feitelson_columns", "feitelson_jobs", "jobs_from_columns", "load_workload", "read_swf", "swf_jobs",
+    "JobColumns", "SWFError", "SWFTrace", "ThetaTrace", "TooManyJobLines", "feitelson_columns", "feitelson_jobs", "jobs_from_columns", "load_workload", "read_swf", "swf_jobs",
     "swf_window_io", "theta_jobs", "theta_trace", "with_io",
 ]

@@ -62,6 +62,16 @@ class SWFError(DataError, ValueError):
         return f"{self.path}:{self.line}: {self.reason}"
 
 
+class TooManyJobLines(Exception):
+    """The file has more than ``stop`` data lines: raised by a reader asked to stop there (``max_lines``),
+    as soon as it has read one line more; ``jobs``: the estimate of :func:`iolab.specs.size.batch_size`
+    (set by :func:`iolab.workloads.load_workload`, which knows the window)."""
+
+    def __init__(self, path: str, stop: int):
+        self.path, self.stop, self.jobs = path, stop, float(stop + 1)
+        super().__init__(f"{path}: more than {stop} data lines")
+
+
 @dataclass(frozen=True, slots=True)
 class SWFRecord:
     line: int
@@ -392,20 +402,24 @@ _FAST_BYTES = 1 << 28  # decompressed bytes the fast path holds at once (256 MiB
 _LOOKALIKE_SPACE = (b"\x1c", b"\x1d", b"\x1e", b"\x1f")  # whitespace to str.split/strip, not to bytes.split/strip
 
 
-def _plain_lines(path: Path) -> list[bytes] | None:
+_READ = 1 << 22  # decompressed bytes _plain_lines reads at once while it counts the data lines
+
+
+def _plain_lines(path: Path, stop: int | None = None) -> list[bytes] | None:
     """The file's lines as bytes, when splitting its bytes gives exactly the lines, blanks, comments and
     tokens that :func:`_open_text` and ``str.strip``/``str.split`` give: ASCII (UTF-8 decoding is the
     identity), no ``\r`` but in ``\r\n`` (universal newlines), none of the four characters that only
     ``str`` takes for whitespace, no line longer than :data:`MAX_LINE`, readable to its end and at most
     :data:`_FAST_BYTES`.  Otherwise None: the file is read as text, line by line, with that reader's
-    errors (a long line, a truncated .gz), which it raises where it meets them."""
+    errors (a long line, a truncated .gz), which it raises where it meets them.  ``stop``: raise
+    :class:`TooManyJobLines` as soon as more than ``stop`` data lines are read (:func:`_read_counted`)."""
     try:
         with path.open("rb") as fh:
             magic = fh.read(2)
         if magic != b"\x1f\x8b" and path.stat().st_size > _FAST_BYTES:
             return None
         with (gzip.open(path, "rb") if magic == b"\x1f\x8b" else path.open("rb")) as fh:
-            content = fh.read(_FAST_BYTES + 1)
+            content = fh.read(_FAST_BYTES + 1) if stop is None else _read_counted(fh, stop, str(path))
     except (OSError, EOFError, zlib.error):
         return None
     if len(content) > _FAST_BYTES or not content.isascii() or any(c in content for c in _LOOKALIKE_SPACE):
@@ -422,6 +436,34 @@ def _plain_lines(path: Path) -> list[bytes] | None:
     return lines
 
 
+def _read_counted(fh, stop: int, path: str) -> bytes:
+    """At most :data:`_FAST_BYTES` + 1 bytes of ``fh``, :data:`_READ` at a time; :class:`TooManyJobLines`
+    as soon as they hold more than ``stop`` data lines (not blank, not a ``;`` comment, as
+    :func:`iolab.specs.size.swf_job_lines` counts them), without reading the rest.  The lines are counted
+    only once the newlines read could exceed ``stop``: a file well within it is read as with one call."""
+    chunks: list[bytes] = []
+    size = newlines = data = 0
+    uncounted: list[bytes] = []  # chunks read since the last count
+    rest = b""  # the start of a line whose end is not read yet (counted with it)
+    while size <= _FAST_BYTES:
+        chunk = fh.read(_READ)
+        if chunk:
+            chunks.append(chunk)
+            uncounted.append(chunk)
+            size += len(chunk)
+            newlines += chunk.count(b"\n")
+        if newlines >= stop:  # the lines read (at most newlines + 1) may be more than stop: count them
+            lines = (rest + b"".join(uncounted)).split(b"\n")
+            uncounted.clear()
+            rest = lines.pop() if chunk else b""  # at the end of the file the last piece is a line
+            data += sum(1 for line in lines if (text := line.strip()) and text[0] != 59)  # 59: ";"
+            if data > stop:
+                raise TooManyJobLines(path, stop)
+        if not chunk:
+            break
+    return b"".join(chunks)
+
+
 def _numbers(lines: list[bytes]) -> np.ndarray | None:
     """Stripped data lines (bytes) as an n x 18 float array, converted by numpy's text parser in one
     call, or None if a line is not 18 numbers it reads (then :func:`_block` judges them one by one).
@@ -436,7 +478,8 @@ def _numbers(lines: list[bytes]) -> np.ndarray | None:
     return table if table.shape == (len(lines), _NCOL) else None
 
 
-def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None) -> SWFTrace:
+def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
+             max_lines: int | None = None) -> SWFTrace:
     """Read an SWF file (``.gz`` detected by content).  See the module doc for errors.
 
     Columnar: the data lines are converted to one float array at once and checked as columns;
@@ -445,7 +488,8 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
     the same problems, the same first error, and nothing past ``limit`` accepted records is judged.
     A plain ASCII file (every trace of the Parallel Workloads Archive) is decompressed at once and its
     lines converted by numpy's parser (:func:`_plain_lines`, :func:`_numbers`); any other is read as
-    text line by line.  Both give the same trace."""
+    text line by line.  Both give the same trace.  ``max_lines``: a file with more data lines is refused
+    (:class:`TooManyJobLines`) before any is converted, without being read to its end."""
     p = Path(path)
     if not p.is_file():
         raise SWFError(str(p), 0, "no such SWF file")
@@ -485,7 +529,7 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
                 trace.header.setdefault(key, value.strip())
 
     block = _BLOCK if limit is None else min(_BLOCK, max(1024, 2 * limit))
-    plain = _plain_lines(p)
+    plain = _plain_lines(p, max_lines)
     if plain is not None:
         stripped = [line.strip() for line in plain]
         del plain
@@ -513,6 +557,8 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
                     header(text)
                     continue
                 numbers.append(lineno)
+                if max_lines is not None and len(numbers) > max_lines:
+                    raise TooManyJobLines(str(p), max_lines)
                 pending.append(text)
                 if len(pending) == block:
                     convert()
@@ -558,12 +604,14 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None)
 
 
 def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
-             procs_per_node: int | None = None, max_nodes: int | None = None, first: int = 0) -> list[Job]:
+             procs_per_node: int | None = None, max_nodes: int | None = None, first: int = 0,
+             max_lines: int | None = None) -> list[Job]:
     """Jobs of an SWF file, in file order.  Skipped lines and unusable records are counted in an
     :class:`iolab.errors.InputWarning`.  ``max_nodes``: the platform's nodes (a bigger job is an error
-    naming its line, or skipped with ``strict=False``), from the ``first`` job on."""
+    naming its line, or skipped with ``strict=False``), from the ``first`` job on.  ``max_lines``: see
+    :func:`read_swf`."""
     with _gc_paused():
-        trace = read_swf(path, strict=strict, limit=limit)
+        trace = read_swf(path, strict=strict, limit=limit, max_lines=max_lines)
         jobs = trace.jobs(procs_per_node, max_nodes=max_nodes, strict=strict, first=first)
     dropped = trace.problems + trace.unusable
     if dropped:

@@ -14,7 +14,6 @@ from iolab.middleware.policies.interference import tier_laws
 from iolab.sim.fairshare import FairShareLink
 
 from iolab.workloads import load_workload
-from iolab.sim.batch.controller import SimController
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
 from iolab.sim.batch.io_nodes import IONodeLayer
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
@@ -40,6 +39,8 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
             engine.links[name] = FairShareLink(engine.links[name].rate, law)
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
+        from iolab.sim.batch.controller import SimController  # lazy: the load controller, for a spec that has one
+
         SimController.from_spec(spec).install(engine, control=c.enabled)
     layer = IONodeLayer.from_spec(spec, strict=strict)  # after the tiers' laws: it keeps them
     if layer is None:

@@ -172,7 +172,7 @@ def _read(path, limit, fast: bool):
     (or the error of a file it cannot read) with ``strict=False``, and the first error with ``strict=True``."""
     with pytest.MonkeyPatch.context() as mp:
         if not fast:
-            mp.setattr(swf, "_plain_lines", lambda p: None)
+            mp.setattr(swf, "_plain_lines", lambda p, stop=None: None)
         try:
             trace = read_swf(path, strict=False, limit=limit)
         except SWFError as e:

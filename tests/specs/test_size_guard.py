@@ -124,3 +124,88 @@ def test_swf_job_lines_counts_as_a_line_by_line_read(tmp_path, monkeypatch, chun
         want = sum(1 for line in data.split(b"\n") if line.strip() and not line.strip().startswith(b";"))
         for stop in (float("inf"), 1, 3, 10):
             assert size.swf_job_lines(path, stop) == min(want, stop), (data, stop)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 22])
+def test_the_reader_refuses_past_stop_exactly_where_the_counter_does(tmp_path, monkeypatch, chunk):
+    """``iolab simulate`` leaves the count of an SWF file's job lines to its reader (one pass over the file):
+    the reader refuses a file (TooManyJobLines) exactly when :func:`swf_job_lines` counts more than ``stop``
+    lines, on the fast path (read a chunk at a time, lines cut between chunks) and on the line-by-line one
+    (a non-ASCII line sends a file there), and otherwise reads the same lines as without a stop."""
+    import random
+
+    from iolab.specs import size
+    from iolab.workloads import swf
+
+    monkeypatch.setattr(swf, "_READ", chunk)
+    rng = random.Random(chunk)
+    for k in range(200):
+        lines = [rng.choice([b"", b"  ", b"; Max: 1", b"  ;y", b"\t;", b"1 2 3", b"\t", b"\r", b" 7 \x0b", b"x"])
+                 for _ in range(rng.randint(0, 30))]
+        if k % 4 == 3:
+            lines.insert(rng.randint(0, len(lines)), "caf\u00e9".encode())
+        data = b"\n".join(lines) + rng.choice([b"", b"\n"])
+        path = tmp_path / f"f{k}.swf"
+        path.write_bytes(gzip.compress(data) if k % 2 else data)
+        want = size.swf_job_lines(path)
+        for stop in (0, 1, 3, 10, 29):
+            if want > stop:
+                with pytest.raises(swf.TooManyJobLines):
+                    swf.read_swf(path, strict=False, max_lines=stop)
+            else:
+                assert swf.read_swf(path, strict=False, max_lines=stop).problems == \
+                    swf.read_swf(path, strict=False).problems, (data, stop)
+
+
+def test_a_huge_swf_file_is_refused_without_being_read_to_its_end(tmp_path):
+    """A gzip file cut short after ~9 MB of job lines: read to its end it cannot be read (exit 2, "cannot
+    read"); with --max-jobs 100 it is refused for its size, so its reader stopped long before the cut."""
+    data = "".join(SWF_LINE.format(job=i + 1, submit=10 * i) for i in range(150_000)).encode()
+    packed = gzip.compress(data)
+    path = tmp_path / "huge.swf.gz"
+    path.write_bytes(packed[: len(packed) - 200])
+    p = spec(tmp_path, {"source": "swf", "path": str(path)})
+    assert "estimated 101 jobs, above the limit of 100" in refused_at(p, 100)
+    r = CliRunner().invoke(cli, ["simulate", str(p), "--max-jobs", "200000"])
+    assert r.exit_code == 2 and "cannot read" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_the_command_parses_a_theta_file_once(tmp_path, monkeypatch):
+    """A Theta job file is YAML read in Python (60 ms for 57 jobs): ``iolab simulate`` counts the jobs its
+    reader read instead of parsing the file a second time to count them; the limit holds the same."""
+    from iolab.specs import size
+    from iolab.workloads import theta
+
+    theta_path = shared_file("theta-2022-week4-io-jobs.yaml")
+    parsed = []
+    for module in (size, theta):
+        real = module.parse_text
+        monkeypatch.setattr(module, "parse_text", lambda text, source, *a, _real=real, **k:
+                            parsed.append(source) or _real(text, source, *a, **k))
+    p = spec(tmp_path, {"source": "theta", "path": str(theta_path)}, nodes=4392)
+    n = simulated_jobs(p)
+    assert parsed == [str(theta_path)]
+    assert "estimated 57 jobs, above the limit of 56" in refused_at(p, n - 1) and n == 57
+
+
+@pytest.mark.parametrize("level", ["batch", "io"])
+def test_the_command_parses_its_spec_once(tmp_path, monkeypatch, level):
+    """The document read to learn the spec's level is the one validated: a YAML spec of 5 000 inline jobs took
+    2.4 s to simulate when it was parsed twice, 1.1 s parsed once."""
+    from iolab.specs import load
+
+    if level == "batch":
+        p = spec(tmp_path, [{"id": i, "submit": i, "nodes": 1, "walltime": 100, "runtime": 50} for i in range(7)])
+    else:
+        p = tmp_path / "io.yaml"
+        p.write_text(yaml.safe_dump({"platform": {"io_nodes": 1, "nodes_per_io_node": 8, "bandwidth": 1.0},
+                                     "policy": "fifo", "apps": [{"id": "A", "nodes": 4, "release": 0,
+                                                                 "iterations": 2, "compute": 10, "io_volume": 5}]}))
+    parsed = []
+    real = load.parse_text
+    monkeypatch.setattr(load, "parse_text", lambda text, source, *a, **k: parsed.append(source) or real(text, source, *a, **k))
+    r = CliRunner().invoke(cli, ["simulate", str(p), "--json"] + (["--policy", "stretch"] if level == "io" else []))
+    assert r.exit_code == 0, r.output
+    assert parsed == [str(p)]
+    if level == "batch":
+        assert json.loads(r.output)["jobs"] == 7
