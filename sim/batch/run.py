@@ -15,7 +15,6 @@ from iolab.sim.fairshare import FairShareLink
 
 from iolab.workloads import load_workload
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
-from iolab.sim.batch.io_nodes import IONodeLayer
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
 
 __all__ = ["run_batch", "simulate_batch"]
@@ -42,9 +41,11 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
         from iolab.sim.batch.controller import SimController  # lazy: the load controller, for a spec that has one
 
         SimController.from_spec(spec).install(engine, control=c.enabled)
-    layer = IONodeLayer.from_spec(spec, strict=strict)  # after the tiers' laws: it keeps them
-    if layer is None:
+    if spec.platform.io_nodes is None:
         return engine.run()
+    from iolab.sim.batch.io_nodes import IONodeLayer  # lazy: the I/O nodes, for a platform that has them
+
+    layer = IONodeLayer.from_spec(spec, strict=strict)  # after the tiers' laws: it keeps them
     layer.install(engine)
     rec = engine.run()
     layer.close(max((s.end for s in rec.jobs), default=0.0))
