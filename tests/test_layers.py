@@ -63,7 +63,7 @@ DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch", "iolab.cali
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",
-    "iolab.atomic", "iolab.errors", "iolab.tiers", "iolab.workloads", "iolab.invariants", "iolab.signals", "iolab.names", "iolab.shared_data",
+    "iolab.atomic", "iolab.errors", "iolab.tiers", "iolab.workloads", "iolab.invariants", "iolab.signals", "iolab.collector", "iolab.names", "iolab.shared_data",
     "iolab.examples", "iolab.templates",
 })
 POLICIES = "iolab.middleware.policies"

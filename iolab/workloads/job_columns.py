@@ -18,13 +18,13 @@ collector is paused while the objects are made (none of them can be part of a cy
 
 from __future__ import annotations
 
-import gc
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from iolab import collector
 from iolab.names import NAME_PATTERN
 from iolab.specs.batch import IOEstimate, Job
 
@@ -131,13 +131,8 @@ def jobs_from_columns(c: JobColumns, *, validate_each: bool = False) -> list[Job
     reference the fast path is tested against; also taken when :func:`columns_valid` fails)."""
     if validate_each or not columns_valid(c):
         return _validated(c)
-    was_enabled = gc.isenabled()
-    gc.disable()  # a million new objects would run the cyclic collector hundreds of times (half the time)
-    try:
+    with collector.paused():  # a million new objects would run the cyclic collector hundreds of times (half the time)
         return _construct(c)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _construct(c: JobColumns) -> list[Job]:

@@ -29,16 +29,15 @@ Turning a record into a :class:`iolab.specs.batch.Job` (:meth:`SWFTrace.jobs`):
 
 from __future__ import annotations
 
-import gc
 import gzip
 import math
 import warnings
 import zlib
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from iolab import collector
 from iolab.errors import DataError, InputWarning
 import numpy as np
 
@@ -99,20 +98,6 @@ _INT_FIELDS = {"job", "alloc_procs", "req_procs", "status", "user", "group", "ex
                "partition", "preceding_job"}
 _INT_MASK = tuple(name in _INT_FIELDS for name in FIELDS)
 _MAX_NODES = next(m.le for m in Job.model_fields["nodes"].metadata if hasattr(m, "le"))  # Job.nodes' bound
-
-
-@contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector while hundreds of thousands of acyclic objects (tokens, rows,
-    jobs) are made: its passes over them were a third of SDSC-BLUE's load time.  Nothing made here
-    forms a cycle; the collector runs again (if it ran before) as soon as the block ends."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 _NCOL = len(FIELDS)
@@ -610,7 +595,7 @@ def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
     :class:`iolab.errors.InputWarning`.  ``max_nodes``: the platform's nodes (a bigger job is an error
     naming its line, or skipped with ``strict=False``), from the ``first`` job on.  ``max_lines``: see
     :func:`read_swf`."""
-    with _gc_paused():
+    with collector.paused():
         trace = read_swf(path, strict=strict, limit=limit, max_lines=max_lines)
         jobs = trace.jobs(procs_per_node, max_nodes=max_nodes, strict=strict, first=first)
     dropped = trace.problems + trace.unusable
