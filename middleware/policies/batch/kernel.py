@@ -407,7 +407,10 @@ class BatchKernel:
         self.running[jid] = s
         self.free_nodes -= n
         end = t + q.walltime  # Start.expected_end: now + walltime
-        s.tier, s.start, s.expected_end, s.storage = LPS, t, end, 0.0
+        s.tier = LPS
+        s.start = t
+        s.expected_end = end
+        s.storage = 0.0
         rel = self._releases
         if rel is not None:  # _seen of a job seen for the first time
             key = (end, self._started, n, 0.0)
