@@ -82,22 +82,16 @@ def step_list(job, tier: str, lps_rate: float, memory_per_node: float, overheads
 
 _new = tuple.__new__  # a Step from its four fields in order, without the named tuple's own __new__ (a call)
 
-#: distinct compute times whose one-step list :func:`step_lists` keeps (a bound on its memory; past it,
-#: a list is built per start as :func:`step_list` builds it)
-SHARED_LISTS = 1 << 16
-
-
 def step_lists(lps_rate: float, memory_per_node: float, overheads=None) -> Callable[[Any, str], tuple[Step, ...]]:
     """:func:`step_list` with the run's platform bound once: ``f(job, tier)`` is ``step_list(job, tier,
     lps_rate, memory_per_node, overheads)``, the same steps.  What a simulator calls at every job start.
 
-    A job without I/O, on a platform without timed overheads (every job of an SWF trace), runs one compute
-    step of its runtime: its list, an immutable tuple, is shared by the jobs of the same compute time (at most
-    :data:`SHARED_LISTS` of them kept) instead of built at each start; the other jobs take the general path."""
+    Whether the platform has timed overheads is read once, not at every start, and a job without I/O on a
+    platform without them (every job of an SWF trace) gets its one compute step without the general
+    path.  (A list is built per start, not shared between jobs of the same compute time: on KTH-SP2 the
+    9 720 kept lists made the run slower than the fresh ones, which reuse the memory the last job freed.)"""
     if overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0):
         return lambda job, tier: _build(job, tier, lps_rate, memory_per_node, overheads)[0]
-    shared: dict[float, tuple[Step, ...]] = {}
-    get = shared.get
 
     def steps(job, tier: str) -> tuple[Step, ...]:
         io = job.input + job.output + job.data
@@ -106,12 +100,7 @@ def step_lists(lps_rate: float, memory_per_node: float, overheads=None) -> Calla
         compute = job.runtime - io / lps_rate  # _build's compute time, the same float
         if not compute > 0.0:
             compute = 0.0
-        out = get(compute)
-        if out is None:
-            out = (_new(Step, (COMPUTE, compute, "", -1)),)
-            if len(shared) < SHARED_LISTS:
-                shared[compute] = out
-        return out
+        return (_new(Step, (COMPUTE, compute, "", -1)),)
 
     return steps
 
