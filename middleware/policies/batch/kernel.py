@@ -283,13 +283,14 @@ class BatchKernel:
 
     def _dequeue(self, q: QueuedJob) -> None:
         self._due = None
-        del self.queue[q.id]
-        del self._queued[q.id]
-        left = self._sizes[q.nodes] - 1
+        jid, n, sizes = q.id, q.nodes, self._sizes
+        del self.queue[jid]
+        del self._queued[jid]
+        left = sizes[n] - 1
         if left:
-            self._sizes[q.nodes] = left
+            sizes[n] = left
         else:
-            del self._sizes[q.nodes]
+            del sizes[n]
 
     def _running_views(self, t: float) -> tuple[RunningJob, ...]:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
