@@ -66,7 +66,8 @@ def compute_seconds(job, lps_rate: float, io: float | None = None) -> float:
 def compute_times(runtimes: Sequence[float], io: Sequence[float], lps_rate: float) -> list[float]:
     """:func:`compute_seconds` of many jobs at once, from their runtimes and their ``input + output + data``
     (a jobs table's columns): the same floats, without a call per job."""
-    return [c if c > 0.0 else 0.0 for c in [r - x / lps_rate for r, x in zip(runtimes, io)]]  # NaN -> 0.0 as max
+    # max(0.0, c) of every c, NaN -> 0.0 as max gives
+    return [c if c > 0.0 else 0.0 for c in [r - x / lps_rate for r, x in zip(runtimes, io)]]
 
 
 def job_steps(job, tier: str, lps_rate: float, memory_per_node: float, overheads=None) -> JobSteps:
@@ -81,6 +82,7 @@ def step_list(job, tier: str, lps_rate: float, memory_per_node: float, overheads
 
 
 _new = tuple.__new__  # a Step from its four fields in order, without the named tuple's own __new__ (a call)
+
 
 def step_lists(lps_rate: float, memory_per_node: float, overheads=None) -> Callable[[Any, str], tuple[Step, ...]]:
     """:func:`step_list` with the run's platform bound once: ``f(job, tier)`` is ``step_list(job, tier,
@@ -151,5 +153,5 @@ def with_overheads(steps: list[Step], overheads) -> list[Step]:
     return out
 
 
-__all__ = ["COMPUTE", "EXIT", "FIXED", "HPS", "LAUNCH", "LPS", "OVERHEADS", "JobSteps", "Step", "compute_seconds", "compute_times",
-           "job_steps", "step_list", "step_lists", "with_overheads"]
+__all__ = ["COMPUTE", "EXIT", "FIXED", "HPS", "LAUNCH", "LPS", "OVERHEADS", "JobSteps", "Step", "compute_seconds",
+           "compute_times", "job_steps", "step_list", "step_lists", "with_overheads"]

@@ -59,6 +59,7 @@ _EXACT = 2 ** 53  # integers below this are floats, and so are their sums and di
 
 _insort, _bisect_left = bisect.insort, bisect.bisect_left
 
+
 class KeptReleases(list):
     """The running jobs' releases, sorted (:attr:`Snapshot.releases`), and the free counts they make,
     kept as releases come and go instead of accumulated at every decision.
