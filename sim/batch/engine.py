@@ -38,7 +38,7 @@ from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
 
 from iolab.sim.fairshare import FairShareLink
-from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_list
+from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_lists
 
 _SUBMIT, _STEP_END, _LINK, _RETRY, _ESTIMATE, _ADVANCE, _CONTROL = 0, 1, 2, 3, 4, 5, 6  # _CONTROL: the load controller's own events
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
@@ -155,6 +155,7 @@ class BatchEngine:
         self.rates = kernel.rates
         self.memory = memory_per_node
         self.rows = rows
+        self._step_list = step_lists(self.rates.lps, memory_per_node, overheads)  # a job's steps: f(job, tier)
         d = getattr(overheads, "delivered", None)  # the links deliver these shares; the plans use the rates
         share = (d.lps, d.hps, d.stage) if d is not None else (1.0, 1.0, 1.0)
         self.links = {LPS: FairShareLink(self.rates.lps * share[0]), HPS: FairShareLink(self.rates.hps * share[1]),
@@ -184,7 +185,7 @@ class BatchEngine:
             self._push(s.retry_at, _RETRY, s.index)
             return
         k = self.kernel
-        s.steps = step_list(s.job, s.tier, self.rates.lps, self.memory, self.overheads)
+        s.steps = self._step_list(s.job, s.tier)
         early = k.early_staged.get(s.queued.id, 0.0) if k.early_staged else 0.0
         if early > 0:  # advance stage-in: only the rest of the input crosses the link now
             s.steps = tuple(st._replace(amount=st.amount - early) if st.kind == "stage-in" else st

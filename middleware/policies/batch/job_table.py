@@ -13,8 +13,7 @@ import math
 from typing import Any, Sequence
 
 from iolab.middleware.policies.batch.nodes import ranges
-
-from iolab.workloads.steps import compute_seconds
+from iolab.workloads.steps import compute_times
 
 
 def node_ranges(masks: Sequence[int]) -> list[str]:
@@ -31,16 +30,23 @@ def job_columns(states: Sequence[Any], lps_rate: float, *, io_time: Sequence[flo
                 hosts: Sequence[str] | None = None) -> dict[str, Sequence]:
     """The ``jobs`` columns of the kernel's job states ``states`` (in submission order), for
     :meth:`iolab.trace.TraceBuilder.extend_columns`.  Left out: ``io_time`` NaN (not kept), ``ends``
-    the states' ends, ``statuses`` ok, ``hosts`` empty."""
+    the states' ends, ``statuses`` ok, ``hosts`` empty.
+
+    Each field is read once, as a column (a list comprehension per field: attribute reads on slots are the
+    interpreter's fastest; a getter of several fields at once is slower), the compute time from those
+    columns (:func:`~.steps.compute_times`, the same floats; SDSC-BLUE: 243 306 rows)."""
     n = len(states)
+    queued = [s.queued for s in states]
+    jobs = [s.job for s in states]
+    runtime = [j.runtime for j in jobs]
+    io = [i + o + d for i, o, d in zip([j.input for j in jobs], [j.output for j in jobs], [j.data for j in jobs])]
     cols: dict[str, Sequence] = {
-        "id": [s.queued.id for s in states], "rank": [s.index for s in states],
-        "nodes": [s.queued.nodes for s in states], "release": [s.queued.submit for s in states],
+        "id": [q.id for q in queued], "rank": [s.index for s in states],
+        "nodes": [q.nodes for q in queued], "release": [q.submit for q in queued],
         "start": [s.start for s in states], "end": ends if ends is not None else [s.end for s in states],
         "io_node": [-1] * n, "pack": [-1] * n, "status": statuses if statuses is not None else ["ok"] * n,
-        "tier": [s.tier for s in states], "min_time": [float(s.job.runtime) for s in states],
-        "compute_time": [compute_seconds(s.job, lps_rate) for s in states],
-        "io_volume": [float(s.job.input + s.job.output + s.job.data) for s in states],
+        "tier": [s.tier for s in states], "min_time": list(map(float, runtime)),
+        "compute_time": compute_times(runtime, io, lps_rate), "io_volume": list(map(float, io)),
         "node_ids": node_ranges([s.node_ids for s in states]),
         "io_time": io_time if io_time is not None else [math.nan] * n,
     }

@@ -165,10 +165,12 @@ class BatchKernel:
         self.on_decision = on_decision
         submits = [j.submit for j in jobs]
         order = sorted(range(len(jobs)), key=submits.__getitem__)  # stable: ties in the given order
-        self.jobs: list[JobState] = [make_job(k, jobs[i], QueuedJob.from_job(jobs[i])) for k, i in enumerate(order)]
+        from_job = QueuedJob.from_job
+        self.jobs: list[JobState] = [make_job(k, jobs[i], from_job(jobs[i])) for k, i in enumerate(order)]
+        queued = [s.queued for s in self.jobs]
         # every job checked once here; the decisions then use Snapshot.trusted (no O(queue) re-check)
-        Snapshot.check_jobs([s.queued for s in self.jobs], total_nodes)
-        self.by_id = {s.queued.id: s for s in self.jobs}
+        Snapshot.check_jobs(queued, total_nodes)
+        self.by_id = dict(zip([q.id for q in queued], self.jobs))
         self.queue: dict[str, JobState] = {}  # insertion order = submit order
         # what the queue holds, in its order (the snapshot's tuple), by id: a start deep in the queue (a
         # backfill) is removed without comparing it with every job ahead of it
@@ -243,9 +245,11 @@ class BatchKernel:
         s.state = QUEUED
         if self.predictor is not None:
             self._predict(s)
-        self.queue[s.queued.id] = s
-        self._queued[s.queued.id] = s.queued
-        self._sizes[s.queued.nodes] = self._sizes.get(s.queued.nodes, 0) + 1
+        q = s.queued  # (after the predictor: it may replace it)
+        jid, n, sizes = q.id, q.nodes, self._sizes
+        self.queue[jid] = s
+        self._queued[jid] = q
+        sizes[n] = sizes.get(n, 0) + 1
         self.changed = True
         self._due = None
 
@@ -279,13 +283,14 @@ class BatchKernel:
 
     def _dequeue(self, q: QueuedJob) -> None:
         self._due = None
-        del self.queue[q.id]
-        del self._queued[q.id]
-        left = self._sizes[q.nodes] - 1
+        jid, n, sizes = q.id, q.nodes, self._sizes
+        del self.queue[jid]
+        del self._queued[jid]
+        left = sizes[n] - 1
         if left:
-            self._sizes[q.nodes] = left
+            sizes[n] = left
         else:
-            del self._sizes[q.nodes]
+            del sizes[n]
 
     def _running_views(self, t: float) -> tuple[RunningJob, ...]:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
@@ -403,7 +408,10 @@ class BatchKernel:
         self.running[jid] = s
         self.free_nodes -= n
         end = t + q.walltime  # Start.expected_end: now + walltime
-        s.tier, s.start, s.expected_end, s.storage = LPS, t, end, 0.0
+        s.tier = LPS
+        s.start = t
+        s.expected_end = end
+        s.storage = 0.0
         rel = self._releases
         if rel is not None:  # _seen of a job seen for the first time
             key = (end, self._started, n, 0.0)
@@ -510,25 +518,28 @@ class BatchKernel:
 
     def finish(self, s: JobState, t: float, state: str = DONE, message: str = "") -> None:
         """``s`` ended (``done``, ``failed`` or ``killed``): its nodes and HPS bytes return."""
-        if s.state not in HOLDING:
-            raise InvariantViolation("job-state", t, s.queued.id, f"{s.state} -> {state}")
+        was = s.state
+        if was not in HOLDING:
+            raise InvariantViolation("job-state", t, s.queued.id, f"{was} -> {state}")
         s.end = t
-        del self.running[s.queued.id]
+        q = s.queued
+        jid = q.id
+        del self.running[jid]
         if self._views is not None:
-            del self._views[s.queued.id]
+            del self._views[jid]
         if self._releases is not None:
-            self._releases.drop(self._release_of.pop(s.queued.id))
-        self.free_nodes += s.queued.nodes
+            self._releases.drop(self._release_of.pop(jid))
+        self.free_nodes += q.nodes
         self._give_nodes(s, t)
         if s.tier == HPS:
             self.hps_free += s.storage
-            if self.allocator is not None and s.queued.id in self.allocator.state.live:
-                self.allocator.release(s.queued.id, t)
-            elif self.allocator is not None and s.state == ALLOCATING:
-                self.allocator.cancel(s.queued.id)
+            if self.allocator is not None and jid in self.allocator.state.live:
+                self.allocator.release(jid, t)
+            elif self.allocator is not None and was == ALLOCATING:
+                self.allocator.cancel(jid)
             elif s.parts:
-                self.allocations.append((s.queued.id, POOL, s.storage, s.start, t, "allocated"))
-        if s.state == SUSPENDED:  # ended while stopped (killed): its suspension ends with it
+                self.allocations.append((jid, POOL, s.storage, s.start, t, "allocated"))
+        if was == SUSPENDED:  # ended while stopped (killed): its suspension ends with it
             s.suspensions += ((s.suspended_at, t),)
         s.state, s.status = state, STATUS[state]
         if message:

@@ -79,15 +79,13 @@ def mask_of(node_ids) -> int:
 def ranges(mask: int) -> str:
     """``0b100001111`` -> ``"0-3,8"``; the empty set -> ``""``."""
     parts = []
-    i = 0
-    while mask:  # one run of ones a turn: skip the zeros below it (none: a shift by 0), then the run
-        tz = (mask & -mask).bit_length() - 1
-        mask >>= tz
-        i += tz
-        run = (~mask & (mask + 1)).bit_length() - 1  # length of the run of ones
-        parts.append(str(i) if run == 1 else f"{i}-{i + run - 1}")
-        mask >>= run
-        i += run
+    while mask:  # one run of ones a turn, the lowest: adding its lowest bit carries through it
+        low = mask & -mask
+        rest = (mask + low) & mask  # the mask without that run
+        lo = low.bit_length() - 1
+        hi = (mask ^ rest).bit_length() - 1
+        parts.append(f"{lo}-{hi}" if hi > lo else str(lo))
+        mask = rest
     return ",".join(parts)
 
 

@@ -57,6 +57,9 @@ def first_with_room(room: list, eps: float, need: float, lo: int = 0) -> int:
 _EXACT = 2 ** 53  # integers below this are floats, and so are their sums and differences below it
 
 
+_insort, _bisect_left = bisect.insort, bisect.bisect_left
+
+
 class KeptReleases(list):
     """The running jobs' releases, sorted (:attr:`Snapshot.releases`), and the free counts they make,
     kept as releases come and go instead of accumulated at every decision.
@@ -91,7 +94,7 @@ class KeptReleases(list):
 
     def hold(self, key: tuple) -> None:
         """A release ``(end, order, nodes, bytes)`` comes in: its nodes and bytes are held until ``end``."""
-        bisect.insort(self, key)
+        _insort(self, key)  # (bound once: the kernel's quick path holds and drops a release per job)
         if not self.exact:
             return
         end, _, n, b = key
@@ -108,7 +111,7 @@ class KeptReleases(list):
 
     def drop(self, key: tuple) -> None:
         """The release ``key`` leaves: its nodes and bytes are free from now on."""
-        del self[bisect.bisect_left(self, key)]
+        del self[_bisect_left(self, key)]
         if not self.exact:
             return
         end, _, n, b = key
