@@ -227,7 +227,8 @@ def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bo
     sim = runner("batch", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
     with _collector_paused_on_startup():
-        trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases)
+        # without --out nobody reads the trace but its metrics: no node set written as text
+        trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases, node_ids=bool(out))
         m = metrics(trace)
     if out:
         write_trace(trace, Path(out))

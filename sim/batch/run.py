@@ -56,17 +56,19 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
 
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
-                   progress=None, phases: str = "all") -> Trace:
+                   progress=None, phases: str = "all", node_ids: bool = True) -> Trace:
     """The trace of ``spec``; ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows: a large
-    run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither)."""
+    run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither); ``node_ids``
+    False leaves the jobs table's node sets empty: for a caller that reads only the trace's metrics
+    (``iolab simulate`` without ``--out``), the text of every job's node set is not written."""
     t0 = time.perf_counter()
     rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases)
     wall = time.perf_counter() - t0
     p = spec.platform
     tb = TraceBuilder()
     # column-wise (TraceBuilder.extend_columns): the same table as one add_job per job
-    tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None),
-                      take=True)
+    tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None,
+                                          node_ids=node_ids), take=True)
     tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
     if len(preds):

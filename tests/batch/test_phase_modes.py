@@ -115,3 +115,17 @@ def test_jobs_without_io_run_the_same_whatever_the_phases_kept(scheduler, estima
     for job, kind, end in zip(ph["job"], ph["kind"], ph["end"]):
         last[job] = (kind, end)
     assert all(last[j] == ("compute", ends[j]) for j in no_io)
+
+
+def test_a_trace_without_node_sets_differs_only_by_them():
+    """``node_ids=False`` (the command without ``--out``: only the metrics are read) leaves the jobs
+    table's node sets empty and every other column and the metrics as they are."""
+    from iolab.metrics.batch_trace import trace_batch_metrics
+    full = simulate_batch(mixed_spec("easy"), phases="jobs")
+    bare = simulate_batch(mixed_spec("easy"), phases="jobs", node_ids=False)
+    fj, bj = full.tables["jobs"], bare.tables["jobs"]
+    assert all(fj["node_ids"]) and not any(bj["node_ids"])
+    for col in fj.columns:
+        if col != "node_ids":
+            assert list(map(str, fj[col])) == list(map(str, bj[col])), col
+    assert trace_batch_metrics(full) == trace_batch_metrics(bare)

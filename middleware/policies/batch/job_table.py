@@ -27,10 +27,11 @@ def node_ranges(masks: Sequence[int]) -> list[str]:
 
 def job_columns(states: Sequence[Any], lps_rate: float, *, io_time: Sequence[float] | None = None,
                 ends: Sequence[float] | None = None, statuses: Sequence[str] | None = None,
-                hosts: Sequence[str] | None = None) -> dict[str, Sequence]:
+                hosts: Sequence[str] | None = None, node_ids: bool = True) -> dict[str, Sequence]:
     """The ``jobs`` columns of the kernel's job states ``states`` (in submission order), for
     :meth:`iolab.trace.TraceBuilder.extend_columns`.  Left out: ``io_time`` NaN (not kept), ``ends``
-    the states' ends, ``statuses`` ok, ``hosts`` empty.
+    the states' ends, ``statuses`` ok, ``hosts`` empty; ``node_ids`` False: the node sets not written
+    as text (the column empty: a trace nobody reads but its metrics).
 
     Each field is read once, as a column (a list comprehension per field: attribute reads on slots are the
     interpreter's fastest; a getter of several fields at once is slower), the compute time from those
@@ -47,9 +48,10 @@ def job_columns(states: Sequence[Any], lps_rate: float, *, io_time: Sequence[flo
         "io_node": [-1] * n, "pack": [-1] * n, "status": statuses if statuses is not None else ["ok"] * n,
         "tier": [s.tier for s in states], "min_time": list(map(float, runtime)),
         "compute_time": compute_times(runtime, io, lps_rate), "io_volume": list(map(float, io)),
-        "node_ids": node_ranges([s.node_ids for s in states]),
         "io_time": io_time if io_time is not None else [math.nan] * n,
     }
+    if node_ids:
+        cols["node_ids"] = node_ranges([s.node_ids for s in states])
     if hosts is not None:
         cols["hosts"] = hosts
     return cols
