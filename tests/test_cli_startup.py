@@ -4,6 +4,7 @@ start-up).  And the names that moved behind a lazy import still answer where the
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -22,7 +23,8 @@ def watched(where):  # the collector as the run finds it: on, the start-up's obj
     if not where.endswith(("run:simulate_batch", "run:simulate")):
         return fn
     def run(*args, **kwargs):
-        print("run: collector", gc.isenabled(), "frozen", gc.get_freeze_count() > 0, file=sys.stderr)
+        print("run: collector", gc.isenabled(), "frozen", gc.get_freeze_count() > 0, "young",
+              gc.get_threshold()[0], file=sys.stderr)
         return fn(*args, **kwargs)
     return run
 runners._resolve = watched
@@ -32,7 +34,7 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-print("exit: collector", gc.isenabled(), file=sys.stderr)
+print("exit: collector", gc.isenabled(), "young", gc.get_threshold()[0], file=sys.stderr)
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("iolab"))), file=sys.stderr)
 sys.exit(code)
 """
@@ -64,8 +66,11 @@ def test_a_batch_run_loads_neither_the_io_level_nor_the_emulator(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["jobs"] == 20
     assert {"iolab.specs.batch", "iolab.sim.batch.run"} <= mods  # the listing is of this run
-    # the collector, paused by main() through the start-up, is on for the run
-    assert "run: collector True frozen True" in r.stderr, r.stderr
+    # the collector, paused by main() through the start-up, is on for the run, its youngest generation
+    # passed over less often, and as Python sets it after the run
+    assert "run: collector True frozen True young 10000" in r.stderr, r.stderr
+    assert f"exit: collector True young {gc.get_threshold()[0]}" in r.stderr, r.stderr
+    assert gc.get_threshold()[0] != 10000
     assert not mods & set(NOT_FOR_A_BATCH_RUN), sorted(mods & set(NOT_FOR_A_BATCH_RUN))
 
 
