@@ -21,15 +21,18 @@ __all__ = ["run_batch", "simulate_batch"]
 
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,
-              strict: bool | None = None, progress=None, phases: str | None = None) -> BatchRecord:
+              strict: bool | None = None, progress=None, phases: str | None = None,
+              node_ids: bool = True) -> BatchRecord:
     """Simulate ``spec`` (its workload, or ``jobs``); ``scheduler`` replaces the spec's policy
     (a study drawing its own random tiers); ``strict`` checks every decision and state change
     (default: ``IOLAB_STRICT``); ``progress(t, submitted, total)`` is called every
     :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events; ``phases``: ``all`` (default with
-    ``rows``), ``jobs`` (each job's I/O time only) or ``none``."""
+    ``rows``), ``jobs`` (each job's I/O time only) or ``none``; ``node_ids`` False: the jobs get no node
+    ids where nothing of the run reads them (no I/O nodes; see :class:`BatchKernel`)."""
     jobs = load_workload(spec) if jobs is None else jobs
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
-                                   record_plans=record_plans)
+                                   record_plans=record_plans,
+                                   node_ids=node_ids or spec.platform.io_nodes is not None)  # the parts' split
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
                                 overheads=spec.platform.overheads, phases=phases)
     engine.progress = progress
@@ -60,9 +63,10 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     """The trace of ``spec``; ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows: a large
     run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither); ``node_ids``
     False leaves the jobs table's node sets empty: for a caller that reads only the trace's metrics
-    (``iolab simulate`` without ``--out``), the text of every job's node set is not written."""
+    (``iolab simulate`` without ``--out``), no job's node set is kept or written as text."""
     t0 = time.perf_counter()
-    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases)
+    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
+                    node_ids=node_ids)
     wall = time.perf_counter() - t0
     p = spec.platform
     tb = TraceBuilder()

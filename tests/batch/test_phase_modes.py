@@ -117,15 +117,30 @@ def test_jobs_without_io_run_the_same_whatever_the_phases_kept(scheduler, estima
     assert all(last[j] == ("compute", ends[j]) for j in no_io)
 
 
-def test_a_trace_without_node_sets_differs_only_by_them():
-    """``node_ids=False`` (the command without ``--out``: only the metrics are read) leaves the jobs
-    table's node sets empty and every other column and the metrics as they are."""
+@pytest.mark.parametrize("scheduler,strict", [("easy", False), ("fcfs", False), ("sas", False), ("easy", True)])
+def test_a_trace_without_node_sets_differs_only_by_them(scheduler, strict):
+    """``node_ids=False`` (the command without ``--out``: only the metrics are read) gives the jobs no
+    node ids (strict mode's checker reads them: it keeps them) and leaves the jobs table's node sets
+    empty; every other column and the metrics are as they are."""
     from iolab.metrics.batch_trace import trace_batch_metrics
-    full = simulate_batch(mixed_spec("easy"), phases="jobs")
-    bare = simulate_batch(mixed_spec("easy"), phases="jobs", node_ids=False)
+    full = simulate_batch(mixed_spec(scheduler), phases="jobs", strict=strict)
+    bare = simulate_batch(mixed_spec(scheduler), phases="jobs", node_ids=False, strict=strict)
     fj, bj = full.tables["jobs"], bare.tables["jobs"]
     assert all(fj["node_ids"]) and not any(bj["node_ids"])
     for col in fj.columns:
         if col != "node_ids":
             assert list(map(str, fj[col])) == list(map(str, bj[col])), col
     assert trace_batch_metrics(full) == trace_batch_metrics(bare)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_the_kernel_gives_no_node_ids_only_where_nothing_reads_them(strict):
+    from iolab.sim.batch.run import run_batch
+    keep = run_batch(mixed_spec("easy"), phases="none", strict=strict)
+    skip = run_batch(mixed_spec("easy"), phases="none", strict=strict, node_ids=False)
+    assert [(s.start, s.end) for s in keep.jobs] == [(s.start, s.end) for s in skip.jobs]
+    assert all(s.node_ids.bit_count() == s.queued.nodes for s in keep.jobs)
+    if strict:  # the checker's books hold every job's ids
+        assert [s.node_ids for s in skip.jobs] == [s.node_ids for s in keep.jobs]
+    else:
+        assert all(s.node_ids == 0 for s in skip.jobs)

@@ -147,14 +147,17 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
 
 class BatchKernel:
     """The state of one batch run.  ``make_job(index, job, queued)`` builds each job's record
-    (a runtime may extend :class:`JobState` with its effectors' fields)."""
+    (a runtime may extend :class:`JobState` with its effectors' fields).  ``node_ids=False``: no job
+    is given node ids (its ``node_ids`` stays 0), for a run in which nothing reads them (the
+    simulator's trace without node sets, no I/O nodes); ignored where the kernel itself reads them (a
+    strict observer's books, the plan tracker, an io-aware node allocator)."""
 
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float, rates: TierRates,
                  allocator: StorageAllocator | None = None, observer: BatchObserver | None = None,
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
                  make_job: Callable[..., JobState] = JobState, estimate: tuple[str, float] = ("request", 1.0),
                  track_predictions: bool = False, advance: tuple[float, float] | None = None,
-                 node_allocator: IOAwareAllocator | None = None):
+                 node_allocator: IOAwareAllocator | None = None, node_ids: bool = True):
         self.policy = policy
         self.node_allocator = node_allocator  # io-aware node ids (io_allocation.py); None: lowest
         self.total_nodes = total_nodes
@@ -205,6 +208,9 @@ class BatchKernel:
         self.allocations: list[tuple] = []  # pool rows (job, disk, bytes, alloc, free, status)
         self.observer = observer
         self._setup_soysal(estimate, track_predictions or advance is not None)
+        # node ids given to the jobs as they start (lowest free, or the io-aware allocator's choice)
+        self.keep_ids = (node_ids or observer is not None or self.tracker is not None
+                         or node_allocator is not None)
         self._setup_advance(advance)
         # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
         # someone reads its plan or its policy keeps state between decisions
@@ -419,9 +425,10 @@ class BatchKernel:
             rel.hold(key)
             self._release_of[jid] = key
         if self.node_allocator is None:
-            m = lowest(self.free_ids, n)
-            self.free_ids &= ~m
-            s.node_ids = m
+            if self.keep_ids:
+                m = lowest(self.free_ids, n)
+                self.free_ids &= ~m
+                s.node_ids = m
         else:
             self._take_nodes(s)
         s.state = RUNNING
@@ -578,6 +585,8 @@ class BatchKernel:
             load = io_load(s.queued)
             m = self.node_allocator.choose(self.free_ids, n, load)
             self.node_allocator.take(s.queued.id, m, load)
+        elif not self.keep_ids:
+            m = 0
         elif not m or (m & self.free_ids) != m or m.bit_count() != n:
             m = lowest(self.free_ids, n)
         self.free_ids &= ~m
