@@ -105,7 +105,8 @@ def compare(policy: str, swf: Path, nodes: int, repeat: int, tmp: Path) -> dict:
     spec["platform"]["nodes"] = nodes
     spec_path = tmp / f"{policy}.json"
     spec_path.write_text(json.dumps(spec))
-    io_cmd = iolab_cmd() + ["simulate", str(spec_path), "--json"]
+    # the whole trace, whatever its size (SDSC-BLUE's 243 306 jobs are above the command's default --max-jobs)
+    io_cmd = iolab_cmd() + ["simulate", str(spec_path), "--json", "--max-jobs", str(10 ** 7)]
     ref_cmd = [sys.executable, str(REFERENCE), str(swf), "--policy", policy, "--nodes", str(nodes), "--json"]
     io_runs, ref_runs = [], []
     for _ in range(repeat):  # alternate, so that a slow moment of the machine hits both
@@ -116,7 +117,7 @@ def compare(policy: str, swf: Path, nodes: int, repeat: int, tmp: Path) -> dict:
     summ = json.loads(out)
     # the starts, untimed
     trace_path = tmp / f"{policy}.h5"
-    timed(iolab_cmd() + ["simulate", str(spec_path), "--out", str(trace_path)], tmp / "io.out")
+    timed(iolab_cmd() + ["simulate", str(spec_path), "--out", str(trace_path), "--max-jobs", str(10 ** 7)], tmp / "io.out")
     t = read_trace(trace_path)
     io_starts = dict(zip((str(x) for x in t.jobs["id"]), (float(x) for x in t.jobs["start"])))
     timed(ref_cmd[:-1] + ["--csv", str(tmp / "ref.csv")], tmp / "ref.out")
