@@ -9,8 +9,9 @@ modules, reading the spec, reading or generating the workload (with the command'
 ``--max-jobs``), the kernel's set-up, the engine's run, the trace's columns, the metrics.  As in the
 command, the collector is off until the run, then on with the start-up's objects frozen.  Prints the least CPU seconds of each part over ``--repeat`` processes (default 5)
 and their sum; the interpreter's own start (``python -c pass``) is printed beside it.  As the command
-without ``--out``, the run keeps each job's I/O time but no phase row (``--phases all``: as with
-``--out``), and numpy's OpenBLAS runs one thread.  iolab's bytecode is cached first (``cache_bytecode.py``).
+without ``--out``, the run keeps each job's I/O time but no phase row and gives the jobs no node ids
+(``--phases all``: as with ``--out``, every row and the node sets), the collector's youngest
+generation is passed over every 10 000 new objects during the run, and numpy's OpenBLAS runs one thread.  iolab's bytecode is cached first (``cache_bytecode.py``).
 """
 
 from __future__ import annotations
@@ -46,11 +47,13 @@ mark("read the spec")
 from iolab.cli.simulate import MAX_JOBS, _batch_jobs
 jobs = _batch_jobs(spec, MAX_JOBS, sys.argv[1])  # the command's: the job cap checked, the workload read
 mark("read or generate the workload")
-gc.freeze()  # then the run, with the collector on
+gc.freeze()  # then the run, with the collector on, its youngest generation passed over every 10 000 objects
 gc.enable()
+gc.set_threshold(10_000, *gc.get_threshold()[1:])
+IDS = PHASES == "all"  # as with --out: node ids kept and written; without it (jobs, none) neither
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.sim.batch.engine import BatchEngine
-kernel = BatchKernel.from_spec(spec, jobs)
+kernel = BatchKernel.from_spec(spec, jobs, node_ids=IDS or spec.platform.io_nodes is not None)
 engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, overheads=spec.platform.overheads,
                             phases=PHASES)
 mark("kernel set-up")
@@ -58,7 +61,7 @@ rec = engine.run()
 mark("engine run")
 import iolab.sim.batch.run as run
 run.run_batch = lambda *a, **k: rec  # the trace of this run, as simulate_batch builds it
-trace = run.simulate_batch(spec, jobs, phases=PHASES)
+trace = run.simulate_batch(spec, jobs, phases=PHASES, node_ids=IDS)
 mark("trace columns")
 from iolab.metrics.batch_trace import trace_batch_metrics
 trace_batch_metrics(trace)
