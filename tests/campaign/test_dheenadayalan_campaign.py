@@ -136,6 +136,7 @@ def test_bad_size_is_refused_naming_the_field():
     assert [r.run_id for r in a] == [r.run_id for r in b]
 
 
+@pytest.mark.long
 @pytest.mark.ray
 def test_campaign_file_runs_with_sweep_and_gives_the_study(tmp_path):
     camp = tmp_path / "d.json"

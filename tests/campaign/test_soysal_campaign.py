@@ -133,6 +133,7 @@ def test_a_windowed_advance_row_is_the_sum_of_its_windows_run_from_their_specs(k
     assert math.isclose(row["mean_turnaround"], sum(turn) / len(turn), rel_tol=1e-12)
 
 
+@pytest.mark.long
 def test_quick_killed_mid_way_resumes_in_process_without_redoing_runs(tmp_path):
     shared_file("KTH-SP2-1996-2.1-cln.swf.gz")
     out = tmp_path / "killed"

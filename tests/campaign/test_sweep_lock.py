@@ -19,6 +19,7 @@ pytestmark = pytest.mark.ray
 SWEEP = [sys.executable, "-c", "from iolab.cli import main; main()", "sweep"]
 
 
+@pytest.mark.long
 def test_a_sweep_started_twice_on_one_output_executes_each_run_once(tmp_path):
     camp = small_campaign(tmp_path / "c.yaml", name="twice", runtime="iolab_test_runtimes:counting")
     ids = {r.run_id for r in load_runs(camp)[1]}

@@ -126,6 +126,7 @@ def test_the_controller_suspends_the_newest_for_real_and_every_job_finishes(tmp_
     assert all(min(seen) - 1e-9 <= r["predicted"] <= max(seen) + 1e-9 for r in samples[first:])
 
 
+@pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
 def test_killing_the_controller_actor_resumes_every_suspended_job(tmp_path):

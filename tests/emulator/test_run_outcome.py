@@ -44,6 +44,7 @@ def tiny_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.long
 def test_a_run_whose_apps_all_fail_exits_1_with_the_trace_written(tmp_path, tiny_disk):
     spec = write_spec(tmp_path, "full-disk")
     out = tmp_path / "run.h5"
@@ -67,6 +68,7 @@ def test_a_run_whose_apps_all_fail_exits_1_with_the_trace_written(tmp_path, tiny
     assert sorted(private.new()) == []
 
 
+@pytest.mark.long
 def test_a_second_run_on_the_same_out_is_refused_and_the_first_completes(tmp_path):
     spec = write_spec(tmp_path, "same-out", iterations=15)
     out = tmp_path / "same.h5"
@@ -91,6 +93,7 @@ def test_a_second_run_on_the_same_out_is_refused_and_the_first_completes(tmp_pat
     assert not lock_path(out).exists()
 
 
+@pytest.mark.long
 def test_a_work_folder_deleted_mid_run_is_reported_and_exits_1(tmp_path):
     spec = write_spec(tmp_path, "deleted", iterations=20)
     out, work = tmp_path / "run.h5", tmp_path / "w"

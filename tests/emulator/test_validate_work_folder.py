@@ -74,6 +74,7 @@ def test_a_run_that_raises_keeps_its_folder_and_says_where(tmp_path):
     assert (work / "logs").is_dir() and said == [f"work folder kept for inspection: {work} (logs in {work / 'logs'})"]
 
 
+@pytest.mark.long
 @pytest.mark.mpi
 @pytest.mark.ray
 def test_validate_removes_the_folder_of_a_real_run_that_ended_well(tmp_path):
@@ -85,6 +86,7 @@ def test_validate_removes_the_folder_of_a_real_run_that_ended_well(tmp_path):
                                                                  r"--keep-work keeps it\)")
 
 
+@pytest.mark.long
 @pytest.mark.mpi
 @pytest.mark.ray
 def test_validate_of_a_batch_spec_removes_its_real_run_s_folder_and_json_stays_clean(tmp_path):

@@ -43,6 +43,7 @@ def test_a_run_that_ended_well_removes_its_work_folder_unless_kept(tmp_path):
     assert "work folder kept (--keep-work)" in text and str(work.resolve()) in text
 
 
+@pytest.mark.long
 def test_a_work_dir_that_existed_is_left_alone(tmp_path):
     (tmp_path / "c").mkdir()
     mine = tmp_path / "c" / "mine"
