@@ -87,24 +87,9 @@ _new = tuple.__new__  # a Step from its four fields in order, without the named 
 def step_lists(lps_rate: float, memory_per_node: float, overheads=None) -> Callable[[Any, str], tuple[Step, ...]]:
     """:func:`step_list` with the run's platform bound once: ``f(job, tier)`` is ``step_list(job, tier,
     lps_rate, memory_per_node, overheads)``, the same steps.  What a simulator calls at every job start.
-
-    Whether the platform has timed overheads is read once, not at every start, and a job without I/O on a
-    platform without them (every job of an SWF trace) gets its one compute step without the general
-    path.  (A list is built per start, not shared between jobs of the same compute time: on KTH-SP2 the
-    9 720 kept lists made the run slower than the fresh ones, which reuse the memory the last job freed.)"""
-    if overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0):
-        return lambda job, tier: _build(job, tier, lps_rate, memory_per_node, overheads)[0]
-
-    def steps(job, tier: str) -> tuple[Step, ...]:
-        io = job.input + job.output + job.data
-        if io != 0:
-            return _build(job, tier, lps_rate, memory_per_node, None)[0]
-        compute = job.runtime - io / lps_rate  # _build's compute time, the same float
-        if not compute > 0.0:
-            compute = 0.0
-        return (_new(Step, (COMPUTE, compute, "", -1)),)
-
-    return steps
+    (A list is built per start, not shared between jobs of the same compute time: on KTH-SP2 the 9 720
+    kept lists made the run slower than the fresh ones, which reuse the memory the last job freed.)"""
+    return lambda job, tier: _build(job, tier, lps_rate, memory_per_node, overheads)[0]
 
 
 def _build(job, tier: str, lps_rate: float, memory_per_node: float, overheads) -> tuple:

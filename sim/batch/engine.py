@@ -144,9 +144,6 @@ class BatchEngine:
         if phases not in PHASE_MODES:
             raise ValueError(f"phases must be one of {', '.join(PHASE_MODES)}, got {phases!r}")
         self._all_rows = phases == "all"
-        # a job of one step (compute: a job without I/O) begins and ends without _go_on's loop, when that
-        # loop would leave no phase row of it (with every row kept, it goes through _go_on)
-        self._lean = not self._all_rows
         self._io_time = array("d", bytes(8 * len(kernel.jobs)))  # seconds in I/O phases, per job index
         self.kernel = kernel
         self.overheads = overheads
@@ -191,8 +188,9 @@ class BatchEngine:
             s.steps = tuple(st._replace(amount=st.amount - early) if st.kind == "stage-in" else st
                             for st in s.steps)
         steps = s.steps
-        if len(steps) == 1 and self._lean and steps[0].amount > 0 and s.state == RUNNING:
-            # _go_on's first turn for a job of one compute step (one without I/O: every SWF job), inline
+        if len(steps) == 1 and not self._all_rows and steps[0].amount > 0 and s.state == RUNNING:
+            # _go_on's first turn for a job of one compute step (one without I/O: every SWF job), inline,
+            # when that turn would leave no phase row (with every row kept it goes through _go_on)
             s.step = 0
             s.step_start = t
             end = t + steps[0].amount
@@ -298,7 +296,7 @@ class BatchEngine:
         heap = self._heap
         heappop, heappush, seq = heapq.heappop, heapq.heappush, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
-        go_on, submit, finish, lean = self._go_on, k.submit, k.finish, self._lean
+        go_on, submit, finish, lean = self._go_on, k.submit, k.finish, not self._all_rows
         # The links' completions are not in the heap either: a link has one completion event at a time,
         # (time, sequence number, name, the link's version then), the one scheduled last; it goes stale
         # when the link changes (its version moves) and is replaced when the link is scheduled again.
