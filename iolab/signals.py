@@ -9,7 +9,11 @@ SIGTERM handler.
 
 SIGINT is left as the process got it: a run started in the background by a
 non-interactive shell (``nohup iolab emulate ... &``) ignores Ctrl-C, as the
-shell meant.
+shell meant.  Where it is Python's default, :func:`ctrl_c_noted` also notes that
+it came: Python drops the ``KeyboardInterrupt`` of a signal that arrives while a
+weakref callback or a ``__del__`` runs (it prints "Exception ignored in ..." and
+goes on; an import's module lock is freed that way), and a command would then
+finish as if nobody had pressed Ctrl-C.
 """
 
 from __future__ import annotations
@@ -23,6 +27,54 @@ from typing import Iterator
 def raise_interrupt(signum, frame) -> None:
     """A signal handler: behave as if Ctrl-C was pressed."""
     raise KeyboardInterrupt
+
+
+_noted = False
+
+
+def _note_and_raise(signum, frame) -> None:
+    global _noted
+    _noted = True
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def ctrl_c_noted() -> Iterator[None]:
+    """Within: Ctrl-C raises ``KeyboardInterrupt`` as by default and is also noted, for
+    :func:`ctrl_c_lost` to tell after the work whether one came that nobody saw.  Left alone where SIGINT
+    is not Python's default handler (ignored in a background run, or another handler is installed) and
+    outside the main thread."""
+    global _noted
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    _noted = False
+    signal.signal(signal.SIGINT, _note_and_raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def ctrl_c_came() -> bool:
+    """Whether a Ctrl-C came within :func:`ctrl_c_noted` that has not been caught yet: a long loop's progress
+    hook asks, and raises ``KeyboardInterrupt`` itself if Python dropped the signal's."""
+    return _noted
+
+
+def ctrl_c_seen() -> None:
+    """The ``KeyboardInterrupt`` of a noted Ctrl-C was caught: it was not lost."""
+    global _noted
+    _noted = False
+
+
+def ctrl_c_lost() -> bool:
+    """Whether a Ctrl-C came within :func:`ctrl_c_noted` whose ``KeyboardInterrupt`` nobody caught (Python
+    dropped it, see above); true once, then forgotten."""
+    global _noted
+    lost, _noted = _noted, False
+    return lost
 
 
 @contextmanager

@@ -23,6 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import click  # noqa: E402
 
 from iolab import __version__  # noqa: E402
+from iolab import signals  # noqa: E402
 from iolab.invariants import InvariantViolation  # noqa: E402
 from iolab.cli import network  # noqa: E402
 
@@ -53,13 +54,20 @@ class LazyGroup(click.Group):
         """Run the command; Ctrl-C exits 130 and a strict invariant violation 1, for every command
         (click alone would print "Aborted!" and exit 1 on Ctrl-C)."""
         try:
-            return super().invoke(ctx)
+            with signals.ctrl_c_noted():
+                result = super().invoke(ctx)
         except KeyboardInterrupt:
+            signals.ctrl_c_seen()
             click.echo("\ninterrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except InvariantViolation as exc:
             click.echo(f"error: the run broke a strict invariant: {exc}", err=True)
             ctx.exit(EXIT_FAILED)
+        if signals.ctrl_c_lost():  # Python dropped its KeyboardInterrupt (iolab/signals.py): the work went on
+            click.echo("\ninterrupted (Ctrl-C came while Python could not raise it; the command finished first)",
+                       err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        return result
 
 
 # The commands that keep the cyclic garbage collector paused by main() through their own start-up (reading the

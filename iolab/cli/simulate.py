@@ -13,6 +13,7 @@ import click
 
 from iolab.cli import resume_collector
 from iolab.runners import runner
+from iolab.signals import ctrl_c_came
 from iolab.specs.io_policies import IO_POLICIES
 from iolab.specs.load import MAX_APPS, apply_overrides, parse_spec, read_document, spec_dir
 from iolab.specs.size import MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
@@ -119,10 +120,10 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
         spec = calibrated(spec, cal)
     size = io_size(spec, max_events)
     size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
-    if size.estimate > 1e6 and not as_json:
-        click.echo(f"{spec.name}: about {size.estimate:,.0f} {size.what} to simulate (Ctrl-C stops)", err=True)
     sim = runner("io", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
+    if size.estimate > 1e6 and not as_json:  # announced once the imports are done: the run itself starts now
+        click.echo(f"{spec.name}: about {size.estimate:,.0f} {size.what} to simulate (Ctrl-C stops)", err=True)
     with _collector_paused_on_startup():
         trace = run(spec)
         m = metrics(trace)
@@ -197,6 +198,8 @@ class SimProgress:
         self.next = self.t0 + every
 
     def __call__(self, t: float, submitted: int, total: int) -> None:
+        if ctrl_c_came():  # a Ctrl-C whose KeyboardInterrupt Python dropped (iolab/signals.py): stop now
+            raise KeyboardInterrupt
         now = time.monotonic()
         if now < self.next:
             return

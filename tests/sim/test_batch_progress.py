@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from iolab.cli.simulate import SimProgress
 from iolab.sim.batch import engine as engine_mod
 from iolab.sim.batch.run import run_batch
@@ -39,3 +41,45 @@ def test_progress_lines_are_throttled_to_the_wall_clock():
     p(20.0, 50, 100)
     line = out.getvalue()
     assert line.startswith("kth: 50/100 jobs submitted (50 %)") and line.count("\n") == 1
+
+
+class _DropsCtrlC:
+    """A finalizer in which a real SIGINT lands: Python prints "Exception ignored" and drops the
+    KeyboardInterrupt, as in an import's module-lock callback."""
+
+    def __del__(self):
+        import os
+        import signal
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs between these bytecodes, within __del__
+            pass
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the drop is the point
+def test_a_batch_run_stops_at_its_next_progress_call_after_a_dropped_ctrl_c(monkeypatch):
+    import signal
+
+    from iolab import signals
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's default, as in a terminal
+    monkeypatch.setattr(engine_mod, "PROGRESS_EVERY", 50)
+    calls = []
+
+    def hook(t, done, total):
+        SimProgress("x", every=3600.0, stream=io.StringIO())(t, done, total)
+        calls.append(done)
+        if len(calls) == 2:
+            _DropsCtrlC()  # freed at once: the SIGINT's KeyboardInterrupt is dropped here
+
+    raised = False
+    try:
+        with signals.ctrl_c_noted():
+            try:
+                run_batch(spec(), progress=hook)
+            except KeyboardInterrupt:
+                raised = True
+                signals.ctrl_c_seen()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert raised and len(calls) == 2  # dropped after the second call, raised by the third
+    assert not signals.ctrl_c_lost()
