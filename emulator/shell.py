@@ -26,6 +26,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from iolab.emulator.run_residue import Residue, mpi_processes
+
 __all__ = ["CommandTimeout", "execute_wait", "spawn", "kill_tree"]
 
 
@@ -140,11 +142,17 @@ def kill_tree(popen: subprocess.Popen, grace: float = 5.0) -> int | None:
 
     SIGTERM (then SIGCONT, so suspended members act on it) the group, wait up to ``grace`` seconds for the child to exit, then
     SIGKILL the group. Returns the child's return code (negative: the signal that
-    ended it). Safe to call on a child that has already exited. Processes that
+    ended it). Safe to call on a child that has already exited.  The MPICH and hydra
+    files (:mod:`.run_residue`) that the child's MPI descendants mapped or held are removed. Processes that
     left the group on purpose (``setsid``, daemons) are out of reach by design.
     """
     if grace < 0:
         raise ValueError(f"grace must be >= 0 seconds, got {grace!r}")
+    # MPICH unlinks its ranks' /dev/shm segments in MPI_Finalize, which a killed rank never reaches: the
+    # files the child's hydra proxies and ranks (its descendants; hydra gives them process groups of their
+    # own) map or hold are recorded now and removed once they are dead
+    residue = Residue()
+    residue.scan(mpi_processes(popen.pid))
     if popen.poll() is None:
         signal_group(popen, signal.SIGTERM)
         # A stopped (suspended) process only acts on SIGTERM once continued.
@@ -153,6 +161,9 @@ def kill_tree(popen: subprocess.Popen, grace: float = 5.0) -> int | None:
             popen.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
+    residue.scan(mpi_processes(popen.pid))  # a rank that mapped its segment during the grace
     # The leader may be gone while group members linger: always finish the group.
     signal_group(popen, signal.SIGKILL)
-    return popen.wait()
+    code = popen.wait()
+    residue.remove()
+    return code

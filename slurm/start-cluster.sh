@@ -128,6 +128,7 @@ ReturnToService=2
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
+Epilog=${IOLAB_REPO}/slurm/mpich-shm-epilog
 MinJobAge=5
 MessageTimeout=10
 

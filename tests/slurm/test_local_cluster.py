@@ -137,3 +137,47 @@ def _wait_until(ok, what: str, step, tmp_path: Path, timeout: float = 30.0) -> N
             log = (tmp_path / "srun.log").read_text()
             pytest.fail(f"timed out waiting for {what} (srun rc={step.poll()}): {log}")
         time.sleep(0.05)
+
+
+SEGMENT_HOLDER = """
+import os, time
+from mpi4py import MPI
+MPI.COMM_WORLD.Barrier()  # every rank has mapped its node's segment
+if MPI.COMM_WORLD.rank == 0:
+    print("step", os.environ["SLURM_JOB_ID"], os.environ["SLURM_STEP_ID"], flush=True)
+time.sleep(600)
+"""
+
+
+def _fnv1a(text: str) -> str:
+    """32-bit FNV-1a in hex, as MPICH hashes a step's KVS name into its segments' names (written
+    independently of slurm/mpich-shm-epilog, which computes the same)."""
+    h = 0x811C9DC5
+    for b in text.encode():
+        h = ((h ^ b) * 0x01000193) % 2**32
+    return format(h, "x")
+
+
+def test_a_killed_step_leaves_no_mpich_segment_in_dev_shm(cluster, job_name, tmp_path):
+    """MPICH unlinks /dev/shm/mpich_shm_<hash of "job.step">_<node> only in MPI_Finalize: a killed step
+    left them (a megabyte or more of memory each; a later job of the same id failed in MPI_Init on the stale
+    one). The local cluster's Epilog (slurm/mpich-shm-epilog) removes the ending job's."""
+    nodes = list(cluster.idle_nodes[:2])
+    cmd = srun_command(2, [sys.executable, "-c", SEGMENT_HOLDER], nodes=2, nodelist=nodes, job_name=job_name,
+                       extra=["--ntasks-per-node=1"])
+    log = tmp_path / "srun.log"
+    step = spawn(cmd, env=cluster.env, log_path=log)
+    try:
+        _wait_until(lambda: "step " in log.read_text(), "the ranks to pass MPI_Init", step, tmp_path)
+        job, step_id = log.read_text().split("step ", 1)[1].split()[:2]
+        segments = [Path(f"/dev/shm/mpich_shm_{_fnv1a(f'{job}.{step_id}')}_{node}") for node in (0, 1)]
+        assert all(s.exists() for s in segments), (segments, sorted(Path("/dev/shm").iterdir())[-5:])
+        rc, _, err = cluster.run(["scancel", job])  # the ranks die without MPI_Finalize
+        assert rc == 0, err
+        step.wait(timeout=60)
+        deadline = time.monotonic() + 60
+        while any(s.exists() for s in segments) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the Epilog runs once the job's processes are gone
+        assert not any(s.exists() for s in segments), [s for s in segments if s.exists()]
+    finally:
+        kill_tree(step, grace=5)
