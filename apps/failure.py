@@ -30,6 +30,8 @@ from typing import Sequence
 import numpy as np
 from mpi4py import MPI
 
+from iolab.mpich_segments import unlink_mapped
+
 FAIL_TAG = 7001
 
 
@@ -103,5 +105,6 @@ class Watch:
             time.sleep(0.01)
         sys.stdout.flush()
         sys.stderr.flush()
+        unlink_mapped()  # the node's MPICH segment: an aborted job never reaches MPI_Finalize, which would
         self.comm.Abort(1)
         os._exit(1)  # MPICH's MPI_Abort may return before the job is killed

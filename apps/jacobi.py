@@ -41,6 +41,7 @@ from iolab.apps import checkpoint
 from iolab.apps.coordination import load_coordinator
 from iolab.apps.jacobi_args import PROG, Config, UsageError, build_parser, resolve
 from iolab.apps.phase_driver import PhaseDriver
+from iolab.mpich_segments import unlink_mapped
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -170,9 +171,11 @@ def run(comm, cfg: Config) -> int:
 
 
 def abort(comm) -> None:
-    """End the whole job now. MPICH's ``MPI_Abort`` may return before the kill lands: never go on."""
+    """End the whole job now. MPICH's ``MPI_Abort`` may return before the kill lands: never go on.
+    The node's MPICH segment is unlinked first: an aborted job never reaches ``MPI_Finalize``, which would."""
     sys.stdout.flush()
     sys.stderr.flush()
+    unlink_mapped()
     comm.Abort(1)
     os._exit(1)
 

@@ -17,7 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SHM_PREFIX = "/dev/shm/mpich_shm_"
+from iolab.mpich_segments import SHM_PREFIX, mapped
+
 HWLOC_PREFIX = "/tmp/hydra_hwloc_xmlfile_"
 
 
@@ -75,14 +76,7 @@ def mpi_processes(root: int) -> list[int]:
 
 
 def _files_of(pid: int) -> set[str]:
-    found: set[str] = set()
-    try:
-        for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-            i = line.find(SHM_PREFIX)
-            if i >= 0:
-                found.add(line[i:].split()[0])
-    except OSError:
-        pass
+    found = mapped(pid)
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
             try:

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from iolab.apps.stencil import serial_sweeps
+from private_tmp import PrivateTmp
 
 pytestmark = pytest.mark.mpi
 
@@ -29,8 +30,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
 
-def launch(n: int, *args: str, cwd: Path, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+def launch(n: int, *args: str, cwd: Path, timeout: float = 60, env: dict | None = None,
+           private: PrivateTmp | None = None) -> subprocess.CompletedProcess:
+    """``mpiexec -n N`` of the app; with ``private``, in a /dev/shm and /tmp of the test's own."""
     cmd = [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "iolab.apps.jacobi", *args]
+    if private is not None:
+        cmd = private.wrap(cmd)
     full_env = {**os.environ, "PYTHONPATH": str(HERE), **(env or {})}
     full_env.pop("IOLAB_COORDINATOR_CONFIG", None)
     return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
@@ -227,11 +232,15 @@ def test_restart_after_a_crash_mid_checkpoint_continues_like_an_uninterrupted_ru
 @pytest.mark.parametrize("failing_rank", [1, 0])
 def test_a_rank_that_raises_ends_the_job_quickly_and_the_coordinator_hears_why(tmp_path, failing_rank):
     coord, record = recording(tmp_path)
+    private = PrivateTmp(tmp_path)  # its own /dev/shm: what the aborted job leaves there is exactly known
     t0 = time.monotonic()
     proc = launch(4, "--app-id", "f", "--grid", "64", "--phases-json", '[["compute", 60.0]]',
-                  "--out-dir", str(tmp_path), "--fail-at", f"0:{failing_rank}", *coord, cwd=tmp_path, timeout=30)
+                  "--out-dir", str(tmp_path), "--fail-at", f"0:{failing_rank}", *coord, cwd=tmp_path, timeout=30,
+                  private=private)
     elapsed = time.monotonic() - t0
     assert proc.returncode != 0
+    # MPICH unlinks its segment only in MPI_Finalize; the aborting rank unlinks it before MPI_Abort
+    assert not {f for f in private.new() if f.startswith("shm/")}, private.new()
     assert elapsed < 5.0, elapsed  # measured ~0.5 s; the 60 s phase did not run out
     finish = [c["args"] for c in calls(record) if c["call"] == "finish"]
     assert len(finish) == 1 and finish[0][0] is False
