@@ -103,8 +103,14 @@ class Watch:
         while time.monotonic() < deadline:
             request.Test()  # drive progress; rank 0 normally aborts us before the deadline
             time.sleep(0.01)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        unlink_mapped()  # the node's MPICH segment: an aborted job never reaches MPI_Finalize, which would
-        self.comm.Abort(1)
-        os._exit(1)  # MPICH's MPI_Abort may return before the job is killed
+        abort(self.comm)
+
+
+def abort(comm) -> None:
+    """End the whole job now. MPICH's ``MPI_Abort`` may return before the kill lands: never go on.
+    The node's MPICH segment is unlinked first: an aborted job never reaches ``MPI_Finalize``, which would."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    unlink_mapped()
+    comm.Abort(1)
+    os._exit(1)

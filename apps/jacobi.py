@@ -41,7 +41,6 @@ from iolab.apps import checkpoint
 from iolab.apps.coordination import load_coordinator
 from iolab.apps.jacobi_args import PROG, Config, UsageError, build_parser, resolve
 from iolab.apps.phase_driver import PhaseDriver
-from iolab.mpich_segments import unlink_mapped
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -105,7 +104,7 @@ def _calibrate(cfg: Config, comm, watch, solver) -> int:
 def run(comm, cfg: Config) -> int:
     """Run the app on ``comm``; return the exit code (failures abort the job instead)."""
     from iolab.apps import stencil  # lazy: MPI only after the arguments are checked
-    from iolab.apps.failure import PeerFailed, Watch  # lazy: MPI only after the arguments are checked
+    from iolab.apps.failure import PeerFailed, Watch, abort  # lazy: MPI only after the arguments are checked
 
     rank = comm.Get_rank()
     watch = Watch(comm, grace=cfg.abort_grace)
@@ -168,16 +167,6 @@ def run(comm, cfg: Config) -> int:
         _close(coord)
         watch.fail(reason)  # tells rank 0, then aborts
         return 1  # not reached
-
-
-def abort(comm) -> None:
-    """End the whole job now. MPICH's ``MPI_Abort`` may return before the kill lands: never go on.
-    The node's MPICH segment is unlinked first: an aborted job never reaches ``MPI_Finalize``, which would."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    unlink_mapped()
-    comm.Abort(1)
-    os._exit(1)
 
 
 def _publish(cfg: Config, summary: dict) -> None:

@@ -40,10 +40,10 @@ def _note_and_raise(signum, frame) -> None:
 
 @contextmanager
 def ctrl_c_noted() -> Iterator[None]:
-    """Within: Ctrl-C raises ``KeyboardInterrupt`` as by default and is also noted, for
-    :func:`ctrl_c_lost` to tell after the work whether one came that nobody saw.  Left alone where SIGINT
-    is not Python's default handler (ignored in a background run, or another handler is installed) and
-    outside the main thread."""
+    """Within: Ctrl-C raises ``KeyboardInterrupt`` as by default and is also noted, for :func:`ctrl_c_came`
+    to tell whether one came, also one whose ``KeyboardInterrupt`` Python dropped; forgotten on the way out.
+    Left alone where SIGINT is not Python's default handler (ignored in a background run, or another
+    handler is installed) and outside the main thread."""
     global _noted
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
@@ -55,26 +55,13 @@ def ctrl_c_noted() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        _noted = False
 
 
 def ctrl_c_came() -> bool:
-    """Whether a Ctrl-C came within :func:`ctrl_c_noted` that has not been caught yet: a long loop's progress
-    hook asks, and raises ``KeyboardInterrupt`` itself if Python dropped the signal's."""
+    """Whether a Ctrl-C came within :func:`ctrl_c_noted`: a long loop's progress hook asks, and the command
+    after its work, and raise ``KeyboardInterrupt`` themselves if Python dropped the signal's."""
     return _noted
-
-
-def ctrl_c_seen() -> None:
-    """The ``KeyboardInterrupt`` of a noted Ctrl-C was caught: it was not lost."""
-    global _noted
-    _noted = False
-
-
-def ctrl_c_lost() -> bool:
-    """Whether a Ctrl-C came within :func:`ctrl_c_noted` whose ``KeyboardInterrupt`` nobody caught (Python
-    dropped it, see above); true once, then forgotten."""
-    global _noted
-    lost, _noted = _noted, False
-    return lost
 
 
 @contextmanager

@@ -56,18 +56,17 @@ class LazyGroup(click.Group):
         try:
             with signals.ctrl_c_noted():
                 result = super().invoke(ctx)
+                if signals.ctrl_c_came():  # Python dropped its KeyboardInterrupt (iolab/signals.py): the work went on
+                    click.echo("\ninterrupted (Ctrl-C came while Python could not raise it; the command "
+                               "finished first)", err=True)
+                    ctx.exit(EXIT_INTERRUPTED)
+                return result
         except KeyboardInterrupt:
-            signals.ctrl_c_seen()
             click.echo("\ninterrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except InvariantViolation as exc:
             click.echo(f"error: the run broke a strict invariant: {exc}", err=True)
             ctx.exit(EXIT_FAILED)
-        if signals.ctrl_c_lost():  # Python dropped its KeyboardInterrupt (iolab/signals.py): the work went on
-            click.echo("\ninterrupted (Ctrl-C came while Python could not raise it; the command finished first)",
-                       err=True)
-            ctx.exit(EXIT_INTERRUPTED)
-        return result
 
 
 # The commands that keep the cyclic garbage collector paused by main() through their own start-up (reading the

@@ -16,6 +16,7 @@ import pytest
 
 from iolab.emulator.launchers import find_mpiexec, mpiexec_command
 from iolab.emulator.shell import kill_tree, spawn
+from listening import process_tree
 
 pytestmark = pytest.mark.mpi
 
@@ -30,16 +31,8 @@ HOLDER = ("import sys, time\n"
 def segments_of(root: int) -> set[Path]:
     """The mpich_shm files that the live descendants of ``root`` map (from /proc; hydra's proxies and the
     ranks have process groups of their own)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            children.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    found, todo = set(), list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
+    found = set()
+    for pid in process_tree(root):
         try:
             maps = Path(f"/proc/{pid}/maps").read_text()
         except OSError:
