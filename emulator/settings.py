@@ -15,6 +15,8 @@ from iolab.errors import SpecError
 from iolab.names import inside, path_component
 from iolab.middleware.policies import get_policy
 from iolab.specs.base import StrictModel, problems_of
+from iolab.specs.io_policies import io_policy_value
+from iolab.specs.policy_ref import PolicyRef
 
 Spec = TypeVar("Spec", bound=StrictModel)
 
@@ -28,7 +30,8 @@ def settle_settings(spec: Spec, policy: str | None = None, **overrides) -> Spec:
     update: dict = {}
     if policy is not None:
         try:
-            update["policy"] = get_policy(policy).name
+            value = io_policy_value(policy)
+            update["policy"] = PolicyRef.model_validate(value) if isinstance(value, dict) else get_policy(value).name
         except ValueError as exc:
             raise SpecError("--policy", [("policy", str(exc))]) from None
     given = {k: v for k, v in overrides.items() if v is not None}

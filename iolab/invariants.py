@@ -32,3 +32,18 @@ def strict_default(strict: bool | None = None) -> bool:
     if strict is not None:
         return bool(strict)
     return os.environ.get("IOLAB_STRICT", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+class PolicyRaised(InvariantViolation):
+    """A policy raised while deciding (a user's policy: its own bug): ``subject`` names the policy, ``detail``
+    the exception and the policy's own frames (``file:line in function``).  Ends a run as a broken rule does
+    (exit 1, the partial trace written), in strict mode or not."""
+
+    def __init__(self, policy: str, time: float, detail: str):
+        super().__init__("policy-raised", time, policy, detail)
+
+    def __str__(self) -> str:
+        return f"policy {self.subject} raised at t={self.time:.6g}: {self.detail}"
+
+    def __reduce__(self):
+        return type(self), (self.subject, self.time, self.detail)

@@ -30,6 +30,7 @@ from iolab.middleware.policies.interference import law_of
 
 from iolab.middleware.actor_handle import ActorHandle, call
 from iolab.middleware.state import AppFailed, ArbiterState
+from iolab.middleware.policies.io_guard import shippable
 
 __all__ = ["AppFailed", "Arbiter"]
 
@@ -219,7 +220,7 @@ class Arbiter(ActorHandle):
         """``strict`` (default: ``IOLAB_STRICT`` here, on the caller's side): the actor checks
         every call with the I/O level's checker; a violation stops the run (every later call,
         the orchestrator's ``status`` and ``progress`` included, raises it)."""
-        kwargs = dict(apps=list(apps), policy=policy, bandwidth=bandwidth, io_nodes=io_nodes, packs=packs,
+        kwargs = dict(apps=list(apps), policy=shippable(policy), bandwidth=bandwidth, io_nodes=io_nodes, packs=packs,
                       packed=packed, directories=directories, lease=lease, cap=cap, time_scale=time_scale,
                       unit_bytes=unit_bytes, strict=strict_default(strict), law=law)
         ArbiterState(**kwargs)  # validate here, on the caller's side

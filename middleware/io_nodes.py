@@ -44,7 +44,8 @@ import math
 from dataclasses import dataclass, field
 
 from iolab.invariants import InvariantViolation, strict_default
-from iolab.middleware.policies import IONodeArbiter, get_policy
+from iolab.middleware.policies import IONodeArbiter
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
 from iolab.middleware.policies.batch.io_parts import JobIOFacts, through_io_nodes
 from iolab.middleware.policies.io_order import IORequest
@@ -93,7 +94,7 @@ class IONodesState:
             raise ValueError(f"io_nodes must be >= 1, got {io_nodes!r}")
         if not rate > 0:
             raise ValueError(f"rate must be > 0, got {rate!r}")
-        self.policy = get_policy(policy)
+        self.policy = io_policy(policy)
         self.rate = float(rate)
         self.rates = {k: float(v) for k, v in rates.items()}
         self.time_scale, self.bytes_scale = float(time_scale), float(bytes_scale)

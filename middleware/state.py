@@ -36,7 +36,8 @@ import math
 from dataclasses import dataclass, field
 
 from iolab.invariants import InvariantViolation
-from iolab.middleware.policies import IONodeArbiter, get_policy
+from iolab.middleware.policies import IONodeArbiter
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, node_packs
 from iolab.middleware.policies.io_kernel import IOKernel
 
@@ -84,7 +85,7 @@ class ArbiterState:
             raise ValueError(f"time_scale must be > 0, got {time_scale!r}")
         if not lease > 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease!r}")
-        self.policy = get_policy(policy)
+        self.policy = io_policy(policy)
         self.bandwidth = float(bandwidth)
         self.time_scale = float(time_scale)
         self.unit_bytes = int(unit_bytes)

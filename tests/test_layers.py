@@ -7,7 +7,8 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
   clock), ``iolab.tiers``, ``iolab.atomic``, ``iolab.errors``, ``iolab.invariants``, ``iolab.signals``, ``iolab.mpich_segments``, ``iolab.names``, ``iolab.shared_data``, the package's
   ``__init__`` and the data packages.  They import only one another.
 * policies: ``iolab.middleware.policies``, pure decisions (the plan of an I/O experiment
-  included); imports only the bottom.
+  included); imports only the bottom.  ``iolab.policy``, the public policy API a user's policy file
+  imports, is at this level: it names the policies layer's classes and imports nothing else.
 * runtimes: ``iolab.apps`` (the MPI application) imports only the bottom: it talks to whoever
   grants its I/O through the coordinator interface it defines (``apps/coordination.py``) and
   loads the implementation by name; ``iolab.sim`` imports the bottom and the policies;
@@ -75,6 +76,8 @@ FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots"
 LAYERS: dict[str, frozenset[str]] = {
     **{unit: BOTTOM for unit in BOTTOM},
     POLICIES: BOTTOM,
+    # the public policy API: names from the policies layer, for a user's policy file (and the front)
+    "iolab.policy": BOTTOM | {POLICIES},
     "iolab.sim": BOTTOM | {POLICIES},
     "iolab.apps": BOTTOM,
     "iolab.middleware": BOTTOM | {POLICIES, "iolab.apps"},

@@ -79,6 +79,7 @@ from iolab.emulator.run_clock import PartialTraces, run_clock, save_partial
 from iolab.emulator.output_lock import hold_outputs
 from iolab.emulator.reaper import Supervisor
 from iolab.emulator.settings import default_work_dir, settle_settings
+from iolab.middleware.policies.io_guard import policy_label, shippable
 
 
 def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None, address: str | None = None,
@@ -183,7 +184,7 @@ class BatchEmulation:
                 name=f"storage-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
             if p.io_nodes is not None:  # one actor holds every I/O node's arbiter and bucket
                 self.io = IONodes.create(
-                    p.io_nodes, policy=p.io_node.policy, rate=p.io_node.rate,
+                    p.io_nodes, policy=shippable(p.io_node.policy), rate=p.io_node.rate,
                     rates={"lps": p.lps.rate, "hps": p.hps.rate, "stage": p.stage_rate},
                     cap=s.wall_rate(p.io_node.rate) if cap else None, law=law_of(p.io_node.interference),
                     time_scale=s.time_scale, bytes_scale=s.bytes_scale, strict=self.strict,
@@ -198,7 +199,7 @@ class BatchEmulation:
                 self.io.start(self.t0)
             if self.controller is not None:
                 self.controller.t0 = self.t0
-            self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.kind}, "
+            self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.label}, "
                                f"{p.nodes} nodes, time scale {s.time_scale:g}, bytes scale {s.bytes_scale:g}, "
                                f"work dir {self.work}")
             return run_clock(self._loop_or_stop, self._interrupted, self._trace, out)
@@ -269,6 +270,8 @@ class BatchEmulation:
                     self._advance(j)
             if self.controller is not None:
                 self.controller.step(self)
+            if k.wakes:
+                k.wake_due(now)  # a call the policy asked for (Decision.wake_at) is due: decide now
             while k.changed:
                 for j in k.decide(self.now()):
                     self._begin(j)
@@ -284,6 +287,8 @@ class BatchEmulation:
                 self._check_io(force=True)
                 self._progress_line(force=True)
                 return
+            if not future and not k.running and not k.changed:
+                k.stalled(self.now())  # jobs wait, nothing else is left: only a call the policy asked for
             if time.time() - last >= self.s.progress_every:
                 self._progress_line()
                 last = time.time()
@@ -542,7 +547,7 @@ class BatchEmulation:
                           "free": st["free"] / b, "waiting": list(st["waiting"])})
         tiers.append({"tier": "nodes", "capacity": k.total_nodes, "used": k.total_nodes - k.free_nodes,
                       "free": k.free_nodes, "waiting": list(k.queue)})
-        snap = {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.spec.scheduler.kind,
+        snap = {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.spec.scheduler.label,
                 "jobs": jobs, "tiers": tiers, "suspended": sorted(st.get("suspended", [])) if st else []}
         if self.io is not None:
             io = self._io(self.io.snapshot)
@@ -578,7 +583,7 @@ class BatchEmulation:
         p = self.spec.platform
         if p.io_nodes is not None:  # as the simulator's trace says them
             trace.attrs.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
-                               io_node_policy=p.io_node.policy, allocation=self.spec.allocation.kind)
+                               io_node_policy=policy_label(p.io_node.policy), allocation=self.spec.allocation.kind)
         if self.work_deleted is None and self.t0 is not None and not self.work.is_dir():
             self.work_deleted = self.now()
         if self.work_deleted is not None:

@@ -138,7 +138,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         wall_rates=_nominal(s, p) if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
-        **provenance(spec, "emulator-batch", real=True), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
+        **provenance(spec, "emulator-batch", real=True), scheduler=spec.scheduler.label, policy=spec.scheduler.label,
         total_nodes=p.nodes, hps_capacity=hps_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, time_scale=s.time_scale, bytes_scale=s.bytes_scale,
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,

@@ -42,6 +42,7 @@ from iolab.emulator.ray_session import RaySession
 from iolab.emulator.run_clock import PartialTraces, run_clock, save_partial
 from iolab.emulator.settings import default_work_dir, settle_settings
 from iolab.emulator.slurm_launch import MpiexecApps, make_launcher
+from iolab.middleware.policies.io_guard import policy_label
 
 ENDED = ("ok", "failed", "killed")
 
@@ -125,7 +126,7 @@ class Emulation:
             self._wait_ready()
             self.t0 = self.arbiter.start()
             self._write_partial(force=True)  # from the first instant, a killed driver leaves a trace
-            self.progress.note(f"clock started: {len(self.spec.apps)} apps, policy {self.spec.policy}, "
+            self.progress.note(f"clock started: {len(self.spec.apps)} apps, policy {policy_label(self.spec.policy)}, "
                                f"time scale {self.spec.emulator.time_scale:g}, work dir {self.work}")
             self._watch()
         except Exception as exc:
@@ -286,7 +287,7 @@ class Emulation:
         tb.extend("grants", [tuple(r) for r in rec["grants"]])
         tb.extend("actions", [tuple(r) for r in rec["actions"]])
         trace = tb.build(
-            **provenance(spec, "emulator", real=True), policy=spec.policy, mode="emulator", dt=0.0,
+            **provenance(spec, "emulator", real=True), policy=policy_label(spec.policy), mode="emulator", dt=0.0,
             bandwidth=spec.platform.bandwidth,
             io_nodes=spec.platform.io_nodes, nodes_per_io_node=spec.platform.nodes_per_io_node,
             packed=self.plan.packed, packs=self.plan.pack_count, unit_bytes=s.unit_bytes,

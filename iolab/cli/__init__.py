@@ -24,7 +24,7 @@ import click  # noqa: E402
 
 from iolab import __version__  # noqa: E402
 from iolab import signals  # noqa: E402
-from iolab.invariants import InvariantViolation  # noqa: E402
+from iolab.invariants import InvariantViolation, PolicyRaised  # noqa: E402
 from iolab.cli import network  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -64,9 +64,21 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("\ninterrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
-        except InvariantViolation as exc:
-            click.echo(f"error: the run broke a strict invariant: {exc}", err=True)
+        except PolicyRaised as exc:
+            click.echo(f"error: {exc}", err=True)
+            _partial_note(exc)
             ctx.exit(EXIT_FAILED)
+        except InvariantViolation as exc:
+            click.echo(f"error: the run broke a rule: {exc}", err=True)
+            _partial_note(exc)
+            ctx.exit(EXIT_FAILED)
+
+
+def _partial_note(exc: BaseException) -> None:
+    """The partial trace a stopped run wrote, if it wrote one (``exc.partial``: its path)."""
+    path = getattr(exc, "partial", None)
+    if path:
+        click.echo(f"the run's trace up to that point (partial) was written to {path}", err=True)
 
 
 # The commands that keep the cyclic garbage collector paused by main() through their own start-up (reading the

@@ -12,12 +12,11 @@ from iolab.calibration import describe_io
 from iolab.emulator.work_folder import ended_well, finish, work_folder
 from iolab.errors import Interrupted
 from iolab.runners import level_of, runner
-from iolab.specs.io import IO_POLICIES
 from iolab.specs.load import load_spec
 from iolab.cli.emulate_batch import emulate_batch
 from iolab.cli.format import dumps, seconds
 from iolab.cli.live import LiveView
-from iolab.cli.options import strict_option
+from iolab.cli.options import IO_POLICY, strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.simulate import metrics_json, print_metrics
 
@@ -31,7 +30,7 @@ def example_path() -> Path:
 @click.command()
 @strict_option
 @click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
+@click.option("--policy", type=IO_POLICY, help="override the spec's I/O policy: a built-in's name or your own (file.py:Class)")
 @click.option("--time-scale", type=float, help="wall seconds per spec second (overrides emulator.time_scale)")
 @click.option("--out", type=click.Path(dir_okay=False), default="run.h5", show_default=True,
               help="trace file (HDF5, the simulator's schema)")

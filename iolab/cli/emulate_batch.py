@@ -33,12 +33,12 @@ def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir
     m = real.metrics(trace)
     a = trace.attrs
     if as_json:
-        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.kind, "failures": a.get("failures", {}),
+        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.label, "failures": a.get("failures", {}),
                           "wall_seconds": a["wall_seconds"], "staging_rate_achieved": a["staging_rate_achieved"],
                           "staging_rate_target": a["staging_rate_target"],
                           "launch_overhead": a.get("launch_overhead", {})}))
         return trace
-    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes, "
+    click.echo(f"{spec.name}: scheduler {spec.scheduler.label}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes, "
                f"emulator ({a.get('launcher', 'mpiexec')}, time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
                f"{a['wall_seconds']:.0f} s wall)")
     click.echo(table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],

@@ -6,6 +6,8 @@ import os
 
 import click
 
+from iolab.specs.io_policies import IO_POLICIES, normalise_policy
+
 
 def _set_strict(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     if value:
@@ -19,3 +21,33 @@ strict_option = click.option(
     "--strict", is_flag=True, expose_value=False, is_eager=True, callback=_set_strict,
     help="check every decision and state change against the model's invariants (docs/architecture.md); "
          "the first violation stops the run with the rule, the time and the job, exit 1")
+
+
+class IOPolicyParam(click.ParamType):
+    """An I/O policy on the command line: a built-in's name (any case, ``_`` or ``-``) or a policy of the
+    user's, ``file.py:Class`` (the file relative to the working directory) or ``pkg.mod:Class``."""
+
+    name = "POLICY"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        key = normalise_policy(value)
+        if key in IO_POLICIES:
+            return key
+        if ":" in value:
+            where, _, cls = value.rpartition(":")
+            if where.endswith(".py") or "/" in where:
+                path = os.path.abspath(os.path.expanduser(where))
+                if not os.path.isfile(path):
+                    self.fail(f"{where!r}: no such file", param, ctx)
+                return f"{path}:{cls}"
+            return value
+        self.fail(f"{value!r} is not one of {', '.join(IO_POLICIES)}, nor a policy of your own (file.py:Class or "
+                  "pkg.mod:Class)", param, ctx)
+
+    def get_metavar(self, param, ctx=None):
+        return "[NAME|file.py:Class]"
+
+
+IO_POLICY = IOPolicyParam()

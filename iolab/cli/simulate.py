@@ -12,15 +12,16 @@ from pathlib import Path
 import click
 
 from iolab.cli import resume_collector
+from iolab.invariants import InvariantViolation
 from iolab.runners import runner
 from iolab.signals import ctrl_c_came
-from iolab.specs.io_policies import IO_POLICIES
 from iolab.specs.load import MAX_APPS, apply_overrides, parse_spec, read_document, spec_dir
 from iolab.specs.size import MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
 from iolab.units import short
-from iolab.cli.options import strict_option
+from iolab.cli.options import IO_POLICY, strict_option
+from iolab.specs.policy_ref import policy_label
 
 
 def metrics_json(m) -> dict:
@@ -64,7 +65,7 @@ def print_metrics(m, title: str, cut=None) -> None:
 @click.command()
 @strict_option
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
+@click.option("--policy", type=IO_POLICY, help="override the spec's I/O policy: a built-in's name or your own (file.py:Class)")
 @click.option("--mode", type=click.Choice(["event", "step"]), help="engine: exact next-event, or fixed time step")
 @click.option("--dt", type=float, help="time step of --mode step, seconds")
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="write the trace (HDF5) here")
@@ -132,7 +133,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if as_json:
         click.echo(dumps(metrics_json(m)))
     else:
-        print_metrics(m, f"{spec.name}: policy {spec.policy}, mapping {spec.mapping.kind}, "
+        print_metrics(m, f"{spec.name}: policy {policy_label(spec.policy)}, mapping {spec.mapping.kind}, "
                          f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
         if out:
             click.echo(f"trace written to {out}")
@@ -182,6 +183,20 @@ def _collector_paused_on_startup():
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+@contextmanager
+def _partial_kept(out: str | None):
+    """A run stopped by a broken rule or a policy that raised: the trace up to there (the violation's
+    ``trace``, complete False) is written to ``out``, and the violation goes on (exit 1)."""
+    try:
+        yield
+    except InvariantViolation as exc:
+        trace = getattr(exc, "trace", None)
+        if out and trace is not None:
+            write_trace(trace, Path(out))
+            exc.partial = out
+        raise
 
 
 def _source(spec_path: str) -> str:
@@ -234,16 +249,16 @@ def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bo
     jobs = _batch_jobs(spec, max_jobs, _source(spec_path))
     sim = runner("batch", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
-    with _collector_paused_on_startup():
+    with _collector_paused_on_startup(), _partial_kept(out):
         # without --out nobody reads the trace but its metrics: no node set written as text
         trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases, node_ids=bool(out))
         m = metrics(trace)
     if out:
         write_trace(trace, Path(out))
     if as_json:
-        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.kind}))
+        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.label}))
         return
-    click.echo(f"{spec.name}: scheduler {spec.scheduler.kind}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes "
+    click.echo(f"{spec.name}: scheduler {spec.scheduler.label}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes "
                f"(simulated in {trace.attrs['wall_seconds']:.2f} s of wall time, {trace.attrs['decisions']:,} "
                "scheduling decisions)")
     click.echo(table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],

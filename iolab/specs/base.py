@@ -62,7 +62,8 @@ def problems_of(err: ValidationError) -> list[tuple[str, str]]:
     for e in err.errors():
         # Discriminated unions and function validators add their own names
         # to the location; keep only the user's field names and indices.
-        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or "function-" in p)))
+        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or "function-" in p
+                                                                        or p.startswith("policy:"))))
         prefix = format_loc(loc)
         cause = (e.get("ctx") or {}).get("error")
         if isinstance(cause, FieldProblems):

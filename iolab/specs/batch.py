@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pathlib import Path
 
-from pydantic import BeforeValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, ValidationInfo, field_validator, model_validator
 
 from iolab.names import NAME_PATTERN
 from iolab.units import GB, parse_duration, parse_rate, parse_size
@@ -38,7 +38,8 @@ from iolab.specs.base import FieldProblems, StrictModel, finite_sum, nested_opti
 from iolab.specs.batch_emulation import BatchEmulatorSettings
 from iolab.specs.controller import ControllerSpec
 from iolab.specs.interference import INTERFERENCE_HELP, Interference
-from iolab.specs.io_policies import IOPolicyName, normalise_policy
+from iolab.specs.io_policies import IOPolicyChoice, io_policy_value, normalise_policy
+from iolab.specs.policy_ref import BUILTIN, USER, PolicyRef, builtin_or_user, parse_policy
 
 # ---------------------------------------------------------------- units
 
@@ -192,14 +193,15 @@ class IONodeSpec(StrictModel):
     (under ``shared``: the aggregate with k concurrent streams)."""
 
     rate: Rate = Field(..., description="bandwidth of one I/O node, bytes/s")
-    policy: IOPolicyName = Field("fifo", description="the arbiter's policy: one of carretero2020's eight list "
-                                                     "policies (one job transfers at a time) or shared")
+    policy: IOPolicyChoice = Field("fifo", description="the arbiter's policy: one of carretero2020's eight list "
+                                   "policies (one job transfers at a time), shared, or your own (kind: python; "
+                                   "docs/policies.md)")
     interference: Interference = Field(None, description=INTERFERENCE_HELP)
 
     @field_validator("policy", mode="before")
     @classmethod
     def _norm_policy(cls, v: object) -> object:
-        return normalise_policy(v)
+        return io_policy_value(v)
 
 
 class BatchPlatform(StrictModel):
@@ -480,13 +482,14 @@ REFUSING_PLACEMENTS: tuple[str, ...] = ("round-robin", "best-bandwidth")
 
 
 HPS_REQUEST_SCHEDULERS = ("fcfs", "conservative", "conservative-reinsert")
+SCHEDULER_NAMES = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier")
 
 
 class SchedulerSpec(StrictModel):
     """``fcfs | easy | conservative | conservative-reinsert | sas | random-tier`` (p = P[HPS] for
     random-tier)."""
 
-    kind: Literal["fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier"]
+    kind: Literal[SCHEDULER_NAMES]
     p: float | None = Field(None, ge=0, le=1, description="random-tier: probability of HPS")
     hps_requests: bool = Field(False, description="fcfs, conservative, conservative-reinsert: a job that "
                                "asks for HPS (storage > 0) runs on HPS (stage-in, run at R_hps, "
@@ -519,6 +522,31 @@ class SchedulerSpec(StrictModel):
             raise_if([("hps_requests", f"hps_requests applies to {', '.join(HPS_REQUEST_SCHEDULERS)}, not "
                                        f"{self.kind} ({'it chooses tiers itself' if self.kind in ('sas', 'random-tier') else 'not built for it yet'})")])
         return self
+
+
+    @property
+    def label(self) -> str:
+        """The scheduler's name as runs and traces show it."""
+        return self.kind
+
+
+def _policy_or_builtin(point: str, builtins: tuple[str, ...], short=None):
+    """A field validator (mode before) for a decision point that takes a built-in or a user's policy:
+    a user policy's short forms become its mapping (:func:`~iolab.specs.policy_ref.parse_policy`), a
+    mapping's ``kind`` is normalised (``EASY``, ``random_tier``), and ``short`` turns a built-in's bare
+    name into its mapping."""
+    def validate(v: object) -> object:
+        v = parse_policy(v, point, builtins)
+        if isinstance(v, dict) and "kind" in v:
+            v = {**v, "kind": _norm(v["kind"])}
+        elif short is not None and isinstance(v, str):
+            v = short(v)
+        return v
+    return validate
+
+
+SchedulerChoice = Annotated[Union[Annotated[SchedulerSpec, Tag(BUILTIN)], Annotated[PolicyRef, Tag(USER)]],
+                            Discriminator(builtin_or_user)]
 
 
 class SplitSpec(StrictModel):
@@ -631,7 +659,9 @@ class BatchExperiment(StrictModel):
     kind: Literal["batch"] = "batch"
     name: Name = Field("batch", description="the experiment's name (becomes part of file names)")
     platform: BatchPlatform
-    scheduler: SchedulerSpec
+    scheduler: SchedulerChoice = Field(description="a built-in scheduler (fcfs, easy, conservative, "
+                                       "conservative-reinsert, sas, random-tier) or your own (kind: python; "
+                                       "docs/policies.md)")
     placement: PlacementSpec = PlacementSpec()
     allocation: AllocationSpec = Field(default_factory=AllocationSpec,
                                        description="how a starting job's node ids are chosen (lowest | io-aware)")
@@ -651,7 +681,7 @@ class BatchExperiment(StrictModel):
     @field_validator("scheduler", mode="before")
     @classmethod
     def _sched_short(cls, v: object) -> object:
-        return {"kind": v} if isinstance(v, str) else v
+        return _policy_or_builtin("scheduler", SCHEDULER_NAMES, lambda name: {"kind": _norm(name)})(v)
 
     @model_validator(mode="before")
     @classmethod

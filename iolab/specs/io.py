@@ -24,7 +24,9 @@ from iolab.names import MAX_NAME, NAME_PATTERN
 from iolab.specs.base import StrictModel, finite_sum, raise_if
 from iolab.specs.emulation import EmulatorSettings
 from iolab.specs.interference import INTERFERENCE_HELP, Interference
-from iolab.specs.io_policies import IO_POLICIES, LIST_POLICIES, IOPolicyName, normalise_policy  # noqa: F401 (re-exported)
+from iolab.specs.io_policies import (  # noqa: F401 (re-exported)
+    IO_POLICIES, LIST_POLICIES, IOPolicyChoice, IOPolicyName, io_policy_value, normalise_policy,
+)
 
 
 AppId = Annotated[
@@ -218,7 +220,8 @@ class IOExperiment(StrictModel):
     kind: Literal["io"] = "io"
     name: SpecName = "experiment"
     platform: Platform
-    policy: IOPolicyName = "fifo"
+    policy: IOPolicyChoice = Field("fifo", description="the I/O nodes' policy: one of carretero2020's eight "
+                                   "list orders, shared, or your own (kind: python; docs/policies.md)")
     mapping: Mapping = Mapping()
     seed: int = Field(0, ge=0, le=2**63 - 1)
     sim: SimSettings = SimSettings()
@@ -228,7 +231,7 @@ class IOExperiment(StrictModel):
     @field_validator("policy", mode="before")
     @classmethod
     def _norm_policy(cls, v: object) -> object:
-        return normalise_policy(v)
+        return io_policy_value(v)
 
     @field_validator("mapping", mode="before")
     @classmethod

@@ -6,7 +6,11 @@ name a policy, is read without building the I/O experiment's models (``iolab sim
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, Union
+
+from pydantic import Discriminator, Tag
+
+from iolab.specs.policy_ref import BUILTIN, USER, PolicyRef, builtin_or_user, parse_policy
 
 # Names of the I/O arbitration policies (carretero2020 §5.1) plus ``shared``.
 IO_POLICIES: tuple[str, ...] = (
@@ -24,6 +28,11 @@ LIST_POLICIES: tuple[str, ...] = IO_POLICIES[:-1]
 
 IOPolicyName = Literal[IO_POLICIES]  # a tuple subscript spreads into the Literal
 
+#: an I/O node's policy in a spec: a built-in's name, or a policy of the user's (``kind: python``, or the short
+#: forms ``file.py:Class`` and ``pkg.mod:Class``; iolab.specs.policy_ref)
+IOPolicyChoice = Annotated[Union[Annotated[IOPolicyName, Tag(BUILTIN)], Annotated[PolicyRef, Tag(USER)]],
+                           Discriminator(builtin_or_user)]
+
 
 def normalise_policy(value: object) -> object:
     """Accept ``Longest_IO`` for ``longest-io``; leave anything else to pydantic."""
@@ -32,4 +41,10 @@ def normalise_policy(value: object) -> object:
     return value
 
 
-__all__ = ["IO_POLICIES", "LIST_POLICIES", "IOPolicyName", "normalise_policy"]
+def io_policy_value(value: object) -> object:
+    """A spec's raw I/O policy value, ready for :data:`IOPolicyChoice`: a user's short form becomes its
+    mapping, a built-in's name is normalised; an unknown name is refused with the known ones."""
+    return normalise_policy(parse_policy(value, "io", IO_POLICIES))
+
+
+__all__ = ["IO_POLICIES", "LIST_POLICIES", "IOPolicyChoice", "IOPolicyName", "io_policy_value", "normalise_policy"]

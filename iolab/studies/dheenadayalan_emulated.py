@@ -178,7 +178,7 @@ def _row(name: str, spec: BatchExperiment, records: list[dict], size: int, io: i
     comp = sum(r["end"] - r["start"] for r in records) if records else math.nan
     flow = sum(r["end"] - r["submit"] for r in records) if records else math.nan
     return {"dataset": "DS1", "size": size, "cpu_jobs": size - io, "io_jobs": io,
-            "scheduler": spec.scheduler.kind, "controller": spec.controller.enabled, "runtime": runtime,
+            "scheduler": spec.scheduler.label, "controller": spec.controller.enabled, "runtime": runtime,
             "scale": "small", "total_completion": comp, "total_flow": flow,
             "completion_hms": hms(comp) if records else "",
             "flow_hms": hms(flow) if records else "", "suspensions": suspensions, "run": name}

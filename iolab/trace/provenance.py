@@ -14,6 +14,7 @@ from importlib.metadata import version
 from typing import Any
 
 from iolab import __version__
+from iolab.specs.policy_ref import user_policies
 
 # the packages a real run's processes depend on (mpich: the MPI library's wheel)
 REAL_RUN_PACKAGES = ("ray", "mpi4py", "h5py", "numpy", "pydantic")
@@ -40,11 +41,15 @@ def versions() -> dict[str, str]:
 def provenance(spec: Any, runtime: str, *, real: bool = False) -> dict[str, Any]:
     """The attributes naming a run of ``spec`` by ``runtime`` (``sim-event``, ``sim-batch``,
     ``emulator``, ``emulator-batch``...): its seed, the spec as JSON data, iolab's and Python's
-    versions and the host; ``real``: also the packages' :func:`versions`."""
+    versions and the host, and (``policies``) where each policy of the user's came from (its file's
+    SHA-256, its options); ``real``: also the packages' :func:`versions`."""
     out: dict[str, Any] = {
         "runtime": runtime, "seed": spec.seed, "spec": spec.model_dump(mode="json"),
         "iolab_version": __version__, "python": platform.python_version(), "host": platform.node(),
     }
+    own = user_policies(spec)
+    if own:  # the user's policies: where each came from, its file's hash, its options
+        out["policies"] = {where: ref.provenance() for where, ref in own}
     if real:
         out["versions"] = versions()
     return out

@@ -22,6 +22,7 @@ from iolab.sim.batch.run import simulate_batch, simulated_makespan
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace
 
+from iolab.names import path_component
 from iolab.validation.batch_comparison import compare_batch
 from iolab.emulator.batch.run import run_batch_emulation
 from iolab.validation.io import TraceMismatch, checked_trace
@@ -33,7 +34,7 @@ SIM_ONLY = {"platform": "overheads", "controller": "model"}  # the simulator's m
 
 def load_kept_batch_trace(spec: BatchExperiment, traces_dir: str | Path) -> Trace:
     """``DIR/<scheduler>.h5`` of an earlier run of ``spec`` (TraceMismatch naming the file and field)."""
-    path = Path(traces_dir) / f"{spec.scheduler.kind}.h5"
+    path = Path(traces_dir) / f"{path_component(spec.scheduler.label)}.h5"
     if not path.is_file():
         raise TraceMismatch(f"{path}: no such trace (an earlier `iolab validate SPEC --work-dir {traces_dir}` "
                             "keeps one per scheduler)")
@@ -55,13 +56,13 @@ def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_di
         cal_source = str(calibration)
     if traces is not None:
         real = load_kept_batch_trace(spec, traces)
-        say(f"real run: {Path(traces) / (spec.scheduler.kind + '.h5')}")
+        say(f"real run: {Path(traces) / (path_component(spec.scheduler.label) + '.h5')}")
     elif work_dir is not None:  # the trace kept for later (--traces), the folder too
-        out, wd = Path(work_dir) / f"{spec.scheduler.kind}.h5", Path(work_dir) / spec.scheduler.kind
+        out, wd = Path(work_dir) / f"{path_component(spec.scheduler.label)}.h5", Path(work_dir) / path_component(spec.scheduler.label)
         real = run_batch_emulation(spec, makespan_of=simulated_makespan, out=out, address=address, work_dir=wd,
                                    progress=progress)
     else:  # a temporary folder, removed after a run that ended well
-        wd = temporary_folder(spec, spec.scheduler.kind)
+        wd = temporary_folder(spec, path_component(spec.scheduler.label))
         real = run_in(wd, lambda: run_batch_emulation(spec, makespan_of=simulated_makespan, address=address,
                                                       work_dir=wd, progress=progress),
                       keep=keep_work, say=work_note or say)
@@ -74,7 +75,7 @@ def validate_batch(spec: BatchExperiment, *, address: str | None = None, work_di
     cspec = calibrated(spec, cal)
     csim = simulate_batch(cspec)
     report = {
-        "spec": spec.name, "scheduler": spec.scheduler.kind, "level": "batch",
+        "spec": spec.name, "scheduler": spec.scheduler.label, "level": "batch",
         "time_scale": spec.emulator.time_scale, "bytes_scale": spec.emulator.bytes_scale,
         "calibration": {"source": cal_source, "in_sample": calibration is None, "wall": cal["wall"],
                         "samples": cal.get("samples", {}), "spec_seconds": overheads_of(cal, spec.emulator.time_scale),

@@ -104,11 +104,19 @@ class ListPolicy:
     exclusive: bool = True
     wait_key: Callable[[IORequest], tuple] | None = None
     key_at: Callable[[float], Callable[[IORequest], tuple]] | None = None
+    #: the whole choice at once: ``choose(waiting, now)`` returns one of the waiting requests (a user's
+    #: :class:`IOOrder` that defines ``choose``); re-asked at every grant, as a time-dependent order
+    choose: Callable[[Sequence[IORequest], float], IORequest] | None = None
 
     def __post_init__(self) -> None:
+        if self.choose is not None:
+            if self.key is not None or self.wait_key is not None or self.key_at is not None:
+                raise ValueError(f"policy {self.name!r}: a choose is the whole order; give it alone")
+            object.__setattr__(self, "time_dependent", True)
+            return
         given = [name for name in ("key", "wait_key", "key_at") if getattr(self, name) is not None]
         if not given:
-            raise ValueError(f"policy {self.name!r}: give a key, a wait_key or a key_at")
+            raise ValueError(f"policy {self.name!r}: give a key, a wait_key, a key_at or a choose")
         if self.wait_key is not None and (len(given) > 1 or self.time_dependent):
             raise ValueError(f"policy {self.name!r}: a wait_key is for an order that does not change "
                              "while a request waits; give it alone")
@@ -137,21 +145,91 @@ class ListPolicy:
             return queue[0]
         if not queue:
             raise ValueError("pick() needs at least one waiting request")
+        if self.choose is not None:
+            return self.choose(queue, now)
         return min(queue, key=self._key_now(now))
 
     def order(self, queue: Sequence[IORequest], now: float) -> list[IORequest]:
         """The whole queue in grant order (for displays and tests)."""
+        if self.choose is not None:  # the first choice, then the choice among the rest, ...
+            rest, out = list(queue), []
+            while rest:
+                first = self.pick(rest, now)
+                rest.remove(first)
+                out.append(first)
+            return out
         return sorted(queue, key=self._key_now(now))
+
+
+class IOOrder:
+    """The public base of an exclusive I/O order (``iolab.policy.IOOrder``): whenever an I/O node is
+    free it grants the waiting request that comes first, and the transfer runs to its end alone (no
+    preemption), as carretero2020's list policies do.  Define one of:
+
+    - ``key(request, now)``: the request's rank (a number, or a tuple of numbers and texts); smaller
+      goes first; ties go to the earlier request, then the lower system id.  Unless ``time_dependent``
+      is True it is taken once, when the request arrives (``now`` is then its ``requested_at``);
+      with ``time_dependent`` every waiting request is ranked again at each grant;
+    - ``choose(waiting, now)``: the whole choice, one of the waiting requests (asked at each grant).
+
+    ``request`` is an :class:`IORequest`.  The built-in orders (``fifo``, ``stretch``, ...) are
+    :class:`ListPolicy` objects with the same ``key(request, now)``."""
+
+    name: str = ""
+    api_version: int = 1
+    time_dependent: bool = False
+    exclusive = True
+
+
+class Stream(NamedTuple):
+    """One transfer granted on an I/O node, as a bandwidth-sharing policy sees it.
+
+    - ``id``: the stream's name (an app at the I/O level; a job's part, ``job@node``, at the batch level);
+    - ``job``: the app or job it moves bytes for; ``user``: that job's user ("" when unknown);
+    - ``rank``: the app's or job's system id (lower is older); ``nodes``: its compute nodes (its size);
+    - ``volume``: the bytes of this transfer; ``moved``: the bytes moved so far (a real run: booked);
+    - ``granted``: when it was granted (spec seconds)."""
+
+    id: str
+    job: str
+    rank: int
+    nodes: int
+    volume: float
+    moved: float
+    granted: float
+    user: str = ""
+
+
+class Sharing:
+    """The public base of a bandwidth-sharing policy (``iolab.policy.Sharing``): an I/O node grants every
+    request at once and its transfers share its bandwidth; ``shares(streams, now)`` says how.  It returns
+    one number per stream (in the order given): the fraction of the node's aggregate rate that stream
+    gets, each > 0, their sum at most 1 (a sum below 1 leaves bandwidth unused, as a token-bucket cap
+    does).  It is asked again whenever a stream starts or ends on that I/O node.  The built-in ``shared``
+    gives each stream 1/k."""
+
+    name: str = ""
+    api_version: int = 1
+    exclusive = False
+
+    def shares(self, streams: Sequence[Stream], now: float) -> Sequence[float]:  # pragma: no cover
+        raise NotImplementedError(f"{type(self).__name__} must define shares(streams, now)")
 
 
 @dataclass(frozen=True)
 class SharedPolicy:
-    """No arbitration: every request is granted at once, bandwidth split equally."""
+    """No arbitration: every request is granted at once, bandwidth split equally (a :class:`Sharing`
+    whose shares are 1/k; the simulator's fair-share links apply it without asking)."""
 
     name: str = "shared"
     time_dependent: bool = False
     description: str = "no arbitration; concurrent transfers share the bandwidth equally"
     exclusive: bool = False
+    equal: bool = True  # every stream 1/k: the links need not ask shares()
+
+    def shares(self, streams: Sequence[Stream], now: float) -> list[float]:
+        k = len(streams)
+        return [1.0 / k] * k
 
 
 POLICIES: dict[str, ListPolicy | SharedPolicy] = {

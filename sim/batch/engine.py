@@ -171,6 +171,7 @@ class BatchEngine:
         self.io_nodes = None
         # progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
         self.progress: Callable[[float, int, int], None] | None = None
+        self.events = 0  # events taken (set when the run ends)
 
     # -- helpers ------------------------------------------------------------
     def _push(self, t: float, ev: int, arg) -> None:
@@ -310,12 +311,19 @@ class BatchEngine:
         report = PROGRESS_EVERY if self.progress is not None else math.inf
         advance_at: set[float] = set()  # times of the early-copy checks in the heap
         inf = math.inf
-        while heap or submitted < n_jobs or first is not None:
+        wakes = k.wakes  # the times the policy asked to be called at (Decision.wake_at): not in the heap
+        while heap or submitted < n_jobs or first is not None or (wakes and k.queue):
             t = heap[0][0] if heap else inf
             if first is not None and first[0] < t:
                 t = first[0]
             if submitted < n_jobs and submits[submitted] <= t:
                 t = submits[submitted]
+            if wakes and wakes[0] <= t:
+                if t == inf and not k.running:  # only the policy's calls are left
+                    k.stalled(wakes[0])
+                t = wakes[0]
+                k.wake_due(t)
+                events += 1
             if events >= report:
                 self.progress(t, submitted, n_jobs)
                 report = events + PROGRESS_EVERY
@@ -390,7 +398,16 @@ class BatchEngine:
                         due[name] = (nxt if nxt > t else t, next(seq), name, link.version)
                 touched.clear()
                 first = min(due.values()) if due else None
-        self.rec.events = events
+        self.events = events
+        self._close()
+        if k.queue:
+            k.stalled(t)  # (raises: no call is left)
+        return self.rec
+
+    def _close(self) -> None:
+        """The record's totals (at the run's end, or where a broken rule stopped it: :meth:`partial`)."""
+        k = self.kernel
+        self.rec.events = self.events
         self.rec.io_time = self._io_time
         self.rec.controller = self.controller
         self.rec.decisions = k.decisions
@@ -398,7 +415,9 @@ class BatchEngine:
         self.rec.predictions = k.prediction_rows()
         self.rec.advance = dict(k.advance_stats)
         self.rec.allocations = k.allocation_rows() if self.rows else []
-        if k.queue:
-            raise RuntimeError(f"{len(k.queue)} job(s) never started (policy {self.policy.name}); "
-                               f"first: {next(iter(k.queue))}")
+
+    def partial(self) -> BatchRecord:
+        """What the run did up to where it stopped (a broken rule, a policy that raised): its record, the
+        jobs in the states they had then."""
+        self._close()
         return self.rec

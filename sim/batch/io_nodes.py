@@ -36,7 +36,7 @@ from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
 from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_parts, through_io_nodes
 from iolab.middleware.policies.interference import law_of
-from iolab.middleware.policies.io_order import get_policy
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.invariants import strict_default
 from iolab.workloads.steps import job_steps
 
@@ -76,7 +76,7 @@ class IONodeLayer:
     """The I/O nodes of one batch run; :meth:`install` puts it in front of ``engine``'s tier links."""
 
     def __init__(self, io_nodes: int, span: int, rate: float, policy: str, law=None, *, strict: bool | None = None):
-        self.policy = get_policy(policy)
+        self.policy = io_policy(policy)
         self.arbiters = [IONodeArbiter(self.policy, node=j) for j in range(io_nodes)]
         self.span = span
         self.rate = rate

@@ -8,7 +8,8 @@ from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.trace.provenance import provenance
-from iolab.middleware.policies.batch.kernel import BatchKernel
+from iolab.invariants import InvariantViolation
+from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED, BatchKernel
 from iolab.middleware.policies.interference import tier_laws
 
 from iolab.sim.fairshare import FairShareLink
@@ -16,6 +17,7 @@ from iolab.sim.fairshare import FairShareLink
 from iolab.workloads import load_workload
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
+from iolab.middleware.policies.io_guard import policy_label
 
 __all__ = ["run_batch", "simulate_batch"]
 
@@ -44,18 +46,22 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
         from iolab.sim.batch.controller import SimController  # lazy: the load controller, for a spec that has one
 
         SimController.from_spec(spec).install(engine, control=c.enabled)
-    if spec.platform.io_nodes is None:
-        return engine.run()
-    from iolab.sim.batch.io_nodes import IONodeLayer  # lazy: the I/O nodes, for a platform that has them
+    try:
+        if spec.platform.io_nodes is None:
+            return engine.run()
+        from iolab.sim.batch.io_nodes import IONodeLayer  # lazy: the I/O nodes, for a platform that has them
 
-    layer = IONodeLayer.from_spec(spec, strict=strict)  # after the tiers' laws: it keeps them
-    layer.install(engine)
-    rec = engine.run()
-    layer.close(max((s.end for s in rec.jobs), default=0.0))
-    rec.grants = layer.grants
-    if len(rec.phases):
-        layer.expand_rows(rec.phases)
-    return rec
+        layer = IONodeLayer.from_spec(spec, strict=strict)  # after the tiers' laws: it keeps them
+        layer.install(engine)
+        rec = engine.run()
+        layer.close(max((s.end for s in rec.jobs), default=0.0))
+        rec.grants = layer.grants
+        if len(rec.phases):
+            layer.expand_rows(rec.phases)
+        return rec
+    except InvariantViolation as exc:  # a broken rule or a policy that raised: what ran so far goes with it
+        exc.record = engine.partial()
+        raise
 
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
@@ -65,14 +71,34 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     False leaves the jobs table's node sets empty: for a caller that reads only the trace's metrics
     (``iolab simulate`` without ``--out``), no job's node set is kept or written as text."""
     t0 = time.perf_counter()
-    rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
-                    node_ids=node_ids)
-    wall = time.perf_counter() - t0
+    try:
+        rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
+                        node_ids=node_ids)
+    except InvariantViolation as exc:
+        rec = getattr(exc, "record", None)
+        if rec is not None:  # the trace up to where the run stopped (complete False), for the caller to keep
+            exc.trace = _trace(spec, rec, phases, node_ids, time.perf_counter() - t0, complete=False,
+                               stopped=str(exc))
+        raise
+    return _trace(spec, rec, phases, node_ids, time.perf_counter() - t0)
+
+
+def _status(s) -> str:
+    """A job's status in a trace cut short: its own once ended, killed if it held nodes, else pending."""
+    if s.state in ENDED:
+        return s.status
+    return "pending" if s.state in (FUTURE, QUEUED) else "killed"
+
+
+def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, complete: bool = True,
+           stopped: str = "") -> Trace:
     p = spec.platform
     tb = TraceBuilder()
     # column-wise (TraceBuilder.extend_columns): the same table as one add_job per job
     tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None,
-                                          node_ids=node_ids), take=True)
+                                          node_ids=node_ids,
+                                          statuses=None if complete else [_status(s) for s in rec.jobs]),
+                      take=True)
     tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
     if len(preds):
@@ -85,15 +111,16 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     extra = {}
     if p.io_nodes is not None:
         extra.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
-                     io_node_policy=p.io_node.policy, allocation=spec.allocation.kind)
+                     io_node_policy=policy_label(p.io_node.policy), allocation=spec.allocation.kind)
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
     return tb.build(
-        **provenance(spec, "sim-batch"), scheduler=spec.scheduler.kind, policy=spec.scheduler.kind,
+        **provenance(spec, "sim-batch"), scheduler=spec.scheduler.label, policy=spec.scheduler.label,
         wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, phases_kept=phases, **extra,
+        **({} if complete else {"complete": False, "stopped": stopped}),
     )
 
 

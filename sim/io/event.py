@@ -18,7 +18,7 @@ import heapq
 import itertools
 import math
 
-from iolab.middleware.policies import get_policy
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_apps import COMPUTE
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, ENDED, IOKernel
 from iolab.middleware.policies.io_queue import wait_queue
@@ -37,7 +37,7 @@ class EventEngine:
 
     def __init__(self, scenario: Scenario, policy: str, rows: bool = True, strict: bool | None = None):
         self.sc = scenario
-        self.policy = get_policy(policy)
+        self.policy = io_policy(policy)
         self.exclusive = self.policy.exclusive
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,

@@ -12,6 +12,7 @@ from iolab.sim.io.event import EventEngine
 from iolab.sim.io.recorder import Recorder
 from iolab.sim.io.scenario import Scenario
 from iolab.sim.io.stepped import SteppedEngine
+from iolab.middleware.policies.io_guard import policy_label
 
 
 def run_engine(spec: IOExperiment, *, policy: str | None = None, mode: str | None = None,
@@ -45,7 +46,7 @@ def simulate(spec: IOExperiment, *, policy: str | None = None, mode: str | None 
     rec = run_engine(spec, policy=policy, mode=mode, dt=dt, scenario=sc, strict=strict)
     wall = time.perf_counter() - t0
     return rec.trace(
-        **provenance(spec, f"sim-{mode}"), policy=policy, mode=mode, dt=dt if mode == "step" else 0.0,
+        **provenance(spec, f"sim-{mode}"), policy=policy_label(policy), mode=mode, dt=dt if mode == "step" else 0.0,
         wall_seconds=wall, events=rec.events, bandwidth=spec.platform.bandwidth,
         io_nodes=spec.platform.io_nodes, nodes_per_io_node=spec.platform.nodes_per_io_node,
         packed=sc.plan.packed, packs=sc.plan.pack_count, unit_bytes=1,

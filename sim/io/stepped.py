@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from iolab.middleware.policies import get_policy
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, IO_WAIT, IOKernel
 
 from iolab.sim.io.recorder import Recorder
@@ -42,7 +42,7 @@ class SteppedEngine:
             raise ValueError(f"dt must be > 0, got {dt}")
         self.sc = scenario
         self.dt = dt
-        self.policy = get_policy(policy)
+        self.policy = io_policy(policy)
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
                                    scenario.plan.packed, strict=strict, slack=_TOL * dt, launch=scenario.launch,

@@ -140,7 +140,7 @@ def test_a_wait_key_is_the_order_at_any_time_and_its_fields_are_the_documented_o
 
 def test_a_policy_needs_exactly_one_kind_of_key():
     from iolab.middleware.policies.io_order import ListPolicy
-    with pytest.raises(ValueError, match="give a key, a wait_key or a key_at"):
+    with pytest.raises(ValueError, match="give a key, a wait_key, a key_at or a choose"):
         ListPolicy("none")
     with pytest.raises(ValueError, match="a key_at is for a time-dependent order"):
         ListPolicy("still", key_at=lambda now: (lambda r: (r.rank,)))

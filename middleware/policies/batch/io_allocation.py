@@ -83,8 +83,9 @@ class IOAwareAllocator:
                 out[node] += x
         return out
 
-    def choose(self, free_ids: int, n: int, load: float) -> int:
-        """The mask of ``n`` free ids (of ``free_ids``) for a job of I/O load ``load`` (module doc)."""
+    def choose(self, free_ids: int, n: int, load: float, job=None) -> int:
+        """The mask of ``n`` free ids (of ``free_ids``) for a job of I/O load ``load`` (module doc);
+        ``job`` (its :class:`~.snapshot.QueuedJob`) is not read: the load says what this rule needs."""
         if free_ids.bit_count() < n:
             raise ValueError(f"{n} nodes wanted, {free_ids.bit_count()} free")
         loads = self.loads()

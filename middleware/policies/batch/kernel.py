@@ -47,6 +47,7 @@ it keeps for the policies against its running jobs.  Without an observer each ev
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
@@ -57,11 +58,13 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.placement import ALLOCATED, RETRY, StorageAllocator
 from iolab.middleware.policies.batch import get_scheduler
 from iolab.middleware.policies.batch.io_allocation import IOAwareAllocator, io_load
-from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, replay_in_start_order
+from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, mask_of, replay_in_start_order
 from iolab.middleware.policies.batch.predictions import PlanRows, PlanTracker
 from iolab.middleware.policies.batch.profile import KeptReleases
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from iolab.middleware.policies.batch.walltime import UserPredictor, refine
+from iolab.middleware.policies.guard import GuardedScheduler
+from iolab.middleware.policies.loader import load_policy
 
 # job states
 FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
@@ -71,9 +74,11 @@ HOLDING = frozenset({ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED})  # ho
 ENDED = frozenset({DONE, FAILED, KILLED})
 STATUS = {DONE: "ok", FAILED: "failed", KILLED: "killed"}  # the trace's status column
 POOL = "hps"  # disk id of an HPS without disks (one pool)
+MAX_IDLE_WAKES = 10_000  # calls a policy may ask for in a row with jobs waiting and nothing else left
 OVERRUN_GRACE = 1.0  # a running job past its expected end is assumed to end this long after now (Snapshot's default)
 
-__all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED", "POOL", "QUEUED", "RUNNING",
+__all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED", "MAX_IDLE_WAKES", "POOL", "QUEUED",
+           "RUNNING",
            "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "BatchObserver", "JobState", "make_policy"]
 
 
@@ -135,8 +140,11 @@ class JobState:
 
 def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     """The spec's batch policy, built once per run; it projects the starts of the jobs it does
-    not start only if someone reads them (``record_plans``)."""
+    not start only if someone reads them (``record_plans``).  A user's scheduler (``kind: python``) is
+    loaded here and called through its guard (:class:`~iolab.middleware.policies.guard.GuardedScheduler`)."""
     s = spec.scheduler
+    if getattr(s, "kind", None) == "python":
+        return GuardedScheduler(load_policy(s, "scheduler"), str(s))
     policy = get_scheduler(s.kind, p=s.p, rng=spec.seed,  # random-tier makes its generator of the seed
                            hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
                            backfill_depth=getattr(s, "backfill_depth", None))
@@ -157,8 +165,10 @@ class BatchKernel:
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
                  make_job: Callable[..., JobState] = JobState, estimate: tuple[str, float] = ("request", 1.0),
                  track_predictions: bool = False, advance: tuple[float, float] | None = None,
-                 node_allocator: IOAwareAllocator | None = None, node_ids: bool = True):
+                 node_allocator: IOAwareAllocator | None = None, node_ids: bool = True,
+                 io_span: int | None = None):
         self.policy = policy
+        self.io_span = io_span  # compute nodes per I/O node (None: no I/O nodes): the snapshot's I/O loads
         self.node_allocator = node_allocator  # io-aware node ids (io_allocation.py); None: lowest
         self.total_nodes = total_nodes
         self.hps_capacity = hps_capacity
@@ -210,7 +220,14 @@ class BatchKernel:
         self._setup_soysal(estimate, track_predictions or advance is not None)
         # node ids given to the jobs as they start (lowest free, or the io-aware allocator's choice)
         self.keep_ids = (node_ids or observer is not None or self.tracker is not None
-                         or node_allocator is not None)
+                         or node_allocator is not None or getattr(policy, "reads_node_ids", False))
+        # the times the policy asked to be called again at (Decision.wake_at), each once, in a heap
+        self.wakes: list[float] = []
+        self.last_plan: tuple = ()  # the plan of the last decision made on a snapshot
+        self._stalls = 0  # instants in a row with jobs waiting and nothing else left (stalled)
+        self._stall_at = -1
+        if isinstance(policy, GuardedScheduler):  # it names a job not waiting: the guard says why
+            policy.known = lambda job: s.state if (s := self.by_id.get(job)) is not None else None
         self._setup_advance(advance)
         # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
         # someone reads its plan or its policy keeps state between decisions
@@ -240,6 +257,8 @@ class BatchKernel:
         if track:
             policy.project = True  # the tracker reads every waiting job's planned start
         kw.setdefault("node_allocator", IOAwareAllocator.from_spec(spec))
+        if p.io_nodes is not None:
+            kw.setdefault("io_span", p.io_nodes_span)
         return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
                    rates=TierRates(lps=p.lps.rate, hps=p.hps.rate, stage=p.stage_rate), allocator=allocator,
                    observer=observer, record_plans=record_plans, **kw)
@@ -266,7 +285,28 @@ class BatchKernel:
             running=self._running_views(t),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
-            rates=self.rates, overrun_grace=OVERRUN_GRACE, releases=self._releases)
+            rates=self.rates, overrun_grace=OVERRUN_GRACE, releases=self._releases,
+            free_ids=self.free_ids if self.keep_ids else None,
+            io=(self.io_span, self.io_node_loads) if self.io_span is not None else None)
+
+    def io_node_loads(self) -> list[float]:
+        """Each I/O node's I/O load in bytes/s: every running job's stated I/O over its walltime
+        (:func:`~.io_allocation.io_load`), shared out over the I/O nodes of its node ids."""
+        if self.node_allocator is not None:
+            return self.node_allocator.loads()
+        span = self.io_span
+        out = [0.0] * (-(-self.total_nodes // span))
+        for s in self.running.values():
+            load = io_load(s.queued)
+            m = s.node_ids
+            if load <= 0 or not m:
+                continue
+            per = load / s.queued.nodes
+            while m:
+                low = m & -m
+                out[(low.bit_length() - 1) // span] += per
+                m ^= low
+        return out
 
     def _prefix_only(self) -> bool:
         """Whether the policy's decision reads the queue only up to the first job whose nodes are not
@@ -356,6 +396,9 @@ class BatchKernel:
         d = self.policy.decide(snap)
         self._due = None  # a new plan
         self.decisions += 1
+        self.last_plan = d.plan
+        if d.wake_at is not None:
+            self._wake(d.wake_at, t)
         if self.observer is not None:
             self.observer.decided(snap, d, self.policy.name)
         if self.record_plans:
@@ -366,12 +409,55 @@ class BatchKernel:
             self.on_decision(d)
         started = []
         for st in d.starts:
-            s = self.by_id[st.job]
-            self._start(s, st.tier, st.expected_end, t)
+            s = self.by_id.get(st.job)
+            if s is None:
+                raise InvariantViolation("unknown-job", t, st.job, f"policy {self.policy.name} started a job the "
+                                         "workload does not have")
+            self._start(s, st.tier, st.expected_end, t, st.node_ids)
             started.append(s)
+        if started:
+            self._stalls = 0
         return started
 
-    def _start(self, s: JobState, tier: str, expected_end: float, t: float) -> None:
+    def _wake(self, w: float, t: float) -> None:
+        """The policy asked to be called again at ``w`` (Decision.wake_at), even if nothing happens by then."""
+        if not (w > t and math.isfinite(w)):
+            raise InvariantViolation("malformed-decision", t, self.policy.name, f"wake_at {w!r}: a finite time "
+                                     f"after now")
+        if w not in self.wakes:
+            heapq.heappush(self.wakes, w)
+
+    def wake_due(self, t: float) -> bool:
+        """Whether a call the policy asked for is due at ``t`` (each is taken once): the runtime then
+        decides at ``t`` as if something had changed."""
+        wakes = self.wakes
+        due = False
+        while wakes and wakes[0] <= t:
+            heapq.heappop(wakes)
+            due = True
+        if due:
+            self.changed = True
+        return due
+
+    def stalled(self, t: float) -> None:
+        """The runtime reached ``t`` with jobs waiting and nothing running or left to arrive: only a call the
+        policy asked for (Decision.wake_at) can start them.  Without one, or after :data:`MAX_IDLE_WAKES` such
+        calls in a row that started nothing, nothing can change any more: ``never-started``."""
+        if self._stall_at != self.decisions:
+            self._stall_at = self.decisions
+            self._stalls += 1
+        if not self.wakes or self._stalls > MAX_IDLE_WAKES:
+            asked = (f"asked to be called {MAX_IDLE_WAKES} times in a row without starting any" if self.wakes
+                     else "asked for no later call (Decision.wake_at)")
+            raise InvariantViolation("never-started", t, self.policy.name,
+                                     f"{len(self.queue)} job(s) still wait, nothing runs or arrives any more, and "
+                                     f"the policy {asked}; first: {next(iter(self.queue))}")
+
+    def next_wake(self) -> float:
+        """The next time the policy asked to be called at (``inf`` if none)."""
+        return self.wakes[0] if self.wakes else math.inf
+
+    def _start(self, s: JobState, tier: str, expected_end: float, t: float, node_ids=None) -> None:
         q = s.queued
         if s.state != QUEUED:
             raise InvariantViolation("start-not-queued", t, q.id, f"policy {self.policy.name} started a {s.state} job")
@@ -388,7 +474,7 @@ class BatchKernel:
         self.hps_free -= storage
         s.tier, s.start, s.expected_end, s.storage = tier, t, expected_end, storage
         self._seen(s)
-        self._take_nodes(s)
+        self._take_nodes(s, node_ids)
         if self.observer is not None:
             self.observer.started(q.id, tier, q.nodes, s.node_ids, storage, t, self._books())
         if tier == HPS:
@@ -576,14 +662,22 @@ class BatchKernel:
         self._replayed = None
         self._in_order = bool(getattr(self.policy, "plans_in_start_order", False))
 
-    def _take_nodes(self, s: JobState) -> None:
-        """``s`` starts: it takes its planned node set if the tracker planned one and it is free,
-        else (the same ids when the plan was made now) the lowest free ids."""
+    def _take_nodes(self, s: JobState, node_ids=None) -> None:
+        """``s`` starts: on the node ids its start named (``node_ids``), else its planned node set if the
+        tracker planned one and it is free, else (the same ids when the plan was made now) the node
+        allocator's choice or the lowest free ids."""
         n = s.queued.nodes
         m = self._planned.pop(s.queued.id, 0)
-        if self.node_allocator is not None:  # io-aware: the I/O nodes' loads choose (plans hold counts)
+        if node_ids is not None:  # the policy chose them (a guard checked them against its snapshot)
+            m = mask_of(node_ids)
+            if m.bit_count() != n or (m & self.free_ids) != m:
+                raise InvariantViolation("node-double-booked", s.start, s.queued.id, f"policy {self.policy.name} "
+                                         f"started it on nodes {sorted(node_ids)}, not {n} free ones")
+            if self.node_allocator is not None:
+                self.node_allocator.take(s.queued.id, m, io_load(s.queued))
+        elif self.node_allocator is not None:  # io-aware: the I/O nodes' loads choose (plans hold counts)
             load = io_load(s.queued)
-            m = self.node_allocator.choose(self.free_ids, n, load)
+            m = self.node_allocator.choose(self.free_ids, n, load, s.queued)
             self.node_allocator.take(s.queued.id, m, load)
         elif not self.keep_ids:
             m = 0
@@ -747,7 +841,7 @@ class BatchKernel:
     def _advance_due(self) -> float:
         theta, margin = self.advance
         due = math.inf
-        for e in self.policy.plan():
+        for e in self.last_plan:
             s = self.queue.get(e.job)
             if (s is None or e.tier != HPS or e.job in self.early or s.queued.storage <= 0
                     or s.queued.input <= 0):
@@ -761,7 +855,7 @@ class BatchKernel:
     def advance_check(self, t: float) -> None:
         """Begin the early copies due at ``t`` under the last plan (see :meth:`advance_due`)."""
         if self.advance is not None and self.queue:
-            self._advance_pass(t, Decision(now=t, plan=self.policy.plan()))
+            self._advance_pass(t, Decision(now=t, plan=self.last_plan))
 
     def _waste(self, job: str, t: float) -> None:
         began, _, _ = self.early.pop(job)

@@ -131,11 +131,19 @@ class Snapshot:
     #: The amounts are never negative (a release frees): the policies' profiles rely on it (Profile.rising).
     #: A ``profile.KeptReleases`` (the batch kernel's) also carries the profile they make, kept as they change.
     releases: Any = None
+    #: optional: the free node ids as a mask (bit i = node i); :attr:`free_node_ids` reads them.  None: the
+    #: runtime gives no ids (the lowest ``free_nodes`` ids are then assumed free)
+    free_ids: int | None = None
+    #: optional: the platform's I/O nodes, as what :attr:`io_node_loads` and :meth:`io_node_of` read
+    #: (``(span, loads)``: compute node i forwards through I/O node ``i // span``; ``loads()`` each I/O
+    #: node's I/O load in bytes/s); None: the platform has no I/O nodes
+    io: Any = None
 
     @classmethod
     def trusted(cls, *, now: float, total_nodes: int, free_nodes: int, queue: tuple[QueuedJob, ...],
                 running: tuple[RunningJob, ...], hps_capacity: float = 0.0, hps_free: float | None = None,
-                rates: TierRates | None = None, overrun_grace: float = 1.0, releases: Any = None) -> "Snapshot":
+                rates: TierRates | None = None, overrun_grace: float = 1.0, releases: Any = None,
+                free_ids: int | None = None, io: Any = None) -> "Snapshot":
         """A snapshot built without the per-job checks of ``__post_init__``.
 
         For an engine that keeps its own state consistent and has checked every
@@ -150,7 +158,7 @@ class Snapshot:
         # one object.__setattr__ per field (a snapshot per decision)
         snap.__dict__.update(now=now, total_nodes=total_nodes, free_nodes=free_nodes, queue=queue, running=running,
                              hps_capacity=hps_capacity, hps_free=hps_free, rates=rates, overrun_grace=overrun_grace,
-                             releases=releases)
+                             releases=releases, free_ids=free_ids, io=io)
         return snap
 
     @staticmethod
@@ -200,6 +208,68 @@ class Snapshot:
                 raise ValueError(f"running job {r.id!r}: unknown tier {r.tier!r}")
 
 
+    # -- what a policy written against the public API reads (iolab.policy) ------------------------------
+    @property
+    def free_node_ids(self) -> tuple[int, ...]:
+        """The ids of the free compute nodes, in increasing order (computed on each read: O(nodes))."""
+        mask = self.free_ids
+        if mask is None:
+            return tuple(range(self.free_nodes))
+        out = []
+        i = 0
+        while mask:
+            low = mask & -mask
+            i = low.bit_length() - 1
+            out.append(i)
+            mask ^= low
+        return tuple(out)
+
+    @property
+    def tier_free(self) -> dict[str, float]:
+        """Each tier's free capacity in bytes: LPS is unlimited (``inf``), HPS holds :attr:`hps_free`."""
+        return {LPS: math.inf, HPS: float(self.hps_free if self.hps_free is not None else self.hps_capacity)}
+
+    @property
+    def io_node_loads(self) -> tuple[float, ...]:
+        """Each I/O node's I/O load in bytes/s: the running jobs' stated I/O bytes over their walltime,
+        shared out over the I/O nodes of their compute nodes; ``()`` on a platform without I/O nodes."""
+        return () if self.io is None else tuple(self.io[1]())
+
+    def io_node_of(self, node: int) -> int:
+        """The I/O node that compute node ``node`` forwards its I/O through (-1 without I/O nodes)."""
+        return -1 if self.io is None else int(node) // self.io[0]
+
+    def duration(self, job: QueuedJob, tier: str = LPS) -> float:
+        """How long ``job`` holds its nodes on ``tier``: its walltime on LPS; on HPS stage-in, the run at
+        R_hps and stage-out (lackner2019 §IV-B; needs the tier rates)."""
+        if tier == LPS:
+            return job.walltime
+        if self.rates is None:
+            raise ValueError("an HPS start needs the platform's tier rates in the snapshot")
+        return self.rates.duration(job, tier)
+
+    def start(self, job: "QueuedJob | str", tier: str = LPS, node_ids=None) -> "Start":
+        """The :class:`Start` of the waiting ``job`` (a :class:`QueuedJob` or its id) now on ``tier``:
+        its nodes, its HPS bytes on HPS, and its expected end (now + :meth:`duration`).  ``node_ids``:
+        the compute nodes it runs on (as many as it needs; default: the runtime's node allocation)."""
+        if isinstance(job, str):
+            found = self.job(job)
+            if found is None:
+                raise KeyError(f"job {job!r} is not waiting")
+            job = found
+        return Start(job.id, tier, job.nodes, self.now + self.duration(job, tier),
+                     job.storage if tier == HPS else 0.0,
+                     None if node_ids is None else tuple(int(i) for i in node_ids))
+
+    def job(self, job_id: str) -> "QueuedJob | None":
+        """The waiting job ``job_id`` (None if it is not waiting); O(queue) on the first call, then O(1)."""
+        index = self.__dict__.get("_by_id")
+        if index is None:
+            index = {q.id: q for q in self.queue}
+            self.__dict__["_by_id"] = index
+        return index.get(job_id)
+
+
 class PlanEntry(NamedTuple):
     """Where a waiting job stands in the policy's plan.
 
@@ -223,20 +293,29 @@ class PlanEntry(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Start ``job`` now on ``tier``; it holds its nodes and bytes until ``expected_end``."""
+    """Start ``job`` now on ``tier``; it holds its nodes and bytes until ``expected_end``.
+    ``node_ids``: the compute nodes it runs on (None: the runtime's node allocation chooses them)."""
 
     job: str
     tier: str
     nodes: int
     expected_end: float
     storage: float = 0.0
+    node_ids: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Decision:
+    """What a batch scheduler answers: the jobs to start now, optionally its plan (the expected start of
+    the jobs it does not start, read by the metrics of planned starts and by advance stage-in), and
+    optionally ``wake_at``: a later time at which it wants to be asked again even if nothing happens by
+    then (Batsim's CALL_ME_LATER; a periodic backfill pass).  Without it a scheduler is asked at every
+    submission and every job end."""
+
     now: float
     starts: tuple[Start, ...] = ()
     plan: tuple[PlanEntry, ...] = field(default=())
+    wake_at: float | None = None
 
     @property
     def started(self) -> list[str]:
@@ -250,8 +329,28 @@ class Decision:
         raise KeyError(job)
 
 
-class BatchPolicy:
-    """Base of the batch schedulers: ``decide(snapshot) -> Decision``.
+class BatchScheduler:
+    """The public base of a batch scheduler (``iolab.policy.BatchScheduler``): one method,
+    :meth:`decide`, called at every submission, every job end and every time the scheduler asked for
+    (:attr:`Decision.wake_at`), with the :class:`Snapshot` of that instant.
+
+    It answers the jobs to start now: a :class:`Decision` (starts, an optional plan, an optional
+    ``wake_at``), or simply a list of :class:`Start` (``snapshot.start(job, tier, node_ids)`` builds one),
+    of job ids (on LPS, nodes chosen by the run's allocation) or of ``(job id, tier)`` pairs; None starts
+    nothing.  A scheduler reads no clock and changes nothing in the snapshot; it may keep state of its own
+    between calls.  ``name`` is what traces call it (default: the class's name); ``api_version`` the
+    version of the policy API it was written for.  The built-in schedulers are subclasses
+    (:class:`BatchPolicy`)."""
+
+    name: str = ""
+    api_version: int = 1
+
+    def decide(self, snap: Snapshot) -> "Decision | Any":  # pragma: no cover - the subclass's
+        raise NotImplementedError(f"{type(self).__name__} must define decide(snapshot)")
+
+
+class BatchPolicy(BatchScheduler):
+    """Base of the built-in batch schedulers: ``decide(snapshot) -> Decision``.
 
     Subclasses implement ``_decide``.  The last plan stays available through
     :meth:`plan` so that a runtime can record plans over time (walltime
