@@ -33,6 +33,8 @@ from iolab.middleware.policies.controller.response_model import ResponsePredicto
 from iolab.middleware.actor_handle import ActorHandle, call
 from iolab.middleware.policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
 from iolab.middleware.volume_probe import benchmark_write, device_of, diskstats
+from iolab.middleware.policies.guard import controller_policy
+from iolab.middleware.policies.loader import PolicySource
 
 __all__ = ["LoadControllerActor"]
 
@@ -52,7 +54,8 @@ class _ControllerActor:
         self.time_scale = float(config["time_scale"])
         self.unit = int(config["unit_bytes"])  # real bytes of the benchmark unit
         self.d_wall = self.params.d * self.time_scale
-        self.lc = LoadController(self.params)
+        self.lc = LoadController(self.params, controller_policy(config.get("policy"), self.params.omega,
+                                                                self.params.recent))
         self.forecaster = ResponseForecaster.for_params(config.get("forecast", "last"), int(config.get("ar_order", 3)),
                                                         self.params.t, self.params.d)
         self.bytes_scale = float(config.get("bytes_scale", 1.0))
@@ -182,15 +185,17 @@ class LoadControllerActor(ActorHandle):
     def create(cls, params: ControllerParams, volumes: dict[str, str], *, time_scale: float, unit_bytes: int,
                name: str, namespace: str, forecast: str = "last", ar_order: int = 3,
                manager: tuple[str, str] | None = None, bytes_scale: float = 1.0,
-               prediction: dict | None = None, tiers: dict | None = None) -> "LoadControllerActor":
+               prediction: dict | None = None, tiers: dict | None = None, policy=None) -> "LoadControllerActor":
         """``prediction``: :func:`iolab.middleware.policies.controller.response_model.predictor_args` of the
         spec; ``tiers``: volume -> (spec bytes/s, interference law) of the volumes whose probe is the tier's
-        (``controller.model.probe: tier``; needs ``manager``)."""
+        (``controller.model.probe: tier``; needs ``manager``); ``policy``: the spec's ``controller.policy`` (a
+        user's is shipped with its file's text, :func:`~iolab.middleware.policies.io_guard.shippable`)."""
         config = {"params": {k: getattr(params, k) for k in params.__dataclass_fields__}, "volumes": volumes,
                   "time_scale": time_scale, "unit_bytes": int(unit_bytes), "forecast": forecast,
                   "ar_order": int(ar_order), "manager": list(manager) if manager else None,
                   "bytes_scale": float(bytes_scale), "prediction": dict(prediction or {}),
-                  "tiers": dict(tiers or {})}
+                  "tiers": dict(tiers or {}),
+                  "policy": policy if isinstance(policy, (str, type(None))) else PolicySource.of(policy, "controller")}
         return cls._spawn(_ControllerActor, config, name, namespace)
 
     def cycle(self, now: float, usages: list, timeout: float = 30.0) -> dict[str, Any]:

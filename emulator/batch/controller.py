@@ -72,7 +72,7 @@ class ControllerDriver:
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
             ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace), bytes_scale=s.bytes_scale,
-            prediction=predictor_args(c, run.spec.seed), tiers=tier_probes(run.spec))
+            prediction=predictor_args(c, run.spec.seed), tiers=tier_probes(run.spec), policy=c.policy)
         self.suspender = Suspender(on_suspend=lambda job: _both(job, run.mgr.suspend, run.io and run.io.suspend),
                                    on_resume=lambda job: _both(job, run.mgr.resume, run.io and run.io.resume),
                                    lever=run.launcher.lever)

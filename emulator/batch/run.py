@@ -80,6 +80,7 @@ from iolab.emulator.output_lock import hold_outputs
 from iolab.emulator.reaper import Supervisor
 from iolab.emulator.settings import default_work_dir, settle_settings
 from iolab.middleware.policies.io_guard import policy_label, shippable
+from iolab.middleware.policies.loader import check_spec_policies
 
 
 def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None, address: str | None = None,
@@ -100,6 +101,7 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
     work = (Path(s.work_dir) if s.work_dir else default_work_dir(spec, out)).resolve()
+    check_spec_policies(spec, source)
     jobs = load_workload(spec)
     mpiexec = check_batch_runnable(spec, jobs, work, source, makespan_of)
     jobs_launcher = make_job_launcher(launcher, spec, jobs, work, mpiexec)
@@ -583,7 +585,7 @@ class BatchEmulation:
         p = self.spec.platform
         if p.io_nodes is not None:  # as the simulator's trace says them
             trace.attrs.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
-                               io_node_policy=policy_label(p.io_node.policy), allocation=self.spec.allocation.kind)
+                               io_node_policy=policy_label(p.io_node.policy), allocation=self.spec.allocation.label)
         if self.work_deleted is None and self.t0 is not None and not self.work.is_dir():
             self.work_deleted = self.now()
         if self.work_deleted is not None:

@@ -43,6 +43,7 @@ from iolab.emulator.run_clock import PartialTraces, run_clock, save_partial
 from iolab.emulator.settings import default_work_dir, settle_settings
 from iolab.emulator.slurm_launch import MpiexecApps, make_launcher
 from iolab.middleware.policies.io_guard import policy_label
+from iolab.middleware.policies.loader import check_spec_policies
 
 ENDED = ("ok", "failed", "killed")
 
@@ -58,6 +59,7 @@ def run_emulation(spec: IOExperiment, policy: str | None = None, *, time_scale: 
     (:mod:`iolab.middleware.policies.io_checker`; default ``IOLAB_STRICT``)."""
     spec = settle_settings(spec, policy, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
+    check_spec_policies(spec, source)
     s = spec.emulator
     work = Path(s.work_dir) if s.work_dir else default_work_dir(spec, out)
     mpiexec = check_runnable(spec, work.resolve(), source)

@@ -563,14 +563,17 @@ class RequeueSpec(StrictModel):
 class PlacementSpec(StrictModel):
     """StorAlloc disk placement (monniot2023 §4.2) with its split and requeue strategies."""
 
-    strategy: Literal["random", "round-robin", "worst-fit", "best-bandwidth"] = "best-bandwidth"
+    strategy: Annotated[Union[Annotated[Literal["random", "round-robin", "worst-fit", "best-bandwidth"], Tag(BUILTIN)],
+                              Annotated[PolicyRef, Tag(USER)]], Discriminator(builtin_or_user)] = Field(
+        "best-bandwidth", description="random, round-robin, worst-fit, best-bandwidth, or your own (kind: python; "
+                                      "docs/policies.md)")
     split: SplitSpec = SplitSpec()
     requeue: RequeueSpec = RequeueSpec()
 
     @field_validator("strategy", mode="before")
     @classmethod
     def _n(cls, v: object) -> object:
-        return _norm(v)
+        return _norm(parse_policy(v, "placement", PLACEMENTS))
 
     @field_validator("split", mode="before")
     @classmethod
@@ -589,7 +592,7 @@ class PlacementSpec(StrictModel):
 
     @model_validator(mode="after")
     def _requeue_applies(self) -> "PlacementSpec":
-        if self.requeue.enabled and self.strategy not in REFUSING_PLACEMENTS:
+        if self.requeue.enabled and isinstance(self.strategy, str) and self.strategy not in REFUSING_PLACEMENTS:
             raise_if([("requeue.enabled", f"requeue only applies to strategies that refuse requests "
                                           f"({', '.join(REFUSING_PLACEMENTS)}), not {self.strategy} "
                                           "(monniot2023 §4.2)")])
@@ -654,6 +657,14 @@ class AllocationSpec(StrictModel):
     def _n(cls, v: object) -> object:
         return _norm(v)
 
+    @property
+    def label(self) -> str:
+        return self.kind
+
+
+AllocationChoice = Annotated[Union[Annotated[AllocationSpec, Tag(BUILTIN)], Annotated[PolicyRef, Tag(USER)]],
+                             Discriminator(builtin_or_user)]
+
 
 class BatchExperiment(StrictModel):
     kind: Literal["batch"] = "batch"
@@ -663,8 +674,9 @@ class BatchExperiment(StrictModel):
                                        "conservative-reinsert, sas, random-tier) or your own (kind: python; "
                                        "docs/policies.md)")
     placement: PlacementSpec = PlacementSpec()
-    allocation: AllocationSpec = Field(default_factory=AllocationSpec,
-                                       description="how a starting job's node ids are chosen (lowest | io-aware)")
+    allocation: AllocationChoice = Field(default_factory=AllocationSpec,
+                                         description="how a starting job's node ids are chosen (lowest | io-aware | "
+                                                     "your own: kind: python, docs/policies.md)")
     seed: int = Field(0, ge=0, le=2**63 - 1)
     workload: Workload
     emulator: BatchEmulatorSettings = Field(default_factory=BatchEmulatorSettings,
@@ -694,6 +706,11 @@ class BatchExperiment(StrictModel):
             if emu is None or (isinstance(emu, dict) and "ranks_per_job" not in emu):
                 data = {**data, "emulator": {**(emu or {}), "ranks_per_job": "nodes"}}
         return data
+
+    @field_validator("allocation", mode="before")
+    @classmethod
+    def _alloc_short(cls, v: object) -> object:
+        return _policy_or_builtin("allocation", ALLOCATIONS, lambda name: {"kind": _norm(name)})(v)
 
     @field_validator("placement", mode="before")
     @classmethod

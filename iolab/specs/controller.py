@@ -27,12 +27,13 @@ from __future__ import annotations
 import importlib.util
 import math
 import pickle
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
-from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 from iolab.units import parse_duration, parse_size
 from iolab.specs.base import StrictModel, raise_if, resolve_input
+from iolab.specs.policy_ref import BUILTIN, USER, PolicyRef, builtin_or_user, parse_policy
 
 _dur = BeforeValidator(lambda v: parse_duration(v) if isinstance(v, str) else v)
 _size = BeforeValidator(lambda v: parse_size(v) if isinstance(v, str) else v)
@@ -118,10 +119,20 @@ class ControllerSpec(StrictModel):
                                                             "(all volumes) measured before the forest is trained")
     retrain: int = Field(0, ge=0, le=1_000_000, description="prediction: forest online: retrain every this many "
                                                              "further samples (0: once)")
+    policy: Annotated[Union[Annotated[Literal["newest-first"], Tag(BUILTIN)], Annotated[PolicyRef, Tag(USER)]],
+                      Discriminator(builtin_or_user)] = Field(
+        "newest-first", description="who decides the suspensions at a cycle: newest-first (the paper's §4.3 job state "
+                                    "handler) or your own (kind: python; docs/policies.md)")
     model: VolumeModelSpec | None = Field(None, description="the simulated benchmark unit's response (r0, "
                                                             "probe_rate, spread); its gamma/knee are the watched "
                                                             "volumes' interference law (platform.<tier>."
                                                             "interference: {gamma, knee}), in both runtimes")
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy(cls, v: object) -> object:
+        v = parse_policy(v, "controller", ("newest-first",))
+        return v.strip().lower().replace("_", "-") if isinstance(v, str) else v
 
     @field_validator("model_file")
     @classmethod

@@ -37,9 +37,11 @@ from typing import Any, Callable, Sequence
 from iolab.invariants import InvariantViolation, PolicyRaised
 
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, TIERS, BatchPolicy, Decision, PlanEntry, Snapshot, Start
-from iolab.middleware.policies.loader import policy_name, user_frames
+from iolab.middleware.policies.controller.handler import RESUME, SUSPEND, Action, JobStateHandler
+from iolab.middleware.policies.loader import PolicySource, policy_name, user_frames
 
-__all__ = ["GuardedScheduler", "call_user"]
+__all__ = ["GuardedAllocator", "GuardedController", "GuardedPlacement", "GuardedScheduler", "call_user",
+           "controller_policy"]
 
 _TOL = 1e-9
 
@@ -203,3 +205,158 @@ def _show(value: Any, n: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= n else text[:n] + "..."
 
+
+
+# ---------------------------------------------------------------- placement, allocation
+
+class GuardedPlacement:
+    """A user's placement policy (``choose(sizes, disks, rng)``) as the storage allocator calls it.  Rules:
+    ``malformed-decision`` (not one disk index per part, an index outside the disks, or a refusal from a
+    policy whose ``refuses`` is False)."""
+
+    def __init__(self, user: Any, label: str):
+        self.user = user
+        self.name = label
+        self.refuses = bool(getattr(user, "refuses", True))
+
+    def __repr__(self) -> str:
+        return f"GuardedPlacement({self.name})"
+
+    def choose(self, sizes, state, rng):
+        out = call_user(self.name, math.nan, self.user.choose, tuple(sizes), state, rng)
+        if out is None:
+            if not self.refuses:
+                raise InvariantViolation("malformed-decision", math.nan, self.name, f"policy {self.name} refused a "
+                                         "request but says it never refuses (refuses = False)")
+            return None
+        try:
+            disks = [int(i) for i in out]
+        except (TypeError, ValueError):
+            raise InvariantViolation("malformed-decision", math.nan, self.name, f"policy {self.name}: choose "
+                                     f"returned {_show(out)}; a disk index per part, or None") from None
+        if len(disks) != len(sizes) or any(not 0 <= i < len(state) for i in disks) \
+                or any(isinstance(i, bool) or (isinstance(i, float) and i != int(i)) for i in out):
+            raise InvariantViolation("malformed-decision", math.nan, self.name, f"policy {self.name}: choose "
+                                     f"returned {_show(out)} for {len(sizes)} part(s) on {len(state)} disks")
+        return disks
+
+
+class GuardedAllocator:
+    """A user's node allocator (``allocate(job, free, view)``) as the kernel calls it, through the same
+    mask entries as the built-in ``io-aware`` (``choose``, ``take``, ``release``).  Rules:
+    ``malformed-decision`` (not a sequence of node ids), ``start-mismatch`` (not as many distinct ids as the
+    job needs), ``node-double-booked`` (an id that is not free)."""
+
+    def __init__(self, user: Any, label: str):
+        self.user = user
+        self.name = label
+        self.view: Callable[[], Any] = lambda: None  # the kernel binds it (its time and I/O nodes)
+
+    def __repr__(self) -> str:
+        return f"GuardedAllocator({self.name})"
+
+    def choose(self, free_ids: int, n: int, load: float, job=None) -> int:
+        view = self.view()
+        now = getattr(view, "now", math.nan)
+        free = []
+        m = free_ids
+        while m:
+            low = m & -m
+            free.append(low.bit_length() - 1)
+            m ^= low
+        out = call_user(self.name, now, self.user.allocate, job, tuple(free), view)
+        jid = getattr(job, "id", "?")
+        try:
+            ids = [int(i) for i in out]
+        except (TypeError, ValueError):
+            raise InvariantViolation("malformed-decision", now, jid, f"policy {self.name}: allocate returned "
+                                     f"{_show(out)}; a sequence of node ids") from None
+        mask = 0
+        for i in ids:
+            if i < 0:
+                raise InvariantViolation("malformed-decision", now, jid, f"policy {self.name}: node id {i}")
+            mask |= 1 << i
+        if len(ids) != n or mask.bit_count() != n:
+            raise InvariantViolation("start-mismatch", now, jid, f"policy {self.name}: {len(ids)} node ids "
+                                     f"({mask.bit_count()} distinct) for a job of {n} nodes")
+        busy = mask & ~free_ids
+        if busy:
+            raise InvariantViolation("node-double-booked", now, jid, f"policy {self.name}: node "
+                                     f"{(busy & -busy).bit_length() - 1} is not free")
+        return mask
+
+    def take(self, job: str, mask: int, load: float) -> None:
+        """(the user's allocator keeps its own books, if any)"""
+
+    def release(self, job: str) -> None:
+        ended = getattr(self.user, "ended", None)
+        if callable(ended):
+            call_user(self.name, math.nan, ended, job)
+
+
+# ---------------------------------------------------------------- the load controller
+
+class GuardedController:
+    """A user's load controller policy (``cycle(now, jobs, loaded)``) as the controller calls it.  It keeps
+    the books of who is suspended (``suspended``, ``forget``, ``release_all``), so that a user's class need
+    only decide.  Rules: ``malformed-decision`` (not a list of actions, an unknown kind), ``suspend-illegal``
+    (a job that does not hold its nodes, or is suspended already), ``resume-illegal`` (a job the controller
+    did not suspend)."""
+
+    def __init__(self, user: Any, label: str):
+        self.user = user
+        self.name = label
+        self.held: dict[str, str] = {}  # job -> the volume it was suspended for, in suspension order
+
+    def __repr__(self) -> str:
+        return f"GuardedController({self.name})"
+
+    def suspended(self) -> list[str]:
+        return list(self.held)
+
+    def forget(self, job: str) -> None:
+        self.held.pop(job, None)
+        hook = getattr(self.user, "forget", None)
+        if callable(hook):
+            call_user(self.name, math.nan, hook, job)
+
+    def release_all(self, reason: str = "controller stops") -> list:
+        from_ = [(job, vol) for job, vol in self.held.items()]
+        self.held.clear()
+        return [Action(RESUME, job, vol, reason) for job, vol in from_]
+
+    def cycle(self, now: float, jobs, loaded) -> list:
+        for job in [j for j in self.held if j not in jobs]:
+            self.forget(job)  # ended while suspended (killed, walltime)
+        out = call_user(self.name, now, self.user.cycle, now, jobs, dict(loaded))
+        if out is None:
+            return []
+        if isinstance(out, (str, bytes, Action)) or not hasattr(out, "__iter__"):
+            raise InvariantViolation("malformed-decision", now, self.name, f"policy {self.name}: cycle returned "
+                                     f"{_show(out)}; a list of Action")
+        actions = []
+        for a in out:
+            if not isinstance(a, Action) or a.kind not in (SUSPEND, RESUME) or not isinstance(a.job, str):
+                raise InvariantViolation("malformed-decision", now, self.name, f"policy {self.name}: {_show(a)} is "
+                                         "not an Action(SUSPEND or RESUME, job, volume, reason)")
+            if a.kind == SUSPEND:
+                if a.job not in jobs or a.job in self.held:
+                    why = "is suspended already" if a.job in self.held else "does not hold its nodes"
+                    raise InvariantViolation("suspend-illegal", now, a.job, f"policy {self.name}: the job {why}")
+                self.held[a.job] = a.volume
+            else:
+                if a.job not in self.held:
+                    raise InvariantViolation("resume-illegal", now, a.job, f"policy {self.name}: the controller did "
+                                             "not suspend this job")
+                del self.held[a.job]
+            actions.append(a)
+        return actions
+
+
+def controller_policy(value: Any, omega: float, recent: float):
+    """The load controller's decision from a spec's ``controller.policy``: the paper's job state handler
+    (``newest-first``, the default), or a user's (a PolicyRef or a PolicySource) behind its guard."""
+    if value is None or value == "newest-first":
+        return JobStateHandler(omega, recent)
+    src = value if isinstance(value, PolicySource) else PolicySource.of(value, "controller")
+    return GuardedController(src.load(), src.label)

@@ -16,6 +16,8 @@ simulator's virtual time, or the wall clock of the Ray arbiter).
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Callable, NamedTuple, Sequence
@@ -212,6 +214,7 @@ class Sharing:
     api_version: int = 1
     exclusive = False
 
+    @abstractmethod  # (no ABCMeta: marks the method a subclass must define; iolab's loader reads it)
     def shares(self, streams: Sequence[Stream], now: float) -> Sequence[float]:  # pragma: no cover
         raise NotImplementedError(f"{type(self).__name__} must define shares(streams, now)")
 

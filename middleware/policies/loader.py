@@ -29,7 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["API_VERSION", "REQUIRED", "PolicyLoadError", "PolicySource", "load_policy", "policy_name", "user_frames"]
+from iolab.errors import IolabError, SpecError
+from iolab.specs.policy_ref import user_policies
+
+__all__ = ["API_VERSION", "POINT_OF_FIELD", "REQUIRED", "PolicyLoadError", "PolicySource", "check_spec_policies",
+           "load_policy", "policy_name", "user_frames"]
 
 #: the version of the public policy API (``iolab.policy``): a policy class may say which it was written for
 #: (``api_version = 1``); a newer one than this is refused, an older one is accepted while it is supported
@@ -51,8 +55,37 @@ _OWN_PACKAGES = ("iolab", "iolab.sim", "iolab.middleware", "iolab.emulator", "io
 _own_dirs: tuple[str, ...] | None = None
 
 
-class PolicyLoadError(ValueError):
-    """A user policy could not be built (bad input): the message names the file and the line."""
+class PolicyLoadError(IolabError, ValueError):
+    """A user policy could not be built (bad input, exit 2): the message names the file and the line."""
+
+    def __init__(self, message: str):
+        IolabError.__init__(self, message)
+        ValueError.__init__(self, message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+#: a spec field that names a policy -> its decision point
+POINT_OF_FIELD = {"scheduler": "scheduler", "policy": "io", "platform.io_node.policy": "io",
+                  "placement.strategy": "placement", "allocation": "allocation", "controller.policy": "controller"}
+
+
+def check_spec_policies(spec: Any, source: str = "<spec>") -> None:
+    """Build every policy of the user's that ``spec`` names, once, before a run starts: a file that does not
+    import, a class that is not a policy of its decision point or refuses its options is a
+    :class:`~iolab.errors.SpecError` naming the spec's field (exit 2), not a failure mid-run."""
+    problems = []
+    for where, ref in user_policies(spec):
+        point = POINT_OF_FIELD.get(where)
+        if point is None:
+            continue
+        try:
+            PolicySource.of(ref, point).load()
+        except PolicyLoadError as exc:
+            problems.append((where, exc.message))
+    if problems:
+        raise SpecError(source, problems)
 
 
 @dataclass(frozen=True)
@@ -113,12 +146,13 @@ class PolicySource:
 
 
 def _module_of_file(path: str, text: str | None, sha256: str | None) -> types.ModuleType:
-    """The user's file as a module of its own (one per content: a name made of its hash), its source kept
-    in ``linecache`` so that tracebacks show its lines in any process."""
+    """The user's file as a module of its own (one per path and content: a name made of their hash), its
+    source kept in ``linecache`` so that tracebacks show its lines in any process."""
     if text is None:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     digest = sha256 or hashlib.sha256(text.encode("utf-8")).hexdigest()
-    name = f"iolab_user_policy_{digest[:16]}"
+    # one module per file and content: the same text at two paths is two modules (each traceback names its own file)
+    name = "iolab_user_policy_" + hashlib.sha256(f"{path}\0{digest}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
     module = sys.modules.get(name)
     if module is not None:
         return module
@@ -141,7 +175,7 @@ def _module_of_file(path: str, text: str | None, sha256: str | None) -> types.Mo
 
 
 def _build(cls: type, src: PolicySource) -> Any:
-    missing = [alts for alts in REQUIRED[src.point] if not any(callable(getattr(cls, m, None)) for m in alts)]
+    missing = [alts for alts in REQUIRED[src.point] if not any(_defines(cls, m) for m in alts)]
     if missing:
         want = " or ".join(missing[0])
         raise PolicyLoadError(f"{src.label}: not {_POINT_NAMES[src.point]}: the class has no method {want}")
@@ -159,6 +193,12 @@ def _build(cls: type, src: PolicySource) -> Any:
     except Exception as exc:  # noqa: BLE001 - the user's constructor refused its options
         raise PolicyLoadError(f"{src.label} raised while built with options {src.options!r}: "
                               f"{user_frames(exc)}") from None
+
+
+def _defines(cls: type, method: str) -> bool:
+    """Whether ``cls`` has ``method``, and not only as the public base's placeholder (``abstractmethod``)."""
+    fn = getattr(cls, method, None)
+    return callable(fn) and not getattr(fn, "__isabstractmethod__", False)
 
 
 def _raised_here(exc: BaseException, cls: type) -> bool:

@@ -53,6 +53,7 @@ from iolab.middleware.policies.interference import InterferenceLaw, tier_laws
 
 from iolab.middleware.policies.controller.forecast import ResponseForecaster
 from iolab.middleware.policies.controller.response_model import ResponsePredictor, predictor_args
+from iolab.middleware.policies.guard import controller_policy
 
 from iolab.sim.fairshare import FairShareLink
 from iolab.workloads.steps import COMPUTE
@@ -107,13 +108,13 @@ class ContentionLink(FairShareLink):
 class SimController:
     def __init__(self, params: ControllerParams, models: dict[str, VolumeModel],
                  forecaster: ResponseForecaster | None = None, predictor: ResponsePredictor | None = None,
-                 seed: int = 0):
+                 seed: int = 0, policy=None):
         self.params = params
         self.models = models
         self.forecaster = forecaster or ResponseForecaster()
         self.predictor = predictor or ResponsePredictor()
         self.rng = np.random.default_rng([seed, _SPREAD_STREAM]) if any(m.spread for m in models.values()) else None
-        self.lc = LoadController(params)
+        self.lc = LoadController(params, controller_policy(policy, params.omega, params.recent))
         self.samples: list[tuple] = []  # the trace's samples rows (time, volume, response, writers, rate, in flight, score, predicted, ops, queued)
         self.actions: list[tuple] = []  # (time, job, suspend|resume, volume, reason)
         self.last: dict[str, float] = {}
@@ -131,7 +132,7 @@ class SimController:
                          else VolumeModel(rate, law=laws[v]))
         params = ControllerParams.from_spec(c)
         return cls(params, models, ResponseForecaster.for_params(c.forecast, c.ar_order, params.t, params.d),
-                   ResponsePredictor.from_args(predictor_args(c, spec.seed)), spec.seed)
+                   ResponsePredictor.from_args(predictor_args(c, spec.seed)), spec.seed, c.policy)
 
     def install(self, engine, control: bool = True) -> None:
         """Replace the engine's volume links by contention links (the volumes' laws are the

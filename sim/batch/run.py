@@ -18,6 +18,7 @@ from iolab.workloads import load_workload
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
 from iolab.middleware.policies.io_guard import policy_label
+from iolab.middleware.policies.loader import check_spec_policies
 
 __all__ = ["run_batch", "simulate_batch"]
 
@@ -70,6 +71,7 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither); ``node_ids``
     False leaves the jobs table's node sets empty: for a caller that reads only the trace's metrics
     (``iolab simulate`` without ``--out``), no job's node set is kept or written as text."""
+    check_spec_policies(spec)
     t0 = time.perf_counter()
     try:
         rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
@@ -111,7 +113,7 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     extra = {}
     if p.io_nodes is not None:
         extra.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
-                     io_node_policy=policy_label(p.io_node.policy), allocation=spec.allocation.kind)
+                     io_node_policy=policy_label(p.io_node.policy), allocation=spec.allocation.label)
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)

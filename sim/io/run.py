@@ -13,6 +13,7 @@ from iolab.sim.io.recorder import Recorder
 from iolab.sim.io.scenario import Scenario
 from iolab.sim.io.stepped import SteppedEngine
 from iolab.middleware.policies.io_guard import policy_label
+from iolab.middleware.policies.loader import check_spec_policies
 
 
 def run_engine(spec: IOExperiment, *, policy: str | None = None, mode: str | None = None,
@@ -41,6 +42,7 @@ def simulate(spec: IOExperiment, *, policy: str | None = None, mode: str | None 
     mode = mode or spec.sim.mode
     dt = dt or spec.sim.dt
     spec = spec.model_copy(update={"policy": policy})
+    check_spec_policies(spec)
     t0 = time.perf_counter()
     sc = Scenario.from_spec(spec)
     rec = run_engine(spec, policy=policy, mode=mode, dt=dt, scenario=sc, strict=strict)

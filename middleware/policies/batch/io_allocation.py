@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from iolab.middleware.policies.batch.nodes import lowest
+from iolab.middleware.policies.batch.allocation import NodeAllocator, NodeView
+from iolab.middleware.policies.batch.nodes import ids, lowest, mask_of
 
 __all__ = ["IOAwareAllocator", "io_load", "io_node_masks"]
 
@@ -53,9 +54,13 @@ def io_node_masks(nodes: int, span: int) -> list[int]:
     return out
 
 
-class IOAwareAllocator:
+class IOAwareAllocator(NodeAllocator):
     """``nodes`` compute nodes, ``span`` of them per I/O node, each I/O node of ``rate`` bytes/s, and
-    ``sensibility`` S (``inf``: no limit: the least loaded I/O nodes first, nothing deferred)."""
+    ``sensibility`` S (``inf``: no limit: the least loaded I/O nodes first, nothing deferred).  The kernel
+    calls its mask entries (:meth:`choose`, :meth:`take`, :meth:`release`); :meth:`allocate` is the same
+    choice through the public API (:class:`~.allocation.NodeAllocator`)."""
+
+    name = "io-aware"
 
     def __init__(self, nodes: int, span: int, rate: float, sensibility: float = 1.0):
         if not (span >= 1 and rate > 0 and sensibility > 0):
@@ -116,6 +121,10 @@ class IOAwareAllocator:
             if k:
                 mask |= lowest(free_ids & self.masks[j], k)
         return mask
+
+    def allocate(self, job, free: tuple[int, ...], view: NodeView) -> list[int]:
+        """The public form of :meth:`choose` (the ids, not masks); it does not take them."""
+        return ids(self.choose(mask_of(free), job.nodes, io_load(job), job))
 
     def take(self, job: str, mask: int, load: float) -> None:
         """``job`` (of I/O load ``load``) starts on the ids ``mask``: its share goes on their I/O nodes."""

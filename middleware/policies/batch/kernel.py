@@ -63,7 +63,8 @@ from iolab.middleware.policies.batch.predictions import PlanRows, PlanTracker
 from iolab.middleware.policies.batch.profile import KeptReleases
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from iolab.middleware.policies.batch.walltime import UserPredictor, refine
-from iolab.middleware.policies.guard import GuardedScheduler
+from iolab.middleware.policies.batch.allocation import NodeView
+from iolab.middleware.policies.guard import GuardedAllocator, GuardedScheduler
 from iolab.middleware.policies.loader import load_policy
 
 # job states
@@ -78,7 +79,7 @@ MAX_IDLE_WAKES = 10_000  # calls a policy may ask for in a row with jobs waiting
 OVERRUN_GRACE = 1.0  # a running job past its expected end is assumed to end this long after now (Snapshot's default)
 
 __all__ = ["ALLOCATING", "DONE", "ENDED", "FAILED", "FUTURE", "HOLDING", "KILLED", "MAX_IDLE_WAKES", "POOL", "QUEUED",
-           "RUNNING",
+           "RUNNING", "node_allocator_of",
            "STAGE_IN", "STAGE_OUT", "SUSPENDED", "BatchKernel", "BatchObserver", "JobState", "make_policy"]
 
 
@@ -151,6 +152,15 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     if not record_plans:
         policy.project = False  # nobody reads the projected starts: skip computing them
     return policy
+
+
+def node_allocator_of(spec):
+    """The spec's node allocator: None for ``lowest`` (the kernel's masks), the ``io-aware`` one, or a user's
+    (``kind: python``) behind its guard."""
+    a = getattr(spec, "allocation", None)
+    if getattr(a, "kind", None) == "python":
+        return GuardedAllocator(load_policy(a, "allocation"), str(a))
+    return IOAwareAllocator.from_spec(spec)
 
 
 class BatchKernel:
@@ -228,6 +238,10 @@ class BatchKernel:
         self._stall_at = -1
         if isinstance(policy, GuardedScheduler):  # it names a job not waiting: the guard says why
             policy.known = lambda job: s.state if (s := self.by_id.get(job)) is not None else None
+        self.now = 0.0  # the time of the last decision
+        if isinstance(node_allocator, GuardedAllocator):  # a user's allocator reads the time and I/O nodes
+            node_allocator.view = lambda: NodeView(self.now, self.total_nodes, self.io_span,
+                                                   self.io_node_loads if self.io_span is not None else None)
         self._setup_advance(advance)
         # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
         # someone reads its plan or its policy keeps state between decisions
@@ -256,7 +270,7 @@ class BatchKernel:
                               or kw.get("advance") is not None)
         if track:
             policy.project = True  # the tracker reads every waiting job's planned start
-        kw.setdefault("node_allocator", IOAwareAllocator.from_spec(spec))
+        kw.setdefault("node_allocator", node_allocator_of(spec))
         if p.io_nodes is not None:
             kw.setdefault("io_span", p.io_nodes_span)
         return cls(jobs, policy, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
@@ -292,7 +306,7 @@ class BatchKernel:
     def io_node_loads(self) -> list[float]:
         """Each I/O node's I/O load in bytes/s: every running job's stated I/O over its walltime
         (:func:`~.io_allocation.io_load`), shared out over the I/O nodes of its node ids."""
-        if self.node_allocator is not None:
+        if isinstance(self.node_allocator, IOAwareAllocator):
             return self.node_allocator.loads()
         span = self.io_span
         out = [0.0] * (-(-self.total_nodes // span))
@@ -382,6 +396,7 @@ class BatchKernel:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
         ``stage-in``/``allocating`` on HPS, ``running`` on LPS), in the decision's order."""
         self.changed = False
+        self.now = t
         if not self.queue:
             return []
         if self._may_skip and self.free_nodes < min(self._sizes):

@@ -15,6 +15,8 @@ stage-out.  Tiers are the strings ``"lps"`` and ``"hps"``.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -345,6 +347,7 @@ class BatchScheduler:
     name: str = ""
     api_version: int = 1
 
+    @abstractmethod  # (no ABCMeta: marks the method a subclass must define; iolab's loader reads it)
     def decide(self, snap: Snapshot) -> "Decision | Any":  # pragma: no cover - the subclass's
         raise NotImplementedError(f"{type(self).__name__} must define decide(snapshot)")
 

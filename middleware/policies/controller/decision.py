@@ -62,10 +62,13 @@ class Cycle:
 
 
 class LoadController:
-    def __init__(self, params: ControllerParams = ControllerParams()):
+    """``handler``: who decides the suspensions at a cycle (a :class:`~.handler.ControllerPolicy`: the
+    paper's :class:`~.handler.JobStateHandler` by default, or a user's behind its guard)."""
+
+    def __init__(self, params: ControllerParams = ControllerParams(), handler=None):
         self.params = params
         self.windows: dict[str, ResponseWindow] = {}
-        self.handler = JobStateHandler(params.omega, params.recent)
+        self.handler = handler if handler is not None else JobStateHandler(params.omega, params.recent)
         self.cycles = 0
 
     def window(self, volume: str) -> ResponseWindow:

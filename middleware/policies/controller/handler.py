@@ -26,11 +26,13 @@ the runtime to carry out.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from collections import deque
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["RESUME", "SUSPEND", "Action", "JobStateHandler", "JobUsage", "OpenFile"]
+__all__ = ["RESUME", "SUSPEND", "Action", "ControllerPolicy", "JobStateHandler", "JobUsage", "OpenFile"]
 
 SUSPEND, RESUME = "suspend", "resume"
 
@@ -65,7 +67,30 @@ class Action:
     reason: str = ""
 
 
-class JobStateHandler:
+class ControllerPolicy:
+    """The public base of the load controller's decision (``iolab.policy.ControllerPolicy``): which jobs
+    to suspend and resume at a rescheduling cycle.  ``cycle(now, jobs, loaded)`` gets every job that holds
+    its nodes (``jobs``: job id -> :class:`JobUsage`, its start and its open files, each with its volume,
+    size and mtime) and whether each watched volume is loaded (``loaded``: volume -> S(alpha, beta) of the
+    response window, dheenadayalan2017 Eq. 8); it returns :class:`Action` s (``Action(SUSPEND, job,
+    volume, reason)`` or ``RESUME``).  It may suspend a job that runs and resume a job it suspended; when
+    the run ends or the controller stops, every job it still holds suspended is resumed for it.  The
+    windows, the forecast and the sleep of Eq. 9 stay the controller's.  The built-in ``newest-first`` (the
+    paper's §4.3 job state handler) is a subclass."""
+
+    name: str = ""
+    api_version: int = 1
+
+    @abstractmethod  # (no ABCMeta: marks the method a subclass must define; iolab's loader reads it)
+    def cycle(self, now: float, jobs: Mapping[str, JobUsage], loaded: Mapping[str, bool]) -> list[Action]:
+        raise NotImplementedError(f"{type(self).__name__} must define cycle(now, jobs, loaded)")  # pragma: no cover
+
+
+class JobStateHandler(ControllerPolicy):
+    """``newest-first``: dheenadayalan2017 §4.3's job state handler (the module's doc)."""
+
+    name = "newest-first"
+
     def __init__(self, omega: float, recent: float = 60.0):
         if omega < 0 or recent <= 0:
             raise ValueError(f"omega must be >= 0 and recent > 0, got omega={omega}, recent={recent}")

@@ -12,11 +12,11 @@ from iolab.middleware.policies.placement.allocator import (
 )
 from iolab.middleware.policies.placement.disks import DiskInfo, DiskState, make_layout
 from iolab.middleware.policies.placement.strategies import (
-    STRATEGIES, BestBandwidth, RandomPlacement, RoundRobin, Strategy, Tentative, WorstFit, get_strategy,
+    STRATEGIES, BestBandwidth, PlacementPolicy, RandomPlacement, RoundRobin, Strategy, Tentative, WorstFit, get_strategy,
 )
 
 __all__ = [
     "ALLOCATED", "DiskState", "FAILED", "GB", "LOG_STATUSES", "REFUSED", "RETRY", "STRATEGIES", "AllocationRecord",
-    "BestBandwidth", "DiskInfo", "Outcome", "RandomPlacement", "RoundRobin", "StorageAllocator",
+    "BestBandwidth", "DiskInfo", "Outcome", "PlacementPolicy", "RandomPlacement", "RoundRobin", "StorageAllocator",
     "Strategy", "Tentative", "WorstFit", "get_strategy", "make_layout", "split_sizes",
 ]

@@ -37,6 +37,8 @@ from typing import Iterable, Mapping, Any
 
 import numpy as np
 
+from iolab.middleware.policies.guard import GuardedPlacement
+from iolab.middleware.policies.loader import load_policy
 from iolab.middleware.policies.placement.disks import DiskInfo, DiskState
 from iolab.middleware.policies.placement.strategies import Strategy, get_strategy
 
@@ -127,7 +129,10 @@ class StorageAllocator:
     @classmethod
     def from_spec(cls, hps: Any, placement: Any, rng: np.random.Generator | int = 0) -> "StorageAllocator":
         """From ``iolab.specs.batch`` HPSTier (with servers) and PlacementSpec."""
-        return cls(hps.layout(), placement.strategy,
+        strategy = placement.strategy
+        if getattr(strategy, "kind", None) == "python":  # a user's policy, behind its guard
+            strategy = GuardedPlacement(load_policy(strategy, "placement"), str(strategy))
+        return cls(hps.layout(), strategy,
                    split_threshold=placement.split.threshold if placement.split.enabled else None,
                    requeue_retries=placement.requeue.retries if placement.requeue.enabled else 0,
                    requeue_period=placement.requeue.period, rng=rng)

@@ -25,6 +25,8 @@ can be requeued.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -65,7 +67,26 @@ class Strategy(Protocol):
     def choose(self, sizes: Sequence[int], state: DiskState, rng: np.random.Generator) -> list[int] | None: ...
 
 
-class RandomPlacement:
+class PlacementPolicy:
+    """The public base of a disk placement policy (``iolab.policy.PlacementPolicy``): where the parts of
+    one HPS request go.  ``choose(sizes, disks, rng)`` gets the parts' sizes (bytes; one part unless the
+    spec's ``split`` cut the request), the :class:`~.disks.DiskState` (read it, never change it: each
+    disk's :class:`~.disks.DiskInfo` in ``disks.disks``, ``disks.free(i)``, ``disks.count[i]`` live parts,
+    ``disks.node_count[node]``) and the run's random generator (seeded by the spec); it returns a disk index
+    per part, or None to refuse the request (only if ``refuses``: a refused request may be requeued, then
+    falls back to LPS).  A part that does not fit on the disk it was given fails the request (``failed``):
+    a policy that places without checking, as ``random`` does, may fail.  The built-ins are subclasses."""
+
+    name: str = ""
+    api_version: int = 1
+    refuses: bool = True
+
+    @abstractmethod  # (no ABCMeta: marks the method a subclass must define; iolab's loader reads it)
+    def choose(self, sizes: Sequence[int], disks: DiskState, rng: np.random.Generator) -> list[int] | None:
+        raise NotImplementedError(f"{type(self).__name__} must define choose(sizes, disks, rng)")  # pragma: no cover
+
+
+class RandomPlacement(PlacementPolicy):
     name = "random"
     refuses = False
 
@@ -73,7 +94,7 @@ class RandomPlacement:
         return [int(rng.integers(len(state))) for _ in sizes]
 
 
-class WorstFit:
+class WorstFit(PlacementPolicy):
     name = "worst-fit"
     refuses = False
 
@@ -90,7 +111,7 @@ class WorstFit:
         return out
 
 
-class RoundRobin:
+class RoundRobin(PlacementPolicy):
     name = "round-robin"
     refuses = True
 
@@ -116,7 +137,7 @@ class RoundRobin:
         return out
 
 
-class BestBandwidth:
+class BestBandwidth(PlacementPolicy):
     name = "best-bandwidth"
     refuses = True
 
