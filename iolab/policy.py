@@ -19,7 +19,11 @@ theirs and stay private: a policy that sets none of them is correct.
 
 from __future__ import annotations
 
+from iolab.middleware.policies.batch.allocation import NodeAllocator, NodeView
 from iolab.middleware.policies.batch.profile import Profile
+from iolab.middleware.policies.controller.handler import RESUME, SUSPEND, Action, ControllerPolicy, JobUsage, OpenFile
+from iolab.middleware.policies.placement.disks import DiskInfo, DiskState
+from iolab.middleware.policies.placement.strategies import PlacementPolicy
 from iolab.middleware.policies.batch.snapshot import (
     HPS, LPS, TIERS, BatchScheduler, Decision, PlanEntry, QueuedJob, RunningJob, Snapshot, Start, TierRates,
 )
@@ -27,7 +31,8 @@ from iolab.middleware.policies.io_order import IOOrder, IORequest, Sharing, Stre
 from iolab.middleware.policies.loader import API_VERSION, PolicyLoadError, PolicySource, load_policy
 
 __all__ = [
-    "API_VERSION", "HPS", "LPS", "TIERS", "BatchScheduler", "Decision", "IOOrder", "IORequest", "PlanEntry",
-    "PolicyLoadError", "PolicySource", "Profile", "QueuedJob", "RunningJob", "Sharing", "Snapshot", "Start", "Stream",
-    "TierRates", "load_policy",
+    "API_VERSION", "HPS", "LPS", "RESUME", "SUSPEND", "TIERS", "Action", "BatchScheduler", "ControllerPolicy",
+    "Decision", "DiskInfo", "DiskState", "IOOrder", "IORequest", "JobUsage", "NodeAllocator", "NodeView", "OpenFile",
+    "PlacementPolicy", "PlanEntry", "PolicyLoadError", "PolicySource", "Profile", "QueuedJob", "RunningJob", "Sharing",
+    "Snapshot", "Start", "Stream", "TierRates", "load_policy",
 ]

@@ -16,7 +16,8 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
   the bottom, the policies and the apps' interface; ``iolab.emulator`` (the orchestrator of
   real runs) every runtime but the simulator: a real run never depends on the simulator.
 * front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots``, ``iolab.export``, ``iolab.runners``
-  (the table of runners), ``iolab.validation`` (both runtimes on one spec, and their comparison) and
+  (the table of runners), ``iolab.validation`` (both runtimes on one spec, and their comparison),
+  ``iolab.policy_check`` and ``iolab.policy_templates`` (``iolab policy check`` and ``new``) and
   ``python -m iolab`` import anything.
 
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
@@ -69,7 +70,7 @@ BOTTOM = frozenset({
 })
 POLICIES = "iolab.middleware.policies"
 FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
-                   "iolab.validation",
+                   "iolab.validation", "iolab.policy_check", "iolab.policy_templates",
                    "iolab.__main__"})
 
 # unit -> the units it may import (besides itself).  The front may import anything.

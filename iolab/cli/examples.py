@@ -16,7 +16,8 @@ import click
 
 
 def shipped(package: str) -> list[str]:
-    """Relative names of the data files of ``package`` (sorted; no Python files)."""
+    """Relative names of the data files of ``package`` (sorted): every file but the package's own modules
+    (``__init__.py``); the example policies (``policies/*.py``) are data too."""
     root = files(package)
     out: list[str] = []
 
@@ -25,7 +26,7 @@ def shipped(package: str) -> list[str]:
             if child.is_dir():
                 if child.name != "__pycache__":
                     walk(child, f"{prefix}{child.name}/")
-            elif not child.name.endswith((".py", ".pyc")):
+            elif child.name != "__init__.py" and not child.name.endswith(".pyc"):
                 out.append(prefix + child.name)
 
     walk(root, "")

@@ -44,6 +44,7 @@ __all__ = ["GuardedAllocator", "GuardedController", "GuardedPlacement", "Guarded
            "controller_policy"]
 
 _TOL = 1e-9
+MAX_STALLED_CYCLES = 1000  # controller cycles in a row with every job suspended before the run is stopped
 
 
 def call_user(label: str, t: float, method: Callable, *args):
@@ -301,12 +302,14 @@ class GuardedController:
     the books of who is suspended (``suspended``, ``forget``, ``release_all``), so that a user's class need
     only decide.  Rules: ``malformed-decision`` (not a list of actions, an unknown kind), ``suspend-illegal``
     (a job that does not hold its nodes, or is suspended already), ``resume-illegal`` (a job the controller
-    did not suspend)."""
+    did not suspend), ``never-resumed`` (every job that holds nodes has been suspended for
+    :data:`MAX_STALLED_CYCLES` cycles in a row: nothing can progress, and the run would never end)."""
 
     def __init__(self, user: Any, label: str):
         self.user = user
         self.name = label
         self.held: dict[str, str] = {}  # job -> the volume it was suspended for, in suspension order
+        self.stalled = 0  # cycles in a row that ended with every job holding nodes suspended
 
     def __repr__(self) -> str:
         return f"GuardedController({self.name})"
@@ -350,6 +353,14 @@ class GuardedController:
                                              "not suspend this job")
                 del self.held[a.job]
             actions.append(a)
+        if jobs and all(j in self.held for j in jobs):
+            self.stalled += 1
+            if self.stalled > MAX_STALLED_CYCLES:
+                raise InvariantViolation("never-resumed", now, self.name, f"policy {self.name}: every job that holds "
+                                         f"nodes ({', '.join(sorted(jobs)[:5])}) has been suspended for "
+                                         f"{MAX_STALLED_CYCLES} cycles in a row; nothing can progress")
+        else:
+            self.stalled = 0
         return actions
 
 
