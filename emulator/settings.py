@@ -30,8 +30,10 @@ def settle_settings(spec: Spec, policy: str | None = None, **overrides) -> Spec:
     update: dict = {}
     if policy is not None:
         try:
-            value = io_policy_value(policy)
-            update["policy"] = PolicyRef.model_validate(value) if isinstance(value, dict) else get_policy(value).name
+            value = policy if isinstance(policy, PolicyRef) else io_policy_value(policy)
+            if isinstance(value, dict):
+                value = PolicyRef.model_validate(value)
+            update["policy"] = value if isinstance(value, PolicyRef) else get_policy(value).name
         except ValueError as exc:
             raise SpecError("--policy", [("policy", str(exc))]) from None
     given = {k: v for k, v in overrides.items() if v is not None}

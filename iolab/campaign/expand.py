@@ -29,6 +29,7 @@ from iolab.names import path_component
 from iolab.workloads.carretero import CarreteroParams, generate
 from iolab.specs.base import problems_of
 from iolab.specs.batch import BatchExperiment, SchedulerSpec
+from iolab.specs.policy_ref import PolicyRef, policy_label
 from iolab.specs.io import IOExperiment, Mapping
 from iolab.specs.load import KINDS, STDIN, parse_spec, read_document, spec_dir
 from iolab.specs.size import MAX_RUNS
@@ -263,7 +264,7 @@ class _Expander:
             return []
         base_platform = dict(self.base.get("platform") or {})
         seeds = ax.seeds or [self.base.get("seed", 0)]
-        policies = ax.policies or [self.base.get("policy", "fifo")]
+        policies = ax.policies or [None]  # None: each experiment's own (the base's, validated with it)
         try:
             mappings = ax.mappings or [Mapping.model_validate(
                 {"kind": self.base["mapping"]} if isinstance(self.base.get("mapping"), str)
@@ -292,10 +293,10 @@ class _Expander:
                         if spec is None:
                             continue
                         for policy in policies:
-                            s = spec.model_copy(update={"policy": policy})
+                            s = spec if policy is None else spec.model_copy(update={"policy": policy})
                             experiment = s.model_dump(mode="json")
                             params = {
-                                **wparams, "seed": seed, "policy": policy, "mapping": mapping_label(m),
+                                **wparams, "seed": seed, "policy": policy_label(s.policy), "mapping": mapping_label(m),
                                 "io_nodes": s.platform.io_nodes, "nodes_per_io_node": s.platform.nodes_per_io_node,
                                 "bandwidth": s.platform.bandwidth, "apps": len(s.apps), "runtime": c.runtime,
                                 "mode": s.sim.mode, "dt": s.sim.dt,
@@ -330,7 +331,7 @@ class _Expander:
             for i, sched in enumerate(schedulers):
                 where = f"axes.schedulers[{i}]" if ax.schedulers else "base"
                 exp = {**_merge(self.base, {"seed": seed}),  # the axis's scheduler replaces the base's whole
-                       "scheduler": sched.model_dump(mode="json", exclude_defaults=True)}
+                       "scheduler": sched.model_dump(mode="json", exclude_defaults=not isinstance(sched, PolicyRef))}
                 spec = self._validate_batch(exp, where)
                 if spec is None:
                     continue
@@ -372,8 +373,11 @@ class _Expander:
             return None
 
 
-def scheduler_label(s: SchedulerSpec) -> str:
-    """A scheduler as the runs' ``policy`` column: its kind, and the options given (``random-tier(p=0.4)``)."""
+def scheduler_label(s: SchedulerSpec | PolicyRef) -> str:
+    """A scheduler as the runs' ``policy`` column: its kind, and the options given (``random-tier(p=0.4)``);
+    a user's: ``file.py:Class`` and its options."""
+    if isinstance(s, PolicyRef):
+        return s.label + (f"({', '.join(f'{k}={v}' for k, v in sorted(s.options.items()))})" if s.options else "")
     given = s.model_dump(mode="json", exclude_defaults=True, exclude={"kind"})
     return s.kind + (f"({', '.join(f'{k}={v}' for k, v in sorted(given.items()))})" if given else "")
 

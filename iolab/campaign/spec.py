@@ -40,8 +40,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from iolab.workloads.carretero import CarreteroParams
 from iolab.specs.base import FieldProblems, StrictModel, problems_of, raise_if
-from iolab.specs.batch import SchedulerSpec
-from iolab.specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyName, Mapping, normalise_policy
+from iolab.specs.batch import SCHEDULER_NAMES, SchedulerChoice, _norm, _policy_or_builtin
+from iolab.specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyChoice, Mapping, io_policy_value
 from iolab.specs.load import MAX_APPS
 
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
@@ -182,12 +182,14 @@ class PlatformAxes(StrictModel):
 
 
 class Axes(StrictModel):
-    policies: list[IOPolicyName] | None = Field(None, min_length=1)
+    policies: list[IOPolicyChoice] | None = Field(None, min_length=1, description="built-in names or your own "
+                                                  "(file.py:Class, relative to the campaign file)")
     workloads: list[WorkloadEntry] | None = Field(None, min_length=1)
     seeds: list[Seed] | None = Field(None, min_length=1)
     platform: PlatformAxes = PlatformAxes()
     mappings: list[Mapping] | None = Field(None, min_length=1)
-    schedulers: list[SchedulerSpec] | None = Field(None, min_length=1, description="a batch base's schedulers")
+    schedulers: list[SchedulerChoice] | None = Field(None, min_length=1, description="a batch base's schedulers "
+                                                     "(built-in or your own: file.py:Class)")
 
     @field_validator("policies", mode="before")
     @classmethod
@@ -195,7 +197,7 @@ class Axes(StrictModel):
         if isinstance(v, str) and v.strip().lower() in ("all", "list"):
             return list(IO_POLICIES if v.strip().lower() == "all" else LIST_POLICIES)
         v = _as_list(v)
-        return [normalise_policy(p) for p in v] if isinstance(v, list) else v
+        return [io_policy_value(p) for p in v] if isinstance(v, list) else v
 
     @field_validator("workloads", mode="before")
     @classmethod
@@ -217,7 +219,8 @@ class Axes(StrictModel):
     @classmethod
     def _schedulers(cls, v: object) -> object:
         v = _as_list(v)
-        return [{"kind": x} if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
+        norm = _policy_or_builtin("scheduler", SCHEDULER_NAMES, lambda name: {"kind": _norm(name)})
+        return [norm(x) for x in v] if isinstance(v, list) else v
 
     @model_validator(mode="after")
     def _unique(self) -> "Axes":
