@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from iolab.workloads.carretero import CarreteroParams
 from iolab.specs.base import FieldProblems, StrictModel, problems_of, raise_if
@@ -182,22 +182,22 @@ class PlatformAxes(StrictModel):
 
 
 class Axes(StrictModel):
-    policies: list[IOPolicyChoice] | None = Field(None, min_length=1, description="built-in names or your own "
-                                                  "(file.py:Class, relative to the campaign file)")
+    policies: list[Annotated[IOPolicyChoice, BeforeValidator(io_policy_value)]] | None = Field(
+        None, min_length=1, description="built-in names or your own (file.py:Class, relative to the campaign file)")
     workloads: list[WorkloadEntry] | None = Field(None, min_length=1)
     seeds: list[Seed] | None = Field(None, min_length=1)
     platform: PlatformAxes = PlatformAxes()
     mappings: list[Mapping] | None = Field(None, min_length=1)
-    schedulers: list[SchedulerChoice] | None = Field(None, min_length=1, description="a batch base's schedulers "
-                                                     "(built-in or your own: file.py:Class)")
+    schedulers: list[Annotated[SchedulerChoice, BeforeValidator(
+        _policy_or_builtin("scheduler", SCHEDULER_NAMES, lambda name: {"kind": _norm(name)}))]] | None = Field(
+        None, min_length=1, description="a batch base's schedulers (built-in or your own: file.py:Class)")
 
     @field_validator("policies", mode="before")
     @classmethod
     def _policies(cls, v: object) -> object:
         if isinstance(v, str) and v.strip().lower() in ("all", "list"):
             return list(IO_POLICIES if v.strip().lower() == "all" else LIST_POLICIES)
-        v = _as_list(v)
-        return [io_policy_value(p) for p in v] if isinstance(v, list) else v
+        return _as_list(v)
 
     @field_validator("workloads", mode="before")
     @classmethod
@@ -218,9 +218,7 @@ class Axes(StrictModel):
     @field_validator("schedulers", mode="before")
     @classmethod
     def _schedulers(cls, v: object) -> object:
-        v = _as_list(v)
-        norm = _policy_or_builtin("scheduler", SCHEDULER_NAMES, lambda name: {"kind": _norm(name)})
-        return [norm(x) for x in v] if isinstance(v, list) else v
+        return _as_list(v)
 
     @model_validator(mode="after")
     def _unique(self) -> "Axes":

@@ -29,7 +29,8 @@ def _class_name(name: str) -> str:
 @click.argument("name")
 @click.option("-o", "--out", "folder", type=click.Path(file_okay=False), default=".", show_default=True,
               help="the folder to write NAME.py and test_NAME.py into")
-def new(kind: str, name: str, folder: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
+def new(kind: str, name: str, folder: str, as_json: bool) -> None:
     """Write NAME.py (a commented, working KIND policy) and test_NAME.py (its tests) into a folder.
 
     KIND: batch (scheduler), io (an I/O node's order), sharing (an I/O node's bandwidth sharing),
@@ -47,6 +48,9 @@ def new(kind: str, name: str, folder: str) -> None:
     source, test = template(kind, cls, module)
     targets[0].write_text(source)
     targets[1].write_text(test)
+    if as_json:
+        click.echo(dumps({"kind": kind, "policy": str(targets[0]), "class": cls, "tests": str(targets[1])}))
+        return
     click.echo(f"wrote {targets[0]} (class {cls}) and {targets[1]}")
     click.echo(f"next: iolab policy check {targets[0]}:{cls}")
 
