@@ -1,16 +1,19 @@
-"""``iolab controller train|fit``: fit dheenadayalan2017's response model, or the simulator's volume model,
-on kept traces' samples."""
+"""``iolab controller train|fit|forecast|convert``: fit dheenadayalan2017's response model, or the simulator's
+volume model, on kept traces' samples; score the forecast; convert a pickled model the user trusts."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import pickle
 
 import click
 import numpy as np
 
 from iolab.errors import IolabError
 from iolab.middleware.policies.controller.forecast import forecast_skill
-from iolab.middleware.policies.controller.response_model import train_and_test
+from iolab.middleware.policies.controller.response_model import ResponseModel, train_and_test
+from iolab.specs.controller import FEATURES
 from iolab.trace import read_trace
 from iolab.sim.batch.volume_fit import fit_volume_model
 from iolab.cli.format import dumps, table
@@ -145,3 +148,37 @@ def forecast_cmd(traces, volume, column, q, steps, as_json) -> None:
         click.echo(table(["t s", "n", "AR MAE s", "AR state right", "persistence MAE s", "persistence right"],
                          [(x["t"], x["n"], x["mae"], x["state_accuracy"], x["persistence_mae"],
                            x["persistence_accuracy"]) for x in r["rows"]]))
+
+
+@controller.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="the model file to write (.npz)")
+@click.option("--trust-pickle", is_flag=True,
+              help="unpickle MODEL: loading a pickle runs any code it holds, so only for a file you made yourself")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
+def convert(model, out, trust_pickle, as_json) -> None:
+    """Rewrite MODEL, a pickled model of an older `iolab controller train`, as a model file of arrays
+    (docs/controller.md): a spec's model_file refuses pickles. Prints the pickle's SHA-256, the file trusted."""
+    if not trust_pickle:
+        raise IolabError(f"{model}: loading a pickle runs any code it holds; give --trust-pickle if you made this "
+                         "file yourself, or train the model again (iolab controller train)")
+    data = open(model, "rb").read()
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        d = pickle.loads(data)  # noqa: S301 - the user vouched for this file (--trust-pickle)
+        features = [str(f) for f in d["features"]]
+        unknown = [f for f in features if f not in FEATURES]
+        if unknown or not features:
+            raise ValueError(f"features {features!r}")
+        m = ResponseModel.from_sklearn(features, d["forest"], dict(d.get("meta") or {}))
+        m.oob_mae, m.oob_r2 = float(d.get("oob_mae", math.nan)), float(d.get("oob_r2", math.nan))
+    except Exception as exc:  # noqa: BLE001 - any content: name the file and why
+        raise IolabError(f"{model}: not a pickled model of `iolab controller train` ({type(exc).__name__}: "
+                         f"{exc})") from None
+    m.save(out)
+    report = {"model": str(model), "sha256": digest, "out": str(out), "features": m.features,
+              "trees": m.forest.trees}
+    if as_json:
+        click.echo(dumps(report))
+    else:
+        click.echo(f"{out}: {m.forest.trees} trees on {', '.join(m.features)}, from {model} (sha256 {digest})")
