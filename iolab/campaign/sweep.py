@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
 from iolab.errors import RunError, SpecError
 from iolab.emulator.output_lock import hold_outputs
 from iolab.emulator.ray_session import prepare_local_ray, without_dashboard
@@ -149,7 +149,10 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
         resolve(campaign.runtime)
     except RunError as exc:
         raise SpecError(str(campaign_path), [("runtime", exc.message)]) from None
-    out = Path(out) if out else Path("results") / campaign.name
+    out = check_output(Path(out) if out else Path("results") / campaign.name, [campaign_path], option="--out",
+                       folder=True)
+    if traces:
+        check_output(traces, [campaign_path], option="--traces", folder=True)
     out.mkdir(parents=True, exist_ok=True)
     with hold_outputs([out], "campaign output"):  # one sweep per output folder: no run executed twice
         manifest = write_manifest(out, campaign, str(campaign_path), runs)
@@ -167,7 +170,8 @@ def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, o
                    flush_every: float = 10.0, progress: bool | Callable = True, stream: TextIO | None = None,
                    stop_on_sigterm: bool = False, use_ray: bool = True) -> SweepSummary:
     """Run a study campaign's unfinished runs (expanded by :func:`.study.expand_study`) like a sweep."""
-    out = Path(out) if out else Path("results") / campaign.name
+    out = check_output(Path(out) if out else Path("results") / campaign.name, [source] if source != "-" else [],
+                       option="--out", folder=True)
     out.mkdir(parents=True, exist_ok=True)
     # one run per output folder: no run executed twice (`iolab study` already holds it for the whole study)
     with hold_outputs([out], "study output", reuse_own=True):

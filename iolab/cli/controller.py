@@ -10,6 +10,7 @@ import pickle
 import click
 import numpy as np
 
+from iolab.atomic import check_output
 from iolab.errors import IolabError
 from iolab.middleware.policies.controller.forecast import forecast_skill
 from iolab.middleware.policies.controller.response_model import ResponseModel, train_and_test
@@ -38,6 +39,11 @@ def controller() -> None:
 def train(traces, out, threshold, test_share, seed, as_json) -> None:
     """Fit a random forest on the `samples` tables of TRACES (written by runs with a
     `controller:` section), report its out-of-bag and held-out error, write it to OUT."""
+    if not 0 <= threshold <= 1:  # NaN too
+        raise click.BadParameter(f"a |Pearson r| in [0, 1], got {threshold}", param_hint="--threshold")
+    if not 0 <= test_share < 1:
+        raise click.BadParameter(f"a share in [0, 1), got {test_share}", param_hint="--test-share")
+    check_output(out, traces, option="-o")
     tables = []
     for path in traces:
         s = read_trace(path).samples
@@ -159,6 +165,7 @@ def forecast_cmd(traces, volume, column, q, steps, as_json) -> None:
 def convert(model, out, trust_pickle, as_json) -> None:
     """Rewrite MODEL, a pickled model of an older `iolab controller train`, as a model file of arrays
     (docs/controller.md): a spec's model_file refuses pickles. Prints the pickle's SHA-256, the file trusted."""
+    check_output(out, [model], option="-o")
     if not trust_pickle:
         raise IolabError(f"{model}: loading a pickle runs any code it holds; give --trust-pickle if you made this "
                          "file yourself, or train the model again (iolab controller train)")

@@ -10,10 +10,11 @@ import click
 
 from iolab.calibration import describe_io
 from iolab.emulator.work_folder import ended_well, finish, work_folder
+from iolab.atomic import check_output
 from iolab.errors import Interrupted
 from iolab.runners import level_of, runner
 from iolab.specs.io import IO_POLICIES
-from iolab.specs.load import load_spec
+from iolab.specs.load import input_files, load_spec
 from iolab.cli.emulate_batch import emulate_batch
 from iolab.cli.format import dumps, seconds
 from iolab.cli.live import LiveView
@@ -60,6 +61,9 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())
     spec = load_spec(path)
+    check_output(out, input_files(spec, spec_path), option="--out", devices=False)
+    if work_dir is not None:
+        check_output(work_dir, input_files(spec, spec_path), option="--work-dir", folder=True)
     work = work_folder(spec, out, work_dir)
     existed = work_dir is not None and work.exists()
     if level_of(spec) == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch/run.py)

@@ -8,6 +8,7 @@ import click
 
 from iolab.workloads import load_workload
 
+from iolab.atomic import check_output
 from iolab.errors import TraceError
 from iolab.export import FORMATS, batsim_rows, export_trace
 from iolab.metrics.batch_trace import is_batch_trace
@@ -38,6 +39,7 @@ def spec_jobs(trace: Trace) -> dict:
 def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
     """Write TRACE (from simulate or emulate) as FORMAT.  swf and batsim-csv take a batch trace
     (an I/O trace's apps are exported as jobs on its R x P nodes too); csv takes any trace."""
+    check_output(output, [trace_path], option="-o", folder=fmt == "csv")
     trace = read_trace(trace_path)
     if len(trace.jobs) == 0:  # as `iolab report` refuses it: nothing a run left to export
         raise TraceError(f"{trace_path}: trace has no jobs (no /jobs rows): nothing to export")

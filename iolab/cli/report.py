@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from iolab.campaign.results import is_results, load
+from iolab.atomic import check_output
 from iolab.errors import TraceError
 from iolab.campaign.summary import summarise
 from iolab.metrics import io_metrics
@@ -30,6 +31,8 @@ from iolab.cli.simulate import metrics_json, print_metrics
 def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     """Report on PATH: a trace (written by simulate or emulate), or a campaign's
     results (the folder `iolab sweep --out` wrote, or its results.h5)."""
+    if figures:
+        check_output(figures, [path], option="--figures", folder=True)
     try:
         if is_results(path):
             _campaign(path, as_json, figures, fig_format)

@@ -15,7 +15,8 @@ from iolab.cli import resume_collector
 from iolab.runners import runner
 from iolab.signals import ctrl_c_came
 from iolab.specs.io_policies import IO_POLICIES
-from iolab.specs.load import MAX_APPS, apply_overrides, parse_spec, read_document, spec_dir
+from iolab.atomic import check_output
+from iolab.specs.load import MAX_APPS, apply_overrides, input_files, parse_spec, read_document, spec_dir
 from iolab.specs.size import MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
@@ -91,8 +92,10 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     Relative paths inside SPEC start at SPEC's folder.  Exit status: 0 ok, 1 the
     run failed, 2 bad usage or input, 130 interrupted (docs/cli.md).
     """
-    if dt is not None and dt <= 0:
+    if dt is not None and not dt > 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
+    if out:  # before any input is read; again with the spec's own input files once it is read
+        check_output(out, [p for p in (spec_path, calibration) if p and p != "-"], option="--out")
 
     if calibration:
         from iolab.calibration import read_calibration  # lazy: statistics and the trace reader, for --calibration only
@@ -105,13 +108,16 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
         # without --out no phase row is seen (the metrics read the jobs table): none is kept
-        return _simulate_batch(spec_path, document, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"))
+        return _simulate_batch(spec_path, document, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"),
+                               calibration)
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
     overrides = {"policy": policy, "sim.mode": mode, "sim.dt": dt}
     spec = parse_spec(apply_overrides(document, overrides, _source(spec_path)), _source(spec_path),
                       base_dir=spec_dir(spec_path))  # load_spec's, on the document read above
+    if out:
+        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated, describe_io  # lazy: for --calibration only
         if not as_json:
@@ -219,8 +225,10 @@ def eta(done: int, total: int, elapsed: float) -> str:
 
 
 def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
-                    cal: dict | None = None, phases: str = "all") -> None:
+                    cal: dict | None = None, phases: str = "all", calibration: str | None = None) -> None:
     spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document read
+    if out:
+        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated  # lazy: for --calibration only
         spec = calibrated(spec, cal)

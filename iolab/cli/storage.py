@@ -8,6 +8,7 @@ import re
 
 import click
 
+from iolab.atomic import atomic_write_text, check_output
 from iolab.errors import IolabError, RunError
 from iolab.metrics.interference_fit import fit_interference
 from iolab.middleware.storage_probe import ProcessWriters, direct_supported, probe
@@ -61,6 +62,8 @@ def probe_cmd(directory, writers_text, size_text, unit_text, direct, out, as_jso
     """Run k concurrent fsync'd writer processes in DIRECTORY for k = 1..K; print the aggregate
     throughput and the response time of a small fsync'd unit per k, fit the interference law
     (a table and the parametric form) and print (or write) the spec fragment."""
+    if out:
+        check_output(out, option="-o")
     k_max = _writers(writers_text)
     size, unit = _size(size_text, "--size"), _size(unit_text, "--unit")
     if not os.path.isdir(directory):
@@ -77,8 +80,7 @@ def probe_cmd(directory, writers_text, size_text, unit_text, direct, out, as_jso
     fit = fit_interference({r.k: r.aggregate for r in results})
     text = fragment(fit, directory, used_direct, size)
     if out:
-        with open(out, "w") as f:
-            f.write(text)
+        atomic_write_text(out, text)
     if as_json:
         click.echo(dumps({"directory": directory, "direct": used_direct, "size": size, "unit": unit,
                           "results": [{"k": r.k, "aggregate": r.aggregate, "share": fit["shares"][r.k],

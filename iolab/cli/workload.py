@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import yaml
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
 from iolab.units import format_size, seconds, size_text
 from iolab.emulator.io.checks import H5_OVERHEAD
 from iolab.workloads.carretero import CarreteroParams
@@ -45,8 +45,9 @@ def workload() -> None:
 def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_node: int,
              mapping: str, apps_range: str, iter_range: str, compute_range: str, output: str, as_json: bool) -> None:
     """Generate a MODEL workload (carretero2020 §6.2.2) as an experiment spec."""
-    if alpha <= 0:
-        raise click.BadParameter("must be > 0", param_hint="--alpha")
+    check_output(output, option="-o")
+    if not (math.isfinite(alpha) and alpha > 0):
+        raise click.BadParameter(f"must be a finite number > 0, got {alpha}", param_hint="--alpha")
     if seed < 0:
         raise click.BadParameter("must be >= 0", param_hint="--seed")
     ranges = {"apps": _range(apps_range, "--apps", int, 1), "iterations": _range(iter_range, "--iterations", int, 1),
@@ -137,6 +138,7 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
                    as_json: bool) -> None:
     """Import Darshan LOGs (needs PyDarshan: pip install 'iolab[darshan]').  What is approximated:
     docs/workloads.md."""
+    check_output(output, logs, option="-o")
     jobs = [read_darshan(p, bins=bins, ranks_per_node=ranks_per_node) for p in logs]
     if align == "zero":
         for j in jobs:
@@ -181,6 +183,7 @@ def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, sched
                  now: str | None, as_json: bool) -> None:
     """Import Slurm batch SCRIPTs (#SBATCH options, #DW and #BB_LUA burst-buffer directives) as batch jobs:
     one job per script, its burst buffer as the HPS request, its staged files as input and output."""
+    check_output(output, scripts, option="-o")
     try:
         dflt = float(parse_duration(default_time))  # type: ignore[arg-type]
     except ValueError as exc:

@@ -345,3 +345,13 @@ def load_spec(path: str | Path, kind: str | None = None, overrides: dict[str, An
     source = "<stdin>" if str(path) == STDIN else str(path)
     data = apply_overrides(read_document(path, limits), overrides, source)
     return parse_spec(data, source, kind, kinds, base_dir=spec_dir(path))
+
+
+def input_files(spec: Any, spec_path: str | Path | None = None) -> list[str]:
+    """The files a run of ``spec`` reads: the spec file itself (not ``-``), its workload file (SWF, Theta) and its
+    controller's model file, as the spec resolved them.  An output must be none of them (:func:`iolab.atomic.
+    check_output`)."""
+    out = [str(spec_path)] if spec_path is not None and str(spec_path) != STDIN else []
+    path = getattr(getattr(spec, "workload", None), "path", None)
+    model = getattr(getattr(spec, "controller", None), "model_file", None)
+    return out + [p for p in (path, model) if isinstance(p, str)]
