@@ -12,6 +12,7 @@ what                       estimate               default limit                o
 I/O experiment, event      phases of all apps     :data:`MAX_EVENTS`           ``--max-events``
 I/O experiment, step       time steps (at most)   :data:`MAX_EVENTS`           ``--max-events``
 batch experiment           jobs                   :data:`MAX_JOBS`             ``--max-jobs``
+batch experiment           steps, samples, ...    :data:`MAX_BATCH_EVENTS`     ``--max-events``
 campaign                   runs                   :data:`MAX_RUNS`             ``--max-runs``
 =========================  =====================  ===========================  ==============
 
@@ -31,6 +32,9 @@ from iolab.errors import SpecError
 from iolab.specs.load import MAX_JOBS, parse_text, read_text
 
 MAX_EVENTS = 10_000_000
+# events of a batch run (job steps, controller samples, retries; iolab/workloads/run_size.py): the simulator
+# moves ~1e5-1e6 a second (docs/results.md: a million Feitelson jobs with hourly checkpoints, ~1e7 steps, 50-100 s)
+MAX_BATCH_EVENTS = 100_000_000
 MAX_RUNS = 50_000
 
 
@@ -124,4 +128,4 @@ def theta_job_count(path: str | Path) -> int:
     return len(jobs) if isinstance(jobs, list) else 0
 
 
-__all__ = ["MAX_EVENTS", "MAX_JOBS", "MAX_RUNS", "Size", "batch_size", "io_size", "swf_job_lines", "theta_job_count"]
+__all__ = ["MAX_BATCH_EVENTS", "MAX_EVENTS", "MAX_JOBS", "MAX_RUNS", "Size", "batch_size", "io_size", "swf_job_lines", "theta_job_count"]
