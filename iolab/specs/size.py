@@ -92,24 +92,31 @@ def batch_size(spec, max_jobs: float | None = None) -> Size:
 
 
 _CHUNK = 1 << 20  # bytes swf_job_lines reads at once
+_MAX_OTHER = 1_000_000  # blank and comment lines past which swf_job_lines stops counting
+_MAX_READ = 1 << 30  # decompressed bytes past which it stops
 
 
 def swf_job_lines(path: str | Path, stop: float = float("inf")) -> int:
     """The data lines of an SWF file (``.gz`` detected by content): not blank, not a ``;`` comment;
     counting stops at ``stop`` (>= 1).  A file that cannot be read counts 0: its reader names the problem.
-    Read :data:`_CHUNK` bytes at a time, their lines split at once (not one read call a line)."""
+    Read :data:`_CHUNK` bytes at a time, their lines split at once (not one read call a line); counting stops
+    too past :data:`_MAX_OTHER` blank or comment lines or :data:`_MAX_READ` bytes (the reader refuses such a
+    file, naming the line: ``iolab.workloads.swf.MAX_BLANK``, ``MAX_BYTES``)."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
-        n = 0
+        n = other = size = 0
         rest = b""
         with (gzip.open(p, "rb") if gz else p.open("rb")) as fh:
-            while n < stop:
+            while n < stop and other <= _MAX_OTHER and size <= _MAX_READ:
                 chunk = fh.read(_CHUNK)
+                size += len(chunk)
                 lines = (rest + chunk).split(b"\n")
                 rest = lines.pop() if chunk else b""  # a line without its end yet (at the end of the file: none)
-                n += sum(1 for line in lines if (text := line.strip()) and text[0] != 59)  # 59: ";"
+                data = sum(1 for line in lines if (text := line.strip()) and text[0] != 59)  # 59: ";"
+                n += data
+                other += len(lines) - data
                 if not chunk:
                     break
         return int(min(n, stop))
