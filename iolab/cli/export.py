@@ -15,6 +15,7 @@ from iolab.metrics.batch_trace import is_batch_trace
 from iolab.metrics.partial import cut_short
 from iolab.specs.load import parse_spec
 from iolab.trace import Trace, read_trace
+from iolab.trace.facts import check_trace
 
 
 def spec_jobs(trace: Trace) -> dict:
@@ -41,6 +42,7 @@ def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
     (an I/O trace's apps are exported as jobs on its R x P nodes too); csv takes any trace."""
     check_output(output, [trace_path], option="-o", folder=fmt == "csv")
     trace = read_trace(trace_path)
+    check_trace(trace, trace_path)
     if len(trace.jobs) == 0:  # as `iolab report` refuses it: nothing a run left to export
         raise TraceError(f"{trace_path}: trace has no jobs (no /jobs rows): nothing to export")
     if fmt != "csv" and not is_batch_trace(trace) and "nodes_per_io_node" not in trace.attrs:

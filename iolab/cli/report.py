@@ -16,6 +16,7 @@ from iolab.metrics.partial import cut_short
 from iolab.plots.campaign import strategy_boxplots
 from iolab.plots.trace import gantt, utilisation
 from iolab.trace import read_trace
+from iolab.trace.facts import check_trace
 from iolab.cli.format import dumps, seconds, table
 from iolab.cli.simulate import metrics_json, print_metrics
 
@@ -46,6 +47,7 @@ def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
 
 def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     trace = read_trace(path)
+    check_trace(trace, path)
     if is_batch_trace(trace):
         _batch(path, trace, as_json, figures, fig_format)
         return
