@@ -18,6 +18,7 @@ from iolab.specs.controller import FEATURES
 from iolab.trace import read_trace
 from iolab.sim.batch.volume_fit import fit_volume_model
 from iolab.cli.format import dumps, table
+from iolab.cli.options import Finite
 from iolab.units import short
 
 
@@ -29,9 +30,9 @@ def controller() -> None:
 @controller.command()
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="the model file to write")
-@click.option("--threshold", type=float, default=0.3, show_default=True,
+@click.option("--threshold", type=Finite(0, 1), default=0.3, show_default=True,
               help="|Pearson r| with the response a sample column needs to be a feature (§4.2)")
-@click.option("--test-share", type=float, default=0.25, show_default=True,
+@click.option("--test-share", type=Finite(0, 1, max_open=True), default=0.25, show_default=True,
               help="share of the samples (the last ones of each trace) held out to measure the model")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="seed of the random forest")
@@ -39,10 +40,6 @@ def controller() -> None:
 def train(traces, out, threshold, test_share, seed, as_json) -> None:
     """Fit a random forest on the `samples` tables of TRACES (written by runs with a
     `controller:` section), report its out-of-bag and held-out error, write it to OUT."""
-    if not 0 <= threshold <= 1:  # NaN too
-        raise click.BadParameter(f"a |Pearson r| in [0, 1], got {threshold}", param_hint="--threshold")
-    if not 0 <= test_share < 1:
-        raise click.BadParameter(f"a share in [0, 1), got {test_share}", param_hint="--test-share")
     check_output(out, traces, option="-o")
     tables = []
     for path in traces:
@@ -98,13 +95,18 @@ def fit(traces, volume, quantiles, as_json) -> None:
     except ValueError as exc:
         raise IolabError(str(exc)) from None
     report = {"volume": volume, "samples": len(response), "model": f.spec(), "mae": f.mae,
-              "rows": [{"writers": k, "samples": n, "median": m, "model": q} for k, n, m, q in f.rows]}
+              "rows": [{"writers": k, "samples": n, "median": m, "model": q} for k, n, m, q in f.rows],
+              "warning": f.note}
+    if f.note:
+        click.echo(f"warning: {f.note}", err=True)
     if as_json:
         click.echo(dumps(report))
         return
     click.echo(f"{volume}: {len(response)} samples; weighted MAE of the medians {short(f.mae, 3)} s")
     click.echo(table(["writers", "samples", "median response s", "model s"],
                      [(k, n, m, q) for k, n, m, q in f.rows]))
+    if f.note:
+        click.echo(f"# probe_rate not measured: {f.note}")
     click.echo("controller:\n  model: {" + ", ".join(f"{k}: {v:g}" if not isinstance(v, list) else
                                                    f"{k}: [{', '.join(f'{x:g}' for x in v)}]"
                                                    for k, v in f.spec().items()) + "}")

@@ -18,7 +18,7 @@ from iolab.specs.load import input_files, load_spec
 from iolab.cli.emulate_batch import emulate_batch
 from iolab.cli.format import dumps, seconds
 from iolab.cli.live import LiveView
-from iolab.cli.options import strict_option
+from iolab.cli.options import Finite, strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.simulate import metrics_json, print_metrics
 
@@ -33,7 +33,7 @@ def example_path() -> Path:
 @strict_option
 @click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
-@click.option("--time-scale", type=float, help="wall seconds per spec second (overrides emulator.time_scale)")
+@click.option("--time-scale", type=Finite(0, min_open=True), help="wall seconds per spec second (overrides emulator.time_scale)")
 @click.option("--out", type=click.Path(dir_okay=False), default="run.h5", show_default=True,
               help="trace file (HDF5, the simulator's schema)")
 @click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")

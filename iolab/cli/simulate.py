@@ -21,7 +21,7 @@ from iolab.specs.size import MAX_BATCH_EVENTS, MAX_EVENTS, MAX_JOBS, Size, batch
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
 from iolab.units import short
-from iolab.cli.options import strict_option
+from iolab.cli.options import Finite, strict_option
 
 
 def metrics_json(m) -> dict:
@@ -67,7 +67,7 @@ def print_metrics(m, title: str, cut=None) -> None:
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policy", type=click.Choice(IO_POLICIES, case_sensitive=False), help="override the spec's I/O policy")
 @click.option("--mode", type=click.Choice(["event", "step"]), help="engine: exact next-event, or fixed time step")
-@click.option("--dt", type=float, help="time step of --mode step, seconds")
+@click.option("--dt", type=Finite(0, min_open=True), help="time step of --mode step, seconds")
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="write the trace (HDF5) here")
 @click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
 @click.option("--max-events", type=click.IntRange(1), default=None,

@@ -19,7 +19,7 @@ from iolab.specs.io import IO_POLICIES, LIST_POLICIES, Jitter
 from iolab.specs.load import input_files, load_spec
 from iolab.cli.format import fmt, seconds, table
 from iolab.units import pvalue
-from iolab.cli.options import strict_option
+from iolab.cli.options import Finite, strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.validate_batch import validate_batch_cli
 from iolab.cli.validate_output import emit
@@ -120,7 +120,7 @@ def parse_jitter(text: str):
 @click.option("--keep-work", is_flag=True, help="without --work-dir: keep each real run's work folder (under "
               "$TMPDIR) after a run that ended well; it is always kept after a failed or interrupted run, and "
               "its path is printed")
-@click.option("--time-scale", type=float, help="override emulator.time_scale")
+@click.option("--time-scale", type=Finite(0, min_open=True), help="override emulator.time_scale")
 @click.option("--seeds", type=click.IntRange(min=0), default=20, show_default=True,
               help="also simulate each policy this many times with phase jitter and place the real run "
                    "in that distribution (0: only the deterministic simulation)")

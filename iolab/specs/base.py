@@ -139,6 +139,18 @@ def resolve_input(value: str, info: Any, what: str) -> str:
     return str(p)
 
 
+def not_a_file(p: str | Path, what: str) -> str:
+    """Why ``p`` cannot be read as the input file ``what`` ("" if it is a regular file): ``no such WHAT``, or
+    what it is instead (a folder, a FIFO, a device: reading one would block or read garbage)."""
+    try:
+        kind = file_kind(Path(p))
+    except (OSError, ValueError) as exc:
+        return f"not a usable path ({exc})"
+    if kind == "file":
+        return ""
+    return f"no such {what}" if kind == "missing" else f"{what} expected, found {kind}"
+
+
 def file_kind(p: Path) -> str:
     """What ``p`` is, following symbolic links: ``"file"`` (a regular file), ``"missing"``, or the words for
     anything else an input file must not be (a folder, a FIFO, a device, a socket)."""

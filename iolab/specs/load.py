@@ -34,7 +34,7 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ValidationError
 
 from iolab.errors import SpecError
-from iolab.specs.base import problems_of
+from iolab.specs.base import not_a_file, problems_of
 
 
 def _io_experiment() -> type[BaseModel]:
@@ -160,8 +160,9 @@ def read_text(path: str | Path) -> str:
             _stdin_text = _decode(raw, "<stdin>")
         return _stdin_text
     p = Path(path)
-    if not p.is_file():
-        raise SpecError(str(p), [("(file)", "no such file")])
+    why = not_a_file(p, "file")
+    if why:
+        raise SpecError(str(p), [("(file)", why)])
     try:
         size = p.stat().st_size
         if size > MAX_SPEC_BYTES:

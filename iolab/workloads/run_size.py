@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from iolab.errors import SpecError
 from iolab.specs.base import MAX_TIME
+from iolab.specs.batch import MAX_SPLIT_PARTS
 from iolab.specs.size import MAX_BATCH_EVENTS
 
 __all__ = ["MAX_BATCH_EVENTS", "MAX_PHASE_ROWS", "BatchRunSize", "batch_run_size", "check_batch_run"]
@@ -115,6 +116,15 @@ def check_batch_run(spec, jobs: list, source: str, max_events: float | None = No
         where = "workload.arrival_factor" if spec.workload.source == "feitelson" else "workload"
         raise SpecError(source, [(where, f"the last job is submitted at {s.last_submit:.3g} s, past the "
                                          f"{MAX_TIME:g} s a run's clock can count {doc}")])
+    split = getattr(getattr(spec, "placement", None), "split", None)
+    if split is not None and split.enabled and spec.platform.hps.servers and jobs:
+        biggest = max(max(j.storage, j.input + j.output) for j in jobs)
+        parts = math.ceil(biggest / split.threshold)
+        if parts > MAX_SPLIT_PARTS:
+            raise SpecError(source, [("placement.split.threshold",
+                                      f"{split.threshold:g} bytes would split a request of {biggest:g} bytes into "
+                                      f"{parts:,} parts, above the {MAX_SPLIT_PARTS:,} a request may have (a unit "
+                                      f"mistake? the threshold is in bytes: 200GB) {doc}")])
     if not (math.isfinite(s.serial_time) and s.serial_time <= MAX_TIME):
         field, rate = s.slowest
         raise SpecError(source, [(field, f"at {rate:.3g} B/s the jobs' I/O, one job after the other, would reach "

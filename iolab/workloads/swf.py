@@ -49,7 +49,7 @@ from iolab import collector
 from iolab.errors import DataError, InputWarning
 import numpy as np
 
-from iolab.specs.base import MAX_TIME
+from iolab.specs.base import MAX_TIME, not_a_file
 from iolab.specs.batch import Job
 
 FIELDS = (
@@ -523,8 +523,9 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
     text line by line.  Both give the same trace.  ``max_lines``: a file with more data lines is refused
     (:class:`TooManyJobLines`) before any is converted, without being read to its end."""
     p = Path(path)
-    if not p.is_file():
-        raise SWFError(str(p), 0, "no such SWF file")
+    why = not_a_file(p, "SWF file")
+    if why:
+        raise SWFError(str(p), 0, why)
     trace = SWFTrace(path=str(p))
     numbers: list[int] = []  # every data line's number
     blocks: list[np.ndarray] = []  # their fields, a block of lines at a time (bounded memory)
