@@ -6,8 +6,8 @@ An SWF file is header comments (``; Key: value``) then one job per line with
 ratio is the processors per node used to turn processors into nodes).
 
 Malformed lines (not 18 fields, a non-number, a missing or non-positive job
-number, a negative submit time, a negative run time, requested time or processor
-count other than -1, a job number already used by an earlier line, a header
+number, a negative submit time, a negative run time or requested time other
+than -1, a job number already used by an earlier line, a header
 count such as ``MaxNodes`` that is not a positive integer) are **raised** as :class:`SWFError` naming the file and the line
 number (``strict=True``, the default; an :class:`iolab.errors.IolabError`, so
 the command line prints it and exits 2), or **collected** in
@@ -111,8 +111,9 @@ _MAX_NODES = next(m.le for m in Job.model_fields["nodes"].metadata if hasattr(m,
 _NCOL = len(FIELDS)
 _COL = {name: i for i, name in enumerate(FIELDS)}
 _INT_COLS = np.array(_INT_MASK)
-# fields that are -1 (unknown) or >= 0: a negative run time, requested time or processor count is not a value
-_NONNEG = ("run_time", "alloc_procs", "req_procs", "req_time")
+# fields that are -1 (unknown) or >= 0: a negative run time or requested time is not a value (a job with a
+# negative processor count is a record without one: unusable, counted, as before)
+_NONNEG = ("run_time", "req_time")
 _NONNEG_COLS = [FIELDS.index(name) for name in _NONNEG]
 
 

@@ -13,7 +13,7 @@ from iolab.workloads import swf
 from iolab.workloads.swf import FIELDS, MAX_TIME, SWFError, read_swf
 
 INTS = {0, 4, 7, 10, 11, 12, 13, 14, 15, 16}  # job, alloc_procs, req_procs, status, user, ... preceding_job
-NONNEG = {3, 4, 7, 8}  # run_time, alloc_procs, req_procs, req_time: >= 0 or -1
+NONNEG = {3, 8}  # run_time, req_time: >= 0 or -1
 
 
 def reference(lines: list[str], limit: int | None):

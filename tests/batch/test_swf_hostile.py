@@ -91,7 +91,7 @@ def test_a_header_count_that_is_not_a_positive_integer_is_refused_with_its_line(
     assert key not in lenient.header and lenient.problems[0][0] == line  # ignored, and said
 
 
-@pytest.mark.parametrize("field,value", [(4, "-5"), (5, "-2"), (8, "-3"), (9, "-100")])
+@pytest.mark.parametrize("field,value", [(4, "-5"), (4, "-0.5"), (9, "-100")])
 def test_a_negative_field_other_than_minus_one_is_refused(tmp_path, field, value):
     parts = JOB.format(n=2, s=5).split()
     parts[field - 1] = value
