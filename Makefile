@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-wheel install clean
+.PHONY: run test test-wheel install clean check-data
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ test-wheel:
 	# from tests/: a process whose working directory is the repo's root would import the
 	# source tree's iolab/ (which holds no sim/, apps/, ...) instead of the wheel's
 	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. -m "not slow and not long" --ignore=policies --ignore=references --ignore=fuzz --ignore=sim --ignore=batch $(PYTEST_ARGS) .
+
+# The real traces the tests read (README.md, "Input data"): are they the files the tests were written for?
+SHARED_DATA_DIR ?= $(or $(IOLAB_SHARED_DATA),../shared/data)
+check-data:
+	cd "$(SHARED_DATA_DIR)" && sha256sum -c "$(CURDIR)/tests/data/shared-data.sha256"
 
 clean:
 	rm -rf $(VENV) $(WHEEL_VENV) dist build results runs .pytest_cache

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
 from dataclasses import dataclass
 
 from iolab.errors import RunError
@@ -92,6 +93,44 @@ def protect_token() -> None:
         pass
 
 
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # preface, empty SETTINGS
+
+
+def unreachable(address: str, timeout: float = 3.0) -> str:
+    """Why the Ray head at ``address`` (``host:port``, or ``ray://host:port``) cannot be joined ("" if it
+    can; "" too for ``auto``, which Ray resolves itself): one TCP connection that opens an HTTP/2 session, as
+    a gRPC client does, and must get the server's SETTINGS frame within ``timeout`` seconds.  ``ray.init``
+    retries an address that never answers, or answers as something else, for minutes, inside C++ where no
+    Python signal handler runs: deaf to SIGTERM meanwhile."""
+    if address in ("auto", "local"):
+        return ""
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return "not host:port (or auto)"
+    try:
+        conn = socket.create_connection((host, int(port)), timeout=timeout)
+    except socket.gaierror as exc:
+        return f"host {host!r} not found ({exc.strerror or exc})"
+    except OSError as exc:
+        return f"nothing answers at {host}:{port} ({exc.strerror or exc})"
+    try:
+        with conn:
+            conn.sendall(_HTTP2_HELLO)
+            frame = b""
+            while len(frame) < 9:
+                got = conn.recv(9 - len(frame))
+                if not got:
+                    break
+                frame += got
+    except OSError:  # a timeout, a reset
+        frame = b""
+    if len(frame) < 9 or frame[3] != 4:  # a frame header: 3 bytes of length, then the type (4: SETTINGS)
+        return f"{host}:{port} answers, but not as a Ray head (no gRPC reply within {timeout:g} s)"
+    return ""
+
+
 @dataclass
 class RaySession:
     gcs_address: str
@@ -106,6 +145,9 @@ class RaySession:
         owned = False
         if not ray.is_initialized():
             try:
+                why = unreachable(address) if address else ""
+                if why:
+                    raise ConnectionError(why)
                 if address:
                     ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level="ERROR")
                 else:

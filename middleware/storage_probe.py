@@ -2,9 +2,17 @@
 
 For each ``k``: ``k`` writer processes, released together, each write ``size`` bytes to its own
 file in the directory (1 MiB blocks, ``O_DIRECT`` when asked and the file system allows it, then
-``fsync``); the aggregate throughput is ``k x size / (last end - first start)``.  While they
-write, the probe writes a small unit (``unit`` bytes, fsync'd; :func:`benchmark_write`) a few
-times and keeps the median: the response time a loaded volume gives (dheenadayalan2017).
+``fsync``); the aggregate throughput is ``k x size / (last end - first start)``.  As they are
+released, the probe writes a small unit (``unit`` bytes, fsync'd; :func:`benchmark_write`), and
+again while they still write, up to ``repeats`` times, and keeps the median: the response time a
+loaded volume gives (dheenadayalan2017).  The first unit starts with the writers, so a response is
+measured even when they end at once.
+
+A writer that fails (no space left, a directory it cannot write) sends its error and exits; the
+probe stops at once (:class:`WriterFailed`), ends the other writers and removes every file it made.
+:func:`probe_plan` says, before anything is written, whether the run would fit the free space and
+whether it measures the device at all (direct I/O, or buffered sizes past the page cache, on a file
+system with a device).
 
 The seam: a :class:`Writers` object runs the k writers and the unit.  :class:`ProcessWriters` is
 the real one; a test passes writers throttled by a known law and checks the fit recovers it.
@@ -15,6 +23,7 @@ from __future__ import annotations
 import mmap
 import multiprocessing as mp
 import os
+import queue
 import statistics
 import time
 from dataclasses import dataclass
@@ -23,7 +32,13 @@ from typing import Protocol
 from iolab.middleware.volume_probe import benchmark_write
 
 BLOCK = 1 << 20
-__all__ = ["ProbeResult", "ProcessWriters", "Writers", "direct_supported", "probe"]
+__all__ = ["ProbeResult", "ProcessWriters", "WriterFailed", "Writers", "direct_supported", "filesystem_of",
+           "page_cache_bytes", "probe", "probe_plan"]
+MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs", "shm", "hugetlbfs"})
+
+
+class WriterFailed(RuntimeError):
+    """A probe writer failed: its error (``OSError`` text), the others ended and the files removed."""
 
 
 class Writers(Protocol):
@@ -69,16 +84,81 @@ def _write(path: str, size: int, direct: bool, go, out) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (os.O_DIRECT if direct else 0)
     go.wait()
     t0 = time.time()
-    fd = os.open(path, flags, 0o600)
     try:
-        left = size
-        while left > 0:
-            n = os.write(fd, buf if left >= BLOCK or direct else buf[:left])
-            left -= n
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, flags, 0o600)
+        try:
+            left = size
+            while left > 0:
+                n = os.write(fd, buf if left >= BLOCK or direct else buf[:left])
+                left -= n
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # said to the parent, which stops the probe at once
+        out.put(("error", f"{exc.strerror or exc} ({os.path.basename(path)})"))
+        out.close()
+        out.join_thread()  # the message is in the pipe before the process ends
+        os._exit(1)
     out.put((t0, time.time(), size - left))
+
+
+def filesystem_of(directory: str) -> str:
+    """The type of the file system holding ``directory`` (``/proc/self/mountinfo``; "" if unknown)."""
+    path = os.path.realpath(directory)
+    best, kind = "", ""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields = left.split()
+                if len(fields) < 5 or not right:
+                    continue
+                mount = fields[4].replace("\\040", " ")
+                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) >= len(best):
+                    best, kind = mount, right.split()[0]
+    except OSError:
+        return ""
+    return kind
+
+
+def page_cache_bytes() -> int:
+    """Bytes the page cache may hold: ``MemAvailable`` of ``/proc/meminfo`` (0 if unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    needed: int  # bytes on disk at once at the largest k (its k files and the unit)
+    free: int  # bytes free to this user in the directory
+    filesystem: str
+    device: bool  # whether the probe measures the device (else ``why`` says what it measures)
+    why: str
+
+
+def probe_plan(directory: str, size: int, unit: int, k_max: int, direct: bool) -> ProbePlan:
+    """What a probe of ``directory`` needs and what it measures, before it writes anything."""
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    needed = k_max * size + unit
+    fs = filesystem_of(directory)
+    cache = page_cache_bytes()
+    if fs in MEMORY_FILESYSTEMS:
+        why = f"{fs} keeps files in memory: the probe measures memory copies, not a storage device"
+    elif not direct and needed <= cache:
+        why = (f"buffered writes of {needed:,} bytes at most fit in the page cache ({cache:,} bytes available): "
+               "the cache may absorb them (fsync reaches the device, or only a host's cache under a virtual "
+               "disk); use --direct, or --size above the cache over K")
+    else:
+        why = ""
+    return ProbePlan(needed, free, fs, not why, why)
 
 
 class ProcessWriters:
@@ -94,29 +174,47 @@ class ProcessWriters:
         ctx = mp.get_context("fork")
         go, out = ctx.Event(), ctx.Queue()
         paths = [os.path.join(self.directory, f".iolab-probe-{k}-{i}") for i in range(k)]
+        unit_path = os.path.join(self.directory, ".iolab-probe-unit")
         procs = [ctx.Process(target=_write, args=(p, self.size, self.direct, go, out), daemon=True) for p in paths]
         for p in procs:
             p.start()
         time.sleep(0.2)  # every writer waits at the gate
         go.set()
-        responses = []
+        responses: list[float] = []
+        rows: list[tuple[float, float, int]] = []
         try:
-            time.sleep(0.05)
-            for _ in range(self.repeats):
-                if not any(p.is_alive() for p in procs):
+            for i in range(self.repeats):  # the first with the writers' start; the others while they write
+                if i and not any(p.is_alive() for p in procs):
                     break
-                responses.append(benchmark_write(self.directory, self.unit, ".iolab-probe-unit"))
-            rows = [out.get(timeout=3600) for _ in procs]
+                try:
+                    responses.append(benchmark_write(self.directory, self.unit, ".iolab-probe-unit"))
+                except OSError as exc:
+                    raise WriterFailed(f"the probe's unit write failed in {self.directory}: "
+                                       f"{exc.strerror or exc}") from None
+            while len(rows) < k:
+                try:
+                    got = out.get(timeout=0.2)
+                except queue.Empty:
+                    dead = [p for p in procs if not p.is_alive() and p.exitcode]
+                    if not dead:
+                        continue
+                    try:  # its last word, if it said one
+                        got = out.get(timeout=0.5)
+                    except queue.Empty:  # died without a word (killed): stop now
+                        raise WriterFailed(f"a probe writer ended with exit code {dead[0].exitcode} in "
+                                           f"{self.directory}") from None
+                if got[0] == "error":
+                    raise WriterFailed(f"a probe writer failed in {self.directory}: {got[1]}")
+                rows.append(got)
             for p in procs:
                 p.join()
-            bad = [p.exitcode for p in procs if p.exitcode]
-            if bad:
-                raise RuntimeError(f"a probe writer failed (exit code {bad[0]}) in {self.directory}")
         finally:
             for p in procs:
                 if p.is_alive():
                     p.kill()
-            for path in paths:
+            for p in procs:
+                p.join(timeout=5)
+            for path in paths + [unit_path]:
                 try:
                     os.unlink(path)
                 except FileNotFoundError:

@@ -4,7 +4,7 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
 
 * bottom: ``iolab.specs``, ``iolab.units``, ``iolab.calibration``, ``iolab.trace``, ``iolab.metrics``,
   ``iolab.workloads`` (the job readers, generators and lackner2019's job steps: they describe jobs, not a
-  clock), ``iolab.tiers``, ``iolab.atomic``, ``iolab.errors``, ``iolab.invariants``, ``iolab.signals``, ``iolab.mpich_segments``, ``iolab.names``, ``iolab.shared_data``, the package's
+  clock), ``iolab.tiers``, ``iolab.atomic``, ``iolab.forest`` (the controller's model file and its prediction), ``iolab.errors``, ``iolab.invariants``, ``iolab.signals``, ``iolab.mpich_segments``, ``iolab.names``, ``iolab.shared_data``, the package's
   ``__init__`` and the data packages.  They import only one another.
 * policies: ``iolab.middleware.policies``, pure decisions (the plan of an I/O experiment
   included); imports only the bottom.  ``iolab.policy``, the public policy API a user's policy file
@@ -65,7 +65,7 @@ DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch", "iolab.cali
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",
-    "iolab.atomic", "iolab.errors", "iolab.tiers", "iolab.workloads", "iolab.invariants", "iolab.signals", "iolab.collector", "iolab.mpich_segments", "iolab.names", "iolab.shared_data",
+    "iolab.atomic", "iolab.forest", "iolab.errors", "iolab.tiers", "iolab.workloads", "iolab.invariants", "iolab.signals", "iolab.collector", "iolab.mpich_segments", "iolab.names", "iolab.shared_data",
     "iolab.examples", "iolab.templates",
 })
 POLICIES = "iolab.middleware.policies"

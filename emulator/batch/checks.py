@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from iolab.specs.batch import BatchExperiment
+from iolab.workloads.run_size import check_batch_run
 
 from iolab.emulator.batch.jobs import app_phases
 from iolab.emulator.io.checks import H5_OVERHEAD, conclude
@@ -28,6 +29,7 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
     waiting (:func:`makespan_lower_bound`)."""
     s = spec.emulator
     problems: list[tuple[str, str]] = []
+    check_batch_run(spec, jobs[: s.max_jobs], source)  # before the jobs' phases are built or simulated
     if len(jobs) > s.max_jobs:
         problems.append(("emulator.max_jobs", f"the workload has {len(jobs)} jobs; a real run is limited to "
                                               f"{s.max_jobs} (raise max_jobs or shorten the workload)"))

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
 from iolab.errors import RunError, SpecError
 from iolab.emulator.output_lock import hold_outputs
-from iolab.emulator.ray_session import prepare_local_ray, without_dashboard
+from iolab.emulator.ray_session import prepare_local_ray, unreachable, without_dashboard
 from iolab.signals import raise_interrupt
 from iolab.specs.load import read_document
 from iolab.campaign import results as R
@@ -78,7 +78,13 @@ class _Ray:
         self.owned = not ray.is_initialized()
         if self.owned:
             if address:
-                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+                why = unreachable(address)  # ray.init would retry an address that never answers for minutes
+                if why:
+                    raise RunError(f"--address {address}: cannot join Ray: {why}")
+                try:
+                    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+                except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+                    raise RunError(f"--address {address}: cannot join Ray: {type(exc).__name__}: {exc}") from None
             else:
                 if real_runs:  # the priorities `iolab emulate` gives the apps and actors (not Ray's nice 15)
                     prepare_local_ray()
@@ -149,7 +155,10 @@ def run_campaign(campaign_path: str | Path, out: str | Path | None = None, *, wo
         resolve(campaign.runtime)
     except RunError as exc:
         raise SpecError(str(campaign_path), [("runtime", exc.message)]) from None
-    out = Path(out) if out else Path("results") / campaign.name
+    out = check_output(Path(out) if out else Path("results") / campaign.name, [campaign_path], option="--out",
+                       folder=True)
+    if traces:
+        check_output(traces, [campaign_path], option="--traces", folder=True)
     out.mkdir(parents=True, exist_ok=True)
     with hold_outputs([out], "campaign output"):  # one sweep per output folder: no run executed twice
         manifest = write_manifest(out, campaign, str(campaign_path), runs)
@@ -167,7 +176,8 @@ def run_study_runs(campaign: StudyCampaign, runs: list[StudyRun], source: str, o
                    flush_every: float = 10.0, progress: bool | Callable = True, stream: TextIO | None = None,
                    stop_on_sigterm: bool = False, use_ray: bool = True) -> SweepSummary:
     """Run a study campaign's unfinished runs (expanded by :func:`.study.expand_study`) like a sweep."""
-    out = Path(out) if out else Path("results") / campaign.name
+    out = check_output(Path(out) if out else Path("results") / campaign.name, [source] if source != "-" else [],
+                       option="--out", folder=True)
     out.mkdir(parents=True, exist_ok=True)
     # one run per output folder: no run executed twice (`iolab study` already holds it for the whole study)
     with hold_outputs([out], "study output", reuse_own=True):
@@ -209,8 +219,16 @@ def drive(name: str, out: Path, manifest: dict[str, Any], runs: list, task: Call
         return summary
 
     t0 = time.perf_counter()
-    ray_ = _Ray(address, workers, real_runs) if use_ray else None  # after ray.init: Ray installs its own SIGTERM handler
+    # SIGTERM stops the run from here on, joining Ray included; ray.init installs its own handler: ours again after
     previous = signal.signal(signal.SIGTERM, raise_interrupt) if stop_on_sigterm else None
+    try:
+        ray_ = _Ray(address, workers, real_runs) if use_ray else None
+    except BaseException:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        raise
+    if stop_on_sigterm:
+        signal.signal(signal.SIGTERM, raise_interrupt)
     summary.startup_seconds = time.perf_counter() - t0
     in_flight = (workers or ray_.cpus()) if ray_ else 1
     summary.workers = in_flight

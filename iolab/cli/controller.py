@@ -1,19 +1,24 @@
-"""``iolab controller train|fit``: fit dheenadayalan2017's response model, or the simulator's volume model,
-on kept traces' samples."""
+"""``iolab controller train|fit|forecast|convert``: fit dheenadayalan2017's response model, or the simulator's
+volume model, on kept traces' samples; score the forecast; convert a pickled model the user trusts."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import pickle
 
 import click
 import numpy as np
 
+from iolab.atomic import check_output
 from iolab.errors import IolabError
 from iolab.middleware.policies.controller.forecast import forecast_skill
-from iolab.middleware.policies.controller.response_model import train_and_test
+from iolab.middleware.policies.controller.response_model import ResponseModel, train_and_test
+from iolab.specs.controller import FEATURES
 from iolab.trace import read_trace
 from iolab.sim.batch.volume_fit import fit_volume_model
 from iolab.cli.format import dumps, table
+from iolab.cli.options import Finite
 from iolab.units import short
 
 
@@ -25,9 +30,9 @@ def controller() -> None:
 @controller.command()
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="the model file to write")
-@click.option("--threshold", type=float, default=0.3, show_default=True,
+@click.option("--threshold", type=Finite(0, 1), default=0.3, show_default=True,
               help="|Pearson r| with the response a sample column needs to be a feature (§4.2)")
-@click.option("--test-share", type=float, default=0.25, show_default=True,
+@click.option("--test-share", type=Finite(0, 1, max_open=True), default=0.25, show_default=True,
               help="share of the samples (the last ones of each trace) held out to measure the model")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="seed of the random forest")
@@ -35,6 +40,7 @@ def controller() -> None:
 def train(traces, out, threshold, test_share, seed, as_json) -> None:
     """Fit a random forest on the `samples` tables of TRACES (written by runs with a
     `controller:` section), report its out-of-bag and held-out error, write it to OUT."""
+    check_output(out, traces, option="-o")
     tables = []
     for path in traces:
         s = read_trace(path).samples
@@ -89,13 +95,18 @@ def fit(traces, volume, quantiles, as_json) -> None:
     except ValueError as exc:
         raise IolabError(str(exc)) from None
     report = {"volume": volume, "samples": len(response), "model": f.spec(), "mae": f.mae,
-              "rows": [{"writers": k, "samples": n, "median": m, "model": q} for k, n, m, q in f.rows]}
+              "rows": [{"writers": k, "samples": n, "median": m, "model": q} for k, n, m, q in f.rows],
+              "warning": f.note}
+    if f.note:
+        click.echo(f"warning: {f.note}", err=True)
     if as_json:
         click.echo(dumps(report))
         return
     click.echo(f"{volume}: {len(response)} samples; weighted MAE of the medians {short(f.mae, 3)} s")
     click.echo(table(["writers", "samples", "median response s", "model s"],
                      [(k, n, m, q) for k, n, m, q in f.rows]))
+    if f.note:
+        click.echo(f"# probe_rate not measured: {f.note}")
     click.echo("controller:\n  model: {" + ", ".join(f"{k}: {v:g}" if not isinstance(v, list) else
                                                    f"{k}: [{', '.join(f'{x:g}' for x in v)}]"
                                                    for k, v in f.spec().items()) + "}")
@@ -145,3 +156,38 @@ def forecast_cmd(traces, volume, column, q, steps, as_json) -> None:
         click.echo(table(["t s", "n", "AR MAE s", "AR state right", "persistence MAE s", "persistence right"],
                          [(x["t"], x["n"], x["mae"], x["state_accuracy"], x["persistence_mae"],
                            x["persistence_accuracy"]) for x in r["rows"]]))
+
+
+@controller.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="the model file to write (.npz)")
+@click.option("--trust-pickle", is_flag=True,
+              help="unpickle MODEL: loading a pickle runs any code it holds, so only for a file you made yourself")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
+def convert(model, out, trust_pickle, as_json) -> None:
+    """Rewrite MODEL, a pickled model of an older `iolab controller train`, as a model file of arrays
+    (docs/controller.md): a spec's model_file refuses pickles. Prints the pickle's SHA-256, the file trusted."""
+    check_output(out, [model], option="-o")
+    if not trust_pickle:
+        raise IolabError(f"{model}: loading a pickle runs any code it holds; give --trust-pickle if you made this "
+                         "file yourself, or train the model again (iolab controller train)")
+    data = open(model, "rb").read()
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        d = pickle.loads(data)  # noqa: S301 - the user vouched for this file (--trust-pickle)
+        features = [str(f) for f in d["features"]]
+        unknown = [f for f in features if f not in FEATURES]
+        if unknown or not features:
+            raise ValueError(f"features {features!r}")
+        m = ResponseModel.from_sklearn(features, d["forest"], dict(d.get("meta") or {}))
+        m.oob_mae, m.oob_r2 = float(d.get("oob_mae", math.nan)), float(d.get("oob_r2", math.nan))
+    except Exception as exc:  # noqa: BLE001 - any content: name the file and why
+        raise IolabError(f"{model}: not a pickled model of `iolab controller train` ({type(exc).__name__}: "
+                         f"{exc})") from None
+    m.save(out)
+    report = {"model": str(model), "sha256": digest, "out": str(out), "features": m.features,
+              "trees": m.forest.trees}
+    if as_json:
+        click.echo(dumps(report))
+    else:
+        click.echo(f"{out}: {m.forest.trees} trees on {', '.join(m.features)}, from {model} (sha256 {digest})")

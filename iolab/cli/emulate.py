@@ -10,13 +10,14 @@ import click
 
 from iolab.calibration import describe_io
 from iolab.emulator.work_folder import ended_well, finish, work_folder
+from iolab.atomic import check_output
 from iolab.errors import Interrupted
 from iolab.runners import level_of, runner
-from iolab.specs.load import load_spec
+from iolab.specs.load import input_files, load_spec
 from iolab.cli.emulate_batch import emulate_batch
 from iolab.cli.format import dumps, seconds
 from iolab.cli.live import LiveView
-from iolab.cli.options import IO_POLICY, strict_option
+from iolab.cli.options import IO_POLICY, Finite, strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.simulate import metrics_json, print_metrics
 
@@ -31,7 +32,7 @@ def example_path() -> Path:
 @strict_option
 @click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policy", type=IO_POLICY, help="override the spec's I/O policy: a built-in's name or your own (file.py:Class)")
-@click.option("--time-scale", type=float, help="wall seconds per spec second (overrides emulator.time_scale)")
+@click.option("--time-scale", type=Finite(0, min_open=True), help="wall seconds per spec second (overrides emulator.time_scale)")
 @click.option("--out", type=click.Path(dir_okay=False), default="run.h5", show_default=True,
               help="trace file (HDF5, the simulator's schema)")
 @click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")
@@ -59,6 +60,9 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())
     spec = load_spec(path)
+    check_output(out, input_files(spec, spec_path), option="--out", devices=False)
+    if work_dir is not None:
+        check_output(work_dir, input_files(spec, spec_path), option="--work-dir", folder=True)
     work = work_folder(spec, out, work_dir)
     existed = work_dir is not None and work.exists()
     if level_of(spec) == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch/run.py)

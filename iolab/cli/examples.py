@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from iolab.atomic import check_output
+
 
 def shipped(package: str) -> list[str]:
     """Relative names of the data files of ``package`` (sorted): every file but the package's own modules
@@ -54,6 +56,8 @@ def copy_shipped(package: str, dest: Path) -> list[Path]:
 def examples(dest: str | None, templates: bool, as_json: bool) -> None:
     """List (or copy) the sample specs shipped with iolab, or its sbatch templates."""
     package = "iolab.templates" if templates else "iolab.examples"
+    if dest is not None:
+        check_output(dest, option="--copy", folder=True)
     names = shipped(package) if dest is None else [str(t) for t in copy_shipped(package, Path(dest))]
     if as_json:
         click.echo(json.dumps(names, indent=2))

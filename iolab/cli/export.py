@@ -8,12 +8,14 @@ import click
 
 from iolab.workloads import load_workload
 
+from iolab.atomic import check_output
 from iolab.errors import TraceError
 from iolab.export import FORMATS, batsim_rows, export_trace
 from iolab.metrics.batch_trace import is_batch_trace
 from iolab.metrics.partial import cut_short
 from iolab.specs.load import parse_spec
 from iolab.trace import Trace, read_trace
+from iolab.trace.facts import check_trace
 
 
 def spec_jobs(trace: Trace) -> dict:
@@ -38,7 +40,9 @@ def spec_jobs(trace: Trace) -> dict:
 def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
     """Write TRACE (from simulate or emulate) as FORMAT.  swf and batsim-csv take a batch trace
     (an I/O trace's apps are exported as jobs on its R x P nodes too); csv takes any trace."""
+    check_output(output, [trace_path], option="-o", folder=fmt == "csv")
     trace = read_trace(trace_path)
+    check_trace(trace, trace_path)
     if len(trace.jobs) == 0:  # as `iolab report` refuses it: nothing a run left to export
         raise TraceError(f"{trace_path}: trace has no jobs (no /jobs rows): nothing to export")
     if fmt != "csv" and not is_batch_trace(trace) and "nodes_per_io_node" not in trace.attrs:

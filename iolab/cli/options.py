@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import click
@@ -51,3 +52,16 @@ class IOPolicyParam(click.ParamType):
 
 
 IO_POLICY = IOPolicyParam()
+
+
+class Finite(click.FloatRange):
+    """A float option that is a finite number (``nan``, ``inf`` refused: ``float()`` takes both, and every
+    comparison with NaN is false, so a range check alone lets it through), within the range given."""
+
+    name = "finite number"
+
+    def convert(self, value, param, ctx):
+        v = click.FLOAT.convert(value, param, ctx)  # float(), before the range check
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(v, param, ctx)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from iolab.campaign.results import is_results, load
+from iolab.atomic import check_output
 from iolab.errors import TraceError
 from iolab.campaign.summary import summarise
 from iolab.metrics import io_metrics
@@ -15,6 +16,7 @@ from iolab.metrics.partial import cut_short
 from iolab.plots.campaign import strategy_boxplots
 from iolab.plots.trace import gantt, utilisation
 from iolab.trace import read_trace
+from iolab.trace.facts import check_trace
 from iolab.cli.format import dumps, seconds, table
 from iolab.cli.simulate import metrics_json, print_metrics
 
@@ -30,6 +32,8 @@ from iolab.cli.simulate import metrics_json, print_metrics
 def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     """Report on PATH: a trace (written by simulate or emulate), or a campaign's
     results (the folder `iolab sweep --out` wrote, or its results.h5)."""
+    if figures:
+        check_output(figures, [path], option="--figures", folder=True)
     try:
         if is_results(path):
             _campaign(path, as_json, figures, fig_format)
@@ -43,6 +47,7 @@ def report(path: str, as_json: bool, figures: str | None, fig_format: str) -> No
 
 def _trace(path: str, as_json: bool, figures: str | None, fig_format: str) -> None:
     trace = read_trace(path)
+    check_trace(trace, path)
     if is_batch_trace(trace):
         _batch(path, trace, as_json, figures, fig_format)
         return

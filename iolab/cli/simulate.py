@@ -15,12 +15,13 @@ from iolab.cli import resume_collector
 from iolab.invariants import InvariantViolation
 from iolab.runners import runner
 from iolab.signals import ctrl_c_came
-from iolab.specs.load import MAX_APPS, apply_overrides, parse_spec, read_document, spec_dir
-from iolab.specs.size import MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
+from iolab.atomic import check_output
+from iolab.specs.load import MAX_APPS, apply_overrides, input_files, parse_spec, read_document, spec_dir
+from iolab.specs.size import MAX_BATCH_EVENTS, MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
 from iolab.units import short
-from iolab.cli.options import IO_POLICY, strict_option
+from iolab.cli.options import IO_POLICY, Finite, strict_option
 from iolab.specs.policy_ref import policy_label
 
 
@@ -67,11 +68,13 @@ def print_metrics(m, title: str, cut=None) -> None:
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policy", type=IO_POLICY, help="override the spec's I/O policy: a built-in's name or your own (file.py:Class)")
 @click.option("--mode", type=click.Choice(["event", "step"]), help="engine: exact next-event, or fixed time step")
-@click.option("--dt", type=float, help="time step of --mode step, seconds")
+@click.option("--dt", type=Finite(0, min_open=True), help="time step of --mode step, seconds")
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="write the trace (HDF5) here")
 @click.option("--json", "as_json", is_flag=True, help="print metrics as JSON")
-@click.option("--max-events", type=click.IntRange(1), default=MAX_EVENTS, show_default=True,
-              help="refuse an I/O experiment estimated to need more events (or time steps)")
+@click.option("--max-events", type=click.IntRange(1), default=None,
+              help=f"refuse a run estimated to need more events: an I/O experiment's phases (or time steps), "
+                   f"default {MAX_EVENTS:,}; a batch experiment's job steps, controller samples and retries, "
+                   f"default {MAX_BATCH_EVENTS:,}")
 @click.option("--max-jobs", type=click.IntRange(1), default=MAX_JOBS, show_default=True,
               help="refuse a batch experiment with more jobs (inline jobs: counted while the spec is read)")
 @click.option("--max-apps", type=click.IntRange(1), default=MAX_APPS, show_default=True,
@@ -92,8 +95,10 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     Relative paths inside SPEC start at SPEC's folder.  Exit status: 0 ok, 1 the
     run failed, 2 bad usage or input, 130 interrupted (docs/cli.md).
     """
-    if dt is not None and dt <= 0:
+    if dt is not None and not dt > 0:
         raise click.BadParameter("must be > 0", param_hint="--dt")
+    if out:  # before any input is read; again with the spec's own input files once it is read
+        check_output(out, [p for p in (spec_path, calibration) if p and p != "-"], option="--out")
 
     if calibration:
         from iolab.calibration import read_calibration  # lazy: statistics and the trace reader, for --calibration only
@@ -106,20 +111,23 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
             raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
         # without --out no phase row is seen (the metrics read the jobs table): none is kept
-        return _simulate_batch(spec_path, document, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"))
+        return _simulate_batch(spec_path, document, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"),
+                               calibration, max_events)
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
     overrides = {"policy": policy, "sim.mode": mode, "sim.dt": dt}
     spec = parse_spec(apply_overrides(document, overrides, _source(spec_path)), _source(spec_path),
                       base_dir=spec_dir(spec_path))  # load_spec's, on the document read above
+    if out:
+        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated, describe_io  # lazy: for --calibration only
         if not as_json:
             click.echo(f"calibration: {describe_io(cal, spec)} (spec seconds at time_scale "
                        f"{spec.emulator.time_scale:g})", err=True)
         spec = calibrated(spec, cal)
-    size = io_size(spec, max_events)
+    size = io_size(spec, MAX_EVENTS if max_events is None else max_events)
     size.check(_source(spec_path), "apps" if spec.sim.mode == "event" else "sim.dt")
     sim = runner("io", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
@@ -234,8 +242,11 @@ def eta(done: int, total: int, elapsed: float) -> str:
 
 
 def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
-                    cal: dict | None = None, phases: str = "all") -> None:
+                    cal: dict | None = None, phases: str = "all", calibration: str | None = None,
+                    max_events: int | None = None) -> None:
     spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document read
+    if out:
+        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated  # lazy: for --calibration only
         spec = calibrated(spec, cal)
@@ -251,7 +262,8 @@ def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bo
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
     with _collector_paused_on_startup(), _partial_kept(out):
         # without --out nobody reads the trace but its metrics: no node set written as text
-        trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases, node_ids=bool(out))
+        trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases, node_ids=bool(out),
+                    max_events=max_events, source=_source(spec_path))
         m = metrics(trace)
     if out:
         write_trace(trace, Path(out))

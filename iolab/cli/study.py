@@ -19,6 +19,7 @@ from iolab.studies import lackner as lackner_study
 from iolab.studies import monniot as monniot_study
 from iolab.studies import soysal as soysal_study
 from iolab.studies.as_campaign import Engine, write_campaign
+from iolab.atomic import check_output
 from iolab.emulator.output_lock import hold_outputs
 from iolab.trace import read_trace
 from iolab.cli.format import dumps, table
@@ -26,7 +27,9 @@ from iolab.cli.format import dumps, table
 
 def hold_study_output(out_dir) -> None:
     """One study per output folder, held until the command ends: its runs, summary, tables, figures and
-    (dheenadayalan) emulated runs; a second study on it is refused with exit 2 and this one's PID."""
+    (dheenadayalan) emulated runs; a second study on it is refused with exit 2 and this one's PID.  A folder it
+    cannot write is refused first (exit 2)."""
+    check_output(out_dir, option="--out", folder=True)
     click.get_current_context().with_resource(hold_outputs([Path(out_dir)], "study output"))
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from iolab.cli.options import strict_option
+from iolab.cli.options import Finite, strict_option
 
 from iolab.campaign import load_runs, run_campaign
 from iolab.campaign.runtimes import resolve
@@ -30,7 +30,7 @@ from iolab.cli.live import SweepView
 @click.option("--traces", type=click.Path(file_okay=False), help="also keep every run's full trace (HDF5) here")
 @click.option("--retry-failed", is_flag=True, help="rerun the runs recorded as failed")
 @click.option("--dry-run", is_flag=True, help="check the campaign and list its runs; run nothing")
-@click.option("--flush-every", type=click.FloatRange(0.1), default=10.0, show_default=True,
+@click.option("--flush-every", type=Finite(0.1), default=10.0, show_default=True,
               help="seconds between rewrites of results.h5 (the journal is written at once)")
 @click.option("--max-runs", type=click.IntRange(1), default=MAX_RUNS, show_default=True,
               help="refuse a campaign whose axes expand to more runs")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import yaml
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
 from iolab.campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from iolab.calibration import describe_io, read_calibration
 from iolab.validation.io_comparison import ranking_words
@@ -16,10 +16,10 @@ from iolab.emulator.output_lock import hold_outputs
 from iolab.validation.io import TraceMismatch, figure
 from iolab.runners import VALIDATIONS, level_of
 from iolab.specs.io import IO_POLICIES, LIST_POLICIES, Jitter
-from iolab.specs.load import load_spec
+from iolab.specs.load import input_files, load_spec
 from iolab.cli.format import fmt, seconds, table
 from iolab.units import pvalue
-from iolab.cli.options import strict_option
+from iolab.cli.options import Finite, strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.validate_batch import validate_batch_cli
 from iolab.cli.validate_output import emit
@@ -120,7 +120,7 @@ def parse_jitter(text: str):
 @click.option("--keep-work", is_flag=True, help="without --work-dir: keep each real run's work folder (under "
               "$TMPDIR) after a run that ended well; it is always kept after a failed or interrupted run, and "
               "its path is printed")
-@click.option("--time-scale", type=float, help="override emulator.time_scale")
+@click.option("--time-scale", type=Finite(0, min_open=True), help="override emulator.time_scale")
 @click.option("--seeds", type=click.IntRange(min=0), default=20, show_default=True,
               help="also simulate each policy this many times with phase jitter and place the real run "
                    "in that distribution (0: only the deterministic simulation)")
@@ -157,6 +157,11 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     a run that ended well (--keep-work keeps it), kept and named otherwise.
     """
     spec = load_spec(spec_path, overrides={"emulator.time_scale": time_scale})
+    inputs = input_files(spec, spec_path) + ([calibration] if calibration else [])
+    for option, where, folder in (("--work-dir", work_dir, True), ("--report", report_dir, True),
+                                  ("--figure", figure_path, False), ("--campaign", campaign_path, False)):
+        if where:
+            check_output(where, inputs, option=option, folder=folder)
     if not campaign_path:  # one validation per work folder and report folder (held until the command ends)
         ctx.with_resource(hold_outputs([work_dir, report_dir], "output of iolab validate"))
     if level_of(spec) == "batch":

@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 import yaml
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
+from iolab.cli.options import Finite
 from iolab.units import format_size, seconds, size_text
 from iolab.emulator.io.checks import H5_OVERHEAD
 from iolab.workloads.carretero import CarreteroParams
@@ -28,7 +29,7 @@ def workload() -> None:
 
 @workload.command("generate")
 @click.argument("model", type=click.Choice(["carretero"]))
-@click.option("--alpha", type=float, required=True, help="target I/O load alpha_gen (> 0)")
+@click.option("--alpha", type=Finite(0, min_open=True), required=True, help="target I/O load alpha_gen (> 0)")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of every random draw")
 @click.option("--io-nodes", type=click.IntRange(1, 100_000), default=1, show_default=True, help="R: I/O nodes of the platform")
 @click.option("--nodes-per-io-node", type=int, default=2048, show_default=True, help="P, a power of two")
@@ -45,8 +46,7 @@ def workload() -> None:
 def generate(model: str, alpha: float, seed: int, io_nodes: int, nodes_per_io_node: int,
              mapping: str, apps_range: str, iter_range: str, compute_range: str, output: str, as_json: bool) -> None:
     """Generate a MODEL workload (carretero2020 §6.2.2) as an experiment spec."""
-    if alpha <= 0:
-        raise click.BadParameter("must be > 0", param_hint="--alpha")
+    check_output(output, option="-o")
     if seed < 0:
         raise click.BadParameter("must be >= 0", param_hint="--seed")
     ranges = {"apps": _range(apps_range, "--apps", int, 1), "iterations": _range(iter_range, "--iterations", int, 1),
@@ -113,7 +113,7 @@ EMULATOR_GRID = 8  # the smallest Jacobi grid: the smallest I/O phase a real run
               help="io: one app per log with its compute and I/O phases; batch: one job per log (input/output bytes)")
 @click.option("--unit-bytes", type=click.IntRange(4096), default=1 << 20, show_default=True,
               help="io: bytes of one data unit (the spec's volumes are in units)")
-@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--bandwidth", type=Finite(0, min_open=True), default=None,
               help="io: I/O node bandwidth in units/s (default: the rate the logs observed)")
 @click.option("--volumes", type=click.Choice(["time", "bytes"]), default="time", show_default=True,
               help="io: time: each log's I/O volumes scaled so that at the platform's bandwidth its I/O takes "
@@ -137,6 +137,7 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
                    as_json: bool) -> None:
     """Import Darshan LOGs (needs PyDarshan: pip install 'iolab[darshan]').  What is approximated:
     docs/workloads.md."""
+    check_output(output, logs, option="-o")
     jobs = [read_darshan(p, bins=bins, ranks_per_node=ranks_per_node) for p in logs]
     if align == "zero":
         for j in jobs:
@@ -181,6 +182,7 @@ def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, sched
                  now: str | None, as_json: bool) -> None:
     """Import Slurm batch SCRIPTs (#SBATCH options, #DW and #BB_LUA burst-buffer directives) as batch jobs:
     one job per script, its burst buffer as the HPS request, its staged files as input and output."""
+    check_output(output, scripts, option="-o")
     try:
         dflt = float(parse_duration(default_time))  # type: ignore[arg-type]
     except ValueError as exc:

@@ -11,6 +11,7 @@ pydantic error into those ``(path, reason)`` pairs.
 from __future__ import annotations
 
 import math
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -128,13 +129,47 @@ def resolve_input(value: str, info: Any, what: str) -> str:
     try:
         p = Path(value).expanduser()
         p = p if p.is_absolute() else base / p
-        ok = p.is_file()
+        kind = file_kind(p)
     except (OSError, ValueError) as exc:  # a NUL byte, a name too long
         raise ValueError(f"{what} {value!r}: not a usable path ({exc})") from None
-    if not ok:
+    if kind == "missing":
         raise ValueError(f"{what} {str(p)!r} does not exist"
                          + ("" if Path(value).is_absolute() else f" (relative paths start at {base})"))
+    if kind != "file":
+        raise ValueError(f"{what} {str(p)!r} is {kind}, not a regular file")
     return str(p)
+
+
+def not_a_file(p: str | Path, what: str) -> str:
+    """Why ``p`` cannot be read as the input file ``what`` ("" if it is a regular file): ``no such WHAT``, or
+    what it is instead (a folder, a FIFO, a device: reading one would block or read garbage)."""
+    try:
+        kind = file_kind(Path(p))
+    except (OSError, ValueError) as exc:
+        return f"not a usable path ({exc})"
+    if kind == "file":
+        return ""
+    return f"no such {what}" if kind == "missing" else f"{what} expected, found {kind}"
+
+
+def file_kind(p: Path) -> str:
+    """What ``p`` is, following symbolic links: ``"file"`` (a regular file), ``"missing"``, or the words for
+    anything else an input file must not be (a folder, a FIFO, a device, a socket)."""
+    try:
+        mode = p.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 def finite_sum(terms: list[tuple[str, float]], reason: str, limit: float = MAX_TIME) -> list[tuple[str, str]]:

@@ -549,6 +549,9 @@ SchedulerChoice = Annotated[Union[Annotated[SchedulerSpec, Tag(BUILTIN)], Annota
                             Discriminator(builtin_or_user)]
 
 
+MAX_SPLIT_PARTS = 100_000  # parts one request may be split into: a threshold this small is a unit mistake
+
+
 class SplitSpec(StrictModel):
     enabled: bool = False
     threshold: PosBytes = Field(200 * GB, description="requests above this are split (monniot2023 Table 2)")
@@ -776,7 +779,7 @@ class BatchExperiment(StrictModel):
 
 
 __all__ = [
-    "ALLOCATIONS", "AdvanceStageInSpec", "AllocationSpec", "IONodeSpec", "BatchExperiment", "BatchPlatform", "CheckpointSpec", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
+    "ALLOCATIONS", "MAX_SPLIT_PARTS", "AdvanceStageInSpec", "AllocationSpec", "IONodeSpec", "BatchExperiment", "BatchPlatform", "CheckpointSpec", "Disk", "EstimateSpec", "FeitelsonWorkload", "HPSTier", "IOEstimate",
     "IOModelSpec", "InlineWorkload", "Job", "LPSTier", "Overheads", "PLACEMENTS", "PlacementSpec", "REFUSING_PLACEMENTS",
     "RequeueSpec", "SCHEDULERS", "SWFWorkload", "SchedulerSpec", "SplitSpec", "StorageNode",
     "StorageServer", "ThetaWorkload", "YoungDalySpec",

@@ -34,7 +34,8 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ValidationError
 
 from iolab.errors import SpecError
-from iolab.specs.base import problems_of
+from iolab.specs.policy_ref import user_policies
+from iolab.specs.base import not_a_file, problems_of
 
 
 def _io_experiment() -> type[BaseModel]:
@@ -160,8 +161,9 @@ def read_text(path: str | Path) -> str:
             _stdin_text = _decode(raw, "<stdin>")
         return _stdin_text
     p = Path(path)
-    if not p.is_file():
-        raise SpecError(str(p), [("(file)", "no such file")])
+    why = not_a_file(p, "file")
+    if why:
+        raise SpecError(str(p), [("(file)", why)])
     try:
         size = p.stat().st_size
         if size > MAX_SPEC_BYTES:
@@ -345,3 +347,14 @@ def load_spec(path: str | Path, kind: str | None = None, overrides: dict[str, An
     source = "<stdin>" if str(path) == STDIN else str(path)
     data = apply_overrides(read_document(path, limits), overrides, source)
     return parse_spec(data, source, kind, kinds, base_dir=spec_dir(path))
+
+
+def input_files(spec: Any, spec_path: str | Path | None = None) -> list[str]:
+    """The files a run of ``spec`` reads: the spec file itself (not ``-``), its workload file (SWF, Theta), its
+    controller's model file and the files of the user's policies it names, as the spec resolved them.  An output
+    must be none of them (:func:`iolab.atomic.check_output`)."""
+    out = [str(spec_path)] if spec_path is not None and str(spec_path) != STDIN else []
+    path = getattr(getattr(spec, "workload", None), "path", None)
+    model = getattr(getattr(spec, "controller", None), "model_file", None)
+    policies = [ref.path for _, ref in user_policies(spec) if ref.path is not None]
+    return out + [p for p in (path, model) if isinstance(p, str)] + policies

@@ -12,6 +12,7 @@ what                       estimate               default limit                o
 I/O experiment, event      phases of all apps     :data:`MAX_EVENTS`           ``--max-events``
 I/O experiment, step       time steps (at most)   :data:`MAX_EVENTS`           ``--max-events``
 batch experiment           jobs                   :data:`MAX_JOBS`             ``--max-jobs``
+batch experiment           steps, samples, ...    :data:`MAX_BATCH_EVENTS`     ``--max-events``
 campaign                   runs                   :data:`MAX_RUNS`             ``--max-runs``
 =========================  =====================  ===========================  ==============
 
@@ -31,6 +32,9 @@ from iolab.errors import SpecError
 from iolab.specs.load import MAX_JOBS, parse_text, read_text
 
 MAX_EVENTS = 10_000_000
+# events of a batch run (job steps, controller samples, retries; iolab/workloads/run_size.py): the simulator
+# moves ~1e5-1e6 a second (docs/results.md: a million Feitelson jobs with hourly checkpoints, ~1e7 steps, 50-100 s)
+MAX_BATCH_EVENTS = 100_000_000
 MAX_RUNS = 50_000
 
 
@@ -88,24 +92,31 @@ def batch_size(spec, max_jobs: float | None = None) -> Size:
 
 
 _CHUNK = 1 << 20  # bytes swf_job_lines reads at once
+_MAX_OTHER = 1_000_000  # blank and comment lines past which swf_job_lines stops counting
+_MAX_READ = 1 << 30  # decompressed bytes past which it stops
 
 
 def swf_job_lines(path: str | Path, stop: float = float("inf")) -> int:
     """The data lines of an SWF file (``.gz`` detected by content): not blank, not a ``;`` comment;
     counting stops at ``stop`` (>= 1).  A file that cannot be read counts 0: its reader names the problem.
-    Read :data:`_CHUNK` bytes at a time, their lines split at once (not one read call a line)."""
+    Read :data:`_CHUNK` bytes at a time, their lines split at once (not one read call a line); counting stops
+    too past :data:`_MAX_OTHER` blank or comment lines or :data:`_MAX_READ` bytes (the reader refuses such a
+    file, naming the line: ``iolab.workloads.swf.MAX_BLANK``, ``MAX_BYTES``)."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
-        n = 0
+        n = other = size = 0
         rest = b""
         with (gzip.open(p, "rb") if gz else p.open("rb")) as fh:
-            while n < stop:
+            while n < stop and other <= _MAX_OTHER and size <= _MAX_READ:
                 chunk = fh.read(_CHUNK)
+                size += len(chunk)
                 lines = (rest + chunk).split(b"\n")
                 rest = lines.pop() if chunk else b""  # a line without its end yet (at the end of the file: none)
-                n += sum(1 for line in lines if (text := line.strip()) and text[0] != 59)  # 59: ";"
+                data = sum(1 for line in lines if (text := line.strip()) and text[0] != 59)  # 59: ";"
+                n += data
+                other += len(lines) - data
                 if not chunk:
                     break
         return int(min(n, stop))
@@ -124,4 +135,4 @@ def theta_job_count(path: str | Path) -> int:
     return len(jobs) if isinstance(jobs, list) else 0
 
 
-__all__ = ["MAX_EVENTS", "MAX_JOBS", "MAX_RUNS", "Size", "batch_size", "io_size", "swf_job_lines", "theta_job_count"]
+__all__ = ["MAX_BATCH_EVENTS", "MAX_EVENTS", "MAX_JOBS", "MAX_RUNS", "Size", "batch_size", "io_size", "swf_job_lines", "theta_job_count"]

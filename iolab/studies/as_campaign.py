@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
 from iolab.campaign.results import Results
 from iolab.campaign.results import load as load_results
 from iolab.campaign.study import StudyCampaign, expand_study
@@ -58,6 +58,7 @@ def campaign_of(study: str, params: dict[str, Any], name: str | None = None) -> 
 
 def write_campaign(path: str | Path, study: str, params: dict[str, Any], name: str | None = None) -> Path:
     """The study's campaign file (JSON, which is YAML too), checked by expanding it first."""
+    check_output(path, option="--campaign")
     campaign = campaign_of(study, params, name)
     runs = expand_study(campaign, str(path))
     path = Path(path)

@@ -20,6 +20,7 @@ import numpy as np
 
 from iolab.atomic import atomic_path
 from iolab.errors import TraceError
+from iolab.specs.base import not_a_file
 from iolab.trace.model import Table, Trace
 from iolab.trace.schema import ADDED_COLUMNS, SCHEMA_VERSION, TABLES
 
@@ -87,8 +88,9 @@ _MISSING = {"int": -1, "float": np.nan}
 def read_trace(path: str | Path) -> Trace:
     """Read a trace written by :func:`write_trace` (either runtime)."""
     path = Path(path)
-    if not path.is_file():
-        raise TraceError(f"{path}: no such trace file")
+    why = not_a_file(path, "trace file")
+    if why:
+        raise TraceError(f"{path}: {why}")
     bad = damaged_global_heap(path)
     if bad is not None:  # HDF5 itself can loop forever on such a heap: refused before it reads it
         raise TraceError(f"{path}: damaged trace file (the global heap collection at byte {bad} is inconsistent)")

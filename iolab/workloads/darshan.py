@@ -45,6 +45,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from iolab.errors import IolabError
+from iolab.specs.base import not_a_file
 
 MODULES = ("POSIX", "MPI-IO", "STDIO")
 _PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
@@ -181,8 +182,9 @@ class _Log:
 def read_darshan(path: str | Path, *, bins: int = 1024, ranks_per_node: int = 1) -> DarshanJob:
     """Read one log (see the module doc); raises :class:`DarshanLogError` naming the file."""
     p = Path(path)
-    if not p.is_file():
-        raise DarshanLogError(p, "no such Darshan log")
+    why = not_a_file(p, "Darshan log")
+    if why:
+        raise DarshanLogError(p, why)
     if bins < 1 or ranks_per_node < 1:
         raise ValueError("bins and ranks_per_node must be >= 1")
     be = _backend()

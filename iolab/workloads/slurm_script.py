@@ -43,7 +43,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from iolab.errors import IolabError
-from iolab.specs.base import MAX_TIME
+from iolab.specs.base import MAX_TIME, not_a_file
 from iolab.specs.batch import Job, parse_size
 
 MAX_BYTES = 1e24  # a yottabyte: any finite size a platform could hold
@@ -262,8 +262,9 @@ def read_script(path: str | Path, *, default_time: float | None = 3600.0,
                 now: _dt.datetime | None = None) -> SlurmScript:
     """Read a script's header (see the module doc); raises :class:`ScriptError` naming the file and line."""
     p = Path(path)
-    if not p.is_file():
-        raise ScriptError(p, 0, "no such Slurm script")
+    why = not_a_file(p, "Slurm script")
+    if why:
+        raise ScriptError(p, 0, why)
     header = _header_lines(p)
     name = p.stem
     nodes: int | None = None

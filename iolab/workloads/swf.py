@@ -6,15 +6,23 @@ An SWF file is header comments (``; Key: value``) then one job per line with
 ratio is the processors per node used to turn processors into nodes).
 
 Malformed lines (not 18 fields, a non-number, a missing or non-positive job
-number, a negative submit time, a job number already used by an earlier
-line) are **raised** as :class:`SWFError` naming the file and the line
+number, a negative submit time, a negative run time or requested time other
+than -1, a job number already used by an earlier line, a header
+count such as ``MaxNodes`` that is not a positive integer) are **raised** as :class:`SWFError` naming the file and the line
 number (``strict=True``, the default; an :class:`iolab.errors.IolabError`, so
 the command line prints it and exits 2), or **collected** in
 :attr:`SWFTrace.problems` as ``(line, reason)`` and skipped
 (``strict=False``); :func:`swf_jobs` then warns (:class:`iolab.errors.InputWarning`)
 with the count of skipped lines and the first few.  The lines are converted and
 checked as columns (numpy), a block at a time; a line that fails is parsed again on
-its own for the reason (docs/performance.md, "Columnar SWF loading").
+its own for the reason (docs/performance.md, "Columnar SWF loading").  With ``strict=True`` the
+read stops at the first such line: the lines after it are not converted.
+
+A file whose reading would not end well is refused whatever ``strict`` says, at the line where
+that shows: more than :data:`MAX_BLANK` blank or comment lines (a few hundred kB of gzip that
+expand to gigabytes of empty lines), more than :data:`MAX_BYTES` of text once decompressed.  A file
+that gives no job (empty, comments only, or every line malformed or unusable under ``strict=False``)
+is refused by :func:`swf_jobs`.
 
 Turning a record into a :class:`iolab.specs.batch.Job` (:meth:`SWFTrace.jobs`):
 
@@ -41,7 +49,7 @@ from iolab import collector
 from iolab.errors import DataError, InputWarning
 import numpy as np
 
-from iolab.specs.base import MAX_TIME
+from iolab.specs.base import MAX_TIME, not_a_file
 from iolab.specs.batch import Job
 
 FIELDS = (
@@ -103,6 +111,10 @@ _MAX_NODES = next(m.le for m in Job.model_fields["nodes"].metadata if hasattr(m,
 _NCOL = len(FIELDS)
 _COL = {name: i for i, name in enumerate(FIELDS)}
 _INT_COLS = np.array(_INT_MASK)
+# fields that are -1 (unknown) or >= 0: a negative run time or requested time is not a value (a job with a
+# negative processor count is a record without one: unusable, counted, as before)
+_NONNEG = ("run_time", "req_time")
+_NONNEG_COLS = [FIELDS.index(name) for name in _NONNEG]
 
 
 @dataclass
@@ -277,6 +289,9 @@ def _trusted_job(fields: dict) -> Job:
 
 
 MAX_LINE = 4096  # characters of one SWF line (18 numbers take under 200)
+MAX_BYTES = 1 << 30  # characters of a whole file, decompressed (the archive's largest traces are a few 100 MB)
+MAX_BLANK = 1_000_000  # blank and comment lines of a file (a header is tens of lines)
+_HEADER_COUNTS = ("MaxNodes", "MaxProcs", "MaxJobs", "MaxRecords")  # header values that must be integers >= 1
 
 
 def _short(tok: str, n: int = 40) -> str:
@@ -291,12 +306,16 @@ def _open_text(path: Path) -> Iterator[str]:
         magic = fh.read(2)
     opener = gzip.open if magic == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
-        lineno = 0
+        lineno = size = 0
         while True:
             line = fh.readline(MAX_LINE + 1)
             if not line:
                 return
             lineno += 1
+            size += len(line)
+            if size > MAX_BYTES:
+                raise SWFError(str(path), lineno, f"the file holds more than {MAX_BYTES:,} characters (decompressed):"
+                                                  " not an SWF trace iolab reads")
             if len(line) > MAX_LINE and not line.endswith("\n"):
                 raise SWFError(str(path), lineno, f"line longer than {MAX_LINE} characters (an SWF line is 18 "
                                                   "numbers)")
@@ -319,6 +338,8 @@ def _parse_line(text: str, lineno: int) -> SWFRecord | str:
             return _check_fields(parts, lineno)
     if vals[0] <= 0 or vals[1] < 0:  # job number, submit time (-1, unknown, is refused too)
         return _check_fields(parts, lineno)
+    if any(vals[i] < 0 and vals[i] != -1 for i in _NONNEG_COLS):
+        return _check_fields(parts, lineno)
     return SWFRecord(lineno, *[None if v == -1 else (int(v) if is_int else v) for v, is_int in zip(vals, _INT_MASK)])
 
 
@@ -335,6 +356,8 @@ def _check_fields(parts: list[str], lineno: int) -> SWFRecord | str:
             return f"field {FIELDS.index(name) + 1} ({name}) is above {MAX_TIME:g}: {_short(tok)}"
         if v == -1:
             values[name] = None
+        elif v < 0 and name in _NONNEG:
+            return f"field {FIELDS.index(name) + 1} ({name}) is negative: {_short(tok)} (-1 means unknown)"
         elif name in _INT_FIELDS:
             if v != int(v):
                 return f"field {FIELDS.index(name) + 1} ({name}) must be an integer: {_short(tok)}"
@@ -380,6 +403,8 @@ def _checked(table: np.ndarray, shaped: np.ndarray) -> np.ndarray:
         ints = table[:, _INT_COLS]
         ok &= ((ints == -1) | (ints == np.trunc(ints))).all(axis=1)
         ok &= (table[:, 0] > 0) & (table[:, 1] >= 0)
+        nonneg = table[:, _NONNEG_COLS]
+        ok &= ((nonneg >= 0) | (nonneg == -1)).all(axis=1)
     return ok
 
 
@@ -404,8 +429,8 @@ def _plain_lines(path: Path, stop: int | None = None) -> list[bytes] | None:
         if magic != b"\x1f\x8b" and path.stat().st_size > _FAST_BYTES:
             return None
         with (gzip.open(path, "rb") if magic == b"\x1f\x8b" else path.open("rb")) as fh:
-            content = fh.read(_FAST_BYTES + 1) if stop is None else _read_counted(fh, stop, str(path))
-    except (OSError, EOFError, zlib.error):
+            content = _read_counted(fh, math.inf if stop is None else stop, str(path))
+    except (OSError, EOFError, zlib.error, _TooBlank):  # the text reader says why, at its line
         return None
     if len(content) > _FAST_BYTES or not content.isascii() or any(c in content for c in _LOOKALIKE_SPACE):
         return None
@@ -421,11 +446,32 @@ def _plain_lines(path: Path, stop: int | None = None) -> list[bytes] | None:
     return lines
 
 
-def _read_counted(fh, stop: int, path: str) -> bytes:
+def _past_blank(stripped: list[bytes]) -> int:
+    """The line (1-based) at which the blank and comment lines of ``stripped`` pass :data:`MAX_BLANK`."""
+    blank = 0
+    for i, t in enumerate(stripped):
+        if not t or t[0] == 59:
+            blank += 1
+            if blank > MAX_BLANK:
+                return i + 1
+    return len(stripped)
+
+
+_MIN_JOB_LINE = 2 * len(FIELDS)  # bytes of the shortest job line: 18 one-digit fields, 17 spaces, a newline
+
+
+class _TooBlank(Exception):
+    """More than :data:`MAX_BLANK` blank or comment lines read: the text reader names the line."""
+
+
+def _read_counted(fh, stop: float, path: str) -> bytes:
     """At most :data:`_FAST_BYTES` + 1 bytes of ``fh``, :data:`_READ` at a time; :class:`TooManyJobLines`
     as soon as they hold more than ``stop`` data lines (not blank, not a ``;`` comment, as
-    :func:`iolab.specs.size.swf_job_lines` counts them), without reading the rest.  The lines are counted
-    only once the newlines read could exceed ``stop``: a file well within it is read as with one call."""
+    :func:`iolab.specs.size.swf_job_lines` counts them), without reading the rest; :class:`_TooBlank` as
+    soon as more than :data:`MAX_BLANK` of the lines read must be shorter than a job line (18 fields take at
+    least :data:`_MIN_JOB_LINE` bytes with their newline; so many short lines are blank, comments or
+    malformed: the text reader judges them).  The lines are counted only once the newlines read could
+    exceed ``stop``: a file well within it is read as with one call."""
     chunks: list[bytes] = []
     size = newlines = data = 0
     uncounted: list[bytes] = []  # chunks read since the last count
@@ -437,13 +483,15 @@ def _read_counted(fh, stop: int, path: str) -> bytes:
             uncounted.append(chunk)
             size += len(chunk)
             newlines += chunk.count(b"\n")
+        if newlines - size / _MIN_JOB_LINE > MAX_BLANK:
+            raise _TooBlank
         if newlines >= stop:  # the lines read (at most newlines + 1) may be more than stop: count them
             lines = (rest + b"".join(uncounted)).split(b"\n")
             uncounted.clear()
             rest = lines.pop() if chunk else b""  # at the end of the file the last piece is a line
             data += sum(1 for line in lines if (text := line.strip()) and text[0] != 59)  # 59: ";"
             if data > stop:
-                raise TooManyJobLines(path, stop)
+                raise TooManyJobLines(path, int(stop))
         if not chunk:
             break
     return b"".join(chunks)
@@ -476,14 +524,33 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
     text line by line.  Both give the same trace.  ``max_lines``: a file with more data lines is refused
     (:class:`TooManyJobLines`) before any is converted, without being read to its end."""
     p = Path(path)
-    if not p.is_file():
-        raise SWFError(str(p), 0, "no such SWF file")
+    why = not_a_file(p, "SWF file")
+    if why:
+        raise SWFError(str(p), 0, why)
     trace = SWFTrace(path=str(p))
     numbers: list[int] = []  # every data line's number
     blocks: list[np.ndarray] = []  # their fields, a block of lines at a time (bounded memory)
     oks: list[np.ndarray] = []  # which lines pass every check but the duplicate one
     texts: dict[int, str] = {}  # the lines that do not: their text, to say why
     pending: list = []  # the data lines not yet converted: stripped text (str), or bytes from _plain_lines
+    seen: dict[float, int] = {}  # strict: each accepted job number's line (a duplicate stops the read at once)
+    accepted = [0]  # strict: lines accepted so far (nothing past ``limit`` of them is judged)
+
+    def first_error(table: np.ndarray, ok: np.ndarray, base: int) -> None:
+        """strict: raise the block's first bad line (malformed, or a job number used before), if it comes
+        before the ``limit``-th accepted line; the block's good job numbers join ``seen``."""
+        for i in range(len(ok)):
+            if limit is not None and accepted[0] >= limit:
+                return
+            if ok[i]:
+                job = table[i, 0]
+                if job not in seen:
+                    seen[job] = numbers[base + i]
+                    accepted[0] += 1
+                    continue
+                raise SWFError(str(p), numbers[base + i], f"job number {int(job)} already used on line {seen[job]}")
+            reason = _parse_line(texts[base + i], numbers[base + i])
+            raise SWFError(str(p), numbers[base + i], reason if isinstance(reason, str) else "refused")
 
     def convert() -> None:
         base = len(numbers) - len(pending)
@@ -497,6 +564,18 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
             table, ok = _block(parts)
             for i in np.flatnonzero(~ok).tolist():
                 texts[base + i] = " ".join(parts[i])
+        if strict and len(ok):
+            bad = ~ok
+            if not bad.any():  # the common case: only the duplicates to look for, by whole columns
+                jobs = table[:, 0].tolist()
+                fresh = seen.keys().isdisjoint(jobs) and len(set(jobs)) == len(jobs)
+                if fresh and (limit is None or accepted[0] + len(jobs) <= limit):
+                    seen.update(zip(jobs, numbers[base:base + len(jobs)]))
+                    accepted[0] += len(jobs)
+                else:
+                    first_error(table, ok, base)
+            else:
+                first_error(table, ok, base)
         blocks.append(table)
         oks.append(ok)
         pending.clear()
@@ -505,13 +584,25 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
         good = [b[o, 0] for b, o in zip(blocks, oks)]
         return limit is not None and len(np.unique(np.concatenate(good))) >= limit
 
-    def header(text: str) -> None:
+    def header(text: str, lineno: int) -> None:
         body = text[1:].strip()
         if ":" in body:
             key, _, value = body.partition(":")
-            key = key.strip()
-            if key and " " not in key:
-                trace.header.setdefault(key, value.strip())
+            key, value = key.strip(), value.strip()
+            if not key or " " in key or key in trace.header:
+                return
+            if key in _HEADER_COUNTS:
+                try:
+                    good = int(value.split()[0]) >= 1
+                except (ValueError, IndexError):
+                    good = False
+                if not good:
+                    reason = f"header {key}: {_short(value)} is not a positive integer"
+                    if strict:
+                        raise SWFError(str(p), lineno, reason)
+                    trace.problems.append((lineno, reason + " (ignored)"))
+                    return
+            trace.header[key] = value
 
     block = _BLOCK if limit is None else min(_BLOCK, max(1024, 2 * limit))
     plain = _plain_lines(p, max_lines)
@@ -519,6 +610,13 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
         stripped = [line.strip() for line in plain]
         del plain
         data = [i for i, t in enumerate(stripped) if t and t[0] != 59]  # 59: ";"
+        if len(stripped) - len(data) > MAX_BLANK:
+            raise SWFError(str(p), _past_blank(stripped), f"more than {MAX_BLANK:,} blank or comment lines: not an SWF "
+                                                          "trace iolab reads")
+        head = data[0] if data else len(stripped)  # the header: the comments before the first job line
+        for i, t in enumerate(stripped[:head]):
+            if t[:1] == b";":
+                header(t.decode("ascii"), i + 1)
         last = len(stripped)  # lines read: all, or up to the one that completed the block that was enough
         for k in range(0, len(data), block):
             chunk = data[k:k + block]
@@ -529,17 +627,22 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
                 if enough():
                     last = chunk[-1]
                     break
-        for t in stripped[:last]:
+        for i in range(head, last):
+            t = stripped[i]
             if t[:1] == b";":
-                header(t.decode("ascii"))
+                header(t.decode("ascii"), i + 1)
     else:
+        blank = 0
         try:
             for lineno, line in enumerate(_open_text(p), start=1):
                 text = line.strip()
-                if not text:
-                    continue
-                if text.startswith(";"):
-                    header(text)
+                if not text or text.startswith(";"):
+                    blank += 1
+                    if blank > MAX_BLANK:
+                        raise SWFError(str(p), lineno, f"more than {MAX_BLANK:,} blank or comment lines: not an "
+                                                       "SWF trace iolab reads")
+                    if text:
+                        header(text, lineno)
                     continue
                 numbers.append(lineno)
                 if max_lines is not None and len(numbers) > max_lines:
@@ -594,11 +697,18 @@ def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
     """Jobs of an SWF file, in file order.  Skipped lines and unusable records are counted in an
     :class:`iolab.errors.InputWarning`.  ``max_nodes``: the platform's nodes (a bigger job is an error
     naming its line, or skipped with ``strict=False``), from the ``first`` job on.  ``max_lines``: see
-    :func:`read_swf`."""
+    :func:`read_swf`.  A file that gives no job is an :class:`SWFError`: an empty or comments-only file,
+    or one whose every job line is malformed or unusable (the first named)."""
     with collector.paused():
         trace = read_swf(path, strict=strict, limit=limit, max_lines=max_lines)
         jobs = trace.jobs(procs_per_node, max_nodes=max_nodes, strict=strict, first=first)
     dropped = trace.problems + trace.unusable
+    if not jobs:
+        if not dropped:
+            raise SWFError(trace.path, 0, "no job line: the file is empty or holds only comments")
+        n, reason = sorted(dropped)[0]
+        raise SWFError(trace.path, n, f"no usable job: every job line was skipped ({len(dropped)}); the first: "
+                                      f"{reason}")
     if dropped:
         first = "; ".join(f"line {n}: {r}" for n, r in sorted(dropped)[:3])
         warnings.warn(f"{trace.path}: skipped {len(dropped)} line(s) ({len(trace.problems)} malformed, "

@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from iolab.errors import DataError, SpecError
-from iolab.specs.base import MAX_TIME, problems_of
+from iolab.specs.base import MAX_TIME, not_a_file, problems_of
 from iolab.specs.batch import Job
 from iolab.specs.load import parse_text, read_text
 
@@ -86,8 +86,9 @@ def _number(j: dict[str, Any], key: str, kind: type) -> Any:
 def theta_trace(path: str | Path) -> ThetaTrace:
     """Read a Theta job file; every bad record is named in one :class:`ThetaError`."""
     p = Path(path)
-    if not p.is_file():
-        raise ThetaError(str(p), [("(file)", "no such Theta job file")])
+    why = not_a_file(p, "Theta job file")
+    if why:
+        raise ThetaError(str(p), [("(file)", why)])
     try:
         doc = parse_text(read_text(p), str(p))
     except SpecError as err:  # not UTF-8, not YAML, a key given twice

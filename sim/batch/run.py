@@ -15,6 +15,7 @@ from iolab.middleware.policies.interference import tier_laws
 from iolab.sim.fairshare import FairShareLink
 
 from iolab.workloads import load_workload
+from iolab.workloads.run_size import check_batch_run
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
 from iolab.middleware.policies.io_guard import policy_label
@@ -25,14 +26,18 @@ __all__ = ["run_batch", "simulate_batch"]
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,
               strict: bool | None = None, progress=None, phases: str | None = None,
-              node_ids: bool = True) -> BatchRecord:
+              node_ids: bool = True, max_events: float | None = None, source: str | None = None) -> BatchRecord:
     """Simulate ``spec`` (its workload, or ``jobs``); ``scheduler`` replaces the spec's policy
     (a study drawing its own random tiers); ``strict`` checks every decision and state change
     (default: ``IOLAB_STRICT``); ``progress(t, submitted, total)`` is called every
     :data:`~iolab.sim.batch.engine.PROGRESS_EVERY` events; ``phases``: ``all`` (default with
     ``rows``), ``jobs`` (each job's I/O time only) or ``none``; ``node_ids`` False: the jobs get no node
-    ids where nothing of the run reads them (no I/O nodes; see :class:`BatchKernel`)."""
+    ids where nothing of the run reads them (no I/O nodes; see :class:`BatchKernel`).  The run is sized first
+    (:func:`iolab.workloads.run_size.check_batch_run`: ``max_events``, default
+    :data:`~iolab.workloads.run_size.MAX_BATCH_EVENTS`): one too big raises ``SpecError`` naming ``source``
+    (default: the spec's name) and the field."""
     jobs = load_workload(spec) if jobs is None else jobs
+    check_batch_run(spec, jobs, source or spec.name, max_events, rows=rows and phases in (None, "all"))
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
                                    record_plans=record_plans,
                                    node_ids=node_ids or spec.platform.io_nodes is not None)  # the parts' split
@@ -66,7 +71,8 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
 
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
-                   progress=None, phases: str = "all", node_ids: bool = True) -> Trace:
+                   progress=None, phases: str = "all", node_ids: bool = True, max_events: float | None = None,
+                   source: str | None = None) -> Trace:
     """The trace of ``spec``; ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows: a large
     run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither); ``node_ids``
     False leaves the jobs table's node sets empty: for a caller that reads only the trace's metrics
@@ -75,7 +81,7 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     t0 = time.perf_counter()
     try:
         rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
-                        node_ids=node_ids)
+                        node_ids=node_ids, max_events=max_events, source=source)
     except InvariantViolation as exc:
         rec = getattr(exc, "record", None)
         if rec is not None:  # the trace up to where the run stopped (complete False), for the caller to keep

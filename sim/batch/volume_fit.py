@@ -42,6 +42,7 @@ class VolumeFit:
     rows: list[tuple[int, int, float, float]]  # (writers, samples, median response, model response)
     mae: float  # weighted mean |median - model| over the writer counts, spec seconds
     spread: tuple[float, ...] = ()  # quantiles of response / model response at 0, 1/(n-1), ..., 1
+    note: str = ""  # why probe_rate is not measured by these samples ("" if it is)
 
     def spec(self) -> dict:
         """The ``controller.model`` section of a spec."""
@@ -87,8 +88,27 @@ def fit_volume_model(writers, response, p: float, quantiles: int = 21) -> Volume
     ratio = r[model > 0] / model[model > 0]
     if quantiles >= 2 and ratio.size and np.all(ratio > 0):
         spread = tuple(float(x) for x in np.quantile(ratio, np.linspace(0.0, 1.0, quantiles)))
-    return VolumeFit(gamma=0.0, knee=1, r0=r0, probe_rate=1.0 / inv_rate if inv_rate > 0 else math.inf,
-                     rows=rows, mae=mae, spread=spread)
+    rate = 1.0 / inv_rate if inv_rate > 0 else math.inf
+    return VolumeFit(gamma=0.0, knee=1, r0=r0, probe_rate=rate, rows=rows, mae=mae, spread=spread,
+                     note=_unidentified(ks, med, r0, inv_rate, p))
+
+
+IDENTIFIED = 0.05  # share of the largest median response the unit's own write must reach for its rate to count
+
+
+def _unidentified(ks: np.ndarray, med: np.ndarray, r0: float, inv_rate: float, p: float) -> str:
+    """Why the samples do not measure ``probe_rate`` ("" if they do): one writer count, or a unit's write
+    time (``p (k + 1) / probe_rate``) that stays a sliver of the response at every count, so that any rate
+    from the fitted one to infinity fits as well (the fit then reads e.g. 6.3e19 B/s)."""
+    if ks.size == 1:
+        return (f"one writer count only ({int(ks[0])}): the response cannot be split into r0 and the unit's "
+                "write, so probe_rate is not measured (a constant response is fitted)")
+    share = p * (ks.max() + 1.0) * inv_rate / max(float(med.max()), 1e-300)
+    if share < IDENTIFIED:
+        return (f"the response barely grows with the writers (the unit's write is {100 * share:.2g} % of it at "
+                f"{int(ks.max())} writers): probe_rate is not measured by these samples, only bounded below; "
+                "the model is in effect a constant response r0")
+    return ""
 
 
 __all__ = ["VolumeFit", "fit_volume_model", "model_response"]

@@ -13,6 +13,7 @@ from iolab.workloads import swf
 from iolab.workloads.swf import FIELDS, MAX_TIME, SWFError, read_swf
 
 INTS = {0, 4, 7, 10, 11, 12, 13, 14, 15, 16}  # job, alloc_procs, req_procs, status, user, ... preceding_job
+NONNEG = {3, 8}  # run_time, req_time: >= 0 or -1
 
 
 def reference(lines: list[str], limit: int | None):
@@ -32,7 +33,8 @@ def reference(lines: list[str], limit: int | None):
                 except ValueError:
                     bad = True
                     break
-                if not math.isfinite(v) or abs(v) > MAX_TIME or (i in INTS and v != -1 and v != int(v)):
+                if not math.isfinite(v) or abs(v) > MAX_TIME or (i in INTS and v != -1 and v != int(v)) \
+                        or (i in NONNEG and v < 0 and v != -1):
                     bad = True
                     break
                 vals.append(None if v == -1 else (int(v) if i in INTS else v))

@@ -149,6 +149,6 @@ def test_export_refuses_bad_input(tmp_path, small_trace_file):
     afile = tmp_path / "file"
     afile.write_text("")
     res = CliRunner().invoke(cli, ["export", str(small_trace_file), "--format", "csv", "-o", str(afile)])
-    assert res.exit_code == 2 and "not a directory" in res.output
+    assert res.exit_code == 2 and "exists and is not a folder" in res.output
     res = CliRunner().invoke(cli, ["export", str(small_trace_file), "--format", "xml", "-o", str(afile)])
     assert res.exit_code == 2

@@ -68,7 +68,7 @@ def ds1(on: bool):
 def test_cli_trains_on_simulated_samples(tmp_path):
     path = tmp_path / "ds1.h5"
     write_trace(simulate_batch(ds1(True)), path)
-    model = tmp_path / "model.pkl"
+    model = tmp_path / "model.npz"
     r = CliRunner().invoke(cli, ["controller", "train", str(path), "-o", str(model), "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
@@ -112,7 +112,7 @@ def test_a_predictor_whose_counters_explain_nothing_keeps_the_measurement_and_tr
 def test_a_simulation_predicts_with_a_model_trained_by_the_cli(tmp_path):
     path = tmp_path / "ds1.h5"
     write_trace(simulate_batch(ds1(True)), path)
-    model = tmp_path / "model.pkl"
+    model = tmp_path / "model.npz"
     assert CliRunner().invoke(cli, ["controller", "train", str(path), "-o", str(model)]).exit_code == 0
     d = ds1(True).model_dump(mode="json")
     d["controller"].update({"prediction": "forest", "model_file": str(model)})

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from iolab.sim.batch import simulate_batch
-from iolab.workloads import swf_jobs
+from iolab.workloads import SWFError, swf_jobs
 from iolab.specs import parse_spec
 
 from shared_data import REPO
@@ -122,7 +122,7 @@ def test_swf_import_rules_match_iolab(reference_easy, tmp_path):
         swf_line(6, 7, 10, 0, 0, 50),          # zero processors: unusable
         swf_line(7, 8, 10, 5, -3, 50),         # negative requested count: unusable (iolab's rule)
         swf_line(8, 9.5, 12.25, 7, 7, 3),      # fractional times, overrun
-        swf_line(9, 9.5, -7, 2, 2, -1),        # negative run time -> 0, walltime 1
+        swf_line(9, 9.5, 0, 2, 2, -1),         # run time 0, walltime unknown -> 1
     ]
     p = tmp_path / "rules.swf.gz"  # gzip detected by content
     with gzip.open(p, "wt") as fh:
@@ -133,6 +133,10 @@ def test_swf_import_rules_match_iolab(reference_easy, tmp_path):
     assert mine == theirs
     assert [j[0] for j in mine] == ["1", "2", "3", "4", "8", "9"] and w.unusable == 3
     assert mine[2][2] == 3 and mine[4][2] == 4  # ceil(6 / 2), ceil(7 / 2): 2 procs per node
+    with gzip.open(p, "wt") as fh:  # a negative run time other than -1 is not a value: iolab refuses its line
+        fh.write("; MaxNodes: 8\n" + swf_line(1, 0, -7, 2, 2, -1) + "\n")
+    with pytest.raises(SWFError, match="run_time"):
+        swf_jobs(p)
 
 
 @pytest.mark.parametrize("seed", range(6))

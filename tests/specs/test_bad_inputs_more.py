@@ -166,7 +166,7 @@ def test_report_refuses_ok_apps_with_impossible_ends(tmp_path, ends):
         end[:2] = ends
         f["jobs/end"][...] = end
         assert set(x.decode() if isinstance(x, bytes) else x for x in f["jobs/status"][...]) == {"ok"}
-    refused("report", t, what="app 'A' (ok): end is")
+    refused("report", t, what="job 'A' (row 0): ")
 
 
 def test_export_refuses_a_trace_without_jobs_as_report_does(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 
@@ -84,11 +85,17 @@ def test_a_dumped_controller_section_reads_back_the_same(section):
 def test_model_file_must_be_a_model_of_controller_train(tmp_path):
     import pickle
 
-    bad = tmp_path / "bad.pkl"
-    bad.write_bytes(b"not a pickle")
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a model")
     found = problems({"prediction": "forest", "model_file": str(bad)})
     assert any(w == "controller.model_file" and "iolab controller train" in r for w, r in found), found
-    other = tmp_path / "other.pkl"
-    other.write_bytes(pickle.dumps({"features": ["load_average"], "forest": None}))
-    found = problems({"prediction": "forest", "model_file": str(other)})
-    assert any(w == "controller.model_file" and "load_average" in r for w, r in found), found
+    old = tmp_path / "other.pkl"  # the format of older versions: refused unread, saying how to get a model file
+    old.write_bytes(pickle.dumps({"features": ["writers"], "forest": None}))
+    found = problems({"prediction": "forest", "model_file": str(old)})
+    assert any(w == "controller.model_file" and "pickle" in r and "iolab controller convert" in r
+               for w, r in found), found
+    for what, make in (("a folder", lambda p: p.mkdir()), ("a FIFO", lambda p: os.mkfifo(p))):
+        p = tmp_path / what.replace(" ", "_")
+        make(p)
+        found = problems({"prediction": "forest", "model_file": str(p)})
+        assert any(w == "controller.model_file" and f"is {what}" in r for w, r in found), found

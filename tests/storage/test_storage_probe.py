@@ -58,21 +58,39 @@ def test_the_fit_recovers_a_table_law_exactly_without_noise():
     assert fit["table"] == pytest.approx({k: law.factor(k) for k in range(2, 6)})
 
 
-def test_the_real_probe_writes_a_fragment_a_spec_takes(tmp_path):
+def real_outcome(res, law_file=None) -> bool:
+    """A real probe on this machine's cached disk: the law (exit 0), or no law when the cache gave more to
+    more writers (exit 1, saying so, nothing written).  Whether the fit was taken."""
+    assert res.exit_code in (0, 1), res.output
+    if res.exit_code == 1:
+        assert "no law fitted" in res.output and (law_file is None or not law_file.exists()), res.output
+    return res.exit_code == 0
+
+
+def test_the_real_probe_writes_a_fragment_a_spec_takes(tmp_path, monkeypatch):
     d = tmp_path / "dir"
     d.mkdir()
     res = CliRunner().invoke(cli, ["storage", "probe", str(d), "--writers", "1..2", "--size", "4MiB",
+                                   "--unit", "64KiB", "-o", str(tmp_path / "real.yaml")])
+    real_outcome(res, tmp_path / "real.yaml")
+    assert list(d.iterdir()) == []  # the writers' files are removed
+    # the fragment of a fit, written by the command with writers of a known lossy law
+    import iolab.cli.storage as storage_cli
+
+    law = InterferenceLaw.parametric(0.3, 1)
+    monkeypatch.setattr(storage_cli, "ProcessWriters", lambda *a, **k: LawWriters(5e8, law, 1 << 26))
+    res = CliRunner().invoke(cli, ["storage", "probe", str(d), "--writers", "1..3", "--size", "4MiB",
                                    "--unit", "64KiB", "-o", str(tmp_path / "law.yaml")])
     assert res.exit_code == 0, res.output
-    assert list(d.iterdir()) == []  # the writers' files are removed
     frag = yaml.safe_load((tmp_path / "law.yaml").read_text())
     spec = parse_spec({"kind": "batch", "scheduler": "fcfs",
                        "platform": {"nodes": 1, "lps": {"rate": "1GB/s", **frag},
                                     "hps": {"rate": "1GB/s", "capacity": "1TB"}, "stage_rate": "1GB/s"},
                        "workload": {"source": "inline", "jobs": [{"id": "a", "submit": 0, "nodes": 1,
                                                                   "walltime": 10, "runtime": 1}]}})
-    law = law_of(spec.platform.lps.interference)
-    assert law.kind == "table" and law.factor(1) == 1.0 and law.factor(2) > 0
+    got = law_of(spec.platform.lps.interference)
+    assert got.kind == "table" and got.factor(1) == 1.0
+    assert got.factor(3) == pytest.approx(law.factor(3), rel=1e-3)
 
 
 def test_real_writers_report_their_bytes(tmp_path):
@@ -130,12 +148,12 @@ def test_probe_direct_says_whether_it_wrote_o_direct(tmp_path, monkeypatch):
     d.mkdir()
     args = ["storage", "probe", str(d), "--direct", "--writers", "1..2", "--size", "4MiB", "--unit", "64KiB"]
     res = CliRunner().invoke(cli, [*args, "--json", "-o", str(tmp_path / "law.yaml")])
-    assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["direct"] is _o_direct_works(d)
-    assert ("O_DIRECT" in (tmp_path / "law.yaml").read_text()) is _o_direct_works(d)
+    if real_outcome(res, tmp_path / "law.yaml"):
+        assert ("O_DIRECT" in (tmp_path / "law.yaml").read_text()) is _o_direct_works(d)
     assert list(d.iterdir()) == []
     # a system without O_DIRECT (macOS, say): the probe says so and writes buffered, fsync'd
     monkeypatch.delattr(os, "O_DIRECT")
     res = CliRunner().invoke(cli, [*args, "--json"])
-    assert res.exit_code == 0, res.output
+    real_outcome(res)
     assert "refuses O_DIRECT" in res.stderr and json.loads(res.stdout)["direct"] is False

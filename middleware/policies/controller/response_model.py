@@ -2,9 +2,10 @@
 
 - :func:`select_features`: the sample columns whose |Pearson r| with the
   response reaches ``correlation_threshold`` (constant columns never do);
-- :class:`ResponseModel`: a random forest regressor (scikit-learn) on those
-  features, with its out-of-bag error (MAE and R² of the OOB predictions),
-  saved and loaded with pickle;
+- :class:`ResponseModel`: a random forest regressor on those features, with its
+  out-of-bag error (MAE and R² of the OOB predictions); scikit-learn fits it, and
+  it is kept, saved and loaded as plain arrays (:mod:`iolab.forest`: a model file
+  cannot run code, and predicting needs no scikit-learn);
 - :func:`forecast`: an AR(q) model (statsmodels ``AutoReg``) on a response
   series, the next ``steps`` values;
 - :func:`train_and_test`: a model fitted on the first samples of kept traces and measured
@@ -22,13 +23,15 @@ the runtimes feed it the model's predictions.
 
 from __future__ import annotations
 
+import hashlib
 import math
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from iolab import forest as forest_file
+from iolab.atomic import atomic_path
 from iolab.specs.controller import FEATURES
 
 from iolab.middleware.policies.controller.forecast import ar_forecast
@@ -57,7 +60,7 @@ def select_features(columns: dict[str, np.ndarray], y: np.ndarray, threshold: fl
 @dataclass
 class ResponseModel:
     features: list[str]
-    forest: object = None
+    forest: forest_file.Forest | None = None
     oob_mae: float = math.nan
     oob_r2: float = math.nan
     meta: dict = field(default_factory=dict)
@@ -74,24 +77,35 @@ class ResponseModel:
         y = np.asarray(y, dtype=float)
         forest = RandomForestRegressor(n_estimators=trees, oob_score=True, random_state=seed, n_jobs=1)
         forest.fit(X, y)
-        oob = forest.oob_prediction_
-        return cls(features, forest, float(np.mean(np.abs(oob - y))), float(forest.oob_score_),
-                   {"samples": int(len(y)), "threshold": threshold, "seed": seed, "trees": trees})
+        return cls.from_sklearn(features, forest, {"samples": int(len(y)), "threshold": threshold, "seed": seed,
+                                                   "trees": trees}, y)
+
+    @classmethod
+    def from_sklearn(cls, features: list[str], forest, meta: dict, y: np.ndarray | None = None) -> "ResponseModel":
+        """A fitted ``RandomForestRegressor`` on ``features``, kept as arrays; its OOB error against ``y``
+        (the training responses) when the forest has OOB predictions."""
+        mae = r2 = math.nan
+        if y is not None and hasattr(forest, "oob_prediction_"):
+            mae, r2 = float(np.mean(np.abs(forest.oob_prediction_ - y))), float(forest.oob_score_)
+        return cls(list(features), forest_file.from_sklearn(forest, features), mae, r2, dict(meta))
 
     def predict(self, columns: dict[str, np.ndarray]) -> np.ndarray:
         X = np.column_stack([np.nan_to_num(np.asarray(columns[f], dtype=float)) for f in self.features])
         return self.forest.predict(X)
 
     def save(self, path: str | Path) -> None:
-        with open(path, "wb") as f:
-            pickle.dump({"features": self.features, "forest": self.forest, "oob_mae": self.oob_mae,
-                         "oob_r2": self.oob_r2, "meta": self.meta}, f)
+        """Write the model file (:mod:`iolab.forest`), atomically."""
+        self.forest.meta = {"oob_mae": self.oob_mae, "oob_r2": self.oob_r2, **self.meta}
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            forest_file.save(self.forest, f)
 
     @classmethod
     def load(cls, path: str | Path) -> "ResponseModel":
-        with open(path, "rb") as f:
-            d = pickle.load(f)  # noqa: S301 - a model file this tool wrote
-        return cls(d["features"], d["forest"], d["oob_mae"], d["oob_r2"], d["meta"])
+        """Read a model file; :class:`iolab.forest.ModelFileError` (a ValueError) says why one is refused."""
+        f = forest_file.load(path, FEATURES)
+        meta = dict(f.meta)
+        mae, r2 = meta.pop("oob_mae", math.nan), meta.pop("oob_r2", math.nan)
+        return cls(f.features, f, float(mae), float(r2), meta)
 
 
 def train_and_test(tables, *, threshold: float = 0.3, test_share: float = 0.25, seed: int = 0,
@@ -157,6 +171,7 @@ class ResponsePredictor:
         self.kind, self.model, self.warmup, self.retrain = kind, model, int(warmup), int(retrain)
         self.threshold, self.seed, self.trees = threshold, int(seed), int(trees)
         self.online = model is None
+        self.model_sha256 = ""  # of the model file the forest came from (from_args)
         self.x: list[tuple[float, ...]] = []  # every sample's counters (FEATURES order)
         self.y: list[float] = []  # and its measured response
         self.trained_at: list[int] = []  # sample counts at which the online forest was (re)fitted
@@ -173,7 +188,11 @@ class ResponsePredictor:
         """From :func:`predictor_args` (``model_file``: a model of ``iolab controller train``, loaded here)."""
         args = dict(args)
         path = args.pop("model_file", None)
-        return cls(args.pop("kind", "measured"), model=ResponseModel.load(path) if path else None, **args)
+        p = cls(args.pop("kind", "measured"), model=ResponseModel.load(path) if path else None, **args)
+        if path:
+            with open(path, "rb") as f:
+                p.model_sha256 = hashlib.sha256(f.read()).hexdigest()
+        return p
 
     @staticmethod
     def counters(sample: dict) -> tuple[float, ...]:
@@ -225,7 +244,7 @@ class ResponsePredictor:
                 "oob_mae": m.oob_mae if m is not None else math.nan,
                 "oob_r2": m.oob_r2 if m is not None else math.nan,
                 "mae_vs_measured": self._abs_err / self.fed_predicted if self.fed_predicted else math.nan,
-                "error": self.error}
+                "model_sha256": self.model_sha256, "error": self.error}
 
 
 

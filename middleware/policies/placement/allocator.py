@@ -39,6 +39,7 @@ import numpy as np
 
 from iolab.middleware.policies.guard import GuardedPlacement
 from iolab.middleware.policies.loader import load_policy
+from iolab.specs.batch import MAX_SPLIT_PARTS
 from iolab.middleware.policies.placement.disks import DiskInfo, DiskState
 from iolab.middleware.policies.placement.strategies import Strategy, get_strategy
 
@@ -46,7 +47,7 @@ GB = 10**9
 ALLOCATED, REFUSED, FAILED, RETRY = "allocated", "refused", "failed", "retry"
 # Statuses of log records: a part that landed, the request-level events.
 LOG_STATUSES = ("allocated", "refused", "failed", "split", "requeued")
-MAX_PARTS = 100_000  # a threshold this small is a unit mistake, not a placement
+MAX_PARTS = MAX_SPLIT_PARTS  # a threshold this small is a unit mistake, not a placement (refused with the spec)
 
 
 def split_sizes(size: int, threshold: int | None) -> list[int]:
