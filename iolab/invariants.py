@@ -26,6 +26,11 @@ class InvariantViolation(RuntimeError):
     def __reduce__(self):  # pickles whole (Ray carries a real run's violations from its actors)
         return type(self), (self.rule, self.time, self.subject, self.detail)
 
+    def note(self, where: str) -> None:
+        """Add where it happened to the message (``detail``), e.g. which of a command's runs broke it."""
+        self.detail = f"{self.detail} ({where})" if self.detail else f"({where})"
+        self.args = (f"invariant '{self.rule}' violated at t={self.time:.6g} by {self.subject}: {self.detail}",)
+
 
 def strict_default(strict: bool | None = None) -> bool:
     """``strict`` if given, else whether ``IOLAB_STRICT`` is set to 1/true/yes/on."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from iolab.invariants import InvariantViolation
 from iolab.specs.batch import BatchExperiment
 from iolab.workloads.run_size import check_batch_run
 
@@ -64,7 +65,11 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
                 break
     if not problems:
         simulated = makespan_of is not None
-        makespan = makespan_of(spec, jobs) if simulated else makespan_lower_bound(spec, jobs)
+        try:
+            makespan = makespan_of(spec, jobs) if simulated else makespan_lower_bound(spec, jobs)
+        except InvariantViolation as exc:  # a policy broke a rule in the sizing simulation: say where it was
+            exc.note("in the simulation `iolab emulate` runs first to size the real run; no process was started")
+            raise
         est = makespan * s.time_scale + LAUNCH_ESTIMATE * len(jobs)
         if est > s.max_wall:
             what = "simulated makespan" if simulated else "makespan at least"

@@ -6,7 +6,9 @@ makespan and max stretch (the largest slowdown, >= 1; carretero2020 Eq. 2).
 The spread is the geometric standard deviation (a factor: x/÷) plus min and
 max; makespans of different workloads differ in scale, so the summary also
 gives the geometric mean of each run's makespan relative to the best strategy
-on the same instance (same workload, seed, platform and mapping... as applicable).
+on the same instance (same workload, seed, platform and mapping... as applicable).  A batch campaign's
+strategies (schedulers) also get the geometric mean and spread of their runs' mean turnaround and node
+utilisation.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from iolab.campaign.results import Results
 
+BATCH_METRICS = ("mean_turnaround", "node_utilisation")  # summarised where the runs are batch runs
 INSTANCE = ("workload", "seed", "io_nodes", "nodes_per_io_node", "bandwidth", "runtime", "mode", "dt")
 
 
@@ -76,6 +79,9 @@ def summarise(res: Results) -> dict[str, Any]:
             "makespan_relative": _gstats([rel[i] for i in ok]),
             "max_stretch": _gstats([res["max_stretch"][i] for i in ok]),
         }
+        for name in BATCH_METRICS:  # a batch campaign's runs: their queue's figures too
+            if name in res.columns:
+                out["strategies"][s][name] = _gstats([res[name][i] for i in ok])
     for i in range(len(res)):
         if res["status"][i] != "ok":
             out["failures"].append({"run_id": str(res["run_id"][i]), "strategy": labels[i],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import click
@@ -125,16 +127,30 @@ def _campaign(path: str, as_json: bool, figures: str | None, fig_format: str) ->
         click.echo(f"campaign {s['campaign']}: {s['finished']} of {s['total_runs']} runs finished, "
                    f"{s['failed']} failed, {s['pending']} pending")
         rows = []
+        batch = bool(s["strategies"]) and all(math.isfinite(e.get("mean_turnaround", {}).get("gmean", math.nan))
+                                              for e in s["strategies"].values())
         for name, e in s["strategies"].items():
             mk, rel, st = e["makespan"], e["makespan_relative"], e["max_stretch"]
-            rows.append((name, e["runs"], e["failed"], mk["gmean"], mk["gsd"], rel["gmean"], rel["gsd"],
-                         st["gmean"], st["gsd"], st["min"], st["max"]))
-        click.echo(table(["strategy", "runs", "failed", "makespan s", "x/", "rel. makespan", "x/", "max slowdown",
-                          "x/", "min", "max"], rows))
-        click.echo("makespan, rel. makespan and max slowdown: geometric means over the runs; x/ = geometric standard "
-                   "deviation (spread factor); rel. makespan = makespan over the best strategy's on the same "
-                   "instance; max slowdown = the run's largest slowdown (>= 1; max_stretch in --json), min and max "
-                   "over the runs.")
+            if batch:
+                tt, nu = e["mean_turnaround"], e["node_utilisation"]
+                rows.append((name, e["runs"], e["failed"], mk["gmean"], mk["gsd"], rel["gmean"], rel["gsd"],
+                             tt["gmean"], tt["gsd"], nu["gmean"]))
+            else:
+                rows.append((name, e["runs"], e["failed"], mk["gmean"], mk["gsd"], rel["gmean"], rel["gsd"],
+                             st["gmean"], st["gsd"], st["min"], st["max"]))
+        if batch:
+            click.echo(table(["scheduler", "runs", "failed", "makespan s", "x/", "rel. makespan", "x/",
+                              "mean turnaround s", "x/", "node utilisation"], rows))
+            click.echo("geometric means over the runs; x/ = geometric standard deviation (spread factor); rel. "
+                       "makespan = makespan over the best scheduler's on the same instance; mean turnaround = "
+                       "each run's mean of end - submit over its jobs.")
+        else:
+            click.echo(table(["strategy", "runs", "failed", "makespan s", "x/", "rel. makespan", "x/", "max slowdown",
+                              "x/", "min", "max"], rows))
+            click.echo("makespan, rel. makespan and max slowdown: geometric means over the runs; x/ = geometric standard "
+                       "deviation (spread factor); rel. makespan = makespan over the best strategy's on the same "
+                       "instance; max slowdown = the run's largest slowdown (>= 1; max_stretch in --json), min and max "
+                       "over the runs.")
         if s["failures"]:
             click.echo(f"\nfailed runs ({len(s['failures'])}):")
             for f in s["failures"][:20]:

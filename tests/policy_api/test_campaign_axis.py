@@ -84,3 +84,12 @@ def test_a_batch_campaign_runs_a_user_scheduler_as_ray_tasks(tmp_path):
     by = {(x["params"]["policy"], x["params"]["seed"]): x["metrics"] for x in runs}
     # the same jobs under two schedulers: their makespans differ on at least one seed
     assert any(by[("easy", s)]["makespan"] != by[("sjf.py:SJF", s)]["makespan"] for s in (1, 2))
+    # the report of a batch campaign compares the schedulers on their queues too
+    rep = subprocess.run([sys.executable, "-m", "iolab", "report", str(out)], capture_output=True, text=True,
+                         timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    header = next(line for line in rep.stdout.splitlines() if line.startswith("scheduler"))
+    assert "mean turnaround s" in header and "node utilisation" in header
+    cols = next(line for line in rep.stdout.splitlines() if line.startswith("sjf.py:SJF")).split()
+    tts = [by[("sjf.py:SJF", s)]["mean_turnaround"] for s in (1, 2)]
+    assert float(cols[7].replace(",", "")) == pytest.approx((tts[0] * tts[1]) ** 0.5, abs=1)
