@@ -47,6 +47,9 @@ ENTRY_POINT_GROUPS = {
 #: the tags of a decision point's two kinds of value (a pydantic union's discriminator; error locations leave
 #: them out: iolab.specs.base.problems_of)
 BUILTIN, USER = "policy:builtin", "policy:user"
+#: the decision point -> what messages call its policies
+POINT_NAMES = {"scheduler": "batch scheduler", "io": "I/O policy", "placement": "placement strategy",
+               "allocation": "node allocation", "controller": "controller policy"}
 MAX_POLICY_FILE = 4 * 2**20  # bytes: a policy is a source file, not a data set
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
@@ -249,7 +252,7 @@ def parse_policy(value: object, point: str, builtins: tuple[str, ...] | frozense
     if text.endswith(".py"):
         raise ValueError(f"{text!r}: name the class too ({text}:ClassName)")
     extra = f"; registered by installed packages: {', '.join(sorted(names))}" if names else ""
-    raise ValueError(f"unknown {point} policy {text!r}; built-in: {', '.join(builtins)}{extra}; or your own "
+    raise ValueError(f"unknown {POINT_NAMES[point]} {text!r}; built-in: {', '.join(builtins)}{extra}; or your own "
                      "(file.py:Class, pkg.mod:Class, or {kind: python, path: ..., class: ...})")
 
 
