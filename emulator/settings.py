@@ -9,14 +9,12 @@ import time
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from iolab.errors import SpecError
 from iolab.names import inside, path_component
-from iolab.middleware.policies import get_policy
 from iolab.specs.base import StrictModel, problems_of
-from iolab.specs.io_policies import io_policy_value
-from iolab.specs.policy_ref import PolicyRef
+from iolab.specs.io_policies import IOPolicyChoice, io_policy_value
 
 Spec = TypeVar("Spec", bound=StrictModel)
 
@@ -30,8 +28,10 @@ def settle_settings(spec: Spec, policy: str | None = None, **overrides) -> Spec:
     update: dict = {}
     if policy is not None:
         try:
-            value = io_policy_value(policy)
-            update["policy"] = PolicyRef.model_validate(value) if isinstance(value, dict) else get_policy(value).name
+            update["policy"] = TypeAdapter(IOPolicyChoice).validate_python(io_policy_value(policy))
+        except ValidationError as err:
+            raise SpecError("--policy", [("policy" + ("" if p == "(top level)" else "." + p), r)
+                                         for p, r in problems_of(err)]) from None
         except ValueError as exc:
             raise SpecError("--policy", [("policy", str(exc))]) from None
     given = {k: v for k, v in overrides.items() if v is not None}
