@@ -31,6 +31,7 @@ from iolab.specs.base import problems_of
 from iolab.specs.batch import BatchExperiment, SchedulerSpec
 from iolab.specs.io import IOExperiment, Mapping
 from iolab.specs.load import KINDS, STDIN, parse_spec, read_document, spec_dir
+from iolab.specs.policy_ref import policy_label
 from iolab.specs.size import MAX_RUNS
 from iolab.campaign.spec import Campaign, FileWorkload, GeneratedWorkload
 
@@ -263,7 +264,7 @@ class _Expander:
             return []
         base_platform = dict(self.base.get("platform") or {})
         seeds = ax.seeds or [self.base.get("seed", 0)]
-        policies = ax.policies or [self.base.get("policy", "fifo")]
+        policies = ax.policies or [None]  # None: the base's own (checked with the base)
         try:
             mappings = ax.mappings or [Mapping.model_validate(
                 {"kind": self.base["mapping"]} if isinstance(self.base.get("mapping"), str)
@@ -292,10 +293,10 @@ class _Expander:
                         if spec is None:
                             continue
                         for policy in policies:
-                            s = spec.model_copy(update={"policy": policy})
+                            s = spec if policy is None else spec.model_copy(update={"policy": policy})
                             experiment = s.model_dump(mode="json")
                             params = {
-                                **wparams, "seed": seed, "policy": policy, "mapping": mapping_label(m),
+                                **wparams, "seed": seed, "policy": policy_label(s.policy), "mapping": mapping_label(m),
                                 "io_nodes": s.platform.io_nodes, "nodes_per_io_node": s.platform.nodes_per_io_node,
                                 "bandwidth": s.platform.bandwidth, "apps": len(s.apps), "runtime": c.runtime,
                                 "mode": s.sim.mode, "dt": s.sim.dt,

@@ -41,7 +41,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from iolab.workloads.carretero import CarreteroParams
 from iolab.specs.base import FieldProblems, StrictModel, problems_of, raise_if
 from iolab.specs.batch import SchedulerSpec
-from iolab.specs.io import IO_POLICIES, LIST_POLICIES, IOPolicyName, Mapping, normalise_policy
+from iolab.specs.io import IO_POLICIES, LIST_POLICIES, Mapping, normalise_policy
+from iolab.specs.io_policies import BuiltinIOPolicy
 from iolab.specs.load import MAX_APPS
 
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
@@ -182,7 +183,8 @@ class PlatformAxes(StrictModel):
 
 
 class Axes(StrictModel):
-    policies: list[IOPolicyName] | None = Field(None, min_length=1)
+    policies: list[BuiltinIOPolicy] | None = Field(None, min_length=1, description="built-in I/O policies: names "
+                                                  "(fifo, shared, job-fair, ...) or {kind: tbf, rules: [...]}")
     workloads: list[WorkloadEntry] | None = Field(None, min_length=1)
     seeds: list[Seed] | None = Field(None, min_length=1)
     platform: PlatformAxes = PlatformAxes()
