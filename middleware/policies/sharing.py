@@ -161,7 +161,7 @@ class TokenBucketFilter(Sharing):
             count[c] = count.get(c, 0) + 1
             if c not in want:
                 r = self.class_rate(s)
-                want[c] = 1.0 if r is None else min(r / aggregate, 1.0)
+                want[c] = 1.0 if r is None else r / aggregate
         total = math.fsum(want.values())
         scale = 1.0 / total if total > 1.0 else 1.0
         return [want[c] * scale / count[c] for c in by_class]
