@@ -4,7 +4,7 @@ Each is a :class:`~.io_order.Sharing` (``shares(streams, now)``: one fraction of
 rate per stream, each > 0, their sum at most 1), the class a user's own sharing subclasses; the runtimes
 call these exactly as they call a user's (docs/sharing.md):
 
-- :class:`JobFair` (``job-fair``), ThemisIO's job-fair sharing (Huang et al., SC'22): every job on the I/O
+- :class:`JobFair` (``job-fair``), ThemisIO's job-fair sharing (Huang et al., SC'23): every job on the I/O
   node an equal share, split equally among its streams;
 - :class:`SizeFair` (``size-fair``), ThemisIO's size-fair sharing: every job a share proportional to its
   size (its compute nodes), split equally among its streams;
