@@ -3,9 +3,10 @@
 ``k`` active streams; stream ``i`` progresses at ``R(k) x share_i``, where ``R(k) = rate x law.factor(k)``
 is the link's aggregate rate and ``share_i`` what the policy's ``shares(streams, now)`` answered
 (:class:`iolab.middleware.policies.io_order.Sharing`; a sum below 1 leaves the rest of ``R(k)`` unused).
-The policy is asked again whenever a stream joins or leaves, with every stream's
+The policy is asked again whenever streams join or leave, once per instant (after every change made at
+that instant: the first time the link is read or advanced past it), with every stream's
 :class:`~iolab.middleware.policies.io_order.Stream` (its id, job, rank, nodes and user from ``describe(key)``,
-its volume, what it has moved and when it joined), in the order the streams joined.
+its volume, what it has moved and when it was granted), in the order the streams joined.
 
 Between two changes the rates are constant, so each stream's amount left falls linearly; a change costs
 O(k) (every stream's amount left brought up to date, the policy's answer turned into rates, the next end
@@ -55,6 +56,7 @@ class WeightedLink:
         self.version = 0
         self._flows: dict[object, _Flow] = {}  # in join order
         self._next = math.inf
+        self._dirty = False  # streams joined or left at ``last``: the shares are to be asked
 
     def __len__(self) -> int:
         return len(self._flows)
@@ -68,6 +70,8 @@ class WeightedLink:
 
     def rates(self) -> dict[object, float]:
         """Every stream's rate now, in join order."""
+        if self._dirty:
+            self._reshare()
         return {key: f.rate for key, f in self._flows.items()}
 
     def remaining_of(self, key: object, default=None):
@@ -77,6 +81,8 @@ class WeightedLink:
     def advance(self, now: float) -> None:
         dt = now - self.last
         if dt > 0:
+            if self._dirty:
+                self._reshare()
             for f in self._flows.values():
                 f.left -= f.rate * dt
             self.last = now
@@ -90,23 +96,27 @@ class WeightedLink:
             raise RuntimeError(f"stream {key!r} is already on the link")
         self._flows[key] = _Flow(key, self.describe(key), amount, amount if volume is None else volume,
                                  now if granted is None else granted)
-        self._reshare(now)
+        self._changed()
 
     def remove(self, key: object, now: float) -> float:
         """Take ``key`` off the link; returns what it had left."""
         self.advance(now)
         f = self._flows.pop(key)
-        self._reshare(now)
+        self._changed()
         return f.left
 
     def next_completion(self) -> float:
         """Absolute time the first stream ends if nothing changes (inf if idle)."""
+        if self._dirty:
+            self._reshare()
         return self._next
 
     def pop_finished(self, now: float, rel_tol: float = 1e-9) -> list[object]:
         """Streams finished at ``now``: the one due first, and every one whose amount left is within
         ``rel_tol`` of its amount (or of 1), in the order they joined."""
         self.advance(now)
+        if self._dirty:  # streams joined at ``now``: the rates tell which one is due first
+            self._reshare()
         flows = self._flows
         if not flows:
             return []
@@ -115,13 +125,18 @@ class WeightedLink:
                if f is first or f.left <= rel_tol * max(1.0, f.amount)]
         for key in out:
             del flows[key]
-        self._reshare(now)
+        self._changed()
         return out
 
     # -- inside -------------------------------------------------------------------------------------
-    def _reshare(self, now: float) -> None:
-        """The policy's shares of the streams now on the link, as rates; the next end."""
+    def _changed(self) -> None:
         self.version += 1
+        self._dirty = True
+
+    def _reshare(self) -> None:
+        """The policy's shares of the streams on the link at :attr:`last`, as rates; the next end."""
+        self._dirty = False
+        now = self.last
         flows = list(self._flows.values())
         if not flows:
             self._next = math.inf

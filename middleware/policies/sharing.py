@@ -51,6 +51,9 @@ class JobFair(Sharing):
     description = "ThemisIO job-fair: each job an equal share, split among its streams"
 
     def shares(self, streams: Sequence[Stream], now: float) -> list[float]:
+        k = len(streams)
+        if len({s.job for s in streams}) == k:  # one stream per job (always, on an iolab I/O node)
+            return [1.0 / k] * k
         return _split(streams, {s.job: 1.0 for s in streams})
 
 
@@ -61,7 +64,11 @@ class SizeFair(Sharing):
     description = "ThemisIO size-fair: each job a share proportional to its nodes"
 
     def shares(self, streams: Sequence[Stream], now: float) -> list[float]:
-        return _split(streams, {s.job: float(max(1, s.nodes)) for s in streams})
+        weights = {s.job: float(max(1, s.nodes)) for s in streams}
+        if len(weights) == len(streams):  # one stream per job
+            total = math.fsum(weights.values())
+            return [weights[s.job] / total for s in streams]
+        return _split(streams, weights)
 
 
 class UserFair(Sharing):
@@ -154,7 +161,7 @@ class TokenBucketFilter(Sharing):
     def shares(self, streams: Sequence[Stream], now: float) -> list[float]:
         k = len(streams)
         aggregate = self.rate * (self.law.factor(k) if self.law is not None else 1.0)
-        by_class = [s.user if self.classify == "user" else s.job for s in streams]
+        by_class = [s.user for s in streams] if self.classify == "user" else [s.job for s in streams]
         count: dict[str, int] = {}
         want: dict[str, float] = {}
         for s, c in zip(streams, by_class):
