@@ -49,7 +49,7 @@ def rows(base: dict) -> list[tuple[str, list[float], float, float]]:
     return out
 
 
-def draw(table, apps: list[str], path: Path) -> None:
+def draw(table, apps: list[str], nodes: list[int], path: Path) -> None:
     import matplotlib  # lazy: only with --figure
 
     matplotlib.use("Agg")
@@ -67,7 +67,8 @@ def draw(table, apps: list[str], path: Path) -> None:
     ax.set_ylim(1.0, max(max(r[1]) for r in table) * 1.05)
     ax.grid(axis="y", lw=0.3)
     ax.legend(fontsize=8, ncol=6)
-    ax.set_title("carretero2020 Table 1 (simulated): exclusive orders (left) and bandwidth sharing (right)", fontsize=9)
+    ax.set_title("carretero2020 Table 1 (simulated; nodes " + ", ".join(map(str, nodes)) + "): exclusive orders "
+                 "(left) and bandwidth sharing (right)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -92,7 +93,7 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(f"{s:.3f}" for s in slow)
               + f" | {makespan:,.0f} | {max(slow):.3f} | {geo:.3f} | {wait:.1f} |")
     if a.figure:
-        draw(table, apps, Path(a.figure))
+        draw(table, apps, [app["nodes"] for app in base["apps"]], Path(a.figure))
         print(f"wrote {a.figure}")
 
 
