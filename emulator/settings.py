@@ -9,13 +9,12 @@ import time
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from iolab.errors import SpecError
 from iolab.names import inside, path_component
-from iolab.middleware.policies import get_policy
 from iolab.specs.base import StrictModel, problems_of
-from iolab.specs.io_policies import io_policy_value
+from iolab.specs.io_policies import IOPolicyChoice, io_policy_value
 from iolab.specs.policy_ref import PolicyRef
 
 Spec = TypeVar("Spec", bound=StrictModel)
@@ -31,9 +30,10 @@ def settle_settings(spec: Spec, policy: str | None = None, **overrides) -> Spec:
     if policy is not None:
         try:
             value = policy if isinstance(policy, PolicyRef) else io_policy_value(policy)
-            if isinstance(value, dict):
-                value = PolicyRef.model_validate(value)
-            update["policy"] = value if isinstance(value, PolicyRef) else get_policy(value).name
+            update["policy"] = value if isinstance(value, PolicyRef) else TypeAdapter(IOPolicyChoice).validate_python(value)
+        except ValidationError as err:
+            raise SpecError("--policy", [("policy" + ("" if p == "(top level)" else "." + p), r)
+                                         for p, r in problems_of(err)]) from None
         except ValueError as exc:
             raise SpecError("--policy", [("policy", str(exc))]) from None
     given = {k: v for k, v in overrides.items() if v is not None}

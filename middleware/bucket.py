@@ -30,6 +30,14 @@ manifest at a phase's end) then overlap bytes the link still carries instead of 
 phase still ends no earlier than its bytes at the rate (the writer waits for its last interval's
 end).  With other streams there is no lead: their bookings fill a writer's pauses, and a lead
 would make a stream that joins wait behind bookings made ahead.
+
+**Lanes** (:meth:`TokenBucket.share`): under a sharing policy other than ``shared`` (docs/sharing.md)
+the owner gives each granted stream its share of the link; with ``k`` streams given, stream ``i`` then
+books on a lane of its own at ``share_i x rate x f(k)``, one interval after another, whatever the
+others book (a share a stream does not use stays unused, as a token bucket's tokens do).  The owner
+gives the shares again whenever its set of streams changes; an interval already booked keeps its
+times (the next booking of that stream takes the new rate).  A stream without a lane books on the
+common link as above.
 """
 
 from __future__ import annotations
@@ -52,6 +60,17 @@ class TokenBucket:
         self.booked = 0  # bytes booked so far
         self.bookings = 0  # acquires of more than 0 bytes so far (the link's operations)
         self.streams: dict[object, float] = {}  # stream -> end of its last booking
+        self.lanes: dict[object, list[float]] = {}  # stream -> [end of its last booking, its lane's rate]
+
+    def share(self, shares: dict[object, float]) -> None:
+        """Give every stream of ``shares`` (stream -> its fraction of the link's ``rate x f(k)``, ``k`` the
+        number of streams given) a lane of its own; a stream left out loses its lane.  Unpaced (``rate``
+        None): nothing to do."""
+        if self.rate is None:
+            return
+        total = self.rate * (self.law.factor(len(shares)) if self.law is not None and shares else 1.0)
+        old = self.lanes
+        self.lanes = {s: [old[s][0] if s in old else -math.inf, total * x] for s, x in shares.items()}
 
     def acquire(self, nbytes: int, now: float, stream: object = None) -> float:
         """Book ``nbytes`` at ``now``; returns the seconds to wait before writing them."""
@@ -73,6 +92,13 @@ class TokenBucket:
         self.bookings += nbytes > 0
         if self.rate is None or nbytes == 0:
             return now, now
+        lane = self.lanes.get(stream) if stream is not None else None
+        if lane is not None:  # its own lane, at its share of the link
+            start = max(now, lane[0])
+            lane[0] = end = start + nbytes / lane[1]
+            self.streams[stream] = end
+            self.next_free = max(self.next_free, end)
+            return start, end
         start = max(now, self.next_free)
         rate = self.rate
         k = 0

@@ -100,8 +100,10 @@ class _IONodesActor:
     async def start(self, t0: float) -> None:
         self.state.start(t0)
 
-    async def add_job(self, job: str, rank: int, parts: dict, steps: list, index: list, start: float) -> None:
-        self.state.add_job(job, rank, {int(n): p for n, p in parts.items()}, steps, index, start, time.time())
+    async def add_job(self, job: str, rank: int, parts: dict, steps: list, index: list, start: float,
+                      nodes: int = 0, user: str = "") -> None:
+        self.state.add_job(job, rank, {int(n): p for n, p in parts.items()}, steps, index, start, time.time(),
+                           nodes, user)
 
     async def close(self) -> None:
         self.state.close(time.time())
@@ -180,10 +182,10 @@ class IONodes(ActorHandle):
         call(self._h.start.remote(float(t0)), timeout=60)
 
     def add_job(self, job: str, rank: int, parts: dict[int, dict], steps: list, index: list[int],
-                start: float) -> None:
+                start: float, nodes: int = 0, user: str = "") -> None:
         """The job launches (:meth:`IONodesState.add_job <iolab.middleware.io_nodes.IONodesState.add_job>`)."""
         call(self._h.add_job.remote(str(job), int(rank), {int(n): p for n, p in parts.items()}, list(steps),
-                                    [int(i) for i in index], float(start)), timeout=60)
+                                    [int(i) for i in index], float(start), int(nodes), str(user)), timeout=60)
 
     def close(self) -> None:
         """The run is over (strict mode: no part may still wait or hold a grant)."""

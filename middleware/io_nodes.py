@@ -29,6 +29,13 @@ What a list policy ranks (the part's volume and contention-free time, the job's 
 its start, its I/O seconds so far) is built by :class:`~iolab.middleware.policies.batch.io_parts.JobIOFacts`
 from the job's steps, as in the simulator (:mod:`iolab.sim.batch.io_nodes`).
 
+**Sharing** (docs/sharing.md): under a sharing policy other than ``shared`` each I/O node's bucket paces
+every granted part on a lane of its own at its share of the node (:meth:`TokenBucket.share`), the
+policy asked whenever the parts holding a grant there change (at every dispatch, which follows every
+change), with each part's :class:`~iolab.middleware.policies.io_order.Stream` (``job@io<node>``; the
+job's nodes and user; the spec bytes of its request, and of what its ranks booked since the grant): the
+simulator's caps (:mod:`iolab.sim.batch.io_nodes`).
+
 **Strict mode** (``strict``): the simulator's checker,
 :class:`~iolab.middleware.policies.batch.io_node_checks.IONodeChecker` (its own books per I/O node),
 sees every request, dispatch, release, withdrawal and phase end and raises
@@ -45,10 +52,10 @@ from dataclasses import dataclass, field
 
 from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies import IONodeArbiter
-from iolab.middleware.policies.io_guard import io_policy
+from iolab.middleware.policies.io_guard import equal_sharing, io_policy
 from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
 from iolab.middleware.policies.batch.io_parts import JobIOFacts, through_io_nodes
-from iolab.middleware.policies.io_order import IORequest
+from iolab.middleware.policies.io_order import IORequest, Stream
 
 from iolab.middleware.bucket import TokenBucket
 
@@ -94,18 +101,21 @@ class IONodesState:
             raise ValueError(f"io_nodes must be >= 1, got {io_nodes!r}")
         if not rate > 0:
             raise ValueError(f"rate must be > 0, got {rate!r}")
-        self.policy = io_policy(policy)
+        self.policy = io_policy(policy, rate=float(rate), law=law)
+        self.sharing = not self.policy.exclusive and not equal_sharing(self.policy)  # lanes from its shares
         self.rate = float(rate)
         self.rates = {k: float(v) for k, v in rates.items()}
         self.time_scale, self.bytes_scale = float(time_scale), float(bytes_scale)
         self.arbiters = [IONodeArbiter(self.policy, n) for n in range(io_nodes)]
         self.buckets = [TokenBucket(cap, law) for _ in range(io_nodes)]
+        self._lanes: list[tuple] = [()] * io_nodes  # per I/O node: the grants its lanes were last shared for
         self.check = IONodeChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
         self.parts: dict[tuple[str, int], _Part] = {}
         self.jobs: dict[str, list[int]] = {}  # job -> its I/O nodes
         self.facts: dict[str, JobIOFacts] = {}  # job -> what its requests tell the policies
         self.steps: dict[str, tuple[int, ...]] = {}  # job -> the step index of each app phase
         self.starts: dict[str, float] = {}  # job -> its start (spec s)
+        self.sizes: dict[str, tuple[int, str]] = {}  # job -> (its compute nodes, its user)
         self.io_time: dict[str, float] = {}  # job -> spec seconds of its I/O phases so far
         self.phase_asked: dict[tuple[str, int], float] = {}  # (job, app phase) -> its first request (wall)
         self.gone: dict[str, str] = {}  # dropped jobs -> why
@@ -134,11 +144,12 @@ class IONodesState:
 
     # -- jobs and parts ------------------------------------------------------------------------
     def add_job(self, job: str, rank: int, parts: dict[int, dict], steps: list, index: list[int], start: float,
-                now: float) -> None:
+                now: float, nodes: int = 0, user: str = "") -> None:
         """The job launches.  ``parts[node] = {"ranks": [...], "bytes": [real bytes per app phase]}``;
         ``steps``: the job's steps (:func:`iolab.workloads.steps.job_steps`), ``index[i]`` the step of app
         phase ``i``; ``rank``: the job's position in the workload (the policies' tie-break); ``start``:
-        its start, spec seconds.  A part's spec bytes are the phase's x its ranks / the job's ranks."""
+        its start, spec seconds; ``nodes`` and ``user``: the job's (what a sharing policy sees; 0 nodes:
+        its ranks).  A part's spec bytes are the phase's x its ranks / the job's ranks."""
         if job in self.jobs:
             raise ValueError(f"job {job!r} is already registered")
         if not parts:
@@ -157,6 +168,7 @@ class IONodesState:
         self.facts[job] = JobIOFacts(job, int(rank), list(steps), self.rates, self.rate)
         self.steps[job] = tuple(int(i) for i in index)
         self.starts[job] = float(start)
+        self.sizes[job] = (int(nodes) or total, str(user))
         self.io_time[job] = 0.0
 
     def part(self, job: str, node: int) -> _Part:
@@ -226,7 +238,30 @@ class IONodesState:
                 p = self.parts[(req.app, n)]
                 p.state, p.granted, p.booked_at_grant = GRANTED, now, p.booked
                 out.append((p.job, n, p.phase))
+        if self.sharing:
+            self._share(t)
         return out
+
+    def _share(self, t: float) -> None:
+        """Every I/O node whose granted parts changed since it last shared: the policy's shares, as lanes."""
+        for n, arb in enumerate(self.arbiters):
+            grants = tuple((job, self.parts[(job, n)].granted) for job in arb.active)  # in grant order
+            if grants == self._lanes[n]:
+                continue
+            self._lanes[n] = grants
+            streams = [self.stream(job, n, t) for job, _ in grants]
+            shares = self.policy.shares(streams, t) if streams else []
+            self.buckets[n].share({job: float(x) for (job, _), x in zip(grants, shares)})
+
+    def stream(self, job: str, node: int, t: float) -> Stream:
+        """The grant ``job``'s part on ``node`` holds, as a sharing policy sees it at spec time ``t`` (the
+        simulator's fields, :mod:`iolab.sim.batch.io_nodes`): spec bytes asked and booked since the grant."""
+        p = self.parts[(job, node)]
+        nodes, user = self.sizes[job]
+        real = p.nbytes[p.phase] - p.booked_at_grant  # the real bytes this grant is for
+        moved = p.asked * min(1.0, (p.booked - p.booked_at_grant) / real) if real > 0 else p.asked
+        return Stream(f"{job}@io{node}", job, self.facts[job].rank, nodes, p.asked, moved, self.spec_time(p.granted),
+                      user)
 
     def holds(self, job: str, node: int, phase: int) -> bool:
         """The part holds its grant for ``phase`` (raises JobGone for a dropped job)."""

@@ -28,6 +28,12 @@ turns, the requests, grants and releases on every I/O node's arbiter, the reques
 while an app is suspended, and with ``strict`` the checker's calls, in spec seconds).  This
 state adds the clock (wall seconds to spec seconds), the start gates (every rank arrived),
 the leases, the I/O nodes' token buckets and the wall-clock records of the trace.
+
+Under a sharing policy other than ``shared`` (docs/sharing.md) each I/O node's bucket paces every
+granted app on a lane of its own at its share of the node (:meth:`TokenBucket.share`): the policy is
+asked whenever the set of apps holding a grant on that node changes (checked at every dispatch, which
+follows every change), with each app's :class:`~iolab.middleware.policies.io_order.Stream` (the bytes it
+has booked since its grant as ``moved``).
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from dataclasses import dataclass, field
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies import IONodeArbiter
-from iolab.middleware.policies.io_guard import io_policy
+from iolab.middleware.policies.io_guard import equal_sharing, io_policy
+from iolab.middleware.policies.io_order import Stream
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, node_packs
 from iolab.middleware.policies.io_kernel import IOKernel
 
@@ -68,6 +75,7 @@ class _App:
     phases: list[tuple] = field(default_factory=list)  # (index, kind, start, end, volume), wall
     grants: list[tuple] = field(default_factory=list)  # (phase, request, grant, release), wall
     actions: list[tuple] = field(default_factory=list)  # (suspend, resume), wall
+    booked: int = 0  # real bytes booked since the current grant
 
 
 class ArbiterState:
@@ -85,7 +93,8 @@ class ArbiterState:
             raise ValueError(f"time_scale must be > 0, got {time_scale!r}")
         if not lease > 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease!r}")
-        self.policy = io_policy(policy)
+        self.policy = io_policy(policy, rate=float(bandwidth), law=law)
+        self.sharing = not self.policy.exclusive and not equal_sharing(self.policy)  # lanes from its shares
         self.bandwidth = float(bandwidth)
         self.time_scale = float(time_scale)
         self.unit_bytes = int(unit_bytes)
@@ -103,6 +112,7 @@ class ArbiterState:
                                  f"{self.bandwidth:g}")
             self.apps[a.id] = _App(a)
         self.buckets = [TokenBucket(cap, law) for _ in range(io_nodes)]  # law: the platform's interference
+        self._lanes: list[tuple] = [()] * io_nodes  # per I/O node: the grants its lanes were last shared for
         if directories is not None and len(directories) != io_nodes:
             raise ValueError(f"{len(directories)} directories for {io_nodes} I/O nodes")
         self.directories = [str(d) for d in directories] if directories is not None else ["."] * io_nodes
@@ -230,8 +240,31 @@ class ArbiterState:
                 a = self.apps[req.app]
                 a.granted = now
                 a.last_seen = now
+                a.booked = 0
                 out.append((req.app, self.grant_info(req.app)))
+        if self.sharing:
+            self._checked(self._share, t)
         return out
+
+    def _share(self, t: float) -> None:
+        """Every I/O node whose granted apps changed since it last shared: the policy's shares, as lanes."""
+        for n, node in enumerate(self.nodes):
+            grants = tuple((app, self.apps[app].granted) for app in node.active)  # in grant order
+            if grants == self._lanes[n]:
+                continue
+            self._lanes[n] = grants
+            streams = [self.stream(app, t) for app, _ in grants]
+            shares = self.policy.shares(streams, t) if streams else []
+            self.buckets[n].share({app: float(x) for (app, _), x in zip(grants, shares)})
+
+    def stream(self, app: str, t: float) -> Stream:
+        """The grant ``app`` holds as a sharing policy sees it at spec time ``t`` (its fields as the
+        simulator fills them: an app is its own job, with no user; ``moved``: the bytes booked so far)."""
+        a = self.apps[app]
+        i = a.info
+        volume = i.amounts[a.phase]
+        return Stream(i.id, i.id, i.rank, i.nodes, volume, min(volume, a.booked / self.unit_bytes),
+                      self.spec_time(a.granted), "")
 
     def grant_info(self, app: str) -> dict:
         a = self._app(app)
@@ -261,6 +294,7 @@ class ArbiterState:
         (:meth:`TokenBucket.book`)."""
         a = self._running(app)
         a.last_seen = now
+        a.booked += int(nbytes)
         return self.buckets[a.info.io_node].book(int(nbytes), now, app)  # the app is the stream
 
     def heartbeat(self, app: str, now: float) -> None:

@@ -143,7 +143,8 @@ class JobProcesses:
         if self.io is not None:  # the ranks go through the I/O nodes of their compute nodes
             io_node_of = self.spec.platform.io_node_of
             j.io_nodes = rank_io_nodes(sorted(j.hosts), j.ranks, io_node_of)
-            self.io.add_job(job_id, j.index, job_parts(j.io_nodes, phases), j.steps, j.index_map, j.start)
+            self.io.add_job(job_id, j.index, job_parts(j.io_nodes, phases), j.steps, j.index_map, j.start,
+                            j.job.nodes, j.job.user)
             target = "iolab.middleware.io_node_client:coordinator"
             config = {**config, "io_actor": self.io.name, "io_nodes": j.io_nodes}
         coordinator, config = self.launcher.coordinator(target, config)

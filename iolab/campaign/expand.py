@@ -32,6 +32,7 @@ from iolab.specs.batch import BatchExperiment, SchedulerSpec
 from iolab.specs.policy_ref import PolicyRef, policy_label
 from iolab.specs.io import IOExperiment, Mapping
 from iolab.specs.load import KINDS, STDIN, parse_spec, read_document, spec_dir
+from iolab.specs.policy_ref import policy_label
 from iolab.specs.size import MAX_RUNS
 from iolab.campaign.spec import Campaign, FileWorkload, GeneratedWorkload
 

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from iolab.specs.io_policies import IO_POLICIES, normalise_policy
+from iolab.specs.io_policies import IO_POLICY_NAMES, normalise_policy
 
 
 def _set_strict(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
@@ -25,8 +25,10 @@ strict_option = click.option(
 
 
 class IOPolicyParam(click.ParamType):
-    """An I/O policy on the command line: a built-in's name (any case, ``_`` or ``-``) or a policy of the
-    user's, ``file.py:Class`` (the file relative to the working directory) or ``pkg.mod:Class``."""
+    """An I/O policy on the command line: a built-in's name (any case, ``_`` or ``-``), a built-in with its
+    options as an inline mapping (``'{kind: tbf, default_rate: 0.25}'``, YAML flow style; the spec checks
+    it), or a policy of the user's, ``file.py:Class`` (the file relative to the working directory) or
+    ``pkg.mod:Class``."""
 
     name = "POLICY"
 
@@ -34,8 +36,18 @@ class IOPolicyParam(click.ParamType):
         if not isinstance(value, str):
             return value
         key = normalise_policy(value)
-        if key in IO_POLICIES:
+        if key in IO_POLICY_NAMES:
             return key
+        if value.lstrip().startswith("{"):
+            import yaml  # lazy: only an inline mapping needs YAML (a command's start does not pay for it)
+
+            try:
+                mapping = yaml.safe_load(value)
+            except yaml.YAMLError as exc:
+                self.fail(f"{value!r} is not a mapping ({str(exc).splitlines()[0]})", param, ctx)
+            if not isinstance(mapping, dict):
+                self.fail(f"{value!r} is not a mapping", param, ctx)
+            return mapping
         if ":" in value:
             where, _, cls = value.rpartition(":")
             if where.endswith(".py") or "/" in where:
@@ -44,11 +56,12 @@ class IOPolicyParam(click.ParamType):
                     self.fail(f"{where!r}: no such file", param, ctx)
                 return f"{path}:{cls}"
             return value
-        self.fail(f"{value!r} is not one of {', '.join(IO_POLICIES)}, nor a policy of your own (file.py:Class or "
+        self.fail(f"{value!r} is not one of {', '.join(IO_POLICY_NAMES)}, nor a built-in with options "
+                  "('{kind: tbf, rules: [...], default_rate: R}'), nor a policy of your own (file.py:Class or "
                   "pkg.mod:Class)", param, ctx)
 
     def get_metavar(self, param, ctx=None):
-        return "[NAME|file.py:Class]"
+        return "[NAME|'{kind: tbf, ...}'|file.py:Class]"
 
 
 IO_POLICY = IOPolicyParam()

@@ -387,13 +387,14 @@ def soysal(quick: bool, trace: str, no_advance: bool, window: int | None, backfi
     click.echo(f"wrote {out_dir}/results.h5, runs.csv, advance.csv, summary.json" + ("" if no_figures else figs))
 
 
-# the list policies the third arbitration value may be (fifo and shared are the study's first two)
+# the list policies the third arbitration value may be (fifo and shared are the study's first two, the sharing
+# policies its last three)
 DYNAMIC_POLICIES = ("shortest-remaining", "stretch", "bandwidth", "shortest-io", "longest-io", "longest-remaining",
                     "lowest-id")
 
 
 @study.command("combined")
-@click.option("--quick", is_flag=True, help="small size for CI: one workload of 40 jobs, all 24 lever combinations")
+@click.option("--quick", is_flag=True, help="small size for CI: one workload of 40 jobs, all 48 lever combinations")
 @click.option("--workloads", type=click.IntRange(1, 1000), help="workload seeds 1..N (default 5; quick: 1)")
 @click.option("--jobs-per-workload", "njobs", type=click.IntRange(2, 100_000),
               help="Feitelson jobs per workload (default 120; quick: 40)")
@@ -410,7 +411,7 @@ def combined(quick: bool, workloads: int | None, njobs: int | None, dynamic: str
     """One machine, both levels: I/O-node arbitration, tier choice, I/O-aware allocation and the load
     controller, each alone and together, on one workload (docs/studies.md)."""
     size = combined_study.QUICK if quick else combined_study.CombinedSize()
-    size = replace(size, policies=(*size.policies[:2], dynamic))
+    size = replace(size, policies=(*size.policies[:2], dynamic, *size.policies[3:]))
     if workloads:
         size = replace(size, seeds=tuple(range(1, workloads + 1)))
     if njobs:

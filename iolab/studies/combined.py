@@ -7,8 +7,11 @@ tier (docs/batch-policies.md).  One seeded Feitelson workload with lackner2019's
 under every combination of four levers:
 
 - **arbitration** (``platform.io_node.policy``): ``fifo`` (one part at a time per I/O node, in request
-  order), ``shared`` (every granted part at once, the node's bandwidth shared) and a dynamic list policy
-  (``shortest-remaining`` by default: the job with the least remaining work first);
+  order), ``shared`` (every granted part at once, the node's bandwidth shared equally), a dynamic list
+  policy (``shortest-remaining`` by default: the job with the least remaining work first) and three
+  sharing policies written through the public ``Sharing`` API (docs/sharing.md): ThemisIO's ``job-fair``
+  and ``size-fair`` (each part capped at its share, by job or by job size) and Lustre's TBF (``tbf`` here:
+  every job capped at ``tbf_share`` of an I/O node's rate);
 - **tier choice** (``scheduler``): ``lps`` (EASY backfilling, every job on LPS) or ``sas`` (lackner2019's
   storage-aware scheduler: it puts the jobs it expects to finish sooner there on HPS);
 - **allocation** (``allocation``): ``lowest`` (the lowest free node ids) or ``io-aware`` (the nodes whose
@@ -77,7 +80,7 @@ class CombinedSize:
     """The study's size, machine, workload and lever values (every field is a campaign parameter)."""
 
     # levers (the first value of each is the baseline)
-    policies: tuple[str, ...] = ("fifo", "shared", "shortest-remaining")
+    policies: tuple[str, ...] = ("fifo", "shared", "shortest-remaining", "job-fair", "size-fair", "tbf")
     tiers: tuple[str, ...] = ("lps", "sas")
     allocations: tuple[str, ...] = ("lowest", "io-aware")
     controllers: tuple[bool, ...] = (False, True)
@@ -101,14 +104,23 @@ class CombinedSize:
     hps_capacity: float = 1000.0 * GB
     stage_rate: float = 4.0 * GB
     sensibility: float = 1.0  # io-aware allocation's S
+    tbf_share: float = 0.5  # the policy "tbf": every job's bucket at this share of an I/O node's rate
     # the load controller on LPS (spec seconds and bytes; the rest: dheenadayalan2017 §5's)
     controller_p: float = 10.0 * GB  # benchmark unit
     controller_r_threshold: float = 20.0
     controller_d: float = 30.0
 
 
-# CI and a first look: one workload of 40 jobs, every lever combination (24 runs, seconds in all)
+# CI and a first look: one workload of 40 jobs, every lever combination (48 runs, seconds in all)
 QUICK = CombinedSize(seeds=(1,), jobs=40)
+
+
+def policy_of(size: CombinedSize, policy: str) -> Any:
+    """A policy of the arbitration lever as a spec value: ``tbf`` is Lustre's TBF with every job's bucket at
+    ``tbf_share`` of an I/O node's rate (no rule: one default rate); any other name is the spec's."""
+    if policy == "tbf":
+        return {"kind": "tbf", "default_rate": size.tbf_share * size.io_node_rate}
+    return policy
 
 
 def platform_of(size: CombinedSize, policy: str) -> dict[str, Any]:
@@ -118,7 +130,7 @@ def platform_of(size: CombinedSize, policy: str) -> dict[str, Any]:
             "hps": {"rate": size.hps_rate, "capacity": size.hps_capacity},
             "stage_rate": size.stage_rate,
             "io_nodes": size.io_nodes,
-            "io_node": {"rate": size.io_node_rate, "policy": policy}}
+            "io_node": {"rate": size.io_node_rate, "policy": policy_of(size, policy)}}
 
 
 def controller_of(size: CombinedSize, on: bool) -> dict[str, Any]:
@@ -193,7 +205,8 @@ def size_of(params: dict[str, Any]) -> CombinedSize:
 
 
 # a field of the study's spec -> the campaign parameter that sets it (the first matching prefix)
-PARAM_OF_FIELD = (("platform.io_node.policy", "policies"), ("platform.io_node.rate", "io_node_rate"),
+PARAM_OF_FIELD = (("platform.io_node.policy.default_rate", "tbf_share"), ("platform.io_node.policy", "policies"),
+                  ("platform.io_node.rate", "io_node_rate"),
                   ("platform.io_nodes", "io_nodes"), ("platform.nodes", "nodes"),
                   ("platform.memory_per_node", "memory_per_node"), ("platform.lps.rate", "lps_rate"),
                   ("platform.lps", "lps_law"), ("platform.hps.rate", "hps_rate"), ("platform.hps", "hps_capacity"),

@@ -1,9 +1,13 @@
-"""An I/O node's policy from a spec's value: a built-in by name, or a user's order or sharing, guarded.
+"""An I/O node's policy from a spec's value: a built-in by name or with options, or a user's order or
+sharing, guarded.
 
 :func:`io_policy` is what every runtime calls with the spec's ``policy`` (an I/O experiment's) or
-``platform.io_node.policy`` (a batch platform's): a name, a :class:`~iolab.specs.policy_ref.PolicyRef`,
-a :class:`~.loader.PolicySource` (the same, shipped to a Ray actor with the file's text), or a policy
-object already built.  A user's class becomes
+``platform.io_node.policy`` (a batch platform's), and the I/O node's rate and interference law: a name (a
+list order, ``shared``, or a sharing of :mod:`.sharing`), a built-in given with options (``{kind: tbf,
+...}``, :class:`iolab.specs.io_policies.TBFSpec`: built here with the node's rate and law, which its rates
+are measured against), a :class:`~iolab.specs.policy_ref.PolicyRef`, a :class:`~.loader.PolicySource` (the
+same, shipped to a Ray actor with the file's text), or a policy object already built.  A user's class
+becomes
 
 - an exclusive order (it defines ``key`` or ``choose``: :class:`~.io_order.IOOrder`): a
   :class:`~.io_order.ListPolicy` whose key or choice goes through the guard below, so that it queues and
@@ -29,30 +33,50 @@ from typing import Any, Sequence
 from iolab.invariants import InvariantViolation
 
 from iolab.middleware.policies.guard import call_user
-from iolab.middleware.policies.io_order import IORequest, ListPolicy, SharedPolicy, Stream, get_policy
+from iolab.middleware.policies.io_order import (
+    POLICIES, IORequest, ListPolicy, SharedPolicy, Sharing, Stream, get_policy,
+)
 from iolab.middleware.policies.loader import PolicySource
+from iolab.middleware.policies.sharing import SHARING_POLICIES, TBFRule, TokenBucketFilter, sharing_policy
 
-__all__ = ["GuardedSharing", "io_policy", "policy_label", "shippable"]
+__all__ = ["GuardedSharing", "equal_sharing", "io_policy", "policy_label", "shippable"]
 
 _SHARE_TOL = 1e-9
 
 
-def io_policy(value: Any):
-    """The policy object of a spec's I/O policy value (module doc)."""
+def io_policy(value: Any, *, rate: float | None = None, law=None):
+    """The policy object of a spec's I/O policy value (module doc); ``rate`` and ``law``: the I/O node's
+    rate with one stream (the spec's units per second) and interference law, for a built-in whose options
+    are rates (TBF)."""
     if isinstance(value, str):
-        return get_policy(value)
-    if isinstance(value, (ListPolicy, SharedPolicy, GuardedSharing)):
+        key = value.strip().lower().replace("_", "-")
+        if key in SHARING_POLICIES:
+            return sharing_policy(key)
+        if key not in POLICIES:
+            raise ValueError(f"unknown I/O policy {value!r}; known: {', '.join([*POLICIES, *SHARING_POLICIES])}")
+        return get_policy(key)
+    if isinstance(value, (ListPolicy, SharedPolicy, GuardedSharing, Sharing)):
         return value
     if isinstance(value, PolicySource):
         src = value
     elif getattr(value, "kind", None) == "python":
         src = PolicySource.of(value, "io")
+    elif getattr(value, "kind", None) == "tbf":
+        rules = [TBFRule(r.rate, r.job, r.user, r.min_nodes, r.max_nodes, r.name) for r in value.rules]
+        return TokenBucketFilter(rules, value.default_rate, value.classify, rate=rate, law=law)
     else:
         build = getattr(value, "policy", None)  # a built-in given with options (its spec builds it)
         if callable(build):
             return build()
         raise TypeError(f"not an I/O policy: {value!r}")
     return _guarded(src.load(), src.label)
+
+
+def equal_sharing(policy: Any) -> bool:
+    """Whether ``policy`` shares its I/O node equally without being asked (``shared``: ``equal`` True), so
+    that a runtime may apply 1/k itself (the simulator's fair-share links, the real run's one bucket); any
+    other non-exclusive policy is asked its shares (docs/sharing.md)."""
+    return bool(getattr(policy, "equal", False))
 
 
 def shippable(value: Any) -> Any:

@@ -13,6 +13,11 @@ write phases on its tier (not its staging) go through the I/O nodes of its compu
   without I/O nodes).  Rates are max-min fair over all those links (:func:`~iolab.sim.batch.maxmin.max_min_rates`),
   recomputed whenever a stream starts or ends; a calibrated run (``platform.overheads.delivered``) moves
   each part at its tier's delivered share of that rate, whichever link is its bottleneck;
+- under a sharing policy other than ``shared`` (``job-fair``, a TBF, a user's
+  :class:`~iolab.middleware.policies.io_order.Sharing`) the I/O node's link is replaced by one **cap** per
+  stream, its share of the node's ``io_node.rate x f(k)`` (the policy asked whenever a stream starts or
+  ends on that node): a part held back by its tier leaves its share unused, as the real run's per-stream
+  token bucket lanes do (docs/sharing.md);
 - the load controller's suspension takes a job's parts away (a granted part is released, a waiting one
   withdrawn; the bytes left of each part are kept) and puts them back as new requests at resume.
 
@@ -36,7 +41,8 @@ from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
 from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_parts, through_io_nodes
 from iolab.middleware.policies.interference import law_of
-from iolab.middleware.policies.io_guard import io_policy
+from iolab.middleware.policies.io_guard import equal_sharing, io_policy
+from iolab.middleware.policies.io_order import Stream
 from iolab.invariants import strict_default
 from iolab.workloads.steps import job_steps
 
@@ -76,7 +82,9 @@ class IONodeLayer:
     """The I/O nodes of one batch run; :meth:`install` puts it in front of ``engine``'s tier links."""
 
     def __init__(self, io_nodes: int, span: int, rate: float, policy: str, law=None, *, strict: bool | None = None):
-        self.policy = io_policy(policy)
+        self.policy = io_policy(policy, rate=rate, law=law)
+        self.weighted = not self.policy.exclusive and not equal_sharing(self.policy)  # caps from its shares
+        self._shares: dict[int, tuple[tuple, list[float]]] = {}  # I/O node -> (its streams, their shares)
         self.arbiters = [IONodeArbiter(self.policy, node=j) for j in range(io_nodes)]
         self.span = span
         self.rate = rate
@@ -299,14 +307,45 @@ class IONodeLayer:
             k_node[part.node] = k_node.get(part.node, 0) + 1
             k_tier[ph.tier] = k_tier.get(ph.tier, 0) + 1
         caps: dict[object, float] = {}
-        for j, k in k_node.items():
-            caps[("io", j)] = self.rate * (self.law.factor(k) if self.law is not None else 1.0)
         share = self.share
         for name, k in k_tier.items():
             caps[name] = self.tiers[name].total_rate(k) / share[name]  # the engine's link runs at the share
-        rates = max_min_rates([(("io", part.node), ph.tier) for ph, part in self.streams], caps)
+        if self.weighted:  # one cap per stream, its share of its I/O node
+            for i, c in enumerate(self._caps(k_node)):
+                caps[("part", i)] = c
+            paths = [(("part", i), ph.tier) for i, (ph, _) in enumerate(self.streams)]
+        else:
+            for j, k in k_node.items():
+                caps[("io", j)] = self.rate * (self.law.factor(k) if self.law is not None else 1.0)
+            paths = [(("io", part.node), ph.tier) for ph, part in self.streams]
+        rates = max_min_rates(paths, caps)
         for (ph, part), r in zip(self.streams, rates):
             part.rate = r * share[ph.tier]
+
+    def _caps(self, k_node: dict[int, int]) -> list[float]:
+        """Each granted part's cap, in ``streams`` order: its share of its I/O node's ``rate x f(k)``, the
+        policy's answer for the parts on that node (in grant order), asked again only when they changed."""
+        by_node: dict[int, list[int]] = {}
+        for i, (_, part) in enumerate(self.streams):
+            by_node.setdefault(part.node, []).append(i)
+        caps = [0.0] * len(self.streams)
+        for j, idx in by_node.items():
+            key = tuple((id(self.streams[i][1]), self.streams[i][1].grant) for i in idx)
+            kept = self._shares.get(j)
+            if kept is None or kept[0] != key:
+                kept = self._shares[j] = (key, list(self.policy.shares([self._stream(i) for i in idx], self.last)))
+            total = self.rate * (self.law.factor(k_node[j]) if self.law is not None else 1.0)
+            for i, x in zip(idx, kept[1]):
+                caps[i] = total * x
+        return caps
+
+    def _stream(self, i: int) -> Stream:
+        """The granted part ``streams[i]`` as a sharing policy sees it (the real run's fields:
+        :mod:`iolab.middleware.io_nodes`)."""
+        ph, part = self.streams[i]
+        s = self.engine.state[ph.index]
+        return Stream(f"{ph.job}@io{part.node}", ph.job, ph.index, int(s.job.nodes), part.asked,
+                      part.asked - max(part.left, 0.0), part.grant, str(s.job.user))
 
     # -- the trace -------------------------------------------------------------------------------------------
     def expand_rows(self, phases) -> None:

@@ -6,7 +6,10 @@ Under a list policy an I/O node serves one transfer at a time at bandwidth b,
 without preemption; under ``shared`` its transfers split b equally.  With
 ``platform.overheads.io_phase`` = c, a granted transfer first holds its I/O node
 for c seconds (a shared one joins its link after c): a list policy's transfer of
-v units lasts c + v/b.  Its ``launch``, ``gap`` and ``exit`` delay an app's first
+v units lasts c + v/b.  Under any other sharing policy (``job-fair``, a TBF, a user's
+:class:`~iolab.middleware.policies.io_order.Sharing`) each transfer moves at its share of the I/O node's
+aggregate rate (:class:`~iolab.sim.weighted_link.WeightedLink`), the shares asked again whenever a
+transfer joins or leaves the link.  Its ``launch``, ``gap`` and ``exit`` delay an app's first
 phase after its start, each next phase after the end of the one before, and the
 app's end after its last phase (a ``_NEXT`` event begins the phase); all 0, no
 event is added and the run is what it was without them.
@@ -18,12 +21,13 @@ import heapq
 import itertools
 import math
 
-from iolab.middleware.policies.io_guard import io_policy
+from iolab.middleware.policies.io_guard import equal_sharing, io_policy
 from iolab.middleware.policies.io_apps import COMPUTE
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, ENDED, IOKernel
 from iolab.middleware.policies.io_queue import wait_queue
 
 from iolab.sim.fairshare import FairShareLink
+from iolab.sim.weighted_link import WeightedLink
 from iolab.sim.io.recorder import Recorder
 from iolab.sim.io.scenario import Scenario
 
@@ -37,14 +41,20 @@ class EventEngine:
 
     def __init__(self, scenario: Scenario, policy: str, rows: bool = True, strict: bool | None = None):
         self.sc = scenario
-        self.policy = io_policy(policy)
+        self.policy = io_policy(policy, rate=scenario.bandwidth, law=scenario.law)
         self.exclusive = self.policy.exclusive
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
                                    scenario.plan.packed, strict=strict, launch=scenario.launch, gap=scenario.gap,
                                    exit=scenario.exit, record=self.rec)
         self.rec.start, self.rec.end = k.start, k.end  # the trace's starts and ends are the kernel's
-        self.links = [FairShareLink(scenario.bandwidth, scenario.law) for _ in range(scenario.io_nodes)]
+        # ``shared`` (and the list policies, which never share) on fair-share links; any other sharing asked
+        self.weighted = not self.exclusive and not equal_sharing(self.policy)
+        if self.weighted:
+            self.links = [WeightedLink(scenario.bandwidth, scenario.law, self.policy, scenario.stream_fields)
+                          for _ in range(scenario.io_nodes)]
+        else:
+            self.links = [FairShareLink(scenario.bandwidth, scenario.law) for _ in range(scenario.io_nodes)]
         self._heap: list[tuple] = []
         self._seq = itertools.count()
         self.factors = scenario.factors  # jitter: actual vs stated duration of each phase
@@ -94,7 +104,9 @@ class EventEngine:
                 if exclusive:
                     self._push(t + fixed + req.io_time * f, _IO_END, req.rank)
                 elif fixed > 0:  # its bytes join the link after the fixed cost
-                    self._push(t + fixed, _JOIN, (node, req.rank, req.volume * f))
+                    self._push(t + fixed, _JOIN, (node, req.rank, req.volume * f, req.volume))
+                elif self.weighted:  # the policy is told the nominal volume (as its requests state it)
+                    link.add(req.rank, req.volume * f, t, req.volume)
                 else:
                     link.add(req.rank, req.volume * f, t)
         if not self.exclusive and (granted or self._changed_link[node]):
@@ -136,8 +148,11 @@ class EventEngine:
                 elif ev == _NEXT:
                     self._after(arg, t, wait=False)
                 elif ev == _JOIN:  # a shared transfer's fixed cost is over: its bytes join the link
-                    node, rank, amount = arg
-                    self.links[node].add(rank, amount, t)
+                    node, rank, amount, volume = arg
+                    if self.weighted:
+                        self.links[node].add(rank, amount, t, volume, self.kernel.grant_time[rank])
+                    else:
+                        self.links[node].add(rank, amount, t)
                     changed[node] = True
                     touched.add(node)
                 else:  # _SHARED completion check

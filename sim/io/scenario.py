@@ -57,6 +57,12 @@ class Scenario:
         f = self.factors[rank]
         return f[i] if f else 1.0
 
+    def stream_fields(self, rank: int) -> tuple:
+        """``(id, job, rank, nodes, user)`` of app ``rank``'s transfers as a sharing policy sees them
+        (:class:`~iolab.middleware.policies.io_order.Stream`): an app is its own job; apps have no user."""
+        a = self.apps[rank]
+        return (a.id, a.id, rank, a.nodes, "")
+
     def turns(self) -> PackTurns:
         """Fresh pack turns of this plan (one per run)."""
         return PackTurns(self.plan.nodes, [a.release for a in self.apps], self.plan.packed)

@@ -4,7 +4,9 @@ At every step boundary t = k*dt: phases whose work ran out during the last
 step end (at t), apps start their next phase, packs whose apps all ended let
 the next pack start, and every I/O node dispatches.  Then each running phase
 progresses by one step: a compute phase by dt seconds, an exclusive transfer
-by b*dt units, a shared transfer by (b/k)*dt units.
+by b*dt units, a shared transfer by (b/k)*dt units; under another sharing policy a transfer
+moves b*f(k)*share*dt units, its share the policy's answer when the transfers moving on its I/O
+node last changed.
 
 With ``platform.overheads.io_phase`` = c, a granted transfer first spends c
 seconds (whole steps, like every duration here) before its bytes move; a shared
@@ -22,7 +24,8 @@ from __future__ import annotations
 
 import math
 
-from iolab.middleware.policies.io_guard import io_policy
+from iolab.middleware.policies.io_guard import equal_sharing, io_policy
+from iolab.middleware.policies.io_order import Stream
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, IO_WAIT, IOKernel
 
 from iolab.sim.io.recorder import Recorder
@@ -42,7 +45,8 @@ class SteppedEngine:
             raise ValueError(f"dt must be > 0, got {dt}")
         self.sc = scenario
         self.dt = dt
-        self.policy = io_policy(policy)
+        self.policy = io_policy(policy, rate=scenario.bandwidth, law=scenario.law)
+        self.weighted = not self.policy.exclusive and not equal_sharing(self.policy)
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
                                    scenario.plan.packed, strict=strict, slack=_TOL * dt, launch=scenario.launch,
@@ -53,6 +57,8 @@ class SteppedEngine:
         self.fixed_left = [0.0] * n  # seconds of a granted transfer's fixed cost still to pay
         self.state = ["new"] * n  # new, compute, wait, io, delay, done
         self.start_at = [math.inf] * n  # when each app may start
+        self.amount = [0.0] * n  # what the current transfer moves in all (its volume, jitter included)
+        self.shares: dict[int, tuple[tuple, list[float]]] = {}  # node -> (moving transfers, their shares)
 
     def _may_start(self, ranks: list[int]) -> None:
         for r in ranks:
@@ -66,7 +72,7 @@ class SteppedEngine:
             if self.left[rank] <= _TOL:  # empty compute phase ends at once
                 self._end_phase(rank, t)
         elif what == IO_WAIT:
-            self.left[rank] = self.sc.apps[rank].amounts[x] * self.sc.factor(rank, x)
+            self.left[rank] = self.amount[rank] = self.sc.apps[rank].amounts[x] * self.sc.factor(rank, x)
             self.state[rank] = "wait"
         elif what == DELAY:
             self.state[rank], self.left[rank] = "delay", x
@@ -89,6 +95,24 @@ class SteppedEngine:
             self.state[rank], self.left[rank] = "delay", d
             return
         self._begin_next(rank, t)
+
+    def _shares(self, node: int, moving: list[int], t: float) -> list[float]:
+        """The policy's shares of the transfers ``moving`` on ``node`` (in the order they were granted: the
+        arbiter's), asked again only when that set of transfers changed since the last step."""
+        k, apps = self.kernel, self.sc.apps
+        key = tuple((r, k.idx[r]) for r in moving)
+        kept = self.shares.get(node)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        streams = []
+        for r in moving:
+            app_id, job, rank, nodes, user = self.sc.stream_fields(r)
+            volume = apps[r].amounts[k.idx[r]]
+            done = 1.0 - max(self.left[r], 0.0) / self.amount[r] if self.amount[r] > 0 else 1.0
+            streams.append(Stream(app_id, job, rank, nodes, volume, volume * done, k.grant_time[r], user))
+        shares = list(self.policy.shares(streams, t))
+        self.shares[node] = (key, shares)
+        return shares
 
     def run(self) -> Recorder:
         sc, dt, kernel = self.sc, self.dt, self.kernel
@@ -131,7 +155,11 @@ class SteppedEngine:
                     for req in arb.active.values():
                         if fixed_left[req.rank] > _TOL * dt:
                             fixed_left[req.rank] -= dt
-                    if moving:
+                    if moving and self.weighted:  # b x f(ns) split as the policy says
+                        step = sc.bandwidth * sc.law.factor(len(moving)) * dt
+                        for r, share in zip(moving, self._shares(arb.node, moving, t)):
+                            self.left[r] -= step * share
+                    elif moving:
                         ns = 1 if arb.policy.exclusive else len(moving)  # shared: b x f(ns) split ns ways
                         share = sc.bandwidth * sc.law.factor(ns) * dt / ns
                         for r in moving:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 from itertools import product
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def test_quick_study_runs_every_lever_combination(tmp_path):
     combos = {(t["policy"], t["tier"], t["allocation"], t["controller"]) for t in table}
     expected = {(p, t, a, str(c)) for p, t, a, c in product(size.policies, size.tiers, size.allocations,
                                                             size.controllers)}
-    assert len(table) == len(expected) == 24 and combos == expected  # one row per combination, all levers
+    assert len(table) == len(expected) == 48 and combos == expected  # one row per combination, all levers
     for t in table:
         for m in combined.METRICS:
             assert math.isfinite(float(t[m])), (t["combination"], m)
@@ -48,10 +49,10 @@ def test_quick_study_runs_every_lever_combination(tmp_path):
         assert (float(t["suspensions"]) > 0) == (t["controller"] == "True"), t["combination"]
     with open(tmp_path / "runs.csv", newline="") as f:
         runs = list(csv.DictReader(f))
-    assert len(runs) == 24 * len(size.seeds)
+    assert len(runs) == 48 * len(size.seeds)
     assert all(int(x["finished"]) == int(x["jobs"]) == size.jobs for x in runs)  # every job ran to its end
     s = json.loads((tmp_path / "summary.json").read_text())
-    assert s["combinations"] == 24 and (tmp_path / "combined.png").stat().st_size > 0
+    assert s["combinations"] == 48 and (tmp_path / "combined.png").stat().st_size > 0
     assert "fifo/lps/lowest/no-ctl" in r.output and "tier" in r.output
     # the table's means are the runs' (one seed: equal), and its changes are against the baseline row
     base = next(t for t in table if t["combination"] == "fifo/lps/lowest/no-ctl")
@@ -148,7 +149,7 @@ def test_the_example_campaign_is_the_default_study():
     from_file = expand_study(parse_study(read_document(path), str(path)), str(path))
     default = expand_study(campaign_of("combined", combined.params_of(combined.CombinedSize())))
     assert [r.run_id for r in from_file] == [r.run_id for r in default]
-    assert len(default) == 24 * len(combined.CombinedSize().seeds)
+    assert len(default) == 48 * len(combined.CombinedSize().seeds)
 
 
 @pytest.mark.parametrize("args, option", [
@@ -177,6 +178,23 @@ def test_bad_study_params_are_refused_naming_them():
         combined.campaign_runs({"jobs": 0})
     with pytest.raises(ValueError, match=r"^lps_law: platform\.lps\.interference"):
         combined.campaign_runs({"lps_law": "fast"})
+    with pytest.raises(ValueError, match=r"^tbf_share: platform\.io_node\.policy\.default_rate: .*greater than 0"):
+        combined.campaign_runs({"tbf_share": -0.5})
+
+
+def test_the_arbitration_lever_takes_the_sharing_policies():
+    from iolab.middleware.policies.io_guard import io_policy
+
+    size = combined.CombinedSize(tbf_share=0.25)
+    spec = combined.spec_of(size, "tbf", "lps", "lowest", False, 1)
+    tbf = io_policy(spec.platform.io_node.policy, rate=spec.platform.io_node.rate)
+    assert tbf.default_rate == 0.25 * size.io_node_rate and tbf.rules == ()
+    for name in ("job-fair", "size-fair"):
+        assert combined.spec_of(size, name, "lps", "lowest", False, 1).platform.io_node.policy == name
+    # a sharing policy's caps are not shared's work-conserving split: the runs differ
+    small = replace(size, jobs=30)
+    runs = {p: combined.run_one(small, p, "sas", "lowest", False, 1) for p in ("shared", "job-fair", "tbf")}
+    assert len({round(r["total_io_time"], 3) for r in runs.values()}) == 3
 
 
 def test_a_bad_campaign_exits_2_naming_the_parameter(tmp_path):

@@ -37,6 +37,23 @@ def test_policies_all_is_the_8_list_policies_and_shared(tmp_path):
     assert len(runs) == 5 * 9
 
 
+def test_policies_axis_takes_the_sharing_policies_and_tbf_mappings(tmp_path):
+    tbf = {"kind": "tbf", "rules": [{"job": "app*", "rate": 0.3}], "default_rate": 0.5}
+    _, runs = load_runs(small_campaign(tmp_path / "c.yaml", policies=["fifo", "Job_Fair", "size-fair", tbf]))
+    assert len(runs) == 5 * 4 and len({r.run_id for r in runs}) == 20
+    assert [r.params["policy"] for r in runs[:4]] == ["fifo", "job-fair", "size-fair", "tbf"]
+    got = runs[3].spec().policy
+    assert got.kind == "tbf" and got.rules[0].rate == 0.3 and got.default_rate == 0.5
+    # a TBF mapping as the base's own policy: checked with the base, labelled as its kind
+    path = small_campaign(tmp_path / "d.yaml")
+    data = yaml.safe_load(path.read_text())
+    data["base"]["policy"] = tbf
+    del data["axes"]["policies"]
+    path.write_text(yaml.safe_dump(data))
+    _, runs = load_runs(path)
+    assert {r.params["policy"] for r in runs} == {"tbf"} and runs[0].spec().policy.default_rate == 0.5
+
+
 def test_run_ids_depend_on_the_run_not_on_its_position(tmp_path):
     _, before = load_runs(small_campaign(tmp_path / "a.yaml", policies=["fifo", "shared"]))
     _, after = load_runs(small_campaign(tmp_path / "b.yaml", policies=["lowest-id", "fifo", "shared"],
@@ -99,6 +116,9 @@ def test_platform_and_mapping_axes_multiply(tmp_path):
 
 BAD = [
     ({"policies": ["fifo", "fastest"]}, "axes.policies[1]", "fastest"),
+    ({"policies": ["fifo", {"kind": "tbf", "rules": [{"rate": -1}]}]}, "axes.policies[1].rules[0].rate",
+     "greater than 0"),
+    ({"policies": ["job-fair", "job_fair"]}, "axes.policies[1]", "duplicate of policies[0]"),
     ({"workloads": [{"generate": "carretero", "alpha": [-1]}]}, "axes.workloads[0].alpha[0]", "greater than 0"),
     ({"workloads": ["nowhere.yaml"]}, "axes.workloads[0].spec", "no such file"),
     ({"polices": ["fifo"]}, "axes.polices", "unknown field"),

@@ -8,7 +8,9 @@ which job's files grow while the other waits.
 
 - under ``fifo`` on one I/O node two jobs' write phases are granted one after the other (grant rows
   never overlap, the second job's request waits) and on disk one job's files grow while the other's
-  stay empty; under ``shared`` both grow at once;
+  stay empty; under ``shared`` both grow at once; under ``size-fair`` (a sharing policy: a token-bucket lane
+  per part) a 3-node job's files grow three times as fast as a 1-node job's while both write, and each
+  write lasts what the simulator says;
 - a job on two I/O nodes gets one grant per I/O node per I/O phase, and one phase row per part;
 - ``allocation: io-aware`` reaches the real run through the kernel: the second writer goes behind the
   idle I/O node (the simulator with ``lowest`` puts both behind I/O node 0) and nobody waits;
@@ -166,6 +168,33 @@ def test_shared_grants_both_at_once_and_both_jobs_write_together(tmp_path):
     ga, gb = sampler.growing("a"), sampler.growing("b")
     both = [t for t in ga if min(gb) <= t <= max(gb)]
     assert len(both) >= 5  # on disk, both jobs' files grow in the same interval
+
+
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_size_fair_shares_the_io_node_by_job_size_on_disk_and_as_simulated(tmp_path):
+    from iolab.sim.batch.run import simulate_batch
+
+    sp = spec([writer("a", 100, "300GB", nodes=3), writer("b", 100, "300GB")], policy="size-fair", nodes=4)
+    trace, sampler = run(sp, tmp_path)
+    assert {r["id"]: r["status"] for r in trace.jobs.rows()} == {"a": "ok", "b": "ok"}
+    sim = simulate_batch(sp, strict=True)
+    # the writes: a at 3/4 of the I/O node until its 300 GB are out (400 s); b at 1/4 meanwhile (100 GB), then
+    # alone at 1 GB/s (200 s more)
+    w = {r["job"]: r["end"] - r["start"] for r in sim.phases.rows() if r["kind"] == "write"}
+    assert w == pytest.approx({"a": 400, "b": 600}, rel=0.02)
+    real = {r["job"]: r["end"] - r["start"] for r in trace.phases.rows() if r["kind"] == "write"}
+    for job in w:  # as long for real, to 10 %
+        assert real[job] == pytest.approx(w[job], rel=0.10), (real, w)
+    # the world: while both write, a's files grow three times as fast as b's
+    g = grants(trace)
+    both = (wall(trace, max(r["grant"] for r in g)) + 0.5, wall(trace, min(r["release"] for r in g)) - 0.5)
+    inside = [(t, s) for t, s in sampler.samples if both[0] <= t <= both[1]]
+    assert len(inside) >= 20
+    (t0, s0), (t1, s1) = inside[0], inside[-1]
+    ratio = (s1.get("a", 0) - s0.get("a", 0)) / (s1.get("b", 0) - s0.get("b", 0))
+    assert ratio == pytest.approx(3.0, rel=0.15), ratio
 
 
 # --------------------------------------------------------------------- one job on two I/O nodes

@@ -30,3 +30,8 @@ def reference_easy():
 @pytest.fixture(scope="session")
 def reference_carretero():
     return load_reference("reference_carretero")
+
+
+@pytest.fixture(scope="session")
+def reference_weighted_ps():
+    return load_reference("reference_weighted_ps")
