@@ -133,7 +133,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
     if size.estimate > 1e6 and not as_json:  # announced once the imports are done: the run itself starts now
         click.echo(f"{spec.name}: about {size.estimate:,.0f} {size.what} to simulate (Ctrl-C stops)", err=True)
-    with _collector_paused_on_startup():
+    with _collector_paused_on_startup(), _partial_kept(out):
         trace = run(spec)
         m = metrics(trace)
     if out:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from iolab.invariants import InvariantViolation
 from iolab.specs.io import IOExperiment
 from iolab.trace import Trace
 from iolab.trace.provenance import provenance
@@ -24,10 +25,16 @@ def run_engine(spec: IOExperiment, *, policy: str | None = None, mode: str | Non
     policy = policy or spec.policy
     mode = mode or spec.sim.mode
     if mode == "event":
-        return EventEngine(sc, policy, rows, strict=strict).run()
-    if mode == "step":
-        return SteppedEngine(sc, policy, dt or spec.sim.dt, rows, strict=strict).run()
-    raise ValueError(f"unknown simulation mode {mode!r} (event or step)")
+        engine = EventEngine(sc, policy, rows, strict=strict)
+    elif mode == "step":
+        engine = SteppedEngine(sc, policy, dt or spec.sim.dt, rows, strict=strict)
+    else:
+        raise ValueError(f"unknown simulation mode {mode!r} (event or step)")
+    try:
+        return engine.run()
+    except InvariantViolation as exc:  # a broken rule or a policy that raised: what ran so far goes with it
+        exc.record = engine.rec
+        raise
 
 
 def simulate(spec: IOExperiment, *, policy: str | None = None, mode: str | None = None,
@@ -45,11 +52,23 @@ def simulate(spec: IOExperiment, *, policy: str | None = None, mode: str | None 
     check_spec_policies(spec)
     t0 = time.perf_counter()
     sc = Scenario.from_spec(spec)
-    rec = run_engine(spec, policy=policy, mode=mode, dt=dt, scenario=sc, strict=strict)
-    wall = time.perf_counter() - t0
+    extra = {}
+    try:
+        rec = run_engine(spec, policy=policy, mode=mode, dt=dt, scenario=sc, strict=strict)
+    except InvariantViolation as exc:
+        rec = getattr(exc, "record", None)
+        if rec is None:
+            raise
+        extra = {"complete": False, "stopped": str(exc)}  # the trace up to where the run stopped goes with it
+        exc.trace = _trace(spec, sc, rec, policy, mode, dt, time.perf_counter() - t0, extra)
+        raise
+    return _trace(spec, sc, rec, policy, mode, dt, time.perf_counter() - t0, extra)
+
+
+def _trace(spec, sc: Scenario, rec: Recorder, policy, mode: str, dt: float, wall: float, extra: dict) -> Trace:
     return rec.trace(
         **provenance(spec, f"sim-{mode}"), policy=policy_label(policy), mode=mode, dt=dt if mode == "step" else 0.0,
         wall_seconds=wall, events=rec.events, bandwidth=spec.platform.bandwidth,
         io_nodes=spec.platform.io_nodes, nodes_per_io_node=spec.platform.nodes_per_io_node,
-        packed=sc.plan.packed, packs=sc.plan.pack_count, unit_bytes=1,
+        packed=sc.plan.packed, packs=sc.plan.pack_count, unit_bytes=1, **extra,
     )

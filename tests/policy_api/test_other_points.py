@@ -84,6 +84,10 @@ def test_a_broken_order_is_stopped_with_its_rule(tmp_path, cls, rule):
     with pytest.raises(InvariantViolation) as ex:
         simulate(io_spec(tmp_path, f"orders.py:{cls}"))
     assert ex.value.rule == rule and "orders.py" in str(ex.value)
+    partial = ex.value.trace  # the trace up to where the run stopped goes with the violation
+    assert partial.attrs["complete"] is False and partial.attrs["stopped"] == str(ex.value)
+    assert len(partial.grants) < 48 and all(r["end"] != r["end"] or r["end"] <= ex.value.time
+                                            for r in partial.jobs.rows())
     if rule == "policy-raised":
         assert isinstance(ex.value, PolicyRaised) and "KeyError: 'A" in str(ex.value)
 
