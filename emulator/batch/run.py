@@ -67,7 +67,7 @@ from iolab.middleware.io_node_actor import IONodes
 from iolab.middleware.storage_actor import StorageManager, result
 from iolab.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
-from iolab.trace import Trace, write_trace
+from iolab.trace import Trace
 
 from iolab.emulator.batch.checks import check_batch_runnable
 from iolab.emulator.batch.controller import ControllerDriver

@@ -32,13 +32,13 @@ alike.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from iolab.invariants import InvariantViolation, PolicyRaised
 
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, TIERS, BatchPolicy, Decision, PlanEntry, Snapshot, Start
 from iolab.middleware.policies.controller.handler import RESUME, SUSPEND, Action, JobStateHandler
-from iolab.middleware.policies.loader import PolicySource, policy_name, user_frames
+from iolab.middleware.policies.loader import PolicySource, user_frames
 
 __all__ = ["GuardedAllocator", "GuardedController", "GuardedPlacement", "GuardedScheduler", "call_user",
            "controller_policy"]

@@ -295,7 +295,7 @@ class BatchEngine:
         if self.controller is not None:
             self.controller.start(self)
         heap = self._heap
-        heappop, heappush, seq = heapq.heappop, heapq.heappush, self._seq
+        heappop, seq = heapq.heappop, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
         go_on, submit, finish, lean = self._go_on, k.submit, k.finish, not self._all_rows
         # The links' completions are not in the heap either: a link has one completion event at a time,
