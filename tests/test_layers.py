@@ -17,8 +17,9 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
   real runs) every runtime but the simulator: a real run never depends on the simulator.
 * front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots``, ``iolab.export``, ``iolab.runners``
   (the table of runners), ``iolab.validation`` (both runtimes on one spec, and their comparison),
-  ``iolab.policy_check`` and ``iolab.policy_templates`` (``iolab policy check`` and ``new``) and
-  ``python -m iolab`` import anything.
+  ``iolab.policy_check`` and ``iolab.policy_templates`` (``iolab policy check`` and ``new``), ``iolab.batsim``
+  (Batsim's protocol: the socket and a run decided by an external scheduler) and ``python -m iolab`` import
+  anything.
 
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
 (counting function-local imports too, so a lazy import cannot hide one); no cycle between the
@@ -71,6 +72,7 @@ BOTTOM = frozenset({
 POLICIES = "iolab.middleware.policies"
 FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
                    "iolab.validation", "iolab.policy_check", "iolab.policy_templates",
+                   "iolab.batsim",  # Batsim's protocol: the ZeroMQ transport and a run driven by an external scheduler
                    "iolab.__main__"})
 
 # unit -> the units it may import (besides itself).  The front may import anything.
