@@ -41,7 +41,7 @@ test: $(VENV)/.installed pybatsim
 # tests marked `long` (real runs of about 8 s or more; `make test` runs them): the shorter
 # real runs already start MPI jobs, Ray actors, Slurm steps and the CLI from the wheel,
 # and running the long ones twice cost CI ~5 minutes of its 30. It also leaves out
-# tests/policies, tests/references, tests/fuzz, tests/sim and tests/batch: mostly in-process
+# tests/policies, tests/references, tests/fuzz, tests/sim, tests/batch and tests/gym: mostly in-process
 # checks of pure code and of the simulator (and of the scripts in benchmarks/, which are not
 # installed) that import iolab the same way from either install; the command line, the real
 # runs and the studies are run from the wheel by the other folders, and
@@ -56,7 +56,7 @@ test-wheel: pybatsim
 	$(WHEEL_VENV)/bin/python -m pip install -q "$$(ls dist/iolab-*.whl)[test]"
 	# from tests/: a process whose working directory is the repo's root would import the
 	# source tree's iolab/ (which holds no sim/, apps/, ...) instead of the wheel's
-	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. -m "not slow and not long" --ignore=policies --ignore=references --ignore=fuzz --ignore=sim --ignore=batch $(PYTEST_ARGS) .
+	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. -m "not slow and not long" --ignore=policies --ignore=references --ignore=fuzz --ignore=sim --ignore=batch --ignore=gym $(PYTEST_ARGS) .
 
 # The real traces the tests read (README.md, "Input data"): are they the files the tests were written for?
 SHARED_DATA_DIR ?= $(or $(IOLAB_SHARED_DATA),../shared/data)
