@@ -32,7 +32,6 @@ from __future__ import annotations
 import queue
 import threading
 from functools import lru_cache
-from typing import Any
 
 import gymnasium as gym
 import numpy as np

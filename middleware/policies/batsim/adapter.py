@@ -25,7 +25,6 @@ Pure: no socket.  ``exchange(text, now, about) -> reply text`` is the transport,
 from __future__ import annotations
 
 import heapq
-import math
 from collections import Counter
 from typing import Any, Callable, Sequence
 
