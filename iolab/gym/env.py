@@ -18,7 +18,8 @@ max(end - start, 10 s))`` each: an episode's return is minus the sum of its jobs
 ``-return / jobs``, the figure ``iolab report`` prints).  ``info`` holds the time, ``action_mask`` (the actions that
 do something now; :meth:`action_masks` too) and ``invalid`` (the action could not be done: it waited); the last
 step's ``info`` the episode's ``jobs``, ``mean_bsld`` and ``makespan``, and ``last_run`` its simulator's record
-(each job's start and end).  ``gymnasium.make("iolab/BatchScheduling-v0", spec=..., k=...)`` builds one too.
+(each job's start and end).  Once this module is imported, ``gymnasium.make("iolab/BatchScheduling-v0", spec=...,
+k=...)`` builds one too.
 
 How it is driven: the simulator's engine is an event loop that calls the scheduler's ``decide`` at each change.
 The environment runs it in a thread of its own with an :class:`~.agent.AgentScheduler` whose agent hands each
