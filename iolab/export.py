@@ -19,6 +19,12 @@
   ones the run recorded, or the lowest free ids at each job's start (the
   simulator does not place jobs on nodes).  Jobs that never started are left
   out (Batsim lists only jobs that ran or were rejected).
+- :func:`to_batsim_json`: a Batsim JSON workload (``nb_res``, ``jobs``, ``profiles``) that Batsim (and
+  ``iolab workload import batsim``) reads back: every job of the trace with a ``delay`` profile of its
+  runtime (the spec's jobs when the trace's spec gives them back: their walltime and bytes too; else the
+  trace's ``min_time``, walltime -1 for Batsim's "no limit"), and what the run did under the job's ``iolab``
+  field (status, and for a job that ran its start, end, tier and node ids ``alloc``);
+  :mod:`iolab.workloads.batsim` describes both directions.
 - :func:`to_csv_dir`: one ``TABLE.csv`` per table of the trace schema (header
   row of the schema's columns; NaN as an empty field) plus ``attrs.json``.
 
@@ -44,8 +50,9 @@ from iolab.metrics.batch_trace import job_nodes, total_nodes_of
 from iolab.metrics.partial import cut_short
 from iolab.trace import Trace
 from iolab.trace.schema import TABLES
+from iolab.workloads.batsim import to_batsim_workload
 
-FORMATS = ("swf", "batsim-csv", "csv")
+FORMATS = ("swf", "batsim-csv", "batsim-json", "csv")
 
 BATSIM_COLUMNS = (
     "job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources", "requested_time",
@@ -176,6 +183,40 @@ def to_batsim_csv(trace: Trace, jobs: Mapping[str, Any] | None = None) -> str:
     return buf.getvalue()
 
 
+def to_batsim_json(trace: Trace, jobs: Mapping[str, Any] | None = None, source: str = "") -> str:
+    """The trace as a Batsim JSON workload (see the module's docstring); ``jobs``: the spec's jobs by id."""
+    j = trace.jobs
+    nodes = job_nodes(trace)
+    jobs = jobs or {}
+    killed_at = ended_when_killed(trace)
+    listed, runs = [], {}
+    for i in _order(trace):
+        jid = str(j["id"][i])
+        st, en = float(j["start"][i]), float(j["end"][i])
+        if not math.isfinite(en):
+            en = killed_at.get(jid, en)
+        run: dict[str, Any] = {"status": str(j["status"][i])}
+        if math.isfinite(st) and math.isfinite(en):
+            run.update(start=st, end=en, tier=str(j["tier"][i]), alloc=id_ranges(nodes[i]))
+        runs[jid] = run
+        if jid in jobs:
+            listed.append(jobs[jid])
+        else:  # the trace alone: its runtime, no walltime (Batsim's -1: no limit), its bytes unsplit (left out)
+            listed.append(_TraceJob(jid, float(j["release"][i]), int(j["nodes"][i]), -1.0, float(j["min_time"][i])))
+    a = trace.attrs
+    meta = {"exported_by": "iolab export --format batsim-json", "source": source or "a trace",
+            "scheduler": str(a.get("scheduler", "?")), "runtime": a.get("runtime", "?"),
+            "jobs_from": "the trace's spec" if jobs else "the trace (walltime and bytes unknown)"}
+    return json.dumps(to_batsim_workload(listed, total_nodes_of(trace), runs=runs, meta=meta), indent=1) + "\n"
+
+
+class _TraceJob:
+    """A job as the trace alone gives it (its spec unknown)."""
+
+    def __init__(self, id: str, submit: float, nodes: int, walltime: float, runtime: float):
+        self.id, self.submit, self.nodes, self.walltime, self.runtime = id, submit, nodes, walltime, runtime
+
+
 def _cell(v: Any) -> Any:
     if isinstance(v, (float, np.floating)):
         return "" if v != v else repr(float(v))
@@ -212,6 +253,8 @@ def export_trace(trace: Trace, fmt: str, out: str | Path, source: str = "",
         atomic_write_text(out, to_swf(trace, source, jobs))
     elif fmt == "batsim-csv":
         atomic_write_text(out, to_batsim_csv(trace, jobs))
+    elif fmt == "batsim-json":
+        atomic_write_text(out, to_batsim_json(trace, jobs, source))
     elif fmt == "csv":
         return to_csv_dir(trace, out)
     else:
@@ -219,5 +262,5 @@ def export_trace(trace: Trace, fmt: str, out: str | Path, source: str = "",
     return [Path(out)]
 
 
-__all__ = ["BATSIM_COLUMNS", "FORMATS", "batsim_rows", "export_trace", "to_batsim_csv",
+__all__ = ["BATSIM_COLUMNS", "FORMATS", "batsim_rows", "export_trace", "to_batsim_csv", "to_batsim_json",
            "to_csv_dir", "to_swf"]

@@ -14,11 +14,14 @@ Layers, bottom to top (the table ``LAYERS`` below is the reference):
   loads the implementation by name; ``iolab.sim`` imports the bottom and the policies;
   ``iolab.middleware`` (the Ray actors and the clients that implement the apps' coordinator)
   the bottom, the policies and the apps' interface; ``iolab.emulator`` (the orchestrator of
-  real runs) every runtime but the simulator: a real run never depends on the simulator.
+  real runs) every runtime but the simulator: a real run never depends on the simulator; ``iolab.gym``
+  (the Gymnasium environment on the simulator, and the policy that runs an agent in any run) the bottom, the
+  policies and the simulator.
 * front: ``iolab.cli``, ``iolab.studies``, ``iolab.campaign``, ``iolab.plots``, ``iolab.export``, ``iolab.runners``
   (the table of runners), ``iolab.validation`` (both runtimes on one spec, and their comparison),
-  ``iolab.policy_check`` and ``iolab.policy_templates`` (``iolab policy check`` and ``new``) and
-  ``python -m iolab`` import anything.
+  ``iolab.policy_check`` and ``iolab.policy_templates`` (``iolab policy check`` and ``new``), ``iolab.batsim``
+  (Batsim's protocol: the socket and a run decided by an external scheduler) and ``python -m iolab`` import
+  anything.
 
 Rules: an import goes down or sideways only as the table allows; no cycle between two units
 (counting function-local imports too, so a lazy import cannot hide one); no cycle between the
@@ -71,6 +74,7 @@ BOTTOM = frozenset({
 POLICIES = "iolab.middleware.policies"
 FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
                    "iolab.validation", "iolab.policy_check", "iolab.policy_templates",
+                   "iolab.batsim",  # Batsim's protocol: the ZeroMQ transport and a run driven by an external scheduler
                    "iolab.__main__"})
 
 # unit -> the units it may import (besides itself).  The front may import anything.
@@ -83,6 +87,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "iolab.apps": BOTTOM,
     "iolab.middleware": BOTTOM | {POLICIES, "iolab.apps"},
     "iolab.emulator": BOTTOM | {POLICIES, "iolab.middleware", "iolab.apps"},  # never the simulator
+    # learned schedulers: the Gymnasium environment drives the simulator; the agent's policy is a policy
+    "iolab.gym": BOTTOM | {POLICIES, "iolab.sim"},
 }
 
 

@@ -88,7 +88,8 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
                         source: str = "<spec>", time_scale: float | None = None,
                         on_launch: Callable[[str, Any], None] | None = None, strict: bool | None = None,
                         launcher: str | None = None,
-                        makespan_of: Callable[[BatchExperiment, list], float] | None = None, **overrides) -> Trace:
+                        makespan_of: Callable[[BatchExperiment, list], float] | None = None, scheduler=None,
+                        **overrides) -> Trace:
     """Emulate the batch experiment ``spec``; returns the trace, also written to ``out`` if given.
 
     ``on_launch(job, popen)`` is called right after each job's ``mpiexec`` (or ``srun``) starts
@@ -96,7 +97,8 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
     kernel (default: ``IOLAB_STRICT``).  ``launcher``: ``"mpiexec"`` or ``"srun"`` (default: srun
     inside a Slurm allocation, :mod:`iolab.emulator.batch.launch`).  Raises SpecError/RunError (or
     an allocation too small for the spec) before any process starts; ``makespan_of`` estimates the
-    run's wall time for that check (:func:`~iolab.emulator.batch.checks.check_batch_runnable`)."""
+    run's wall time for that check (:func:`~iolab.emulator.batch.checks.check_batch_runnable`).  ``scheduler``
+    replaces the spec's (an external decision process's adapter, behind its guard)."""
     spec = settle_settings(spec, time_scale=time_scale,
                            work_dir=str(work_dir) if work_dir is not None else None, **overrides)
     s = spec.emulator
@@ -108,7 +110,7 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
     run = BatchEmulation(spec, jobs, work, mpiexec, address,
                          progress if isinstance(progress, StatusLine) else StatusLine(bool(progress), prefix="batch",
                                                                                       every=s.progress_every),
-                         on_launch, strict=strict, launcher=jobs_launcher)
+                         on_launch, strict=strict, launcher=jobs_launcher, scheduler=scheduler)
     with hold_outputs([out, work], "output of iolab emulate"):  # one run per trace and per work folder
         return run.run(out)
 
@@ -125,15 +127,17 @@ class BatchEmulation:
 
     def __init__(self, spec: BatchExperiment, jobs: list, work: Path, mpiexec: str, address: str | None,
                  progress: StatusLine, on_launch: Callable[[str, Any], None] | None = None,
-                 strict: bool | None = None, launcher=None):
+                 strict: bool | None = None, launcher=None, scheduler=None):
         self.spec, self.work, self.address = spec, work, address
         self.s = spec.emulator
         self.progress, self.on_launch = progress, on_launch
         p = spec.platform
         ranks = self.s.ranks_for
         self.strict = strict
-        self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict),
+        self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict), scheduler=scheduler,
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
+        self.kernel.on_kill = self._killed_by_policy
+        self.label = scheduler.name if scheduler is not None else spec.scheduler.label  # what the trace calls it
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
         self.hps_capacity = p.hps.total_capacity
@@ -201,7 +205,7 @@ class BatchEmulation:
                 self.io.start(self.t0)
             if self.controller is not None:
                 self.controller.t0 = self.t0
-            self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.spec.scheduler.label}, "
+            self.progress.note(f"clock started: {len(self.jobs)} jobs, scheduler {self.label}, "
                                f"{p.nodes} nodes, time scale {s.time_scale:g}, bytes scale {s.bytes_scale:g}, "
                                f"work dir {self.work}")
             return run_clock(self._loop_or_stop, self._interrupted, self._trace, out)
@@ -514,6 +518,11 @@ class BatchEmulation:
         except Exception as exc:
             self.progress.note(f"{job}: freeing its early copy failed: {exc}")
 
+    def _killed_by_policy(self, j: JobRun, t: float, message: str) -> None:
+        """The scheduler killed ``j`` (Decision.kills): its processes and staging stop, its space is freed."""
+        self.progress.note(f"{j.queued.id}: {message}")
+        self._end(j, KILLED, message)
+
     def cancel(self, job: str) -> None:
         """Withdraw a waiting job (cancelled before its start): its early copy is deleted."""
         self.kernel.withdraw(job, self.now())
@@ -549,7 +558,7 @@ class BatchEmulation:
                           "free": st["free"] / b, "waiting": list(st["waiting"])})
         tiers.append({"tier": "nodes", "capacity": k.total_nodes, "used": k.total_nodes - k.free_nodes,
                       "free": k.free_nodes, "waiting": list(k.queue)})
-        snap = {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.spec.scheduler.label,
+        snap = {"kind": "batch", "time": now, "elapsed": time.time() - self.t0, "scheduler": self.label,
                 "jobs": jobs, "tiers": tiers, "suspended": sorted(st.get("suspended", [])) if st else []}
         if self.io is not None:
             io = self._io(self.io.snapshot)
@@ -582,6 +591,7 @@ class BatchEmulation:
                             work=self.work, complete=complete, requests=requests, samples=samples,
                             predictions=self.kernel.prediction_rows(), hosts=self.launcher.hosts, io=self.io)
         trace.attrs["launcher"] = self.launcher.name
+        trace.attrs["scheduler"] = trace.attrs["policy"] = self.label
         p = self.spec.platform
         if p.io_nodes is not None:  # as the simulator's trace says them
             trace.attrs.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,

@@ -111,6 +111,7 @@ COMMANDS = {
     "controller": "iolab.cli.controller:controller",
     "storage": "iolab.cli.storage:storage",
     "policy": "iolab.cli.policy:policy",
+    "batsim": "iolab.cli.batsim:batsim",
 }
 
 

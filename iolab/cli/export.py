@@ -33,12 +33,14 @@ def spec_jobs(trace: Trace) -> dict:
 @click.argument("trace_path", metavar="TRACE", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True,
               help="swf: Standard Workload Format 2.2; batsim-csv: Batsim's jobs.csv columns (evalys reads it); "
+                   "batsim-json: a Batsim JSON workload (jobs, delay profiles, what the run did under each job's "
+                   "iolab field; iolab workload import batsim reads it back); "
                    "csv: one TABLE.csv per trace table plus attrs.json, into the directory -o names")
 @click.option("-o", "--output", type=click.Path(), required=True,
               help="file to write (a directory for --format csv)")
 @click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
 def export(trace_path: str, fmt: str, output: str, as_json: bool) -> None:
-    """Write TRACE (from simulate or emulate) as FORMAT.  swf and batsim-csv take a batch trace
+    """Write TRACE (from simulate or emulate) as FORMAT.  swf, batsim-csv and batsim-json take a batch trace
     (an I/O trace's apps are exported as jobs on its R x P nodes too); csv takes any trace."""
     check_output(output, [trace_path], option="-o", folder=fmt == "csv")
     trace = read_trace(trace_path)

@@ -1,4 +1,5 @@
-"""The network a command that runs things here (``emulate``, ``validate``, ``sweep``, ``study``) runs in.
+"""The network a command that runs things here (``emulate``, ``validate``, ``sweep``, ``study``, ``batsim --real``)
+runs in.
 
 A local run re-executes the ``iolab`` process in a network namespace of its own, where only
 loopback exists (:mod:`iolab.emulator.netns`), before Ray or MPI start; nothing it listens on is
@@ -54,7 +55,8 @@ def spans_hosts(args: Sequence[str]) -> bool:
 def runs_here(args: Sequence[str]) -> bool:
     """Whether ``iolab ARGS`` is a command that runs things on this host (:data:`LOCAL_RUNS`, not its help)."""
     words = [a for a in args if not a.startswith("-")]
-    return bool(words) and words[0] in LOCAL_RUNS and "-h" not in args and "--help" not in args
+    local = bool(words) and (words[0] in LOCAL_RUNS or (words[0] == "batsim" and "--real" in args))
+    return local and "-h" not in args and "--help" not in args
 
 
 def own_command_line() -> list[str]:

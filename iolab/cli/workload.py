@@ -12,10 +12,11 @@ import yaml
 
 from iolab.atomic import atomic_write_text, check_output
 from iolab.cli.options import Finite
-from iolab.units import format_size, seconds, size_text
+from iolab.units import format_size, parse_rate, seconds, size_text
 from iolab.emulator.io.checks import H5_OVERHEAD
 from iolab.workloads.carretero import CarreteroParams
 from iolab.workloads.carretero import generate as gen
+from iolab.workloads.batsim import read_batsim_workload
 from iolab.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
 from iolab.workloads.slurm_script import slurm_jobs
 from iolab.specs.batch import SCHEDULERS, parse_duration
@@ -24,7 +25,8 @@ from iolab.specs.load import parse_spec
 
 @click.group()
 def workload() -> None:
-    """Generate synthetic workloads (generate carretero) or import real ones (import darshan|slurm) as spec files."""
+    """Generate synthetic workloads (generate carretero) or import real ones (import darshan|slurm|batsim) as spec
+    files."""
 
 
 @workload.command("generate")
@@ -91,7 +93,7 @@ def _range(text: str, hint: str, kind, least):
 
 @workload.group("import")
 def import_() -> None:
-    """Import real workloads (Darshan logs, Slurm job scripts) as an experiment spec."""
+    """Import real workloads (Darshan logs, Slurm job scripts, Batsim JSON workloads) as an experiment spec."""
 
 
 def _write_spec(data: dict, output: str, header: list[str]) -> None:
@@ -211,3 +213,40 @@ def import_slurm(scripts: tuple[str, ...], output: str, nodes: int | None, sched
         return
     click.echo(f"{output}: {len(jobs):,} job{'' if len(jobs) == 1 else 's'} from {len(parsed):,} Slurm "
                f"script{'' if len(parsed) == 1 else 's'}")
+
+
+@import_.command("batsim")
+@click.argument("workload_file", metavar="WORKLOAD", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
+@click.option("--nodes", type=click.IntRange(1, 10_000_000), default=None,
+              help="compute nodes of the platform (default: the workload's nb_res, else the largest job)")
+@click.option("--scheduler", type=click.Choice([s for s in SCHEDULERS if s != "random-tier"]), default="easy",
+              show_default=True, help="the spec's batch scheduler")
+@click.option("--flops", type=Finite(0, min_open=True), default=1e9, show_default=True,
+              help="flop/s of a node: the compute time of parallel_homogeneous profiles (cpu / flops)")
+@click.option("--bandwidth", type=Finite(0, min_open=True), default=1.25e9, show_default=True,
+              help="bytes/s of a node's link: the communication time of parallel_homogeneous profiles "
+                   "(com x (res - 1) / bandwidth)")
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
+def import_batsim(workload_file: str, output: str, nodes: int | None, scheduler: str, flops: float, bandwidth: float,
+                  as_json: bool) -> None:
+    """Import a Batsim JSON WORKLOAD (jobs and their delay, parallel_homogeneous[_total|_pfs] or composed
+    profiles) as a batch spec on lackner2019's platform (edit it).  How profiles become runtimes and bytes:
+    docs/workloads.md."""
+    check_output(output, [workload_file], option="-o")
+    lps = float(parse_rate(LACKNER_PLATFORM["lps"]["rate"]))
+    jobs, total, notes = read_batsim_workload(workload_file, lps_rate=lps, flops=flops, bandwidth=bandwidth,
+                                              nodes=nodes)
+    cap = max([2048e9] + [j.get("storage", 0.0) for j in jobs])
+    data = {"kind": "batch", "name": "batsim", "scheduler": scheduler,
+            "platform": {"nodes": total, **LACKNER_PLATFORM, "hps": {"rate": "15 GB/s", "capacity": format_size(cap)}},
+            "workload": {"source": "inline", "jobs": jobs}}
+    header = [f"imported from the Batsim workload {Path(workload_file).name} by iolab workload import batsim "
+              f"(flops {flops:g}/s per node, link {bandwidth:g} B/s); runtime = the profile's compute time + its "
+              "bytes at R_lps; platform: lackner2019's, edit it"] + notes
+    _write_spec(data, output, header)
+    if as_json:
+        click.echo(json.dumps({"output": str(output), "kind": "batch", "jobs": len(jobs), "nodes": total}))
+        return
+    click.echo(f"{output}: {len(jobs):,} job{'' if len(jobs) == 1 else 's'} on {total:,} nodes from the Batsim "
+               f"workload {workload_file}")

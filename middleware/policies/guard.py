@@ -23,7 +23,9 @@ The rules a guard applies to a batch scheduler's answer (``rule`` of the violati
 - ``tier-illegal``: a tier that is neither ``lps`` nor ``hps``;
 - ``start-mismatch``: a start whose node count or HPS bytes are not the job's;
 - ``node-double-booked``: starts that need more nodes than are free, or node ids that are not free;
-- ``hps-overcommit``: HPS starts whose bytes exceed the free HPS bytes.
+- ``hps-overcommit``: HPS starts whose bytes exceed the free HPS bytes;
+- ``reject-not-queued``: a rejected job that is not waiting, or is also started or rejected twice in the decision;
+- ``kill-not-running``: a killed job that does not hold its nodes, or is killed twice in the decision.
 
 Strict mode's checker (:mod:`.batch.checks`) applies its own books on top, to built-in and user policies
 alike.
@@ -77,6 +79,9 @@ class GuardedScheduler(BatchPolicy):
         self.name = label
         self.known: Callable[[str], str | None] = lambda job: None
         self.backfill_depth = None
+        self.sees_every_change = bool(getattr(user, "sees_every_change", False))
+        if hasattr(user, "job_state"):  # the user's scheduler reads the states the kernel binds to the guard
+            user.job_state = lambda job: self.known(job)
 
     def __repr__(self) -> str:
         return f"GuardedScheduler({self.label})"
@@ -99,8 +104,9 @@ class GuardedScheduler(BatchPolicy):
         if isinstance(out, Decision):
             if out.now != now:
                 raise self._bad("malformed-decision", now, self.label, f"a decision dated {out.now} at {now}")
-            if not isinstance(out.starts, tuple):
-                raise self._bad("malformed-decision", now, self.label, "Decision.starts must be a tuple of Start")
+            for name in ("starts", "rejects", "kills"):
+                if not isinstance(getattr(out, name), tuple):
+                    raise self._bad("malformed-decision", now, self.label, f"Decision.{name} must be a tuple")
             return out
         if isinstance(out, (str, bytes, dict, Start)) or not hasattr(out, "__iter__"):
             raise self._bad("malformed-decision", now, self.label, f"decide returned {_show(out)}; return a "
@@ -173,11 +179,42 @@ class GuardedScheduler(BatchPolicy):
                                     f"{snap.hps_free - hps:.6g} bytes; {snap.hps_free:.6g} are free")
             if st.node_ids is not None:
                 taken = self._check_ids(st, q.nodes, snap, free_ids, taken)
+        if d.rejects or d.kills:
+            self._check_ends(d, snap, seen)
         w = d.wake_at
         if w is not None and not (isinstance(w, (int, float)) and math.isfinite(w) and w > now):
             raise self._bad("malformed-decision", now, self.label, f"wake_at {w!r}: a finite time after now ({now})")
         if d.plan and (not isinstance(d.plan, tuple) or not all(isinstance(e, PlanEntry) for e in d.plan)):
             raise self._bad("malformed-decision", now, self.label, "Decision.plan must be a tuple of PlanEntry")
+
+    def _check_ends(self, d: Decision, snap: Snapshot, started: set[str]) -> None:
+        """The decision's rejects (waiting jobs, not started in it) and kills (running jobs), each once."""
+        now = snap.now
+        seen: set[str] = set()
+        for job in d.rejects:
+            if not isinstance(job, str):
+                raise self._bad("malformed-decision", now, self.label, f"a reject {_show(job)}: a job id")
+            if job in started or job in seen:
+                raise self._bad("reject-not-queued", now, job, "rejected twice, or started and rejected, in one "
+                                "decision")
+            if snap.job(job) is None:
+                state = self.known(job)
+                raise self._bad("unknown-job" if state is None else "reject-not-queued", now, job,
+                                "the workload has no such job" if state is None else f"rejected, but it is {state}, "
+                                "not waiting")
+            seen.add(job)
+        running = {r.id for r in snap.running}
+        seen = set()
+        for job in d.kills:
+            if not isinstance(job, str):
+                raise self._bad("malformed-decision", now, self.label, f"a kill {_show(job)}: a job id")
+            if job not in running or job in seen:
+                state = self.known(job)
+                if state is None:
+                    raise self._bad("unknown-job", now, job, "the workload has no such job")
+                raise self._bad("kill-not-running", now, job, "killed twice in one decision" if job in seen
+                                else f"killed, but it is {state}, not holding nodes")
+            seen.add(job)
 
     def _check_ids(self, st: Start, n: int, snap: Snapshot, free_ids: int | None, taken: int) -> int:
         now = snap.now

@@ -35,7 +35,8 @@ from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
 from iolab.middleware.policies.batch.checks import BatchChecker
-from iolab.middleware.policies.batch.kernel import ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, BatchKernel, JobState
+from iolab.middleware.policies.batch.kernel import (ALLOCATING, KILLED, RUNNING, STAGE_IN, STAGE_OUT, SUSPENDED,
+                                                    BatchKernel, JobState)
 
 from iolab.sim.fairshare import FairShareLink
 from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_lists
@@ -172,6 +173,7 @@ class BatchEngine:
         # progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
         self.progress: Callable[[float, int, int], None] | None = None
         self.events = 0  # events taken (set when the run ends)
+        kernel.on_kill = self.kill
 
     # -- helpers ------------------------------------------------------------
     def _push(self, t: float, ev: int, arg) -> None:
@@ -281,6 +283,27 @@ class BatchEngine:
             self.links[st.link].add(s.index, max(left, 0.0), t)
             self._touched_links.add(st.link)
 
+    def kill(self, s: JobState, t: float, message: str) -> None:
+        """The policy killed ``s`` (Decision.kills): its current step stops where it is (its stream leaves
+        its link, its timed step's end is dropped; no phase row for the step cut short) and the kernel ends
+        it ``killed``; its nodes and HPS bytes return."""
+        i = s.index
+        if s.state == SUSPENDED:
+            self._paused.pop(i, None)
+            if self.io_nodes is not None:
+                self.io_nodes.paused.pop(i, None)
+        elif 0 <= s.step < len(s.steps):
+            st = s.steps[s.step]
+            if st.link:
+                self.links[st.link].remove(i, t)
+                self._touched_links.add(st.link)
+                if self.io_nodes is not None:  # its parts left their I/O nodes: nothing of it resumes
+                    self.io_nodes.paused.pop(i, None)
+            else:
+                self._step_end.pop(i, None)  # its end in the heap is stale now (run() skips it)
+        self.kernel.finish(s, t, KILLED, message)
+        s.steps = ()
+
     def push_control(self, t: float, arg) -> None:
         """A load-controller event at ``t`` (the controller's ``event`` gets ``arg`` back)."""
         self._push(t, _CONTROL, arg)
@@ -357,6 +380,8 @@ class BatchEngine:
                             self._watch_estimate(s)
                     else:  # _RETRY: ask the disks again for a requeued HPS placement
                         s = state[arg]
+                        if s.state != ALLOCATING:
+                            continue  # killed while it waited for its disks
                         k.retry(s, t)
                         self._begin(s, t)
                 elif first is not None and first[0] == t:  # a link's completion

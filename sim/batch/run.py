@@ -9,7 +9,7 @@ from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch.checks import BatchChecker
 from iolab.trace.provenance import provenance
 from iolab.invariants import InvariantViolation
-from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED, BatchKernel
+from iolab.middleware.policies.batch.kernel import DONE, ENDED, FUTURE, QUEUED, BatchKernel
 from iolab.middleware.policies.interference import tier_laws
 
 from iolab.sim.fairshare import FairShareLink
@@ -72,23 +72,30 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
                    progress=None, phases: str = "all", node_ids: bool = True, max_events: float | None = None,
-                   source: str | None = None) -> Trace:
+                   source: str | None = None, scheduler=None) -> Trace:
     """The trace of ``spec``; ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows: a large
     run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither); ``node_ids``
     False leaves the jobs table's node sets empty: for a caller that reads only the trace's metrics
-    (``iolab simulate`` without ``--out``), no job's node set is kept or written as text."""
+    (``iolab simulate`` without ``--out``), no job's node set is kept or written as text.  ``scheduler``
+    replaces the spec's (an external decision process's adapter, behind its guard); the trace names it."""
     check_spec_policies(spec)
+    label = scheduler.name if scheduler is not None else spec.scheduler.label
     t0 = time.perf_counter()
     try:
         rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
-                        node_ids=node_ids, max_events=max_events, source=source)
+                        node_ids=node_ids, max_events=max_events, source=source, scheduler=scheduler)
     except InvariantViolation as exc:
         rec = getattr(exc, "record", None)
         if rec is not None:  # the trace up to where the run stopped (complete False), for the caller to keep
             exc.trace = _trace(spec, rec, phases, node_ids, time.perf_counter() - t0, complete=False,
-                               stopped=str(exc))
+                               stopped=str(exc), label=label)
         raise
-    return _trace(spec, rec, phases, node_ids, time.perf_counter() - t0)
+    return _trace(spec, rec, phases, node_ids, time.perf_counter() - t0, label=label)
+
+
+def _any_not_ok(states) -> bool:
+    """Whether a job of a finished run did not end ``done`` (killed or rejected by its scheduler)."""
+    return any(s.state != DONE for s in states)
 
 
 def _status(s) -> str:
@@ -99,13 +106,14 @@ def _status(s) -> str:
 
 
 def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, complete: bool = True,
-           stopped: str = "") -> Trace:
+           stopped: str = "", label: str = "") -> Trace:
     p = spec.platform
     tb = TraceBuilder()
     # column-wise (TraceBuilder.extend_columns): the same table as one add_job per job
     tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None,
                                           node_ids=node_ids,
-                                          statuses=None if complete else [_status(s) for s in rec.jobs]),
+                                          statuses=None if complete and not _any_not_ok(rec.jobs)
+                                          else [_status(s) for s in rec.jobs]),
                       take=True)
     tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
@@ -124,7 +132,7 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
     return tb.build(
-        **provenance(spec, "sim-batch"), scheduler=spec.scheduler.label, policy=spec.scheduler.label,
+        **provenance(spec, "sim-batch"), scheduler=label or spec.scheduler.label, policy=label or spec.scheduler.label,
         wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
         stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, phases_kept=phases, **extra,

@@ -236,6 +236,10 @@ class BatchKernel:
         self.last_plan: tuple = ()  # the plan of the last decision made on a snapshot
         self._stalls = 0  # instants in a row with jobs waiting and nothing else left (stalled)
         self._stall_at = -1
+        self._every = bool(getattr(policy, "sees_every_change", False))  # asked with nothing waiting too
+        # ends a running job the policy killed (Decision.kills): the runtime stops its effectors (processes,
+        # link streams) and calls finish(s, t, KILLED, message); the runtime binds it
+        self.on_kill: Callable[[JobState, float, str], None] | None = None
         if isinstance(policy, GuardedScheduler):  # it names a job not waiting: the guard says why
             policy.known = lambda job: s.state if (s := self.by_id.get(job)) is not None else None
         self.now = 0.0  # the time of the last decision
@@ -245,7 +249,8 @@ class BatchKernel:
         self._setup_advance(advance)
         # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
         # someone reads its plan or its policy keeps state between decisions
-        self._may_skip = not record_plans and self.tracker is None and not getattr(policy, "stateful", False)
+        self._may_skip = (not record_plans and self.tracker is None and not getattr(policy, "stateful", False)
+                          and not self._every)
         if observer is not None:
             disks = (tuple((d.id, d.capacity) for d in allocator.state.disks) if allocator is not None
                      else ((POOL, hps_capacity),))
@@ -397,7 +402,7 @@ class BatchKernel:
         ``stage-in``/``allocating`` on HPS, ``running`` on LPS), in the decision's order."""
         self.changed = False
         self.now = t
-        if not self.queue:
+        if not self.queue and not self._every:
             return []
         if self._may_skip and self.free_nodes < min(self._sizes):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)
@@ -432,7 +437,26 @@ class BatchKernel:
             started.append(s)
         if started:
             self._stalls = 0
+        if d.rejects or d.kills:
+            self._ends(d, t)
         return started
+
+    def _ends(self, d: Decision, t: float) -> None:
+        """The decision's rejects (withdrawn from the queue) and kills (ended by the runtime's ``on_kill``)."""
+        who = self.policy.name
+        for job in d.rejects:
+            if job not in self.queue:
+                raise InvariantViolation("reject-not-queued", t, job, f"policy {who} rejected a job not waiting")
+            self.withdraw(job, t, f"rejected by the scheduler {who}")
+        for job in d.kills:
+            s = self.running.get(job)
+            if s is None:
+                raise InvariantViolation("kill-not-running", t, job, f"policy {who} killed a job not holding nodes")
+            if self.on_kill is None:
+                raise InvariantViolation("kill-not-running", t, job, f"policy {who} killed a running job; this "
+                                         "runtime cannot kill one")
+            self.on_kill(s, t, f"killed by the scheduler {who}")
+            self._stalls = 0
 
     def _wake(self, w: float, t: float) -> None:
         """The policy asked to be called again at ``w`` (Decision.wake_at), even if nothing happens by then."""
@@ -908,9 +932,9 @@ class BatchKernel:
         self._waste(job, t)
         return True
 
-    def withdraw(self, job: str, t: float) -> None:
-        """A waiting job is cancelled before its start: it leaves the queue (``killed``), its early
-        copy (if any) is dropped and counted wasted."""
+    def withdraw(self, job: str, t: float, message: str = "cancelled before its start") -> None:
+        """A waiting job is cancelled before its start (or rejected by the policy): it leaves the queue
+        (``killed``, with ``message``), its early copy (if any) is dropped and counted wasted."""
         s = self.by_id[job]
         if s.state not in (FUTURE, QUEUED):
             raise InvariantViolation("job-state", t, job, f"withdraw of a {s.state} job")
@@ -919,7 +943,8 @@ class BatchKernel:
             self._dequeue(s.queued)
         if self.tracker is not None:
             self.tracker.forget(job)
-        s.state, s.status, s.message, s.end = KILLED, STATUS[KILLED], "cancelled before its start", t
+        # no end: it never ran (a trace's end is the end of a run)
+        s.state, s.status, s.message = KILLED, STATUS[KILLED], f"{message} (t={t:.6g})"
         self.changed = True
         if self.observer is not None:
             self.observer.withdrawn(job, t)

@@ -312,12 +312,17 @@ class Decision:
     the jobs it does not start, read by the metrics of planned starts and by advance stage-in), and
     optionally ``wake_at``: a later time at which it wants to be asked again even if nothing happens by
     then (Batsim's CALL_ME_LATER; a periodic backfill pass).  Without it a scheduler is asked at every
-    submission and every job end."""
+    submission and every job end.
+
+    ``rejects``: waiting jobs it refuses (they leave the queue, ``killed``, never run: Batsim's REJECT_JOB);
+    ``kills``: running jobs it ends now (``killed``: Batsim's KILL_JOB).  Both are applied after the starts."""
 
     now: float
     starts: tuple[Start, ...] = ()
     plan: tuple[PlanEntry, ...] = field(default=())
     wake_at: float | None = None
+    rejects: tuple[str, ...] = ()
+    kills: tuple[str, ...] = ()
 
     @property
     def started(self) -> list[str]:
@@ -342,10 +347,17 @@ class BatchScheduler:
     nothing.  A scheduler reads no clock and changes nothing in the snapshot; it may keep state of its own
     between calls.  ``name`` is what traces call it (default: the class's name); ``api_version`` the
     version of the policy API it was written for.  The built-in schedulers are subclasses
-    (:class:`BatchPolicy`)."""
+    (:class:`BatchPolicy`).
+
+    A scheduler that has an attribute ``job_state`` gets it bound by the run to a function: job id -> that
+    job's state (``future``, ``queued``, ``running``, ..., ``done``, ``failed``, ``killed``; None for an id the
+    workload does not have), e.g. to tell how a job that left the running set ended."""
 
     name: str = ""
     api_version: int = 1
+    #: True: also asked when nothing waits (at every job end and every time it asked for), so that it sees
+    #: every change as it happens (an external decision process that must be told of each job's end)
+    sees_every_change: bool = False
 
     @abstractmethod  # (no ABCMeta: marks the method a subclass must define; iolab's loader reads it)
     def decide(self, snap: Snapshot) -> "Decision | Any":  # pragma: no cover - the subclass's
