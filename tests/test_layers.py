@@ -67,7 +67,7 @@ BOTTOM = frozenset({
     "iolab.examples", "iolab.templates",
 })
 POLICIES = "iolab.middleware.policies"
-FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
+FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.reproduce", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
                    "iolab.validation",
                    "iolab.__main__"})
 

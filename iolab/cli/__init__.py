@@ -98,6 +98,7 @@ COMMANDS = {
     "export": "iolab.cli.export:export",
     "controller": "iolab.cli.controller:controller",
     "storage": "iolab.cli.storage:storage",
+    "reproduce": "iolab.cli.reproduce:reproduce",
 }
 
 

@@ -1,0 +1,115 @@
+"""carretero2020's experiments for the scorecard: §3's input law, Figs. 5-8 (the eight policies over
+iteration batches, :mod:`iolab.studies.carretero_policies`) and Figs. 10-15 (Make-Pack against
+First-Fit, :mod:`iolab.studies.carretero`), each a campaign in ``OUT/carretero2020/<study>``.
+
+:func:`run` returns the measurements the registry's carretero2020 claims name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from iolab.campaign import load_results
+from iolab.metrics import geometric_mean
+from iolab.reproduce.stats import spearman
+from iolab.specs.interference import PRESETS
+from iolab.studies import carretero as study
+from iolab.studies import carretero_policies as policies
+from iolab.studies.as_campaign import Engine, rows_of
+from iolab.validation.single_multi import single_vs_multiple
+
+PAPER = "carretero2020"
+STARVING = ("longest-io", "shortest-remaining")  # §6.1.2: the policies that starve an app
+FAIR = ("stretch", "bandwidth")  # §6.1.2: better max stretch than FIFO
+BALANCED = ("stretch", "shortest-io", "longest-remaining")  # §6.1.2: better makespan than FIFO
+TIE = 0.005  # slowdowns within 0.5 % count as equal (Table 1's identical apps end together)
+
+
+def sizes(size: str) -> tuple[study.StudySize, policies.PoliciesSize]:
+    """The study sizes: ``quick`` (CI), else the paper's (the studies' defaults are the paper's sizes)."""
+    if size == "quick":
+        return study.QUICK, policies.QUICK
+    return study.StudySize(), policies.PoliciesSize()
+
+
+def run(out: Path, size: str, engine: Engine, figures: bool = True, real: bool = False) -> dict[str, Any]:
+    """The measurements (``real``: no real run here; Figs. 5-8's real runs are out of reach, see the registry)."""
+    mk_size, pol_size = sizes(size)
+    m: dict[str, Any] = {}
+    m["carretero.s3.d"] = {name[-1].upper(): single_vs_multiple(name).d for name in PRESETS}
+    pol = policies.run_study(out / "policies", pol_size, figures=figures, engine=engine)
+    m.update(policy_measures(pol["batches"]))
+    mk = study.run_study(out / "make-pack", mk_size, figures=figures, engine=engine)
+    rows = _rows(out / "make-pack")
+    m.update(pack_measures(mk, rows))
+    m["_sizes"] = {"make-pack": {"alphas": list(mk_size.alphas), "workloads": mk_size.workloads},
+                   "policies": {"batches": list(pol_size.batches)}}
+    return m
+
+
+def _rows(folder: Path) -> list[dict[str, Any]]:
+    return rows_of(load_results(folder))
+
+
+def policy_measures(per_batch: dict[str, Any]) -> dict[str, Any]:
+    """Figs. 5-8 at the largest batch count (the steady state) and the steadiness over the batches."""
+    last = max(per_batch, key=int)
+    at = per_batch[last]
+    worst = sorted(at, key=lambda p: at[p]["max_slowdown"], reverse=True)[:2]
+    out: dict[str, Any] = {
+        "carretero.fig5.worst_two": sorted(worst),
+        "carretero.fig5.fair_vs_fifo": {p: at[p]["max_slowdown"] - at["fifo"]["max_slowdown"] for p in FAIR},
+        "carretero.fig7.starving_max": max(at[p]["max_slowdown"] for p in STARVING),
+        "carretero.fig6.balanced_vs_fifo": {p: at[p]["makespan_vs_fifo"] - 1 for p in BALANCED},
+        "carretero.fig6.unbalanced_vs_fifo": {p: at[p]["makespan_vs_fifo"] - 1 for p in STARVING},
+    }
+    hold = 0
+    for p, r in at.items():
+        sl = r["slowdown"]
+        others = max(v for a, v in sl.items() if a not in ("app3", "app4"))
+        hold += min(sl["app3"], sl["app4"]) >= others * (1 - TIE)
+    out["carretero.fig7.apps34"] = hold / len(at)
+    first = min((b for b in per_batch if int(b) >= 8), key=int, default=min(per_batch, key=int))
+    steady = [abs(per_batch[first][p]["max_slowdown"] / at[p]["max_slowdown"] - 1) <= 0.02 for p in at]
+    out["carretero.fig7.steady"] = sum(steady) / len(steady)
+    return out
+
+
+def pack_measures(summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Figs. 10-15 from the Make-Pack study's summary and rows."""
+    s = summary["strategies"]
+    ff = {(r["alpha_gen"], r["workload"]): r for r in rows if r["strategy"] == "first-fit"}
+    s1 = [r for r in rows if r["strategy"] == "s1"]
+    sa = {(r["alpha_gen"], r["workload"]): r for r in rows if r["strategy"] == "salpha"}
+    alpha = np.array([r["alpha"] for r in s1])
+    ratio = np.array([r["packs"] / ff[(r["alpha_gen"], r["workload"])]["packs"] for r in s1])
+    ratio_a = np.array([sa[(r["alpha_gen"], r["workload"])]["packs"] / ff[(r["alpha_gen"], r["workload"])]["packs"]
+                        for r in s1])
+    over = {name: [r["makespan_R1"] / r["ideal_R1"] - 1 for r in rows if r["strategy"] == name]
+            for name in ("first-fit", "s1")}
+    ff_mk = float(np.mean([r["makespan_R1"] for r in ff.values()]))
+    delay = {name: float(np.mean([r["delay_time"] for r in rows if r["strategy"] == name])) for name in ("first-fit", "s1")}
+    idle = {name: float(np.mean([r["idle_time"] for r in rows if r["strategy"] == name])) for name in ("first-fit", "s1")}
+    return {
+        "carretero.fig15.r1": s["s1"]["makespan_R1"],
+        "carretero.fig15.r3": s["s1"]["makespan_R3"],
+        "carretero.fig15.r5": s["s1"]["makespan_R5"],
+        "carretero.fig11.stretch": s["s1"]["stretch"],
+        "carretero.fig10.salpha": {"S=α makespan − S=1 makespan": s["salpha"]["makespan_R1"] - s["s1"]["makespan_R1"],
+                                   "S=α stretch − 1": s["salpha"]["stretch"] - 1},
+        "carretero.fig11.policy": {"makespan": abs(s["s1-lr"]["makespan_R1"] / s["s1"]["makespan_R1"] - 1),
+                                   "stretch": abs(s["s1-lr"]["stretch"] / s["s1"]["stretch"] - 1)},
+        "carretero.fig12.packs": {"S=1 packs / First-Fit − 1": geometric_mean(ratio) - 1,
+                                  "Spearman(α, S=1 ratio)": spearman(alpha, ratio),
+                                  "S=1 ratio − S=α ratio": geometric_mean(ratio) - geometric_mean(ratio_a)},
+        "carretero.fig13.s1": float(np.mean(np.array(over["s1"]) <= 0.20)),
+        "carretero.fig13.ff": float(max(over["first-fit"])),
+        "carretero.fig14.delay_to_idle": (delay["first-fit"] - delay["s1"]) / ff_mk,
+        "carretero.fig14.idle": (idle["s1"] - idle["first-fit"]) / ff_mk,
+    }
+
+
+__all__ = ["PAPER", "pack_measures", "policy_measures", "run", "sizes"]
