@@ -8,7 +8,10 @@ which measurement of which experiment answers it, and what in iolab's setting di
 Two labels keep a row honest:
 
 - ``departures``: what differs from the paper's setting (another trace, a rescaled capacity, a fitted
-  constant) and why; empty only for a like-for-like comparison;
+  constant, the simulator where the paper ran real jobs) and why; empty only for a like-for-like
+  comparison;
+- ``notes``: what iolab chose where the paper says nothing (a constant it does not give, a simulator's
+  convention): stated beside the row, not a departure from the paper's setting;
 - ``construction``: set when an agreement would follow from the setting itself (a capacity scaled to
   the demand, a law given as input); a criterion met there is shown as agreeing *by construction*
   and counted as ``cannot``, never as reproduced.
@@ -36,6 +39,7 @@ class Claim:
     experiment: str  # what runs, in a user's words (a command, a study and its size)
     departures: str = ""  # what differs from the paper's setting, and why ("": like for like)
     construction: str = ""  # why an agreement would follow from the setting ("": it would not)
+    notes: str = ""  # what iolab chose where the paper is silent
 
     @property
     def like_for_like(self) -> bool:
@@ -57,7 +61,7 @@ class Row:
                 "paper_value": c.criterion.paper, "tolerance": c.criterion.tolerance, "iolab": show(self.measured),
                 "measured": self.measured, "verdict": self.verdict, "why": self.why,
                 "like_for_like": c.like_for_like and self.verdict != CANNOT, "departures": c.departures,
-                "construction": c.construction, "experiment": c.experiment, "measure": c.measure}
+                "notes": c.notes, "construction": c.construction, "experiment": c.experiment, "measure": c.measure}
 
 
 def judge(claim: Claim, measurements: Mapping[str, Any]) -> Row:

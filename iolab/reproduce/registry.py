@@ -63,32 +63,32 @@ CARRETERO = (
           "carretero.fig9.sim_vs_real", "none here (see iolab validate examples/table1-emulation.yaml)"),
     Claim("carretero2020.fig15.r1", _C, "Figs. 10, 15", "S=1 costs ~10 % of makespan on one I/O node "
           "(geometric mean 1.09 of First-Fit's)", Near(1.09, 0.05, relative=True, side_of=1.0),
-          "carretero.fig15.r1", _C_MP, _C_GEN),
+          "carretero.fig15.r1", _C_MP, notes=_C_GEN),
     Claim("carretero2020.fig15.r3", _C, "Fig. 15", "with 3 I/O nodes S=1's makespan is 0.71 of First-Fit's "
-          "(geometric mean)", Near(0.71, 0.05, relative=True, side_of=1.0), "carretero.fig15.r3", _C_MP, _C_GEN),
+          "(geometric mean)", Near(0.71, 0.05, relative=True, side_of=1.0), "carretero.fig15.r3", _C_MP, notes=_C_GEN),
     Claim("carretero2020.fig15.r5", _C, "Fig. 15", "with 5 I/O nodes S=1's makespan is 0.53 of First-Fit's "
-          "(geometric mean)", Near(0.53, 0.05, relative=True, side_of=1.0), "carretero.fig15.r5", _C_MP, _C_GEN),
+          "(geometric mean)", Near(0.53, 0.05, relative=True, side_of=1.0), "carretero.fig15.r5", _C_MP, notes=_C_GEN),
     Claim("carretero2020.fig11.stretch", _C, "Fig. 11", "S=1 improves the stretch significantly over First-Fit",
           Between(0.0, 0.8, partly_lo=0.8, partly_hi=1.0), "carretero.fig11.stretch",
-          _C_MP + "; geometric mean of the mean pack max stretch relative to First-Fit", _C_GEN),
+          _C_MP + "; geometric mean of the mean pack max stretch relative to First-Fit", notes=_C_GEN),
     Claim("carretero2020.fig10.salpha", _C, "Figs. 10-11", "S=α mitigates the makespan loss while keeping a "
           "stretch improvement", Each("<", 0.0, "S=α makespan below S=1's, stretch below First-Fit's"),
-          "carretero.fig10.salpha", _C_MP + "; geometric means relative to First-Fit", _C_GEN),
+          "carretero.fig10.salpha", _C_MP + "; geometric means relative to First-Fit", notes=_C_GEN),
     Claim("carretero2020.fig11.policy", _C, "Figs. 10-11", "the I/O policy (FIFO or longest remaining) does not "
           "change makespan or stretch much", Each("<=", 0.10, "within 10 %"), "carretero.fig11.policy",
-          _C_MP + "; |S=1 longest remaining / S=1 FIFO − 1| of makespan and stretch", _C_GEN),
+          _C_MP + "; |S=1 longest remaining / S=1 FIFO − 1| of makespan and stretch", notes=_C_GEN),
     Claim("carretero2020.fig12.packs", _C, "Fig. 12", "S=1 makes more packs than First-Fit, more as α grows; "
-          "S=α fewer than S=1", Each(">", 0.0, "all three positive"), "carretero.fig12.packs", _C_MP, _C_GEN),
+          "S=α fewer than S=1", Each(">", 0.0, "all three positive"), "carretero.fig12.packs", _C_MP, notes=_C_GEN),
     Claim("carretero2020.fig13.s1", _C, "Fig. 13", "S=1 runs within 20 % of the contention-free ideal",
           Share(0.95, 0.75, "within 20 %"), "carretero.fig13.s1",
           _C_MP + "; share of S=1 workloads whose one-node makespan is ≤ 1.2 x the packs' contention-free sum",
-          _C_GEN),
+          notes=_C_GEN),
     Claim("carretero2020.fig13.ff", _C, "Fig. 13", "First-Fit can be 1000 % away from that ideal",
           Near(10.0, 0.5, relative=True, side_of=0.2), "carretero.fig13.ff",
-          _C_MP + "; the largest First-Fit makespan / contention-free sum − 1 over the workloads", _C_GEN),
+          _C_MP + "; the largest First-Fit makespan / contention-free sum − 1 over the workloads", notes=_C_GEN),
     Claim("carretero2020.fig14.delay", _C, "Fig. 14", "S=1 moves ~25 % of node time from delay to idle",
           Near(0.25, 0.05, side_of=0.0), "carretero.fig14.delay_to_idle",
-          _C_MP + "; (First-Fit's mean delay per node − S=1's) / First-Fit's mean makespan", _C_GEN),
+          _C_MP + "; (First-Fit's mean delay per node − S=1's) / First-Fit's mean makespan", notes=_C_GEN),
 )
 
 # -- lackner2019 -------------------------------------------------------------------------------------
@@ -98,57 +98,57 @@ _L_SIM = ("iolab's batch simulator, not Batsim; the Feitelson-1996 constants the
           "arrival factor 500 s and §IV-B's ~10 % of the runtime for input + output are the paper's")
 _L_FIGS = "iolab study lackner: 10 Feitelson workloads of 500 jobs, p = 0..1 by 0.05, 10 repetitions"
 _L_THETA = ("iolab study lackner, Fig. 5: SAS at 4096 GB, k = 5, theta 0.025..1 by 0.025, 10 workloads")
-_L_THETA_DEP = _L_SIM + "; one estimate draw per workload and theta (the paper: ten)"
+_L_THETA_DEP = "one estimate draw per workload and theta (the paper: ten; the draw follows the workload's seed)"
 
 LACKNER = (
     Claim("lackner2019.fig3.makespan", _L, "Fig. 3a", "SAS gives a shorter makespan than random assignment with "
           "any p (2048 and 4096 GB, k = 5)", Each("<", 0.0, "SAS below every p"), "lackner.fig3.makespan",
-          _L_FIGS + "; SAS's mean over the best random p's mean − 1", _L_SIM),
+          _L_FIGS + "; SAS's mean over the best random p's mean − 1", notes=_L_SIM),
     Claim("lackner2019.fig3.turnaround", _L, "Fig. 3b", "SAS gives a shorter mean turnaround than random "
           "assignment with any p", Each("<", 0.0, "SAS below every p"), "lackner.fig3.turnaround",
-          _L_FIGS + "; SAS's mean over the best random p's mean − 1", _L_SIM),
+          _L_FIGS + "; SAS's mean over the best random p's mean − 1", notes=_L_SIM),
     Claim("lackner2019.fig3.makespan_min", _L, "Fig. 3a", "random assignment's makespan is lowest around "
           "p = 0.6–0.8", Between(0.55, 0.85), "lackner.fig3.makespan_min_p",
-          _L_FIGS + "; the minimum of the quadratic fit over p (the paper's own curve)", _L_SIM),
+          _L_FIGS + "; the minimum of the quadratic fit over p (the paper's own curve)", notes=_L_SIM),
     Claim("lackner2019.fig3.turnaround_min", _L, "Fig. 3b", "random assignment's mean turnaround is lowest "
           "towards p = 0.4", Between(0.35, 0.45), "lackner.fig3.turnaround_min_p",
-          _L_FIGS + "; the minimum of the quadratic fit over p", _L_SIM),
+          _L_FIGS + "; the minimum of the quadratic fit over p", notes=_L_SIM),
     Claim("lackner2019.fig3.sas_nodes", _L, "Figs. 3c, §V-A", "SAS keeps around 80 % of the nodes busy",
           Near(0.80, 0.05, side_of=0.0), "lackner.fig3.sas_node", _L_FIGS + "; Eq. 3, pooled over the workloads",
-          _L_SIM),
+          notes=_L_SIM),
     Claim("lackner2019.fig3.sas_hps", _L, "Figs. 3d, §V-A", "SAS keeps around 70 % of the HPS used",
           Near(0.70, 0.05, side_of=0.0), "lackner.fig3.sas_hps", _L_FIGS + "; Eq. 3, pooled over the workloads",
-          _L_SIM),
+          notes=_L_SIM),
     Claim("lackner2019.fig3.capacity", _L, "Fig. 3a", "the makespan is shorter with 4096 GB of HPS than with "
           "2048 GB (k = 5)", Each("<", 0.0, "4096 GB below 2048 GB"), "lackner.fig3.capacity",
-          _L_FIGS + "; 4096 GB over 2048 GB − 1, SAS and the best random p", _L_SIM),
+          _L_FIGS + "; 4096 GB over 2048 GB − 1, SAS and the best random p", notes=_L_SIM),
     Claim("lackner2019.fig3.random_util", _L, "Figs. 3c-d", "under random assignment HPS utilisation grows "
           "steadily with p while node utilisation slumps", Each(">", 0.0, "both positive"),
-          "lackner.fig3.random_util", _L_FIGS + "; at 2048 GB", _L_SIM),
+          "lackner.fig3.random_util", _L_FIGS + "; at 2048 GB", notes=_L_SIM),
     Claim("lackner2019.fig4.sas_all_k", _L, "Fig. 4", "with R_stage = k R_lps, k ∈ {1, 2, 10}, SAS still mostly "
           "outperforms random assignment", Share(2 / 3, 1 / 3, "SAS below every p in most cases"),
           "lackner.fig4.sas_all_k", _L_FIGS + "; share of (k, makespan or turnaround) at 4096 GB where SAS beats "
-          "the best random p", _L_SIM),
+          "the best random p", notes=_L_SIM),
     Claim("lackner2019.fig4.low_staging", _L, "Fig. 4, §V-A", "at low staging bandwidth (k = 1) more HPS capacity "
           "prolongs makespan and turnaround", Each(">", 0.0, "4096 GB above 2048 GB at k = 1"),
           "lackner.fig4.low_staging", _L_FIGS + "; Fig. 4 at both capacities; 4096 GB over 2048 GB − 1 at k = 1",
-          _L_SIM),
+          notes=_L_SIM),
     Claim("lackner2019.fig4.k", _L, "Fig. 4, §V-A", "with R_stage close to R_lps makespan and turnaround are "
           "higher than with R_stage ≫ R_lps", Each(">", 0.0, "k = 1 above k = 5"), "lackner.fig4.k1_vs_k5",
-          _L_FIGS + "; SAS at 4096 GB, k = 1 over k = 5 − 1", _L_SIM),
+          _L_FIGS + "; SAS at 4096 GB, k = 1 over k = 5 − 1", notes=_L_SIM),
     Claim("lackner2019.fig5.makespan", _L, "Fig. 5a, §V-B", "with inaccurate I/O estimates (theta up to 1) SAS "
           "still outperforms random assignment", Share(0.9, 0.5, "SAS below random's range"),
           "lackner.fig5.makespan", _L_THETA + "; share of theta where SAS's makespan is below the best random p's",
-          _L_THETA_DEP),
+          _L_THETA_DEP, notes=_L_SIM),
     Claim("lackner2019.fig5.hps", _L, "Figs. 5b-c, §V-B", "as the estimates worsen fewer jobs use HPS and the HPS "
-          "is less utilised", Each("<", 0.0, "both negative"), "lackner.fig5.hps", _L_THETA, _L_THETA_DEP),
+          "is less utilised", Each("<", 0.0, "both negative"), "lackner.fig5.hps", _L_THETA, _L_THETA_DEP, notes=_L_SIM),
     Claim("lackner2019.fig5.nodes", _L, "Fig. 5c, §V-B", "the estimates' accuracy has little influence on node "
           "utilisation", Near(0.0, 0.03), "lackner.fig5.nodes", _L_THETA + "; node utilisation at theta 1 − at 0",
-          _L_THETA_DEP),
+          _L_THETA_DEP, notes=_L_SIM),
     Claim("lackner2019.fig5.turnaround", _L, "Fig. 5d, §V-B", "SAS's mean turnaround stays at the lower end of "
           "random assignment's range", Share(0.9, 0.5, "in the lowest quarter of the range"),
           "lackner.fig5.turnaround", _L_THETA + "; share of theta where SAS is in the lowest quarter of the range "
-          "of random assignment's means over p", _L_THETA_DEP),
+          "of random assignment's means over p", _L_THETA_DEP, notes=_L_SIM),
 )
 
 # -- monniot2023 -------------------------------------------------------------------------------------
@@ -233,26 +233,26 @@ SOYSAL = (
           "soysal.fig3a.others", "the ratio of SDSC-BLUE-2000-4.2-cln (shown, not compared)"),
     Claim("soysal2019.fig4.fcfs_above", _S, "Figs. 4, 5, §4", "FCFS gives more long-term (> 600 s) node predictions "
           "than conservative backfilling", Share(1.0, 0.5, "FCFS above at every λ and the predictor"),
-          "soysal.fig4.fcfs_above", _S_RUN + "; share of the estimates where FCFS's long-term share is higher", _S_SIM),
+          "soysal.fig4.fcfs_above", _S_RUN + "; share of the estimates where FCFS's long-term share is higher", notes=_S_SIM),
     Claim("soysal2019.fig4.rise", _S, "Fig. 4, §4", "long-term predictions rise significantly only at λ ≤ 0.1 "
           "(conservative backfilling)", Between(0.0, 0.25, partly_lo=0.25, partly_hi=0.5), "soysal.fig4.rise",
-          _S_RUN + "; the share of the rise from λ = 1 to 0 already there at λ = 0.2", _S_SIM),
+          _S_RUN + "; the share of the rise from λ = 1 to 0 already there at λ = 0.2", notes=_S_SIM),
     Claim("soysal2019.fig4.fcfs_perfect", _S, "Fig. 4, §4", "FCFS with perfect estimates leaves (almost) only instant "
           "and long-term jobs", Between(0.9, 1.0, partly_lo=0.75, partly_hi=0.9), "soysal.fig4.fcfs_perfect",
-          _S_RUN + "; instant + long-term share under FCFS at λ = 0", _S_SIM),
+          _S_RUN + "; instant + long-term share under FCFS at λ = 0", notes=_S_SIM),
     Claim("soysal2019.fig4.instant", _S, "Fig. 4, §4.1", "better estimates slightly raise the instant share under "
           "backfilling and hardly change it under FCFS", Each(">", 0.0, "both positive"), "soysal.fig4.instant",
-          _S_RUN, _S_SIM),
+          _S_RUN, notes=_S_SIM),
     Claim("soysal2019.fig5.gap", _S, "Fig. 5, §4", "a gap remains between λ = 0.01 and λ = 0: a small deviation "
           "already costs predictions", Each(">", 0.02, "λ 0 above λ 0.01 by > 2 points"), "soysal.fig5.gap",
-          _S_RUN + "; long-term share at λ = 0 − at λ = 0.01, per scheduler", _S_SIM),
+          _S_RUN + "; long-term share at λ = 0 − at λ = 0.01, per scheduler", notes=_S_SIM),
     Claim("soysal2019.fig5.predictor", _S, "Fig. 5, §4", "on traces with good user estimates the predictor is no "
           "better than λ = 0.3", Each("<=", 0.0, "predictor at or below λ = 0.3"), "soysal.fig5.predictor",
-          _S_RUN + "; long-term share of the predictor − of λ = 0.3, per scheduler", _S_SIM),
+          _S_RUN + "; long-term share of the predictor − of λ = 0.3, per scheduler", notes=_S_SIM),
     Claim("soysal2019.fig5.fcfs_later", _S, "Fig. 5, §4", "FCFS's T_NAP distribution rises later (longer valid "
           "predictions) than conservative backfilling's", Share(1.0, 0.5, "FCFS's median T_NAP higher everywhere"),
           "soysal.fig5.fcfs_later", _S_RUN + "; share of the estimates where FCFS's median non-instant T_NAP is higher",
-          _S_SIM),
+          notes=_S_SIM),
     Claim("soysal2019.fig4.ctc", _S, "Fig. 4, §4", "CTC under conservative backfilling: long-term predictions ~10 % at "
           "λ = 1, ~26 % at 0.1, ~52 % at 0.01", Cannot(_S_TRACES, "10 %, 26 %, 52 %"), "soysal.fig4.ctc",
           "none here (the CTC log)"),

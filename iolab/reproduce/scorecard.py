@@ -28,7 +28,7 @@ SIZES = {"quick": "quick (CI): reduced sizes, quick verdicts, not the papers' si
          "default": "default: the studies' default sizes (some below the papers')",
          "paper": "paper size: the papers' sizes in simulation"}
 CSV_COLUMNS = ("id", "paper", "where", "statement", "paper_value", "iolab", "tolerance", "verdict", "why",
-               "like_for_like", "departures", "construction", "experiment", "measure")
+               "like_for_like", "departures", "notes", "construction", "experiment", "measure")
 
 
 @dataclass
@@ -100,8 +100,8 @@ def paper_table(rows: Sequence[Row]) -> str:
     for r in rows:
         c = r.claim
         verdict = f"**{VERDICT_TEXT[r.verdict]}**: {r.why}"
-        diff = "; ".join(x for x in (c.departures, f"by construction: {c.construction}" if c.construction else "")
-                         if x) or "like for like"
+        diff = "; ".join(x for x in (c.departures or "like for like", f"open in the paper: {c.notes}" if c.notes
+                                     else "", f"by construction: {c.construction}" if c.construction else "") if x)
         lines.append(f"| `{c.id}` ({c.where}): {_cell(c.statement)} | {_cell(c.criterion.paper)} | "
                      f"{_cell(r.as_dict()['iolab'])} | {_cell(c.criterion.tolerance)} | {_cell(verdict)} | "
                      f"{_cell(diff)} |")
@@ -139,7 +139,7 @@ def results_block(card: Scorecard) -> str:
     body = [BEGIN, "", f"Size: {SIZES[card.size]}. Command: `{card.command}`." if card.command
             else f"Size: {SIZES[card.size]}.", "", counts_table(card)]
     for p in card.papers:
-        body += [f"#### {p}", "", paper_table([r for r in card.rows if r.claim.paper == p]) + extra_tables(card, p)]
+        body += [f"### {p}", "", paper_table([r for r in card.rows if r.claim.paper == p]) + extra_tables(card, p)]
     body.append(END)
     return "\n".join(body) + "\n"
 
