@@ -141,12 +141,15 @@ def draw(per_batch: dict[str, Any], path: Path) -> Path:
             axes[1].plot(xs, [per_batch[b][p]["makespan_vs_fifo"] for b in batches], "o-", ms=3, label=p)
     for ax, lab in zip(axes, ("max stretch (time / contention-free time)", "makespan relative to FIFO")):
         ax.set_xscale("log", base=2)
+        ax.set_xticks([int(b) for b in batches], [str(int(b)) for b in batches])
+        ax.minorticks_off()
         ax.set_xlabel("iteration batches")
         ax.set_ylabel(lab)
     axes[1].axhline(1.0, color="black", lw=0.6)
-    axes[0].legend(fontsize=7, ncol=2)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=7)
     fig.suptitle("carretero2020 Figs. 5 and 6/8 (iolab simulation of Table 1)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

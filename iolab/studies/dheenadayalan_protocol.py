@@ -285,12 +285,13 @@ def fit(out: Path, size: ProtocolSize, engine: Engine) -> tuple[Fit, list[dict[s
     res, _ = run_as_campaign("dheenadayalan_protocol", {"runs": fit_runs(size.rates_mb, size.gammas, size,
                                                                            "coarse")}, out / "fit-coarse", engine)
     best, table = choose(rows_of(res), size.shape)
+    table = [{**r, "grid": "coarse"} for r in table]
     if size.refine:
         rates, gammas = refined_grid(best, size.rates_mb, size.gammas)
         res, _ = run_as_campaign("dheenadayalan_protocol", {"runs": fit_runs(rates, gammas, size, "fine")},
                                  out / "fit-fine", engine)
         fine, fine_table = choose(rows_of(res), size.shape)
-        table += fine_table
+        table += [{**r, "grid": "fine"} for r in fine_table]
         if fine.error < best.error:
             best = fine
     return best, table
@@ -381,17 +382,25 @@ def draw(fit_table: list[dict], sweep: list[dict], f: Fit, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # lazy: figures only when asked
 
-    rates = sorted({r["rate_mb"] for r in fit_table})
-    gammas = sorted({r["gamma"] for r in fit_table})
-    err = {(r["rate_mb"], r["gamma"]): r for r in fit_table}
+    from matplotlib.ticker import ScalarFormatter  # lazy: figures only when asked
+
+    coarse = [r for r in fit_table if r.get("grid", "coarse") == "coarse"]
+    rates = sorted({r["rate_mb"] for r in coarse})
+    gammas = sorted({r["gamma"] for r in coarse})
+    err = {(r["rate_mb"], r["gamma"]): r for r in coarse}
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for g in gammas:
         pts = [(r, err[(r, g)]["error"]) for r in rates if (r, g) in err and err[(r, g)]["premise_holds"]]
         if pts:
             ax.plot(*zip(*pts), "o-", ms=2.5, lw=0.8, label=f"gamma {g:g}")
-    ax.plot([f.rate / MB], [f.error], "k*", ms=12, label="fit")
+    fine = [r for r in fit_table if r.get("grid") == "fine" and r["premise_holds"]]
+    if fine:
+        ax.plot([r["rate_mb"] for r in fine], [r["error"] for r in fine], ".", color="0.6", ms=3,
+                label="finer grid")
+    ax.plot([f.rate / MB], [f.error], "k*", ms=12, label=f"fit: {f.rate / MB:.3g} MB/s, gamma {f.gamma:.3g}")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.set_xlabel("volume rate R (MB/s)")
     ax.set_ylabel("squared relative error of DS1's two totals")
     ax.set_title("dheenadayalan2017: the volume fitted to DS1 alone (points holding Fig. 1's premise)", fontsize=9)
