@@ -73,6 +73,8 @@ def explain(week: dict[str, Any], factor: float, split: float, rest_peak: float)
         "monniot.fig5.mean_use": "the week's demand against a capacity scaled to its peak, not the year's sparsity",
         "monniot.fig7.8tb": f"the failures and refusals are the large request's parts: {head}",
         "monniot.fig7.32tb_refused": f"the refusals are the large request's parts: {head}",
+        "monniot.fig5.64tb": f"the large request's {part / 1e9:.1f} GB parts are as large as a disk at 64 TB-eq "
+                             f"({disk[64] / 1e9:.1f} GB): whichever disk takes one is full",
         "monniot.fig7.64tb": f"the large request's parts ({part / 1e9:.1f} GB) are as large as a disk at 64 TB-eq "
                              f"({disk[64] / 1e9:.1f} GB): a disk holding anything else cannot take one",
         "monniot.table5.pct": het_lost, "monniot.table5.ssd_first": f"{het_lost}; {sparse}",
