@@ -36,7 +36,8 @@ from iolab.studies.as_campaign import Engine
 @click.option("--json", "as_json", is_flag=True, help="print the scorecard as JSON on stdout")
 def reproduce(papers, size, out_dir, real, docs, workers, address, no_ray, no_figures, as_json) -> None:
     """Run the experiment behind every headline claim of PAPERS (default: all five: carretero2020,
-    lackner2019, monniot2023, soysal2019, dheenadayalan2017) and write the scorecard."""
+    lackner2019, monniot2023, soysal2019, dheenadayalan2017) and write the scorecard.  Without --quick or
+    --paper-size: the studies' default sizes.  A rerun resumes the experiments' campaigns."""
     size = size or "default"
     try:
         wanted = [paper_of(p) for p in papers]
