@@ -84,6 +84,10 @@ def fig1_share(s: dict[str, Any]) -> float:
 def why(s: dict[str, Any]) -> dict[str, str]:
     """Per claim, what in the runs' numbers explains an outcome that differs from the paper's."""
     thr = s["section5"]["r_threshold"]
+    idle = s["section5"]["p"] / s["fit"]["rate"]  # the unit alone on the fitted volume
+    idle_note = (f"; the unit on the idle volume answers p / R = {idle:.0f} s: with r_threshold below that the "
+                 "volume counts as loaded even when idle and a suspended job waits for the running ones to end (the "
+                 "grid's worst cells)")
     out = {}
     for ds in ("DS2", "DS3"):
         for sched, name in (("fcfs", "fcfs"), ("easy", "backfill")):
@@ -92,7 +96,8 @@ def why(s: dict[str, Any]) -> dict[str, str]:
             out[f"dheena.table1.{ds}.{name}"] = (
                 f"{r['suspensions']} suspensions, at most {r['max_writers']} writers, the unit up to "
                 f"{r['max_response']:.0f} s (r_threshold {thr:g} s); over the sensitivity grid around the fit the "
-                f"effect ranges {min(grid):+.1f} to {max(grid):+.1f} %" if grid else f"{r['suspensions']} suspensions")
+                f"effect ranges {min(grid):+.1f} to {max(grid):+.1f} %" + idle_note if grid
+                else f"{r['suspensions']} suspensions")
     out["dheena.table1.easy_above"] = ("every job takes one slot of 12, so a job at the head never waits for "
                                        "nodes a later job could use: EASY has nothing to backfill and equals FCFS")
     out["dheena.horizon"] = ("the horizon sets the forecast's reach and the long sleep (Eq. 9); "

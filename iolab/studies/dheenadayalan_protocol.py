@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +294,7 @@ def fit(out: Path, size: ProtocolSize, engine: Engine) -> tuple[Fit, list[dict[s
         table += [{**r, "grid": "fine"} for r in fine_table]
         if fine.error < best.error:
             best = fine
-    return best, table
+    return replace(best, points=len(table)), table
 
 
 # ---------------------------------------------------------------- out of sample, sensitivity, horizon
