@@ -99,3 +99,16 @@ def test_docs_results_block_is_a_scorecard_of_the_current_registry():
     assert total, "the counts table has no total line"
     counted = [sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS]
     assert [int(x) for x in total.groups()] == [len(rows), *counted]
+
+
+def test_docs_option_rewrites_the_block_from_a_rerun_that_resumes(quick, tmp_path):
+    out, _ = quick
+    page = tmp_path / "results.md"
+    page.write_text(f"intro\n\n{BEGIN}\n{END}\n")
+    res = CliRunner().invoke(cli, ["reproduce", "carretero", "--quick", "--no-figures", "--out", str(out),
+                                   "--docs", str(page)])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("runs already done") == 3  # the campaigns resumed: nothing ran again
+    rows = block_rows(read_block(page.read_text()))
+    assert sorted(r["id"] for r in rows) == sorted(c.id for c in CLAIMS)  # every paper measured in out, rejudged
+    assert page.read_text().startswith("intro\n")
