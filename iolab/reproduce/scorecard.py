@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from iolab.atomic import atomic_write_text
 from iolab.reproduce.claim import PAPERS, Row
-from iolab.reproduce.criteria import CANNOT, NOT, PARTLY, REPRODUCED, VERDICT_TEXT, VERDICTS, counts
+from iolab.reproduce.criteria import CANNOT, NOT, PARTLY, REPRODUCED, VERDICT_TEXT, VERDICTS, Cannot, counts
 
 BEGIN = "<!-- iolab reproduce: generated block, do not edit by hand (iolab reproduce --paper-size --docs docs/results.md) -->"
 END = "<!-- iolab reproduce: end of generated block -->"
@@ -100,8 +100,9 @@ def paper_table(rows: Sequence[Row]) -> str:
     for r in rows:
         c = r.claim
         verdict = f"**{VERDICT_TEXT[r.verdict]}**: {r.why}"
-        diff = "; ".join(x for x in (c.departures or "like for like", f"open in the paper: {c.notes}" if c.notes
-                                     else "", f"by construction: {c.construction}" if c.construction else "") if x)
+        base = c.departures or ("—" if isinstance(c.criterion, Cannot) else "like for like")
+        diff = "; ".join(x for x in (base, f"open in the paper: {c.notes}" if c.notes else "",
+                                     f"by construction: {c.construction}" if c.construction else "") if x)
         lines.append(f"| `{c.id}` ({c.where}): {_cell(c.statement)} | {_cell(c.criterion.paper)} | "
                      f"{_cell(r.as_dict()['iolab'])} | {_cell(c.criterion.tolerance)} | {_cell(verdict)} | "
                      f"{_cell(diff)} |")
