@@ -157,7 +157,8 @@ _M_WEEK = ("one week of Theta (2022, 57 I/O-intensive requests, one of 653 GB ho
            "the paper's year of 2020 (~24 000 requests), which is not available; capacities scaled so that 32 TB-eq "
            "is the week's peak concurrent demand (peak scaling; the sum-cap scaling's runs are in the study's "
            "output); the 200 GB split threshold unscaled")
-_M_GRID = "iolab study monniot: Table 4's grid (4 layouts x 8-64 TB-eq x 4 algorithms x split on/off), peak scaling"
+_M_GRID = ("iolab study monniot: Table 4's grid (4 layouts x 8-64 TB-eq x 4 algorithms x split on/off x requeue on/off), "
+           "peak scaling")
 _M_HET = ("iolab study monniot, layout hetero: Table 5's platform (2 SSD nodes of 5 x 1.6 TB, 4 HDD nodes of 2 x 2 TB, "
           "scaled to 32 TB-eq), best-bandwidth, split 200 GB")
 _M_PEAK = "32 TB-eq is the week's peak demand, its one 653 GB request, which only 1N1D's single disk holds unsplit"
