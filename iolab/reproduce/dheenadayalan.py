@@ -149,7 +149,7 @@ def real_measures(folder: Path, s: dict[str, Any], size: str) -> dict[str, Any]:
                        lps_law=protocol.law(f["gamma"]))
     jobs = protocol.ds1_jobs(f["rate"], protocol.DS1Shape(**{k: tuple(v) if isinstance(v, list) else v
                                                               for k, v in s["shape"].items()}))
-    effects, failed = [], []
+    effects, failed, susp = [], [], []
     for i in range(REAL_PAIRS[size]):
         res = emulated.run_emulated(folder / f"pair-{i + 1}", jobs, 2017 + i, settings, hms=study.hms)
         real = {bool(r["controller"]): r for r in res["rows"] if r["runtime"] == "emulated"}
@@ -157,16 +157,22 @@ def real_measures(folder: Path, s: dict[str, Any], size: str) -> dict[str, Any]:
             failed.append(i + 1)
             continue
         effects.append(100 * (real[True]["total_completion"] / real[False]["total_completion"] - 1))
+        susp.append(int(real[True]["suspensions"]))
     out: dict[str, Any] = {}
     if effects:
         out["dheena.real.ds1"] = float(np.mean(effects))
-        out["_real"] = {"effects_pct": effects, "failed_pairs": failed, "time_scale": settings.time_scale,
-                        "job_factor": settings.job_factor}
+        out["_real"] = {"effects_pct": effects, "suspensions": susp, "failed_pairs": failed,
+                        "time_scale": settings.time_scale, "job_factor": settings.job_factor}
     else:
         out["dheena.real.ds1"] = {"cannot": f"every real pair failed ({failed})"}
-    spread = (f"{len(effects)} pairs: {', '.join(f'{e:+.1f}' for e in effects)} % (sd "
-              f"{np.std(effects):.1f})" if effects else "")
+    spread = (f"{len(effects)} pairs: {', '.join(f'{e:+.1f}' for e in effects)} % (sd {np.std(effects):.1f}; "
+              f"suspensions {', '.join(map(str, susp))})" if effects else "")
     out["_why"] = {"dheena.real.ds1": spread + (f"; failed pairs: {failed}" if failed else "")}
+    if effects:
+        out["_tables"] = {"dheenadayalan2017: DS1 on real processes on the fitted volume, FCFS without and with the "
+                          "controller": {"columns": ["pair", "effect on total completion", "suspensions"],
+                                         "rows": [[i + 1, f"{e:+.1f} %", n] for i, (e, n) in enumerate(zip(effects, susp))]
+                                         + [["mean (sd)", f"{np.mean(effects):+.1f} % ({np.std(effects):.1f})", ""]]}}
     return out
 
 
