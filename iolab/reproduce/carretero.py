@@ -126,15 +126,18 @@ def pack_measures(summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[s
     over = {name: [r["makespan_R1"] / r["ideal_R1"] - 1 for r in rows if r["strategy"] == name]
             for name in ("first-fit", "s1")}
     ff_mk = float(np.mean([r["makespan_R1"] for r in ff.values()]))
-    delay = {name: float(np.mean([r["delay_time"] for r in rows if r["strategy"] == name])) for name in ("first-fit", "s1")}
-    idle = {name: float(np.mean([r["idle_time"] for r in rows if r["strategy"] == name])) for name in ("first-fit", "s1")}
+    def mean_of(col: str) -> dict[str, float]:
+        return {name: float(np.mean([r[col] for r in rows if r["strategy"] == name])) for name in ("first-fit", "s1")}
+
+    delay, idle = mean_of("delay_time"), mean_of("idle_time")
     return {
         "carretero.fig15.r1": s["s1"]["makespan_R1"],
         "carretero.fig15.r3": s["s1"]["makespan_R3"],
         "carretero.fig15.r5": s["s1"]["makespan_R5"],
         "carretero.fig11.stretch": s["s1"]["stretch"],
-        "carretero.fig10.salpha": {"S=α makespan − S=1 makespan": s["salpha"]["makespan_R1"] - s["s1"]["makespan_R1"],
-                                   "S=α stretch − 1": s["salpha"]["stretch"] - 1},
+        "carretero.fig10.salpha": {
+            "S=α makespan − S=1 makespan": s["salpha"]["makespan_R1"] - s["s1"]["makespan_R1"],
+            "S=α stretch − 1": s["salpha"]["stretch"] - 1},
         "carretero.fig11.policy": {"makespan": abs(s["s1-lr"]["makespan_R1"] / s["s1"]["makespan_R1"] - 1),
                                    "stretch": abs(s["s1-lr"]["stretch"] / s["s1"]["stretch"] - 1)},
         "carretero.fig12.packs": {"S=1 packs / First-Fit − 1": geometric_mean(ratio) - 1,

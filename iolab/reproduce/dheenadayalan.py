@@ -170,9 +170,10 @@ def real_measures(folder: Path, s: dict[str, Any], size: str) -> dict[str, Any]:
     out["_why"] = {"dheena.real.ds1": spread + (f"; failed pairs: {failed}" if failed else "")}
     if effects:
         out["_tables"] = {"dheenadayalan2017: DS1 on real processes on the fitted volume, FCFS without and with the "
-                          "controller": {"columns": ["pair", "effect on total completion", "suspensions"],
-                                         "rows": [[i + 1, f"{e:+.1f} %", n] for i, (e, n) in enumerate(zip(effects, susp))]
-                                         + [["mean (sd)", f"{np.mean(effects):+.1f} % ({np.std(effects):.1f})", ""]]}}
+                          "controller": {
+                              "columns": ["pair", "effect on total completion", "suspensions"],
+                              "rows": [[i + 1, f"{e:+.1f} %", n] for i, (e, n) in enumerate(zip(effects, susp))]
+                              + [["mean (sd)", f"{np.mean(effects):+.1f} % ({np.std(effects):.1f})", ""]]}}
     return out
 
 

@@ -61,12 +61,14 @@ def explain(week: dict[str, Any], factor: float, split: float, rest_peak: float)
     lost = f"{head}: it fails whatever the algorithm, and {share:.0%} of sum_cap with it"
     sparse = (f"the requests that fit are small (median {week['median_request'] / 1e9:.1f} GB) and few live at once "
               f"(the week's peak without the largest: {rest_peak / 1e9:.0f} GB)")
+    sizes = ", ".join(f"{k.upper()} {v / 1e9:.0f} GB" for k, v in het.items())
     het_lost = (f"the {big / 1e9:.0f} GB request's {part / 1e9:.0f} GB parts exceed every disk of Table 5's platform at "
-                f"32 TB-eq ({', '.join(f'{k.upper()} {v / 1e9:.0f} GB' for k, v in het.items())}): it fails, and "
+                f"32 TB-eq ({sizes}): it fails, and "
                 f"{share:.0%} of sum_cap with it")
     return {
         "monniot.fig4.no_split_others": f"unsplit, the {big / 1e9:.0f} GB request fits no disk of the 8-disk layouts "
-                                        f"(a disk holds 1/8 of the capacity), so they top out at {100 - 100 * share:.0f} %",
+                                        "(a disk holds 1/8 of the capacity), so they top out at "
+                                        f"{100 - 100 * share:.0f} %",
         "monniot.fig4.split32_last": f"every algorithm allocates the same requests: {head}; the rest always fits",
         "monniot.fig4.split16": lost, "monniot.conclusion.32tb": lost,
         "monniot.fig5.16tb": f"{lost}; {sparse}", "monniot.fig5.32tb": f"{lost}; {sparse}",

@@ -234,7 +234,8 @@ SOYSAL = (
           "soysal.fig3a.others", "the ratio of SDSC-BLUE-2000-4.2-cln (shown, not compared)"),
     Claim("soysal2019.fig4.fcfs_above", _S, "Figs. 4, 5, §4", "FCFS gives more long-term (> 600 s) node predictions "
           "than conservative backfilling", Share(1.0, 0.5, "FCFS above at every λ and the predictor"),
-          "soysal.fig4.fcfs_above", _S_RUN + "; share of the estimates where FCFS's long-term share is higher", notes=_S_SIM),
+          "soysal.fig4.fcfs_above", _S_RUN + "; share of the estimates where FCFS's long-term share is higher",
+          notes=_S_SIM),
     Claim("soysal2019.fig4.rise", _S, "Fig. 4, §4", "long-term predictions rise significantly only at λ ≤ 0.1 "
           "(conservative backfilling)", Between(0.0, 0.25, partly_lo=0.25, partly_hi=0.5), "soysal.fig4.rise",
           _S_RUN + "; the share of the rise from λ = 1 to 0 already there at λ = 0.2", notes=_S_SIM),

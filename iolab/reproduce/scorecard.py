@@ -22,7 +22,8 @@ from iolab.atomic import atomic_write_text
 from iolab.reproduce.claim import PAPERS, Row
 from iolab.reproduce.criteria import CANNOT, NOT, PARTLY, REPRODUCED, VERDICT_TEXT, VERDICTS, Cannot, counts
 
-BEGIN = "<!-- iolab reproduce: generated block, do not edit by hand (iolab reproduce --paper-size --docs docs/results.md) -->"
+BEGIN = ("<!-- iolab reproduce: generated block, do not edit by hand "
+         "(iolab reproduce --paper-size --docs docs/results.md) -->")
 END = "<!-- iolab reproduce: end of generated block -->"
 SIZES = {"quick": "quick (CI): reduced sizes, quick verdicts, not the papers' sizes",
          "default": "default: the studies' default sizes (some below the papers')",
@@ -84,7 +85,8 @@ def _cell(text: Any) -> str:
 
 
 def counts_table(card: Scorecard) -> str:
-    head = "| paper | claims | reproduced (like for like) | partly | not | cannot be tested here |\n|---|---|---|---|---|---|\n"
+    head = ("| paper | claims | reproduced (like for like) | partly | not | cannot be tested here |\n"
+            "|---|---|---|---|---|---|\n")
     lines = []
     for p in card.papers + [None]:
         c = card.counts(p)
