@@ -5,7 +5,7 @@ direction, in :attr:`Claim.criterion`, with the tolerance fixed before the run),
 which measurement of which experiment answers it, and what in iolab's setting differs from the paper's.
 :func:`judge` turns a claim and the measurements into a :class:`Row`.
 
-Two labels keep a row honest:
+Three labels keep a row honest:
 
 - ``departures``: what differs from the paper's setting (another trace, a rescaled capacity, a fitted
   constant, the simulator where the paper ran real jobs) and why; empty only for a like-for-like
