@@ -72,7 +72,7 @@ BOTTOM = frozenset({
     "iolab.examples", "iolab.templates",
 })
 POLICIES = "iolab.middleware.policies"
-FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
+FRONT = frozenset({"iolab.cli", "iolab.studies", "iolab.reproduce", "iolab.campaign", "iolab.plots", "iolab.export", "iolab.runners",
                    "iolab.validation", "iolab.policy_check", "iolab.policy_templates",
                    "iolab.batsim",  # Batsim's protocol: the ZeroMQ transport and a run driven by an external scheduler
                    "iolab.__main__"})

@@ -112,6 +112,7 @@ COMMANDS = {
     "storage": "iolab.cli.storage:storage",
     "policy": "iolab.cli.policy:policy",
     "batsim": "iolab.cli.batsim:batsim",
+    "reproduce": "iolab.cli.reproduce:reproduce",
 }
 
 

@@ -16,7 +16,9 @@ writers; a measurement of another machine, not fitted to this paper, whose
 NetApp filer's law is not published), in the simulated runs and in the real
 DS1 runs alike (the real tier's pacing takes the same law). An
 I/O-bound job writes checkpoints of 1 GB for most of its run (10-100 GB,
-§5); a CPU-bound job does no I/O.  The controller runs with §5's parameters.
+§5; DS1's four write 150 GB each, above §5's range: a departure of this study's DS1, whose
+protocol twin in :mod:`.dheenadayalan_protocol` writes 10, 40, 70 and 100 GB); a CPU-bound job
+does no I/O.  The controller runs with §5's parameters.
 Each data set runs under FCFS and EASY, with and without the controller;
 Table 1's totals are the sums of completion (end - start) and flow (end -
 submit) times.
@@ -121,7 +123,7 @@ def datasets(size: DheenadayalanSize) -> dict[str, list[dict]]:
     rng = np.random.default_rng(size.seed)
     ds1 = [_job(i + 1, i * 10, 2000 + 500 * i, True, rng) for i in range(4)]
     ds1 += [_job(i + 5, 5 + i * 10, 3000, False, rng) for i in range(2)]
-    for j in ds1:
+    for j in ds1:  # 150 GB each: above §5's 10-100 GB (the module doc)
         if "data" in j:
             j["data"] = 150 * GB if j["runtime"] >= 2000 else j["data"]
     n = size.ds2_jobs

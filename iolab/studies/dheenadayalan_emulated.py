@@ -96,6 +96,8 @@ class EmulatedDS1:
         "d": 45.0, "ws": 180.0, "alpha": 0.75, "t": 180.0, "short_sleep": 60.0, "r_threshold": 45.0,
         "p": 1e9, "omega": 5e8, "recent": 300.0, "volumes": ["lps"], "model": {"probe": "tier"}})
     max_wall: float = 900.0  # wall seconds: the emulator refuses a spec whose estimate is longer
+    lps_rate: float = 100e6  # the volume (LPS) in bytes/s and its interference law: the study's (its own or the
+    lps_law: Any = VOLUME_LAW  # protocol's fitted volume, iolab.studies.dheenadayalan_protocol)
 
     def check(self) -> "EmulatedDS1":
         if not (0 < self.time_scale <= 1 and 0 < self.bytes_scale <= 1 and 0 < self.job_factor <= 1):
@@ -131,7 +133,8 @@ def emulated_spec(jobs: list[dict], scheduler: str, controller: bool, settings: 
     return parse_spec({
         "kind": "batch", "name": f"dheenadayalan-ds1-{scheduler}{'-controller' if controller else ''}",
         "seed": seed, "scheduler": scheduler,
-        "platform": {"nodes": 12, "memory_per_node": "1GB", "lps": {"rate": "100MB/s", "interference": VOLUME_LAW},
+        "platform": {"nodes": 12, "memory_per_node": "1GB",
+                     "lps": {"rate": settings.lps_rate, "interference": settings.lps_law},
                      "hps": {"rate": "1GB/s", "capacity": "1TB"}, "stage_rate": "1GB/s"},
         "workload": {"source": "inline", "jobs": _jobs(jobs, settings.job_factor)},
         "emulator": {"time_scale": settings.time_scale, "bytes_scale": settings.bytes_scale,

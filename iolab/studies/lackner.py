@@ -52,6 +52,12 @@ class LacknerSize:
     # the sensitivity sweep (--sensitivity): workload constants the paper does not give, one at a time
     # ("name=value"; "" is the baseline), each at the first capacity and k = 5; empty: Figs. 3 and 4
     sensitivity: tuple[str, ...] = ()
+    # Fig. 4 at these capacities too (its k != 5 runs; the paper's "more HPS hurts at low staging
+    # bandwidth" compares capacities at k = 1); empty: Fig. 4 at the largest capacity only
+    fig4_capacities: tuple[float, ...] = ()
+    # Fig. 5 (§V-B): SAS with the users' I/O estimates drawn N(x, (theta x)^2), at the largest capacity and
+    # k = 5, on every workload (one estimate draw each: the draw follows the workload's seed); empty: none
+    thetas: tuple[float, ...] = ()
 
 
 QUICK = LacknerSize(jobs=60, workloads=2, repetitions=1, ps=(0.0, 0.5, 1.0), capacities_gb=(2048,), ks=(1, 5))
@@ -97,8 +103,10 @@ def experiment(capacity_gb: float, k: float, scheduler, seed: int, jobs: int, wo
 
 
 def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float | None, workload: int,
-            repetition: int, jobs: int, setting: str | None = None) -> dict:
+            repetition: int, jobs: int, setting: str | None = None, theta: float | None = None) -> dict:
     overrides, sas_options = setting_of(setting or "")
+    if theta is not None:
+        overrides = {**overrides, "theta": theta}
     sched = {"kind": "random-tier", "p": p} if scheduler == "random" else {"kind": "sas", **sas_options}
     spec = experiment(capacity_gb, k, sched, seed=workload, jobs=jobs, workload=overrides)
     policy = (get_scheduler("random-tier", p=p, rng=np.random.default_rng([workload, repetition, int(p * 1000)]))
@@ -123,6 +131,7 @@ def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float 
         "hps_used": float(np.sum(np.where(tier == "hps", (end - start) * hb, 0.0))),
         "hps_avail": span * capacity_gb * GB, "hps_jobs": m.hps_jobs, "wall_seconds": wall,
         **({"setting": setting or "baseline"} if setting is not None else {}),
+        **({"theta": theta} if theta is not None else {}),
     }
 
 
@@ -137,15 +146,24 @@ def tasks(size: LacknerSize) -> list[tuple]:
                 for r in range(size.repetitions):
                     out.append((3, cap, 5, "random", p, w, r, size.jobs))
     cap4 = max(size.capacities_gb)
-    for k in size.ks:  # Fig. 4 (k = 5 at the largest capacity is Fig. 3's runs)
-        if k == 5:
-            continue
-        for w in range(size.workloads):
-            out.append((4, cap4, k, "sas", None, w, 0, size.jobs))
-            for p in size.ps:
-                for r in range(size.repetitions):
-                    out.append((4, cap4, k, "random", p, w, r, size.jobs))
+    for cap in dict.fromkeys((cap4, *size.fig4_capacities)):
+        for k in size.ks:  # Fig. 4 (k = 5 is Fig. 3's runs)
+            if k == 5:
+                continue
+            for w in range(size.workloads):
+                out.append((4, cap, k, "sas", None, w, 0, size.jobs))
+                for p in size.ps:
+                    for r in range(size.repetitions):
+                        out.append((4, cap, k, "random", p, w, r, size.jobs))
     return out
+
+
+def theta_tasks(size: LacknerSize) -> list[dict[str, Any]]:
+    """Fig. 5: SAS at the largest capacity and k = 5 with inaccurate estimates, one run per theta and workload
+    (theta = 0 is Fig. 3's SAS run)."""
+    cap = max(size.capacities_gb)
+    return [{**dict(zip(ARGS, (5, cap, 5, "sas", None, w, 0, size.jobs))), "theta": float(t)}
+            for t in size.thetas if t > 0 for w in range(size.workloads)]
 
 
 def sensitivity_tasks(size: LacknerSize) -> list[tuple]:
@@ -206,6 +224,23 @@ def aggregate(rows: list[dict]) -> dict:
     return {"groups": out}
 
 
+def theta_table(rows: list[dict], capacity_gb: float) -> list[dict]:
+    """Fig. 5: per theta, SAS's means over the workloads at ``capacity_gb`` and k = 5 (theta 0: Fig. 3's SAS
+    runs) and its utilisations pooled (Eq. 3)."""
+    sas = [r for r in rows if r["scheduler"] == "sas" and r["capacity_gb"] == capacity_gb and r["k"] == 5
+           and r["figure"] in (3, 5)]
+    by: dict[float, list[dict]] = {}
+    for r in sas:
+        t = r.get("theta")
+        by.setdefault(0.0 if t is None or t != t else float(t), []).append(r)
+    return [{"theta": t, "runs": len(rs), "makespan": float(np.mean([r["makespan"] for r in rs])),
+             "mean_turnaround": float(np.mean([r["mean_turnaround"] for r in rs])),
+             "hps_jobs": float(np.mean([r["hps_jobs"] for r in rs])),
+             "node_utilisation": sum(r["node_used"] for r in rs) / sum(r["node_avail"] for r in rs),
+             "hps_utilisation": sum(r["hps_used"] for r in rs) / sum(r["hps_avail"] for r in rs)}
+            for t, rs in sorted(by.items())]
+
+
 def headline(agg: dict) -> dict:
     """SAS against the best random p, per capacity and k."""
     out = {}
@@ -259,8 +294,9 @@ def params_of(size: LacknerSize) -> dict[str, Any]:
     """The study's size as campaign parameters (JSON data; no ``sensitivity`` key for Figs. 3 and 4, so
     campaigns written before the sweep existed resume)."""
     out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(size).items()}
-    if not size.sensitivity:
-        del out["sensitivity"]
+    for name in ("sensitivity", "fig4_capacities", "thetas"):  # absent when unused: older campaigns resume
+        if not out[name]:
+            del out[name]
     return out
 
 
@@ -273,7 +309,8 @@ def size_of(params: dict[str, Any]) -> LacknerSize:
 
 def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
     """The campaign's runs: one per task of :func:`tasks`, by argument name."""
-    return [dict(zip(ARGS + ("setting",), t)) for t in tasks(size_of(params))]
+    size = size_of(params)
+    return [dict(zip(ARGS + ("setting",), t)) for t in tasks(size)] + ([] if size.sensitivity else theta_tasks(size))
 
 
 def campaign_task(args: dict[str, Any]) -> dict:
@@ -291,7 +328,9 @@ def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int | None
     rows = rows_of(res)
     if size.sensitivity:
         return sensitivity_summary(rows, out_dir, size, time.perf_counter() - t0, figures)
-    agg = aggregate(rows)
+    agg = aggregate([r for r in rows if r["figure"] != 5])
+    if size.thetas:
+        agg["theta"] = theta_table(rows, max(size.capacities_gb))
     head = headline(agg)
     summary = {"headline": head, "wall_seconds": time.perf_counter() - t0, "runs": len(rows),
                "size": {"jobs": size.jobs, "workloads": size.workloads, "repetitions": size.repetitions},
@@ -302,7 +341,44 @@ def run_study(out_dir: Path, size: LacknerSize = LacknerSize(), jobs: int | None
     atomic_write_text(out_dir / "summary.json", json.dumps({**summary, **agg}, indent=2))
     if figures:
         draw(agg, out_dir, size)
+        if size.thetas:
+            draw_theta(agg, out_dir, max(size.capacities_gb))
     return {**summary, **agg}
+
+
+def draw_theta(agg: dict, out_dir: Path, capacity_gb: float) -> None:
+    """Fig. 5: SAS's makespan, mean turnaround (against the range of random assignment's means over p),
+    HPS jobs and utilisations against theta."""
+    import matplotlib  # lazy: matplotlib only when the figures are drawn
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # lazy: matplotlib only when the figures are drawn
+
+    tt = agg["theta"]
+    th = [r["theta"] for r in tt]
+    rnd = [g for g in agg["groups"] if g["scheduler"] == "random" and g["capacity_gb"] == capacity_gb and g["k"] == 5]
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
+    for ax, col, label in ((axes[0], "makespan", "makespan [h]"), (axes[3], "mean_turnaround", "mean turnaround [h]")):
+        if rnd:
+            ax.axhspan(min(g[col] for g in rnd) / 3600, max(g[col] for g in rnd) / 3600, color="tab:green",
+                       alpha=0.2, label="random, p in [0, 1]")
+        ax.plot(th, [r[col] / 3600 for r in tt], "o", ms=3, label="SAS")
+        ax.plot(th, np.polyval(np.polyfit(th, [r[col] / 3600 for r in tt], 1), th), lw=0.8)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    axes[1].plot(th, [r["hps_jobs"] for r in tt], "o", ms=3)
+    axes[1].set_ylabel("jobs on HPS (mean per workload)")
+    axes[2].plot(th, [r["hps_utilisation"] for r in tt], "o", ms=3, label="HPS")
+    axes[2].plot(th, [r["node_utilisation"] for r in tt], "s", ms=3, label="nodes")
+    axes[2].set_ylabel("utilisation (Eq. 3)")
+    axes[2].legend(fontsize=7)
+    for ax in axes:
+        ax.set_xlabel("theta (relative sd of the I/O estimates)")
+    fig.suptitle(f"lackner2019 Fig. 5 (iolab simulation): SAS with inaccurate estimates, HPS {capacity_gb:g} GB, "
+                 "R_stage = 5 R_lps")
+    fig.tight_layout()
+    fig.savefig(out_dir / "fig5.png", dpi=110)
+    plt.close(fig)
 
 
 def sensitivity_summary(rows: list[dict], out_dir: Path, size: LacknerSize, wall: float, figures: bool) -> dict:

@@ -37,8 +37,8 @@ import numpy as np
 
 from iolab.atomic import atomic_write_text
 from iolab.sim.batch.storage_replay import (
-    LAYOUTS, PAPER_CAPACITIES_TB, PAPER_SPLIT, PAPER_SUM_CAP, TB, StorageRequest, monniot_layout, peak_demand,
-    replay_layout, requests_from_jobs, week_scale,
+    LAYOUTS, PAPER_CAPACITIES_TB, PAPER_SPLIT, PAPER_SUM_CAP, TB, StorageRequest, disk_fill_times, monniot_layout,
+    peak_demand, replay_layout, requests_from_jobs, week_scale,
 )
 from iolab.workloads.theta import _utc, theta_trace
 
@@ -47,7 +47,7 @@ from iolab.shared_data import shared_data_file
 from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
 from iolab.studies.common import check_unchanged, file_sha256, write_csv
 
-RUN_VERSION = 1  # bump when a run's meaning changes (new run ids)
+RUN_VERSION = 2  # bump when a run's meaning changes (new run ids); 2: disk rows hold first_alloc, first_full
 
 STRATEGIES = ("random", "round-robin", "worst-fit", "best-bandwidth")
 SCALINGS = ("sum-cap", "peak")
@@ -144,9 +144,15 @@ def run_one(scaling: str, factor: float, layout: str, capacity_tb: float, strate
         "mean_concurrent": m.mean_concurrent, "max_concurrent": m.max_concurrent, "events": res.events,
         "wall_seconds": wall,
     }
+    fill = disk_fill_times(res.log, res.disk_capacity)
     disks = [{"disk": d, "mean_concurrent": c["mean_concurrent"], "max_concurrent": c["max_concurrent"],
-              "max_use": c["max_use"], "mean_use": c["mean_use"]} for d, c in m.per_disk.items()]
+              "max_use": c["max_use"], "mean_use": c["mean_use"],
+              "first_alloc": _or_nan(fill[d][0]), "first_full": _or_nan(fill[d][1])} for d, c in m.per_disk.items()]
     return {"row": row, "disks": disks}
+
+
+def _or_nan(t: float | None) -> float:
+    return float("nan") if t is None else float(t)
 
 
 def tasks(size: MonniotSize, factors: dict[str, float], reqs: list[StorageRequest]) -> list[tuple]:

@@ -7,7 +7,9 @@ For a target I/O load alpha_gen:
 - the number of apps n is uniform on [25, 100];
 - each app is periodic: n_i iterations uniform on [250, 1000], compute
   w_i uniform on [10, 100] seconds, and an I/O load v_i / (b w_i) drawn from a
-  normal (mean 0.1 for low, 0.9 for high; sd 0.1) truncated on [x, y];
+  normal (mean 0.1 for low, 0.9 for high; sd 0.1) truncated on [x, y] (the paper writes
+  "variance sigma = 0.1": ``sigma`` is read as the standard deviation; a variance of 0.1 would be
+  ``sigma=(0.316, 0.316)``);
 - Q_i is drawn from {2^j, j = 0..log2 P} with mean
   Q = P (beta mu1 + (1-beta) mu2) / (alpha_gen (1 + beta mu1 + (1-beta) mu2)).
 

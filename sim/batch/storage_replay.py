@@ -63,6 +63,14 @@ DISK_READ_BW = 3.13e9
 RAID_WRITE_BW = 1.465e9  # 1N1D's single volume in StorAlloc's platform files
 RAID_READ_BW = 1.565e9
 NETWORK_BW = 12.5e9      # 100 Gb/s Ethernet per storage node
+# monniot2023 Table 5's heterogeneous platform (32 TB): kind -> (nodes, disks per node, share of the total
+# capacity, disk write/read bandwidth, node network).  Its bandwidths are the table's numbers read as GB/s for
+# the disks (StorAlloc's SSD files give 2.93 GB/s, as Table 4's) and as Gb/s for the network (200 and 100 Gb/s).
+HETERO = "hetero"
+HETERO_KINDS: dict[str, tuple[int, int, float, float, float, float]] = {
+    "ssd": (2, 5, 0.5, 2.93e9, 3.13e9, 25e9),  # 5 x 1.6 TB SSD per node, 16 TB of the 32
+    "hdd": (4, 2, 0.5, 0.08e9, 0.08e9, 12.5e9),  # 2 x 2 TB HDD per node, 16 TB of the 32
+}
 PAPER_CAPACITIES_TB = (8, 16, 32, 64)
 PAPER_SUM_CAP = 1.6e15   # monniot2023 §5.2: sum of the year's requests
 PAPER_SPLIT = 200 * GB   # Table 2 / Table 4
@@ -87,7 +95,11 @@ class StorageRequest:
 
 def monniot_layout(layout: str, total_capacity: float, *, disk_write_bw: float | None = None,
                    disk_read_bw: float | None = None, network_bw: float = NETWORK_BW) -> list[DiskInfo]:
-    """One of Table 4's layouts holding ``total_capacity`` bytes (split evenly over its disks)."""
+    """One of Table 4's layouts holding ``total_capacity`` bytes (split evenly over its disks), or Table 5's
+    heterogeneous platform (``hetero``: SSD and HDD nodes, half the capacity each; disk ids ``ssdI.dJ``
+    and ``hddI.dJ``)."""
+    if layout == HETERO:
+        return hetero_layout(total_capacity)
     try:
         nodes, per_node = LAYOUTS[layout]
     except KeyError:
@@ -103,6 +115,43 @@ def monniot_layout(layout: str, total_capacity: float, *, disk_write_bw: float |
     return [DiskInfo(id=f"n{i}.d{d}", node=f"n{i}", server="s0", capacity=q + (1 if i * per_node + d < r else 0),
                      read_bw=rbw, write_bw=wbw, network_bw=network_bw)
             for i in range(nodes) for d in range(per_node)]
+
+
+def hetero_layout(total_capacity: float) -> list[DiskInfo]:
+    """monniot2023 Table 5 holding ``total_capacity`` bytes (its 32 TB scaled): :data:`HETERO_KINDS`."""
+    out = []
+    for kind, (nodes, per_node, share, wbw, rbw, net) in HETERO_KINDS.items():
+        n = nodes * per_node
+        q, r = divmod(int(round(total_capacity * share)), n)
+        if q < 1:
+            raise ValueError(f"total capacity {total_capacity:g} B cannot be split over Table 5's disks")
+        out += [DiskInfo(id=f"{kind}{i}.d{d}", node=f"{kind}{i}", server="s0",
+                         capacity=q + (1 if i * per_node + d < r else 0), read_bw=rbw, write_bw=wbw, network_bw=net)
+                for i in range(nodes) for d in range(per_node)]
+    return out
+
+
+def disk_fill_times(log: Sequence[AllocationRecord], capacity: dict[str, int], full: float = 0.995
+                    ) -> dict[str, tuple[float | None, float | None]]:
+    """Per disk: when it first held an allocation and when its allocated bytes first reached ``full`` of its
+    capacity (None: never), from a replay's log (releases at an instant before allocations, as the replay)."""
+    events: dict[str, list[tuple[float, int, int]]] = {d: [] for d in capacity}
+    for r in log:
+        if r.status == ALLOCATED and r.disk in events:
+            events[r.disk].append((float(r.alloc), 1, int(r.bytes)))
+            if r.free is not None:
+                events[r.disk].append((float(r.free), 0, -int(r.bytes)))
+    out = {}
+    for d, ev in events.items():
+        used, first, filled = 0, None, None
+        for t, _, b in sorted(ev):
+            used += b
+            if b > 0 and first is None:
+                first = t
+            if filled is None and used >= full * capacity[d]:
+                filled = t
+        out[d] = (first, filled)
+    return out
 
 
 @dataclass
@@ -227,7 +276,7 @@ def peak_demand(requests: Sequence[StorageRequest]) -> float:
 
 
 __all__ = [
-    "LAYOUTS", "NETWORK_BW", "PAPER_CAPACITIES_TB", "PAPER_SPLIT", "PAPER_SUM_CAP", "TB", "ReplayResult",
+    "HETERO", "HETERO_KINDS", "disk_fill_times", "hetero_layout", "LAYOUTS", "NETWORK_BW", "PAPER_CAPACITIES_TB", "PAPER_SPLIT", "PAPER_SUM_CAP", "TB", "ReplayResult",
     "StorageRequest", "monniot_layout", "peak_demand", "replay", "replay_layout", "requests_from_jobs",
     "week_scale",
 ]
