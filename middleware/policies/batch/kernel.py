@@ -147,7 +147,7 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
         return GuardedScheduler(load_policy(s, "scheduler"), str(s))
     policy = get_scheduler(s.kind, p=s.p, rng=spec.seed,  # random-tier makes its generator of the seed
                            hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
-                           backfill_depth=getattr(s, "backfill_depth", None))
+                           backfill_depth=getattr(s, "backfill_depth", None), conf=getattr(s, "conf", None))
     if not record_plans:
         policy.project = False  # nobody reads the projected starts: skip computing them
     return policy
@@ -232,6 +232,9 @@ class BatchKernel:
         # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
         # someone reads its plan or its policy keeps state between decisions
         self._may_skip = not record_plans and self.tracker is None and not getattr(policy, "stateful", False)
+        # a policy that keeps clocks of its own (the slurm scheduler's backfill cycle) is asked at every
+        # change, a job end with nothing waiting included
+        self._every_event = bool(getattr(policy, "sees_every_event", False))
         if observer is not None:
             disks = (tuple((d.id, d.capacity) for d in allocator.state.disks) if allocator is not None
                      else ((POOL, hps_capacity),))
@@ -382,7 +385,7 @@ class BatchKernel:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
         ``stage-in``/``allocating`` on HPS, ``running`` on LPS), in the decision's order."""
         self.changed = False
-        if not self.queue:
+        if not self.queue and not self._every_event:
             return []
         if self._may_skip and self.free_nodes < min(self._sizes):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)

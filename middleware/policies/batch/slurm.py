@@ -1,0 +1,205 @@
+"""``slurm``: what a Slurm 22.05 slurmctld (sched/backfill, select/cons_tres) does with rigid whole-node jobs.
+
+Two schedulers share the pending jobs, each in priority order (:mod:`.slurm_priority`):
+
+- **the main scheduler** (job_scheduler.c ``_schedule``) starts jobs in priority order while they fit in
+  the idle nodes and stops at the first that does not (its partition is then "failed" for the rest of the
+  pass: one partition here).  It runs at every job end (the epilog's completion calls it at once; with
+  ``defer``, through the background loop) and, for submissions, from the controller's background loop,
+  at most every ``batch_sched_delay`` seconds (an ``sbatch`` job never starts in its submission's RPC).
+  An event's pass tests at most ``default_queue_depth`` + 1 jobs.
+- **the backfill pass** (backfill.c ``_attempt_backfill``), every ``bf_interval`` seconds while jobs wait
+  (and at the first change after a quiet spell): the pending jobs in priority order, at most
+  ``bf_max_job_test`` of them, each tested on specific nodes: the nodes not reserved over its window,
+  :func:`~.slurm_nodes.will_run` on those (the running jobs removed in 30 s-aligned, doubling groups),
+  started if it can start now, else reserved on the nodes found, its start and end rounded down to
+  ``bf_resolution`` on the wall clock (at least one resolution long), trying later starts at the
+  reservations' boundaries when the nodes it needs are reserved; no reservation beyond ``bf_window``.
+  A job started by the pass is entered in the map until its end rounded down (whole-node jobs,
+  ``_bf_reserve_running``).  Every job considered gets a reservation: conservative backfilling on node
+  sets, not EASY on node counts.
+
+Time limits are whole minutes (a walltime in seconds is rounded up, as ``sbatch -t`` does) and a running
+job is expected to end at its start plus its limit.  Node ids are chosen as cons_tres chooses them
+(:func:`~.slurm_nodes.best_fit`), so the scheduler keeps the node set of every job it starts.  Pure: it
+keeps its own state between calls and asks to be called again (``Decision.wake_at``) for the backfill
+cycle and the background loop.  Each rule's Slurm option and default: docs/slurm-scheduler.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+from iolab.middleware.policies.batch.slurm_nodes import NodeSpace, best_fit, will_run
+from iolab.middleware.policies.batch.slurm_priority import Multifactor, basic_order
+from iolab.middleware.policies.batch.snapshot import LPS, BatchPolicy, Decision, PlanEntry, Snapshot
+from iolab.specs.slurm_conf import SlurmConf
+
+__all__ = ["SlurmScheduler", "slurm_limit"]
+
+
+def slurm_limit(walltime: float) -> float:
+    """The time limit Slurm plans with for a walltime of ``walltime`` seconds: whole minutes, rounded up."""
+    return max(math.ceil(walltime / 60.0 - 1e-9), 1) * 60.0
+
+
+class SlurmScheduler(BatchPolicy):
+    """slurmctld's main scheduler and backfill pass (module docstring) under a :class:`SlurmConf`."""
+
+    name = "slurm"
+    stateful = True  # its nodes, clocks and reservations carry over: it sees every decision
+    sees_every_event = True  # a job end with nothing waiting still moves the backfill cycle
+    reads_node_ids = True  # it chooses node ids (cons_tres's), so the run must give them
+    reads_profile = False
+
+    def __init__(self, conf: SlurmConf | None = None):
+        super().__init__()
+        self.conf = conf = conf if conf is not None else SlurmConf()
+        p = conf.SchedulerParameters
+        self.backfill = conf.SchedulerType == "sched/backfill"
+        self.interval, self.resolution = float(p.bf_interval), float(p.bf_resolution)
+        self.window = p.bf_window * 60.0
+        self.max_job_test, self.window_linear = p.bf_max_job_test, float(p.bf_window_linear)
+        self.sched_delay, self.queue_depth, self.defer = float(p.batch_sched_delay), p.default_queue_depth, p.defer
+        self.epoch = conf.epoch
+        self.backfill_depth = p.bf_max_job_test
+        self._owned: dict[str, tuple[int, float, float, int, str]] = {}  # job -> (nodes, start, end, n, user)
+        self._seen: set[str] = set()  # jobs seen waiting
+        self._last_bf: float | None = None  # time of the last backfill pass
+        self._bf_work = False  # something changed, or jobs waited, since it
+        self._last_bg = -math.inf  # time of the background loop's last main pass
+        self._bg_due = False  # a submission waits for the background loop
+        self._multifactor: Multifactor | None = None
+        self._planned: dict[str, tuple[float, float, int]] = {}  # job -> its last reservation (start, end, n)
+
+    def __repr__(self) -> str:
+        return f"SlurmScheduler({self.conf!r})"
+
+    # -- the order -----------------------------------------------------------------------------------
+    def _order(self, queue, now: float, total: int) -> list:
+        c = self.conf
+        if c.PriorityType == "priority/basic":
+            return basic_order(queue)
+        if self._multifactor is None:
+            self._multifactor = Multifactor(total, weight_age=c.PriorityWeightAge,
+                                            weight_size=c.PriorityWeightJobSize,
+                                            weight_fairshare=c.PriorityWeightFairshare, max_age=c.PriorityMaxAge,
+                                            favor_small=c.PriorityFavorSmall, half_life=c.PriorityDecayHalfLife,
+                                            calc_period=c.PriorityCalcPeriod)
+        return self._multifactor.order(queue, now + self.epoch)
+
+    def _floor(self, t: float) -> float:
+        """``t`` rounded down to ``bf_resolution`` on the wall clock."""
+        r = self.resolution
+        return math.floor((t + self.epoch) / r) * r - self.epoch
+
+    # -- a decision ------------------------------------------------------------------------------------
+    def _decide(self, snap: Snapshot) -> Decision:
+        now = snap.now
+        total = snap.total_nodes
+        running = {r.id for r in snap.running}
+        ended = [j for j in self._owned if j not in running]
+        for j in ended:
+            mask, start, _, n, user = self._owned.pop(j)
+            if self._multifactor is not None:
+                self._multifactor.used(user, n * (now - start), now + self.epoch)
+        queue = snap.queue
+        new = [q for q in queue if q.id not in self._seen]
+        self._seen.update(q.id for q in new)
+        free = snap.free_ids if snap.free_ids is not None else (1 << snap.free_nodes) - 1
+        if ended or new:
+            self._bf_work = True
+        if new or (ended and self.defer):
+            self._bg_due = True
+        starts: list = []
+        main = bool(ended) and not self.defer
+        if self._bg_due and now >= self._last_bg + self.sched_delay:
+            main, self._bg_due, self._last_bg = True, False, now
+        waiting = list(queue)
+        if main and waiting:
+            free = self._main(snap, self._order(waiting, now, total), free, starts)
+        waiting = [q for q in waiting if q.id not in {s.job for s in starts}]
+        if starts:
+            self._bf_work = True
+        if self.backfill and (self._bf_work or waiting):
+            due = now if self._last_bf is None else self._last_bf + self.interval
+            if now >= due:
+                self._last_bf = now
+                self._bf_work = bool(waiting)
+                if waiting:
+                    self._backfill(snap, self._order(waiting, now, total), free, starts)
+        wake = []
+        if self._bg_due:
+            wake.append(self._last_bg + self.sched_delay)
+        left = len(queue) > len(starts)
+        if self.backfill and (self._bf_work or left) and self._last_bf is not None:
+            wake.append(self._last_bf + self.interval)
+        wake_at = min((w for w in wake if w > now), default=None)
+        started = {s.job for s in starts}
+        plan = ()
+        if self.project:  # the last backfill pass's reservations of the jobs still waiting
+            plan = tuple(PlanEntry(j, st, en, n, LPS, 0.0, True) for j, (st, en, n) in self._planned.items()
+                         if j not in started)
+        return Decision(now, tuple(starts), plan, wake_at)
+
+    def _begin(self, snap: Snapshot, q, mask: int, starts: list) -> None:
+        now = snap.now
+        ids = [i for i in range(mask.bit_length()) if mask >> i & 1]
+        starts.append(snap.start(q, LPS, node_ids=ids))
+        self._owned[q.id] = (mask, now, now + slurm_limit(q.walltime), q.nodes, q.user)
+        self._planned.pop(q.id, None)
+
+    def _main(self, snap: Snapshot, order: list, free: int, starts: list) -> int:
+        """The main scheduler's pass: the jobs in priority order while they fit; returns the idle nodes."""
+        for k, q in enumerate(order):
+            if k > self.queue_depth:
+                break
+            mask = best_fit(free, q.nodes)
+            if mask is None:
+                break  # its partition failed: nothing behind it starts in this pass
+            self._begin(snap, q, mask, starts)
+            free &= ~mask
+        return free
+
+    def _backfill(self, snap: Snapshot, order: list, free: int, starts: list) -> None:
+        """One backfill pass at ``snap.now`` (module docstring)."""
+        now = snap.now
+        nodes = (1 << snap.total_nodes) - 1
+        space = NodeSpace(self._floor(now), self._floor(now + self.window), nodes, self.resolution)
+        running = [(end, mask) for mask, _, end, _, _ in self._owned.values()]
+        self._planned = {}
+        for q in order[:self.max_job_test]:
+            limit = slurm_limit(q.walltime)
+            start_res = now
+            while True:
+                end_time = max(start_res, now) + limit
+                avail, later = space.avail(nodes, start_res, end_time)
+                found = will_run(q.nodes, avail, free, running, now, epoch=self.epoch,
+                                 window_linear=self.window_linear) if avail.bit_count() >= q.nodes else None
+                if found is None:
+                    if later > start_res:
+                        start_res = later
+                        continue
+                    break  # no start within the window: no reservation
+                start, mask = found
+                start = max(start, start_res)
+                if start <= now:  # it starts now, on nodes no reservation holds over its limit
+                    self._begin(snap, q, mask, starts)
+                    free &= ~mask
+                    running.append((now + limit, mask))
+                    space.reserve(space.segs[0][0], self._floor(now + limit), mask)
+                    break
+                if later and start > later:
+                    start_res = later
+                    continue
+                if start > now + self.window:
+                    break  # beyond bf_window: no reservation
+                s_r, e_r = self._floor(start), self._floor(start + limit)
+                if space.overlaps(mask, s_r, e_r):
+                    if start > start_res:
+                        start_res = start
+                        continue
+                    break  # (Slurm would retry the same start until its time limit)
+                space.reserve(s_r, e_r, mask)
+                self._planned[q.id] = (start, start + limit, q.nodes)
+                break
