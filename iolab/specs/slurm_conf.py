@@ -15,6 +15,7 @@ unknown key is refused, naming it.  What each one does in the model: docs/slurm-
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -22,7 +23,7 @@ from pydantic import Field, field_validator, model_validator
 from iolab.specs.base import StrictModel
 
 __all__ = ["IGNORED_PARAMETERS", "SchedParams", "SlurmConf", "parse_scheduler_parameters",
-           "slurm_time"]
+           "parse_slurm_time", "slurm_time"]
 
 # SchedulerParameters of Slurm 22.05 (man slurm.conf) that the model does not read: they concern
 # features a replay of rigid whole-node jobs does not use (arrays' limits, licenses, reservations,
@@ -43,20 +44,30 @@ sched_max_job_start sched_min_interval spec_cores_first step_retry_count step_re
 """.split())
 
 
+def parse_slurm_time(value: str) -> float:
+    """Slurm's time string in seconds: ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S`` (a bare
+    number is minutes, as ``sbatch -t`` and slurm.conf read it)."""
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", value.strip())
+    if not m:
+        raise ValueError(f"not a Slurm time limit: {value!r} (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)")
+    d, a, b, c = (int(x) if x is not None else None for x in m.groups())
+    if d is not None:  # D-H, D-H:M, D-H:M:S
+        return float(d * 86400 + a * 3600 + (b or 0) * 60 + (c or 0))
+    if c is not None:  # H:M:S
+        return float(a * 3600 + b * 60 + c)
+    if b is not None:  # M:S
+        return float(a * 60 + b)
+    return float(a * 60)
+
+
 def slurm_time(value: object, unit: float = 60.0) -> object:
-    """A Slurm time string (``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S``) in seconds; a bare
-    number counts ``unit`` seconds (minutes, as Slurm reads one).  Anything else is left to the field."""
+    """A field's Slurm time (:func:`parse_slurm_time`) in seconds; a number counts ``unit`` seconds
+    (minutes, as Slurm reads one).  Anything else is left to the field."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return value
-    if isinstance(value, (int, float)) or value.strip().isdigit():
+    if isinstance(value, (int, float)):
         return float(value) * unit
-    from iolab.workloads.slurm_script import parse_time_limit  # lazy: the script reader is not needed otherwise
-    try:
-        return parse_time_limit(value)
-    except ValueError:
-        if value.strip() in ("0", "0-0"):
-            return 0.0
-        raise
+    return parse_slurm_time(value)
 
 
 def parse_scheduler_parameters(text: str) -> dict[str, object]:
