@@ -110,6 +110,7 @@ COMMANDS = {
     "export": "iolab.cli.export:export",
     "controller": "iolab.cli.controller:controller",
     "storage": "iolab.cli.storage:storage",
+    "slurm": "iolab.cli.slurm:slurm",
 }
 
 

@@ -152,6 +152,9 @@ class SlurmConf(StrictModel):
     PriorityFavorSmall: bool = False
     epoch: float = Field(0.0, ge=0, description="not a slurm.conf key: the wall-clock time (s since 1970) "
                          "of the run's time 0; Slurm rounds its times on its own clock (a replay sets it)")
+    bf_cycle_at: float | None = Field(None, ge=0, description="not a slurm.conf key: the wall-clock time (s "
+                                      "since 1970) of one backfill cycle (sdiag: 'Last cycle when'); the cycles "
+                                      "are every bf_interval from it; default: from the run's first decision")
 
     @field_validator("PriorityMaxAge", "PriorityDecayHalfLife", mode="before")
     @classmethod

@@ -87,9 +87,10 @@ def test_a_job_end_starts_only_the_priority_prefix_the_backfill_pass_the_rest():
     assert starts(QUEUE_MAIN, "conservative")["d"] == 20
     assert starts(QUEUE_MAIN, "slurm")["d"] == 30
     assert starts(QUEUE_MAIN, {"kind": "slurm", "conf": {"SchedulerParameters": "bf_interval=7"}})["d"] == 21
-    # sched/builtin has no backfill pass: d waits behind c
+    # sched/builtin has no backfill pass: a and b start at the background loop's turn a second after their
+    # submission (the backfill pass of the first decision started them at 0 above), and d waits behind c
     builtin = starts(QUEUE_MAIN, {"kind": "slurm", "conf": {"SchedulerType": "sched/builtin"}})
-    assert (builtin["c"], builtin["d"]) == (100, 110)
+    assert (builtin["a"], builtin["c"], builtin["d"]) == (1, 101, 111)
 
 
 QUEUE_RES = [job("A", 0, 4, 100, 100), job("B", 0, 2, 300, 300),

@@ -232,9 +232,6 @@ class BatchKernel:
         # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
         # someone reads its plan or its policy keeps state between decisions
         self._may_skip = not record_plans and self.tracker is None and not getattr(policy, "stateful", False)
-        # a policy that keeps clocks of its own (the slurm scheduler's backfill cycle) is asked at every
-        # change, a job end with nothing waiting included
-        self._every_event = bool(getattr(policy, "sees_every_event", False))
         if observer is not None:
             disks = (tuple((d.id, d.capacity) for d in allocator.state.disks) if allocator is not None
                      else ((POOL, hps_capacity),))
@@ -385,7 +382,7 @@ class BatchKernel:
         """One decision of the policy at ``t``; returns the jobs it started (their state is
         ``stage-in``/``allocating`` on HPS, ``running`` on LPS), in the decision's order."""
         self.changed = False
-        if not self.queue and not self._every_event:
+        if not self.queue:
             return []
         if self._may_skip and self.free_nodes < min(self._sizes):
             return []  # no waiting job fits in the free nodes: nothing can start (any policy)

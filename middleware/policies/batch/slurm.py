@@ -6,10 +6,12 @@ Two schedulers share the pending jobs, each in priority order (:mod:`.slurm_prio
   the idle nodes and stops at the first that does not (its partition is then "failed" for the rest of the
   pass: one partition here).  It runs at every job end (the epilog's completion calls it at once; with
   ``defer``, through the background loop) and, for submissions, from the controller's background loop,
-  at most every ``batch_sched_delay`` seconds (an ``sbatch`` job never starts in its submission's RPC).
+  a tick (:data:`BACKGROUND_TICK`) after the submission and at most every ``batch_sched_delay`` seconds
+  (an ``sbatch`` job never starts in its submission's RPC).
   An event's pass tests at most ``default_queue_depth`` + 1 jobs.
-- **the backfill pass** (backfill.c ``_attempt_backfill``), every ``bf_interval`` seconds while jobs wait
-  (and at the first change after a quiet spell): the pending jobs in priority order, at most
+- **the backfill pass** (backfill.c ``_attempt_backfill``), every ``bf_interval`` seconds on the backfill
+  thread's own clock (it wakes every ``bf_interval`` whether jobs wait or not: the nodes' pings count
+  as work; ``bf_cycle_at`` places the grid, else it starts at the first decision): the pending jobs in priority order, at most
   ``bf_max_job_test`` of them, each tested on specific nodes: the nodes not reserved over its window,
   :func:`~.slurm_nodes.will_run` on those (the running jobs removed in 30 s-aligned, doubling groups),
   started if it can start now, else reserved on the nodes found, its start and end rounded down to
@@ -35,7 +37,12 @@ from iolab.middleware.policies.batch.slurm_priority import Multifactor, basic_or
 from iolab.middleware.policies.batch.snapshot import LPS, BatchPolicy, Decision, PlanEntry, Snapshot
 from iolab.specs.slurm_conf import SlurmConf
 
-__all__ = ["SlurmScheduler", "slurm_limit"]
+__all__ = ["BACKGROUND_TICK", "SlurmScheduler", "slurm_limit"]
+
+#: seconds between two turns of slurmctld's background loop (controller.c: ten sleeps of 0.1 s), which
+#: runs the main scheduler for submissions; Slurm's records are whole seconds, so a submission's pass is
+#: modelled a whole tick after it
+BACKGROUND_TICK = 1.0
 
 
 def slurm_limit(walltime: float) -> float:
@@ -48,7 +55,6 @@ class SlurmScheduler(BatchPolicy):
 
     name = "slurm"
     stateful = True  # its nodes, clocks and reservations carry over: it sees every decision
-    sees_every_event = True  # a job end with nothing waiting still moves the backfill cycle
     reads_node_ids = True  # it chooses node ids (cons_tres's), so the run must give them
     reads_profile = False
 
@@ -65,10 +71,9 @@ class SlurmScheduler(BatchPolicy):
         self.backfill_depth = p.bf_max_job_test
         self._owned: dict[str, tuple[int, float, float, int, str]] = {}  # job -> (nodes, start, end, n, user)
         self._seen: set[str] = set()  # jobs seen waiting
-        self._last_bf: float | None = None  # time of the last backfill pass
-        self._bf_work = False  # something changed, or jobs waited, since it
+        self._anchor: float | None = None  # a backfill cycle's time (run seconds): the cycles' grid
         self._last_bg = -math.inf  # time of the background loop's last main pass
-        self._bg_due = False  # a submission waits for the background loop
+        self._bg_at: float | None = None  # when the background loop's pass for a submission is due
         self._multifactor: Multifactor | None = None
         self._planned: dict[str, tuple[float, float, int]] = {}  # job -> its last reservation (start, end, n)
 
@@ -94,9 +99,17 @@ class SlurmScheduler(BatchPolicy):
         return math.floor((t + self.epoch) / r) * r - self.epoch
 
     # -- a decision ------------------------------------------------------------------------------------
+    def _next_cycle(self, now: float) -> float:
+        """The first backfill cycle at or after ``now``: the cycles are every ``bf_interval`` from
+        ``bf_cycle_at`` (or from the first decision)."""
+        k = math.ceil((now - self._anchor) / self.interval - 1e-9)
+        return self._anchor + k * self.interval
+
     def _decide(self, snap: Snapshot) -> Decision:
         now = snap.now
         total = snap.total_nodes
+        if self._anchor is None:
+            self._anchor = self.conf.bf_cycle_at - self.epoch if self.conf.bf_cycle_at is not None else now
         running = {r.id for r in snap.running}
         ended = [j for j in self._owned if j not in running]
         for j in ended:
@@ -107,33 +120,25 @@ class SlurmScheduler(BatchPolicy):
         new = [q for q in queue if q.id not in self._seen]
         self._seen.update(q.id for q in new)
         free = snap.free_ids if snap.free_ids is not None else (1 << snap.free_nodes) - 1
-        if ended or new:
-            self._bf_work = True
-        if new or (ended and self.defer):
-            self._bg_due = True
+        if (new or (ended and self.defer)) and self._bg_at is None:
+            # the background loop's next turn (once a second), no sooner than batch_sched_delay after its last pass
+            self._bg_at = max(now + BACKGROUND_TICK, self._last_bg + self.sched_delay)
         starts: list = []
         main = bool(ended) and not self.defer
-        if self._bg_due and now >= self._last_bg + self.sched_delay:
-            main, self._bg_due, self._last_bg = True, False, now
+        if self._bg_at is not None and now >= self._bg_at - 1e-9:
+            main, self._bg_at, self._last_bg = True, None, now
         waiting = list(queue)
         if main and waiting:
             free = self._main(snap, self._order(waiting, now, total), free, starts)
-        waiting = [q for q in waiting if q.id not in {s.job for s in starts}]
-        if starts:
-            self._bf_work = True
-        if self.backfill and (self._bf_work or waiting):
-            due = now if self._last_bf is None else self._last_bf + self.interval
-            if now >= due:
-                self._last_bf = now
-                self._bf_work = bool(waiting)
-                if waiting:
-                    self._backfill(snap, self._order(waiting, now, total), free, starts)
+            waiting = [q for q in waiting if q.id not in {s.job for s in starts}]
+        if self.backfill and waiting and abs(self._next_cycle(now) - now) < 1e-9:
+            self._backfill(snap, self._order(waiting, now, total), free, starts)
+            waiting = [q for q in waiting if q.id not in {s.job for s in starts}]
         wake = []
-        if self._bg_due:
-            wake.append(self._last_bg + self.sched_delay)
-        left = len(queue) > len(starts)
-        if self.backfill and (self._bf_work or left) and self._last_bf is not None:
-            wake.append(self._last_bf + self.interval)
+        if self._bg_at is not None:
+            wake.append(self._bg_at)
+        if self.backfill and waiting:
+            wake.append(self._next_cycle(now + 1e-6))
         wake_at = min((w for w in wake if w > now), default=None)
         started = {s.job for s in starts}
         plan = ()
