@@ -11,8 +11,9 @@ node count, time limit and final state.  What is kept (:func:`usable`), as one s
 - a job is kept if it **started and ended**: a start and an end are known and start <= end, whatever
   its final state (COMPLETED, FAILED, TIMEOUT, CANCELLED while running, NODE_FAIL...: it held its nodes
   from its start to its end).  Dropped, and counted by reason: jobs that never started (PENDING,
-  cancelled while pending: start ``Unknown``/``None``, or a start after the end), jobs still running
-  (no end), and jobs of zero nodes;
+  cancelled while pending: start ``Unknown``/``None``, a start after the end, or no node: the job
+  completion log writes a job cancelled while pending with start = end and ``NodeCnt=0``), and jobs
+  still running (no end);
 - the **time limit** is the job's (``UNLIMITED`` or ``Partition_Limit``: the job's run time rounded up
   to a minute, said in :attr:`Accounting.notes`);
 - times are read as wall-clock seconds of the controller's local time (no time zone is in the records).
@@ -198,12 +199,10 @@ def _lines(p: Path) -> list[tuple[int, str]]:
 
 def _kept(acc: Accounting) -> Accounting:
     for j in acc.jobs:
-        if j.start is None or (j.end is not None and j.start > j.end):
-            why = "never started"
+        if j.start is None or (j.end is not None and j.start > j.end) or j.nodes < 1:
+            why = "never started"  # (the job completion log's cancelled-while-pending: start = end, 0 nodes)
         elif j.end is None:
             why = "still running (no end)"
-        elif j.nodes < 1:
-            why = "no nodes"
         else:
             acc.kept.append(j)
             continue
