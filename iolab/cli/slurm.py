@@ -107,14 +107,17 @@ def replay(spec: str, time_scale: float, partition: str | None, policies: str, r
 @click.option("--scheduler-parameters", default=None, help="the cluster's SchedulerParameters (slurm.conf)")
 @click.option("--priority-type", type=click.Choice(["priority/basic", "priority/multifactor"]), default=None)
 @click.option("--from-cluster", is_flag=True, help="read the settings from this host's cluster (scontrol show config)")
+@click.option("--bf-cycle-at", default=None, help="when a backfill cycle ran, on the records' clock "
+              "(YYYY-MM-DDTHH:MM:SS; sdiag's 'Last cycle when'): the cycles are every bf_interval from it")
 @click.option("--policies", default=",".join(POLICIES), show_default=True)
 @click.option("--figure", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True)
 def compare_log(log: str, nodes: int | None, scheduler_parameters: str | None, priority_type: str | None,
-                from_cluster: bool, policies: str, figure: str | None, as_json: bool) -> None:
+                from_cluster: bool, bf_cycle_at: str | None, policies: str, figure: str | None,
+                as_json: bool) -> None:
     """Compare a recorded LOG (sacct --parsable2 output or a job completion log) with the simulations."""
     from iolab.specs.slurm_conf import SlurmConf
-    from iolab.workloads.slurm_accounting import read_accounting
+    from iolab.workloads.slurm_accounting import read_accounting, wall_seconds
     from iolab.errors import IolabError
 
     acc = read_accounting(log)
@@ -133,6 +136,11 @@ def compare_log(log: str, nodes: int | None, scheduler_parameters: str | None, p
             conf = SlurmConf(**data)
         except ValueError as exc:
             raise click.BadParameter(str(exc).splitlines()[-1].strip(), param_hint="--scheduler-parameters") from None
+    if bf_cycle_at:
+        try:
+            conf = conf.model_copy(update={"bf_cycle_at": wall_seconds(bf_cycle_at)})
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--bf-cycle-at") from None
     if nodes is None:
         from iolab.emulator.launchers import expand_hostlist  # lazy: (the host list grammar)
         names = {n for j in acc.kept for n in (expand_hostlist(j.node_list) if j.node_list else [])}

@@ -35,6 +35,7 @@ def replay_figure(result, path: str | Path, title: str = "") -> Path:
     cdf.axvline(interval, color="0.5", ls=":", lw=1)
     cdf.axhline(0.9, color="0.5", ls=":", lw=1)
     cdf.set_xscale("symlog", linthresh=1)
+    cdf.set_xlim(0, max(max(abs(e) for e in r.errors) for r in result.results) * 1.5 + 2)
     cdf.set_xlabel("|simulated - recorded start| (s)")
     cdf.set_ylabel("share of jobs")
     cdf.legend(fontsize=8, loc="lower right")

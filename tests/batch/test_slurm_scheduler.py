@@ -129,3 +129,38 @@ def test_conf_is_slurm_conf_and_refuses_unknown_keys():
                                                   "stage_rate": 1},
                     "scheduler": {"kind": "slurm", "conf": {"SchedulerParameters": "bf_intreval=5"}},
                     "workload": {"source": "inline", "jobs": [job("a", 0, 1, 60, 1)]}})
+
+
+def test_the_record_of_a_real_replay_is_predicted_to_the_second():
+    # tests/data/slurm/replay-8nodes.jobcomp: the local cluster's job completion log of a replay of 10
+    # jobs on 8 nodes (default SchedulerParameters), whose backfill cycles ran at :12 and :42 past the
+    # minute (sdiag); textbook EASY backfills two narrow jobs 28 and 36 s early
+    from pathlib import Path
+    from iolab.validation.slurm_replay import compare
+    from iolab.workloads.slurm_accounting import read_jobcomp, wall_seconds
+
+    acc = read_jobcomp(Path(__file__).resolve().parents[1] / "data" / "slurm" / "replay-8nodes.jobcomp")
+    r = compare(acc.kept, 8, SlurmConf(bf_cycle_at=wall_seconds("2026-12-06T18:46:12")))
+    by = {p.policy: p for p in r.results}
+    assert by["slurm"].max_abs == 0 and by["slurm"].makespan_error == 0
+    assert by["easy"].max_abs == 36 and by["easy"].makespan_error < -0.1
+    # without the cycle's phase the cycles start at the first submission: errors within the interval
+    r = compare(acc.kept, 8, SlurmConf())
+    assert r.slurm.share == 1.0 and 0 < r.slurm.max_abs <= 30
+
+
+QUEUE_PRIO = [job("a", 0, 4, 60, 50), job("x", 3, 1, 60, 20), job("y", 4, 4, 60, 20)]
+
+
+@pytest.mark.parametrize("conf, first", [
+    ({}, "x"),  # priority/basic: submit order
+    ({"PriorityType": "priority/multifactor", "PriorityWeightJobSize": 1000}, "y"),  # larger first
+    ({"PriorityType": "priority/multifactor", "PriorityWeightJobSize": 1000, "PriorityFavorSmall": "YES"}, "x"),
+    ({"PriorityType": "priority/multifactor", "PriorityWeightAge": 1000, "PriorityMaxAge": "0:10",
+      "PriorityCalcPeriod": 1}, "x"),  # age only: the older job
+])
+def test_the_priority_order_decides_who_takes_the_nodes_at_a_job_end(conf, first):
+    s = starts([dict(j) for j in QUEUE_PRIO], {"kind": "slurm", "conf": {**conf, "SchedulerType": "sched/builtin"}},
+               nodes=4)
+    other = "y" if first == "x" else "x"
+    assert s[first] == s["a"] + 50 and s[other] == s[first] + 20, s
