@@ -14,6 +14,9 @@ through :mod:`iolab.emulator.shell`.
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
+import tempfile
 import math
 import re
 import time
@@ -73,9 +76,6 @@ def backfill_cycle_at(env: Mapping[str, str] | None = None) -> float | None:
     """The time of the backfill thread's last cycle that tested jobs (``sdiag``: "Last cycle when"), in
     the seconds of :func:`~iolab.workloads.slurm_accounting.wall_seconds` (the controller's local clock
     read as UTC, as the job records are); None if it has had none."""
-    import calendar  # lazy: (only here)
-    import datetime as dt
-
     out = _run(["sdiag"], env)
     block = out.split("Backfilling stats", 1)[-1]
     m = re.search(r"Last cycle when:\s*(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})", block)
@@ -165,7 +165,6 @@ def recorded(cfg: Mapping[str, str], slurm_ids, env: Mapping[str, str] | None = 
 
 
 def _sacct_to_file(ids, env) -> str:
-    import tempfile  # lazy: only a cluster with accounting needs it
     out = _run(["sacct", "--parsable2", "-j", ",".join(sorted(ids)), "-o", SACCT_FIELDS], env)
     fd, path = tempfile.mkstemp(prefix="iolab-sacct-", suffix=".txt")
     with open(fd, "w") as f:

@@ -13,6 +13,16 @@ from pathlib import Path
 
 import click
 
+from iolab.atomic import atomic_write_text
+from iolab.emulator.launchers import expand_hostlist
+from iolab.emulator.slurm_replay import (backfill_cycle_at, cluster_config, partition_nodes, queued_in, recorded,
+                                         submit_replay, wait_done)
+from iolab.errors import IolabError
+from iolab.plots.slurm_replay import replay_figure
+from iolab.specs.load import load_spec
+from iolab.specs.slurm_conf import SlurmConf
+from iolab.workloads import load_workload
+from iolab.workloads.slurm_accounting import read_accounting, wall_seconds
 from iolab.validation.slurm_replay import POLICIES, TARGET_MAKESPAN, TARGET_SHARE, compare, conf_from_config
 
 
@@ -44,7 +54,6 @@ def _print(result, as_json: bool, extra: dict | None = None) -> None:
 
 def _figure(result, figure: str | None, title: str) -> None:
     if figure:
-        from iolab.plots.slurm_replay import replay_figure  # lazy: matplotlib only for a figure
         click.echo(f"figure: {replay_figure(result, figure, title)}", err=True)
 
 
@@ -61,11 +70,6 @@ def _figure(result, figure: str | None, title: str) -> None:
 def replay(spec: str, time_scale: float, partition: str | None, policies: str, record_out: str | None,
            figure: str | None, as_json: bool) -> None:
     """Submit SPEC's jobs to Slurm as sleep jobs, then compare Slurm's schedule with the simulated ones."""
-    from iolab.emulator.slurm_replay import (backfill_cycle_at, cluster_config, partition_nodes,  # lazy: a cluster
-                                             queued_in, recorded, submit_replay, wait_done)
-    from iolab.errors import IolabError
-    from iolab.specs.load import load_spec
-    from iolab.workloads import load_workload
 
     if not time_scale > 0:
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
@@ -91,7 +95,6 @@ def replay(spec: str, time_scale: float, partition: str | None, policies: str, r
     if cycle is not None:
         conf = conf.model_copy(update={"bf_cycle_at": cycle})
     if record_out:
-        from iolab.atomic import atomic_write_text
         want = set(ids.values())
         lines = [ln for ln in Path(acc.source).read_text().splitlines() if ln.split(" ", 1)[0][6:] in want]
         atomic_write_text(Path(record_out), "\n".join(lines) + "\n")
@@ -105,26 +108,23 @@ def replay(spec: str, time_scale: float, partition: str | None, policies: str, r
 @click.option("--nodes", type=click.IntRange(1, 10_000_000), default=None,
               help="the partition's node count (default: the distinct nodes of the log's node lists)")
 @click.option("--scheduler-parameters", default=None, help="the cluster's SchedulerParameters (slurm.conf)")
-@click.option("--priority-type", type=click.Choice(["priority/basic", "priority/multifactor"]), default=None)
+@click.option("--priority-type", type=click.Choice(["priority/basic", "priority/multifactor"]), default=None,
+              help="the cluster's PriorityType (default priority/basic)")
 @click.option("--from-cluster", is_flag=True, help="read the settings from this host's cluster (scontrol show config)")
 @click.option("--bf-cycle-at", default=None, help="when a backfill cycle ran, on the records' clock "
               "(YYYY-MM-DDTHH:MM:SS; sdiag's 'Last cycle when'): the cycles are every bf_interval from it")
-@click.option("--policies", default=",".join(POLICIES), show_default=True)
-@click.option("--figure", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--policies", default=",".join(POLICIES), show_default=True, help="simulated policies to compare")
+@click.option("--figure", type=click.Path(dir_okay=False), default=None, help="write the comparison's figure here")
+@click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON")
 def compare_log(log: str, nodes: int | None, scheduler_parameters: str | None, priority_type: str | None,
                 from_cluster: bool, bf_cycle_at: str | None, policies: str, figure: str | None,
                 as_json: bool) -> None:
     """Compare a recorded LOG (sacct --parsable2 output or a job completion log) with the simulations."""
-    from iolab.specs.slurm_conf import SlurmConf
-    from iolab.workloads.slurm_accounting import read_accounting, wall_seconds
-    from iolab.errors import IolabError
 
     acc = read_accounting(log)
     if not acc.kept:
         raise IolabError(f"{log}: no job that started and ended ({', '.join(f'{v} {k}' for k, v in acc.dropped.items()) or 'empty'})")
     if from_cluster:
-        from iolab.emulator.slurm_replay import cluster_config  # lazy: a cluster
         conf = conf_from_config(cluster_config())
     else:
         data: dict = {}
@@ -142,7 +142,6 @@ def compare_log(log: str, nodes: int | None, scheduler_parameters: str | None, p
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--bf-cycle-at") from None
     if nodes is None:
-        from iolab.emulator.launchers import expand_hostlist  # lazy: (the host list grammar)
         names = {n for j in acc.kept for n in (expand_hostlist(j.node_list) if j.node_list else [])}
         nodes = max(len(names), max(j.nodes for j in acc.kept))
     if acc.dropped and not as_json:

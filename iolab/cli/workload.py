@@ -18,6 +18,9 @@ from iolab.workloads.carretero import CarreteroParams
 from iolab.workloads.carretero import generate as gen
 from iolab.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
 from iolab.workloads.slurm_script import slurm_jobs
+from iolab.emulator.launchers import expand_hostlist
+from iolab.validation.slurm_replay import replay_spec
+from iolab.workloads.slurm_accounting import read_accounting
 from iolab.specs.batch import SCHEDULERS, parse_duration
 from iolab.specs.load import parse_spec
 
@@ -225,9 +228,6 @@ def import_sacct(log: str, output: str, nodes: int | None, scheduler_parameters:
     """Import Slurm's accounting of jobs that ran (sacct --parsable2 output, or the job completion log of
     JobCompType=jobcomp/filetxt) as batch jobs under the slurm scheduler: recorded submit times, node
     counts, time limits and run times (docs/workloads.md states which records are kept)."""
-    from iolab.emulator.launchers import expand_hostlist  # lazy: (the host list grammar)
-    from iolab.validation.slurm_replay import replay_spec  # lazy: (the spec of recorded jobs)
-    from iolab.workloads.slurm_accounting import read_accounting
 
     acc = read_accounting(log)
     if not acc.kept:

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field
 
 from iolab.names import path_component
+from iolab.sim.batch.run import simulate_batch
+from iolab.specs.load import parse_spec
 from iolab.specs.slurm_conf import SlurmConf
 from iolab.workloads.slurm_accounting import AccountingJob, limit_of
 
@@ -133,9 +135,6 @@ def compare(jobs: list[AccountingJob], nodes: int, conf: SlurmConf | None = None
             policies=POLICIES) -> ReplayResult:
     """Simulate the recorded ``jobs`` on ``nodes`` nodes under each policy and measure it against the
     record (``slurm`` with ``conf``, the cluster's settings)."""
-    from iolab.sim.batch.run import simulate_batch  # lazy: the simulator loads with its first use
-    from iolab.specs.load import parse_spec  # lazy: (the spec loader, likewise)
-
     conf = conf if conf is not None else SlurmConf()
     jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
     t0 = min(j.submit for j in jobs)
