@@ -27,7 +27,7 @@ from iolab.emulator.shell import execute_wait
 from iolab.errors import RunError
 from iolab.workloads.slurm_accounting import Accounting, read_jobcomp, read_sacct
 
-__all__ = ["ReplayError", "backfill_cycle_at", "cluster_config", "partition_nodes", "queued_in", "recorded", "sbatch_sleep_command",
+__all__ = ["ReplayError", "backfill_cycle_at", "cluster_config", "cycle_phase", "partition_nodes", "queued_in", "recorded", "sbatch_sleep_command",
            "submit_replay", "wait_done"]
 
 NAME_PREFIX = "iolab-replay-"
@@ -85,6 +85,19 @@ def backfill_cycle_at(env: Mapping[str, str] | None = None) -> float | None:
     return float(calendar.timegm(d.timetuple()))
 
 
+def cycle_phase(samples: list[float], interval: float) -> float | None:
+    """One backfill cycle's time whose phase (its time modulo ``interval``, whole seconds) is the one most
+    of ``samples`` (cycle times seen during a run) have: the thread keeps its phase while jobs wait, and a
+    quiet spell or a slow cycle can shift it for a while."""
+    if not samples:
+        return None
+    counts: dict[float, int] = {}
+    for t in samples:
+        counts[t % interval] = counts.get(t % interval, 0) + 1
+    best = max(counts, key=lambda r: (counts[r], -r))
+    return max(t for t in samples if t % interval == best)
+
+
 def queued_in(partition: str, env: Mapping[str, str] | None = None) -> list[str]:
     """The ids of the jobs pending or running in ``partition``."""
     return _run(["squeue", "-h", "-p", partition, "-o", "%i"], env).split()
@@ -119,11 +132,14 @@ def submit_replay(jobs, *, time_scale: float, partition: str, env: Mapping[str, 
 
 
 def wait_done(slurm_ids, env: Mapping[str, str] | None = None, poll: float = 2.0, timeout: float = 86400.0,
-              sleep: Callable[[float], None] = time.sleep) -> None:
-    """Until Slurm lists none of ``slurm_ids`` as pending or running (or ``timeout`` seconds)."""
+              sleep: Callable[[float], None] = time.sleep, on_poll: Callable[[], None] | None = None) -> None:
+    """Until Slurm lists none of ``slurm_ids`` as pending or running (or ``timeout`` seconds); ``on_poll``
+    is called at every poll."""
     want = set(slurm_ids)
     t_end = time.monotonic() + timeout
     while True:
+        if on_poll is not None:
+            on_poll()
         out = _run(["squeue", "-h", "-t", "PD,R,CG,CF,S", "-o", "%i"], env)
         if not want & set(out.split()):
             return

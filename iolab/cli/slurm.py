@@ -15,8 +15,8 @@ import click
 
 from iolab.atomic import atomic_write_text
 from iolab.emulator.launchers import expand_hostlist
-from iolab.emulator.slurm_replay import (backfill_cycle_at, cluster_config, partition_nodes, queued_in, recorded,
-                                         submit_replay, wait_done)
+from iolab.emulator.slurm_replay import (backfill_cycle_at, cluster_config, cycle_phase, partition_nodes,
+                                         queued_in, recorded, submit_replay, wait_done)
 from iolab.errors import IolabError
 from iolab.plots.slurm_replay import replay_figure
 from iolab.specs.load import load_spec
@@ -88,10 +88,19 @@ def replay(spec: str, time_scale: float, partition: str | None, policies: str, r
     conf = conf_from_config(cfg)
     click.echo(f"replaying {len(jobs)} jobs on partition {part} ({len(nodes)} nodes), time scale {time_scale:g}",
                err=True)
-    ids = submit_replay(jobs, time_scale=time_scale, partition=part)
-    wait_done(ids.values())
+    # the backfill thread's clock: its cycles are every bf_interval from one of them; sdiag names the last
+    # one, read at every poll (the phase most of them share)
+    cycles: set[float] = set()
+
+    def sample() -> None:
+        t = backfill_cycle_at()
+        if t is not None:
+            cycles.add(t)
+
+    ids = submit_replay(jobs, time_scale=time_scale, partition=part, on_submit=lambda *_: sample())
+    wait_done(ids.values(), on_poll=sample)
     acc = recorded(cfg, ids.values())
-    cycle = backfill_cycle_at()  # the backfill thread's clock: its cycles are every bf_interval from it
+    cycle = cycle_phase(sorted(cycles), conf.SchedulerParameters.bf_interval)
     if cycle is not None:
         conf = conf.model_copy(update={"bf_cycle_at": cycle})
     if record_out:

@@ -88,7 +88,7 @@ def test_a_job_end_starts_only_the_priority_prefix_the_backfill_pass_the_rest():
     assert starts(QUEUE_MAIN, "slurm")["d"] == 30
     assert starts(QUEUE_MAIN, {"kind": "slurm", "conf": {"SchedulerParameters": "bf_interval=7"}})["d"] == 21
     # sched/builtin has no backfill pass: a and b start at the background loop's turn a second after their
-    # submission (the backfill pass of the first decision started them at 0 above), and d waits behind c
+    # submission, as above, and d waits behind c
     builtin = starts(QUEUE_MAIN, {"kind": "slurm", "conf": {"SchedulerType": "sched/builtin"}})
     assert (builtin["a"], builtin["c"], builtin["d"]) == (1, 101, 111)
 
@@ -103,18 +103,20 @@ def slurm_res(resolution: int, epoch: float) -> dict:
 
 
 def test_a_reservation_rounded_down_to_bf_resolution_keeps_a_narrow_job_waiting():
-    # A (nodes 0-3, limit 2 minutes) is expected to end at 120; J (6 nodes) gets a reservation from then on
+    # A and B start at 1 (the background loop's pass for their submission; the backfill pass at 0 does
+    # not see jobs of its own second).  A (nodes 0-3, limit 2 minutes) is expected to end at 121; J (6
+    # nodes) gets a reservation from then on
     # nodes 0-3 and 6-7; C (1 node, 1 minute) asks at the pass at 30 for [30, 90].  Textbook backfilling
     # starts C at its submission (it ends before J's reservation); Slurm at its first pass, 30, when the
     # reservation starts at 120 on the run's clock.  With the run's time 0 at 45 s past a minute on the
-    # wall clock, J's reservation at 165 s is rounded down to 120 on the wall clock, 75 in the run: C's
-    # window overlaps it, the free nodes 6-7 are reserved, and C waits for J to end (130) although
+    # wall clock, J's reservation at 166 s is rounded down to 120 on the wall clock, 75 in the run: C's
+    # window overlaps it, the free nodes 6-7 are reserved, and C waits for J to end (131) although
     # bf_resolution=1 still starts it at 30
     assert starts(QUEUE_RES, "easy")["C"] == 2 and starts(QUEUE_RES, "conservative")["C"] == 2
     assert starts(QUEUE_RES, slurm_res(60, 0))["C"] == 30
     assert starts(QUEUE_RES, slurm_res(1, 45))["C"] == 30
     coarse = starts(QUEUE_RES, slurm_res(60, 45))
-    assert coarse["J"] == 100 and coarse["C"] == 130
+    assert coarse["J"] == 101 and coarse["C"] == 131
 
 
 def test_conf_is_slurm_conf_and_refuses_unknown_keys():

@@ -2,10 +2,11 @@
 wall clock), the same jobs started in the same order on the same node ids, at the same times up to the
 real jobs' launch costs.
 
-Four nodes: ``a`` and ``b`` start at the first decision (its backfill pass); ``c`` (every node) waits
+Four nodes: ``a`` and ``b`` start at the background loop's pass a second after their submission; ``c``
+(every node) waits
 for ``a``; ``d`` (one node) is submitted behind ``c``: at ``b``'s end the main scheduler stops at ``c``
 and ``d`` waits for the backfill cycle at 60 s (the cycles are every ``bf_interval`` = 30 s from the
-first decision; ``b`` ends at 35 s, off the grid, and for real before 60 s), where it starts on node 2
+first decision; ``b`` ends at 36 s, off the grid, and for real before 60 s), where it starts on node 2
 (cons_tres's best fit of the free nodes 2-3) because it ends before ``c``'s reservation at ``a``'s limit
 (240 s).  Textbook EASY starts ``d`` at ``b``'s end.
 """
@@ -40,8 +41,8 @@ def test_the_simulated_slurm_decisions_are_the_ones_the_test_is_about():
     from iolab.sim.batch.run import simulate_batch
 
     sim = table(simulate_batch(the_spec(), strict=True))
-    assert sim == {"a": (0.0, "0-1"), "b": (0.0, "2-3"), "c": (100.0, "0-3"), "d": (60.0, "2")}
-    assert table(simulate_batch(the_spec("easy"), strict=True))["d"][0] == 35.0
+    assert sim == {"a": (1.0, "0-1"), "b": (1.0, "2-3"), "c": (101.0, "0-3"), "d": (60.0, "2")}
+    assert table(simulate_batch(the_spec("easy"), strict=True))["d"][0] == 35.0  # b's end (EASY starts at once)
 
 
 @pytest.mark.long
@@ -57,7 +58,7 @@ def test_slurm_starts_the_same_jobs_on_the_same_nodes_in_both_runtimes(tmp_path)
     real = table(trace)
     assert {j: n for j, (_, n) in real.items()} == {j: n for j, (_, n) in sim.items()}
     assert sorted(real, key=lambda j: real[j][0]) == sorted(sim, key=lambda j: sim[j][0])
-    # a and b start at the first decision and d at the backfill cycle, on the policy's clock (the real
+    # a and b start at the background loop's pass and d at the backfill cycle, on the policy's clock (the real
     # loop polls it: a wall second at most); c follows a's real end, later by a's launch and exit costs
     for j in ("a", "b", "d"):
         assert abs(real[j][0] - sim[j][0]) <= 1.0 / TS, (j, real, sim)

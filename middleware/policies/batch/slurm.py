@@ -11,7 +11,8 @@ Two schedulers share the pending jobs, each in priority order (:mod:`.slurm_prio
   An event's pass tests at most ``default_queue_depth`` + 1 jobs.
 - **the backfill pass** (backfill.c ``_attempt_backfill``), every ``bf_interval`` seconds on the backfill
   thread's own clock (it wakes every ``bf_interval`` whether jobs wait or not: the nodes' pings count
-  as work; ``bf_cycle_at`` places the grid, else it starts at the first decision): the pending jobs in priority order, at most
+  as work; ``bf_cycle_at`` places the grid, else it starts at the whole second of the first decision):
+  the pending jobs in priority order, at most
   ``bf_max_job_test`` of them, each tested on specific nodes: the nodes not reserved over its window,
   :func:`~.slurm_nodes.will_run` on those (the running jobs removed in 30 s-aligned, doubling groups),
   started if it can start now, else reserved on the nodes found, its start and end rounded down to
@@ -100,6 +101,18 @@ class SlurmScheduler(BatchPolicy):
         return math.floor((t + self.epoch) / r) * r - self.epoch
 
     # -- a decision ------------------------------------------------------------------------------------
+    def _before(self, queue, now: float) -> list:
+        """The jobs a periodic pass at ``now`` (the background loop's, the backfill thread's) sees.  On
+        whole seconds (a run of Slurm's records, which are whole seconds) a job of the pass's own second
+        may have come before or after it; it is taken as after, as the first replays showed (their passes
+        ran 0.1-0.2 s into their second): it waits for the next pass.  Between whole seconds (a replay
+        with the submissions' and the cycles' exact times) the times decide."""
+        wall = now + self.epoch
+        if abs(wall - round(wall)) > 1e-6:
+            return [q for q in queue if q.submit < now]
+        sec = round(wall)
+        return [q for q in queue if math.floor(q.submit + self.epoch + 1e-9) < sec]
+
     def _next_cycle(self, now: float) -> float:
         """The first backfill cycle at or after ``now``: the cycles are every ``bf_interval`` from
         ``bf_cycle_at`` (or from the first decision)."""
@@ -110,7 +123,8 @@ class SlurmScheduler(BatchPolicy):
         now = snap.now
         total = snap.total_nodes
         if self._anchor is None:
-            self._anchor = self.conf.bf_cycle_at - self.epoch if self.conf.bf_cycle_at is not None else now
+            self._anchor = (self.conf.bf_cycle_at - self.epoch if self.conf.bf_cycle_at is not None
+                            else math.floor(now + self.epoch) - self.epoch)  # (a whole wall-clock second)
         running = {r.id for r in snap.running}
         ended = [j for j in self._owned if j not in running]
         for j in ended:
@@ -126,11 +140,15 @@ class SlurmScheduler(BatchPolicy):
             self._bg_at = max(now + BACKGROUND_TICK, self._last_bg + self.sched_delay)
         starts: list = []
         main = bool(ended) and not self.defer
-        if self._bg_at is not None and now >= self._bg_at - 1e-9:
+        background = self._bg_at is not None and now >= self._bg_at - 1e-9
+        if background:
             main, self._bg_at, self._last_bg = True, None, now
         waiting = list(queue)
         if main and waiting:
-            free = self._main(snap, self._order(waiting, now, total), free, starts)
+            seen = waiting if not background else self._before(waiting, now)
+            if len(seen) < len(waiting):  # submitted in the pass's second: the loop's next pass takes them
+                self._bg_at = now + max(BACKGROUND_TICK, self.sched_delay)
+            free = self._main(snap, self._order(seen, now, total), free, starts)
             waiting = [q for q in waiting if q.id not in {s.job for s in starts}]
         # a cycle is due on the grid, or at the call it asked for (a real run's clock calls a moment late)
         cycle = abs(self._next_cycle(now) - now) < 1e-9 or (self._bf_asked is not None
@@ -138,7 +156,7 @@ class SlurmScheduler(BatchPolicy):
         if cycle:
             self._bf_asked = None
         if self.backfill and waiting and cycle:
-            self._backfill(snap, self._order(waiting, now, total), free, starts)
+            self._backfill(snap, self._order(self._before(waiting, now), now, total), free, starts)
             waiting = [q for q in waiting if q.id not in {s.job for s in starts}]
         wake = []
         if self._bg_at is not None:
