@@ -27,7 +27,7 @@ from iolab.emulator.shell import execute_wait
 from iolab.errors import RunError
 from iolab.workloads.slurm_accounting import Accounting, read_jobcomp, read_sacct
 
-__all__ = ["ReplayError", "backfill_cycle_at", "cluster_config", "cycle_phase", "partition_nodes", "queued_in", "recorded", "sbatch_sleep_command",
+__all__ = ["ReplayError", "backfill_cycle_at", "cluster_config", "cycle_phase", "probe_cycle", "records_clock", "partition_nodes", "queued_in", "recorded", "sbatch_sleep_command",
            "submit_replay", "wait_done"]
 
 NAME_PREFIX = "iolab-replay-"
@@ -111,9 +111,11 @@ def sbatch_sleep_command(job_id: str, nodes: int, limit_minutes: int, sleep: flo
 
 def submit_replay(jobs, *, time_scale: float, partition: str, env: Mapping[str, str] | None = None,
                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                  on_submit: Callable[[str, str], None] | None = None) -> dict[str, str]:
+                  on_submit: Callable[[str, str], None] | None = None,
+                  submitted: dict[str, float] | None = None) -> dict[str, str]:
     """Submit ``jobs`` (spec jobs, any order) at their submit offsets divided by ``time_scale``; returns
-    ``{spec job id: Slurm job id}``."""
+    ``{spec job id: Slurm job id}``; ``submitted`` gets each Slurm job's submission time on the records'
+    clock (:func:`records_clock`), to the fraction of a second."""
     order = sorted(jobs, key=lambda j: j.submit)
     t0 = clock()
     first = order[0].submit if order else 0.0
@@ -124,11 +126,39 @@ def submit_replay(jobs, *, time_scale: float, partition: str, env: Mapping[str, 
         if wait > 0:
             sleep(wait)
         minutes = max(math.ceil(j.walltime / time_scale / 60.0 - 1e-9), 1)
+        sent = time.time()
         out = _run(sbatch_sleep_command(j.id, j.nodes, minutes, j.runtime / time_scale, partition), env)
         ids[j.id] = out.strip().split(";")[0]
+        if submitted is not None:  # the RPC's moment: between the call and its answer
+            submitted[ids[j.id]] = records_clock((sent + time.time()) / 2)
         if on_submit is not None:
             on_submit(j.id, ids[j.id])
     return ids
+
+
+def records_clock(t: float) -> float:
+    """A time.time() value on the clock of Slurm's records (the controller's local time read as UTC,
+    :func:`~iolab.workloads.slurm_accounting.wall_seconds`), with its fraction of a second."""
+    return float(calendar.timegm(time.localtime(t))) + t % 1.0
+
+
+def probe_cycle(interval: float, env: Mapping[str, str] | None = None, step: float = 0.1,
+                sleep: Callable[[float], None] = time.sleep) -> float | None:
+    """The exact time of a backfill cycle (on the records' clock), found by reading sdiag every ``step``
+    seconds until its last cycle changes, for at most ``interval`` + 2 s; None if none ran (a cycle
+    counts only if it tested jobs: call it while jobs wait)."""
+    first = backfill_cycle_at(env)
+    t_end = time.monotonic() + interval + 2.0
+    before = time.time()
+    while time.monotonic() < t_end:
+        sleep(step)
+        now = time.time()
+        got = backfill_cycle_at(env)
+        if got is not None and got != first:
+            at = records_clock((before + now) / 2)
+            return at if math.floor(at) == got else got + 0.5
+        before = now
+    return None
 
 
 def wait_done(slurm_ids, env: Mapping[str, str] | None = None, poll: float = 2.0, timeout: float = 86400.0,

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import click
@@ -16,7 +17,7 @@ import click
 from iolab.atomic import atomic_write_text
 from iolab.emulator.launchers import expand_hostlist
 from iolab.emulator.slurm_replay import (backfill_cycle_at, cluster_config, cycle_phase, partition_nodes,
-                                         queued_in, recorded, submit_replay, wait_done)
+                                         probe_cycle, queued_in, recorded, submit_replay, wait_done)
 from iolab.errors import IolabError
 from iolab.plots.slurm_replay import replay_figure
 from iolab.specs.load import load_spec
@@ -97,18 +98,32 @@ def replay(spec: str, time_scale: float, partition: str | None, policies: str, r
         if t is not None:
             cycles.add(t)
 
-    ids = submit_replay(jobs, time_scale=time_scale, partition=part, on_submit=lambda *_: sample())
+    submitted: dict[str, float] = {}
+    ids = submit_replay(jobs, time_scale=time_scale, partition=part, on_submit=lambda *_: sample(),
+                        submitted=submitted)
+    interval = conf.SchedulerParameters.bf_interval
+    exact = probe_cycle(interval) if conf.SchedulerType == "sched/backfill" else None  # while jobs wait
     wait_done(ids.values(), on_poll=sample)
     acc = recorded(cfg, ids.values())
-    cycle = cycle_phase(sorted(cycles), conf.SchedulerParameters.bf_interval)
+    cycle = cycle_phase(sorted(cycles), interval)
+    if exact is not None and (cycle is None or math.floor(exact) % interval == cycle % interval):
+        cycle = exact  # the cycles' fraction of a second too
     if cycle is not None:
         conf = conf.model_copy(update={"bf_cycle_at": cycle})
+    # the exact times: the submissions as this process made them, and the run times as sleep + the launch
+    # cost the record shows on average (a completed job's recorded run time - its sleep)
+    sleep_of = {ids[j.id]: j.runtime / time_scale for j in jobs}
+    done = [r.end - r.start - sleep_of[r.id] for r in acc.kept if r.state == "COMPLETED"]
+    launch = min(max(sum(done) / len(done), 0.0), 1.0) if done else 0.0
+    runtimes = {r.id: (sleep_of[r.id] + launch if r.state == "COMPLETED" else r.end - r.start) for r in acc.kept}
     if record_out:
         want = set(ids.values())
         lines = [ln for ln in Path(acc.source).read_text().splitlines() if ln.split(" ", 1)[0][6:] in want]
         atomic_write_text(Path(record_out), "\n".join(lines) + "\n")
-    result = compare(acc.kept, len(nodes), conf, tuple(p.strip() for p in policies.split(",") if p.strip()))
-    _print(result, as_json, {"spec": spec, "time_scale": time_scale, "partition": part})
+    result = compare(acc.kept, len(nodes), conf, tuple(p.strip() for p in policies.split(",") if p.strip()),
+                     submits=submitted, runtimes=runtimes)
+    _print(result, as_json, {"spec": spec, "time_scale": time_scale, "partition": part, "launch_cost": launch,
+                             "submitted": submitted, "runtimes": runtimes})
     _figure(result, figure, f"{Path(spec).name} on Slurm ({len(nodes)} nodes)")
 
 

@@ -38,12 +38,15 @@ def job_order(j: AccountingJob) -> tuple:
     return (j.submit, [int(x) for x in re.findall(r"\d+", j.id)], j.id)
 
 
-def replay_spec(jobs: list[AccountingJob], nodes: int, scheduler) -> dict:
+def replay_spec(jobs: list[AccountingJob], nodes: int, scheduler, submits: dict | None = None,
+                runtimes: dict | None = None) -> dict:
     """A batch spec (as a mapping) of the recorded ``jobs`` on ``nodes`` nodes under ``scheduler``, in
-    :func:`job_order`; time 0 is the first submission (a ``slurm`` scheduler's ``conf.epoch`` its
-    wall-clock time)."""
+    :func:`job_order`; time 0 is the first submission's whole second (a ``slurm`` scheduler's
+    ``conf.epoch`` its wall-clock time).  ``submits`` and ``runtimes`` (by job id, on the records' clock):
+    the exact times a replay measured, instead of the records' whole seconds."""
     jobs = sorted(jobs, key=job_order)
     t0 = min(j.submit for j in jobs)
+    submits, runtimes = submits or {}, runtimes or {}
     if isinstance(scheduler, dict) and scheduler.get("kind") == "slurm":
         conf = dict(scheduler.get("conf") or {})
         conf.setdefault("epoch", t0)
@@ -54,8 +57,9 @@ def replay_spec(jobs: list[AccountingJob], nodes: int, scheduler) -> dict:
                          "stage_rate": "5 GB/s"},
             "scheduler": scheduler,
             "workload": {"source": "inline", "jobs": [
-                {"id": names[j.id], "user": j.user or "0", "submit": j.submit - t0, "nodes": j.nodes,
-                 "walltime": limit_of(j), "runtime": j.end - j.start} for j in jobs]}}
+                {"id": names[j.id], "user": j.user or "0", "submit": max(submits.get(j.id, j.submit) - t0, 0.0),
+                 "nodes": j.nodes, "walltime": limit_of(j), "runtime": runtimes.get(j.id, j.end - j.start)}
+                for j in jobs]}}
 
 
 def _names(jobs) -> dict[str, str]:
@@ -141,9 +145,11 @@ def _ranks(starts: list[float]) -> list[int]:
 
 
 def compare(jobs: list[AccountingJob], nodes: int, conf: SlurmConf | None = None,
-            policies=POLICIES) -> ReplayResult:
+            policies=POLICIES, submits: dict | None = None, runtimes: dict | None = None) -> ReplayResult:
     """Simulate the recorded ``jobs`` on ``nodes`` nodes under each policy and measure it against the
-    record (``slurm`` with ``conf``, the cluster's settings)."""
+    record (``slurm`` with ``conf``, the cluster's settings); ``submits``/``runtimes``: a replay's exact
+    times (:func:`replay_spec`).  A simulated start is compared in whole seconds (rounded down), as Slurm
+    records it."""
     conf = conf if conf is not None else SlurmConf()
     jobs = sorted(jobs, key=job_order)
     t0 = min(j.submit for j in jobs)
@@ -156,11 +162,11 @@ def compare(jobs: list[AccountingJob], nodes: int, conf: SlurmConf | None = None
     for policy in policies:
         sched = ({"kind": "slurm", "conf": conf.model_dump(mode="json", exclude_defaults=True)}
                  if policy == "slurm" else policy)
-        spec = parse_spec(replay_spec(jobs, nodes, sched))
+        spec = parse_spec(replay_spec(jobs, nodes, sched, submits, runtimes))
         trace = simulate_batch(spec, strict=True)
         cols = trace.jobs.columns
         by = dict(zip(cols["id"], zip(cols["start"], cols["end"])))
-        sim = [float(by[names[j.id]][0]) for j in jobs]
+        sim = [float(math.floor(by[names[j.id]][0] + 1e-6)) for j in jobs]
         ends = [float(by[names[j.id]][1]) for j in jobs]
         waits = [s - (j.submit - t0) for s, j in zip(sim, jobs)]
         rr, rs = _ranks(real), _ranks(sim)
