@@ -12,7 +12,8 @@ are simulated under the full model and under variants, each without one rule:
 - ``exact will-run``: a reservation starts when the job first fits, not at the end of the last job of its
   30 s-aligned group;
 - ``no rounding``: bf_resolution = 1 s in the model (the cluster's is kept in the real run);
-- ``no cycle phase``: the backfill cycles start at the first submission, not at the cluster's (sdiag);
+- ``no cycle phase``: the backfill cycles start at the first submission's second, not at the cluster's
+  (sdiag);
 - ``no tick``: a submission is scheduled at once, not at the background loop's next turn;
 
 and prints, per variant and configuration, the jobs within bf_interval, the mean |start error| and the
@@ -22,6 +23,7 @@ mean |makespan error| over the records.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,18 +72,19 @@ def patched(name, value):
         setattr(slurm_mod, name, old)
 
 
-def run(jobs, nodes, conf: SlurmConf, cls=SlurmScheduler):
-    spec = parse_spec(replay_spec(jobs, nodes, {"kind": "slurm", "conf": conf.model_dump(mode="json", exclude_defaults=True)}))
+def run(jobs, nodes, conf: SlurmConf, cls=SlurmScheduler, submits=None, runtimes=None):
+    spec = parse_spec(replay_spec(jobs, nodes, {"kind": "slurm", "conf": conf.model_dump(mode="json", exclude_defaults=True)},
+                                  submits, runtimes))
     sched = cls(spec.scheduler.conf)
     rec = run_batch(spec, scheduler=sched)
     return {s.queued.id: (s.start, s.end) for s in rec.jobs}
 
 
-def measure(jobs, nodes, conf, cls=SlurmScheduler):
+def measure(jobs, nodes, conf, cls=SlurmScheduler, submits=None, runtimes=None):
     names = _names(jobs)
     t0 = min(j.submit for j in jobs)
-    got = run(jobs, nodes, conf, cls)
-    err = [abs(got[names[j.id]][0] - (j.start - t0)) for j in jobs]
+    got = run(jobs, nodes, conf, cls, submits, runtimes)
+    err = [abs(math.floor(got[names[j.id]][0] + 1e-6) - (j.start - t0)) for j in jobs]
     real_ms = max(j.end for j in jobs) - t0
     ms = max(e for _, e in got.values())
     within = sum(1 for e in err if e <= conf.SchedulerParameters.bf_interval + 1e-9)
@@ -116,7 +119,8 @@ def main(dirs) -> int:
                 elif v == "no tick":
                     ctx = patched("BACKGROUND_TICK", 0.0)
                 with ctx:
-                    table.setdefault((label, v), []).append(measure(acc.kept, nodes, c, cls))
+                    table.setdefault((label, v), []).append(
+                        measure(acc.kept, nodes, c, cls, info.get("submitted"), info.get("runtimes")))
     print(f"{'configuration':<28} {'variant':<18} {'within bf_interval':>18} {'mean |err|':>10} {'mean |makespan err|':>20}")
     for (label, v), rows in table.items():
         w, n = sum(r[0] for r in rows), sum(r[1] for r in rows)
