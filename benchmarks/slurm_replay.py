@@ -1,6 +1,7 @@
 """Replays of random whole-node sleep workloads on the local Slurm, against the simulator's policies.
 
 usage:: python benchmarks/slurm_replay.py --seeds 1,2,3 --jobs 30 --nodes 8 --out DIR
+        python benchmarks/slurm_replay.py --summary DIR [DIR...]     # the table over seeds
         (with SLURM_CONF set: eval "$(slurm/start-cluster.sh)"; the cluster's own SchedulerParameters
         are the configuration measured: start it with IOLAB_SLURM_CONF_EXTRA=SchedulerParameters=...)
 
@@ -40,7 +41,35 @@ def workload(seed: int, jobs: int, nodes: int, span: float = 52.0) -> dict:
             "scheduler": "slurm", "workload": {"source": "inline", "jobs": out}}
 
 
+def summary(dirs: list[str]) -> int:
+    """One row per configuration (folder) and policy over every seed's comparison: jobs within
+    bf_interval, mean and max |start error|, mean and max |makespan error|."""
+    rows: dict[tuple[str, str], list] = {}
+    for d in dirs:
+        for js in sorted(Path(d).glob("s*.json")):
+            try:
+                r = json.loads(js.read_text())
+            except ValueError:
+                continue
+            sp = r["conf"]["SchedulerParameters"]
+            label = f"{r['nodes']} nodes, bf_interval={sp['bf_interval']}"
+            for p in r["policies"]:
+                rows.setdefault((label, p["policy"]), []).append(p)
+    print(f"{'configuration':<26} {'policy':<13} {'seeds':>5} {'within bf_interval':>18} {'mean |err|':>10} "
+          f"{'max |err|':>9} {'makespan err (mean |.|, max |.|)':>34}")
+    for (label, policy), ps in rows.items():
+        w, n = sum(p["within_interval"] for p in ps), sum(p["jobs"] for p in ps)
+        mean = sum(p["mean_abs_error"] * p["jobs"] for p in ps) / n
+        mx = max(p["max_abs_error"] for p in ps)
+        ms = [abs(p["makespan_error"]) for p in ps]
+        print(f"{label:<26} {policy:<13} {len(ps):>5} {w:>8}/{n:<4} ({100 * w / n:3.0f} %) {mean:>9.1f}s {mx:>8.0f}s "
+              f"{100 * sum(ms) / len(ms):>20.1f} %, {100 * max(ms):.1f} %")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--summary"]:
+        return summary(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--jobs", type=int, default=30)
