@@ -39,7 +39,11 @@ class ReplayError(RunError):
 
 
 def _run(cmd: list[str], env: Mapping[str, str] | None = None, timeout: float = 60.0) -> str:
-    rc, out, err = execute_wait(cmd, timeout=timeout, env=env)
+    try:
+        rc, out, err = execute_wait(cmd, timeout=timeout, env=env)
+    except FileNotFoundError:
+        raise ReplayError(f"{cmd[0]} is not installed here: a replay needs a Slurm cluster's client commands "
+                          f"(docs/slurm.md)") from None
     if rc != 0:
         raise ReplayError(f"{' '.join(cmd)} failed (exit {rc}): {(err or out).strip()}")
     return out
