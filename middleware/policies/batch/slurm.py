@@ -22,6 +22,9 @@ Two schedulers share the pending jobs, each in priority order (:mod:`.slurm_prio
   ``_bf_reserve_running``).  Every job considered gets a reservation: conservative backfilling on node
   sets, not EASY on node counts.
 
+A periodic pass at a whole second (a run of Slurm's whole-second records) does not see a job submitted in
+that same second (:meth:`SlurmScheduler._before`).
+
 Time limits are whole minutes (a walltime in seconds is rounded up, as ``sbatch -t`` does) and a running
 job is expected to end at its start plus its limit.  Node ids are chosen as cons_tres chooses them
 (:func:`~.slurm_nodes.best_fit`), so the scheduler keeps the node set of every job it starts.  Pure: it
