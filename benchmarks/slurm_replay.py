@@ -42,8 +42,12 @@ def workload(seed: int, jobs: int, nodes: int, span: float = 52.0) -> dict:
 
 
 def summary(dirs: list[str]) -> int:
-    """One row per configuration (folder) and policy over every seed's comparison: jobs within
-    bf_interval, mean and max |start error|, mean and max |makespan error|."""
+    """One row per configuration (folder) and policy over every seed's record, compared again with this
+    build: jobs within bf_interval, mean and max |start error|, mean and max |makespan error|."""
+    from iolab.specs.slurm_conf import SlurmConf
+    from iolab.validation.slurm_replay import compare
+    from iolab.workloads.slurm_accounting import read_jobcomp
+
     rows: dict[tuple[str, str], list] = {}
     for d in dirs:
         for js in sorted(Path(d).glob("s*.json")):
@@ -51,9 +55,12 @@ def summary(dirs: list[str]) -> int:
                 r = json.loads(js.read_text())
             except ValueError:
                 continue
-            sp = r["conf"]["SchedulerParameters"]
-            label = f"{r['nodes']} nodes, bf_interval={sp['bf_interval']}"
-            for p in r["policies"]:
+            # recomputed from Slurm's record with this build (the replay's exact times kept in its JSON)
+            conf = SlurmConf(**{k: v for k, v in r["conf"].items() if k != "epoch"})
+            acc = read_jobcomp(js.with_suffix(".jobcomp"))
+            result = compare(acc.kept, r["nodes"], conf, submits=r.get("submitted"), runtimes=r.get("runtimes"))
+            label = f"{r['nodes']} nodes, bf_interval={conf.SchedulerParameters.bf_interval}"
+            for p in result.to_json()["policies"]:
                 rows.setdefault((label, p["policy"]), []).append(p)
     print(f"{'configuration':<26} {'policy':<13} {'seeds':>5} {'within bf_interval':>18} {'mean |err|':>10} "
           f"{'max |err|':>9} {'makespan err (mean |.|, max |.|)':>34}")

@@ -2,11 +2,12 @@
 wall clock), the same jobs started in the same order on the same node ids, at the same times up to the
 real jobs' launch costs.
 
-Four nodes: ``a`` and ``b`` start at the background loop's pass a second after their submission; ``c``
+Four nodes: ``a`` and ``b`` start at the background loop's pass half a second after their submission;
+``c``
 (every node) waits
 for ``a``; ``d`` (one node) is submitted behind ``c``: at ``b``'s end the main scheduler stops at ``c``
 and ``d`` waits for the backfill cycle at 60 s (the cycles are every ``bf_interval`` = 30 s from the
-first decision; ``b`` ends at 36 s, off the grid, and for real before 60 s), where it starts on node 2
+first decision; ``b`` ends at 35.5 s, off the grid, and for real before 60 s), where it starts on node 2
 (cons_tres's best fit of the free nodes 2-3) because it ends before ``c``'s reservation at ``a``'s limit
 (240 s).  Textbook EASY starts ``d`` at ``b``'s end.
 """
@@ -41,7 +42,7 @@ def test_the_simulated_slurm_decisions_are_the_ones_the_test_is_about():
     from iolab.sim.batch.run import simulate_batch
 
     sim = table(simulate_batch(the_spec(), strict=True))
-    assert sim == {"a": (1.0, "0-1"), "b": (1.0, "2-3"), "c": (101.0, "0-3"), "d": (60.0, "2")}
+    assert sim == {"a": (0.5, "0-1"), "b": (0.5, "2-3"), "c": (100.5, "0-3"), "d": (60.0, "2")}
     assert table(simulate_batch(the_spec("easy"), strict=True))["d"][0] == 35.0  # b's end (EASY starts at once)
 
 
