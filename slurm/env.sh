@@ -12,6 +12,8 @@
 #   IOLAB_SLURMCTLD_PORT   slurmctld port (default 16817, away from the stock 6817)
 #   IOLAB_SLURMD_PORT_BASE node nX listens on base+X (default 17000 -> 17001..)
 #   IOLAB_SLURM_TIMEOUT    seconds to wait for all nodes to become idle (default 60)
+#   IOLAB_SLURM_CONF_EXTRA slurm.conf lines appended to the generated file, for keys it does not
+#                          set (SchedulerParameters=..., PriorityType=...); default none
 
 IOLAB_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 IOLAB_SLURM_DIR="${IOLAB_SLURM_DIR:-$IOLAB_REPO/slurm/.local}"
@@ -20,6 +22,7 @@ IOLAB_NODE_CPUS="${IOLAB_NODE_CPUS:-2}"
 IOLAB_SLURMCTLD_PORT="${IOLAB_SLURMCTLD_PORT:-16817}"
 IOLAB_SLURMD_PORT_BASE="${IOLAB_SLURMD_PORT_BASE:-17000}"
 IOLAB_SLURM_TIMEOUT="${IOLAB_SLURM_TIMEOUT:-60}"
+IOLAB_SLURM_CONF_EXTRA="${IOLAB_SLURM_CONF_EXTRA:-}"
 
 # Layout of the state dir.  state/ and spool/ are wiped on every fresh start:
 # stale controller state makes a job that was running at the last stop hold its

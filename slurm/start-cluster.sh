@@ -122,7 +122,8 @@ SchedulerType=sched/backfill
 
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=${IOLAB_SLURM_LOGS}/jobcomp.log
 
 ReturnToService=2
 SlurmdTimeout=30
@@ -135,6 +136,9 @@ MessageTimeout=10
 NodeName=n[1-${NODES}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=[$((IOLAB_SLURMD_PORT_BASE + 1))-${last}] CPUs=${IOLAB_NODE_CPUS} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+    if [[ -n "$IOLAB_SLURM_CONF_EXTRA" ]]; then
+        printf '# IOLAB_SLURM_CONF_EXTRA\n%s\n' "$IOLAB_SLURM_CONF_EXTRA" >>"$IOLAB_SLURM_CONF"
+    fi
 }
 
 # ---------------------------------------------------------------- daemons

@@ -113,6 +113,7 @@ COMMANDS = {
     "policy": "iolab.cli.policy:policy",
     "batsim": "iolab.cli.batsim:batsim",
     "reproduce": "iolab.cli.reproduce:reproduce",
+    "slurm": "iolab.cli.slurm:slurm",
 }
 
 

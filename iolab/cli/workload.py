@@ -12,6 +12,7 @@ import yaml
 
 from iolab.atomic import atomic_write_text, check_output
 from iolab.cli.options import Finite
+from iolab.errors import IolabError
 from iolab.units import format_size, parse_rate, seconds, size_text
 from iolab.emulator.io.checks import H5_OVERHEAD
 from iolab.workloads.carretero import CarreteroParams
@@ -19,6 +20,9 @@ from iolab.workloads.carretero import generate as gen
 from iolab.workloads.batsim import read_batsim_workload
 from iolab.workloads.darshan import LACKNER_PLATFORM, batch_spec, io_spec, read_darshan
 from iolab.workloads.slurm_script import slurm_jobs
+from iolab.emulator.launchers import expand_hostlist
+from iolab.validation.slurm_replay import replay_spec
+from iolab.workloads.slurm_accounting import read_accounting
 from iolab.specs.batch import SCHEDULERS, parse_duration
 from iolab.specs.load import parse_spec
 
@@ -250,3 +254,41 @@ def import_batsim(workload_file: str, output: str, nodes: int | None, scheduler:
         return
     click.echo(f"{output}: {len(jobs):,} job{'' if len(jobs) == 1 else 's'} on {total:,} nodes from the Batsim "
                f"workload {workload_file}")
+
+
+@import_.command("sacct")
+@click.argument("log", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="spec file to write (YAML or .json)")
+@click.option("--nodes", type=click.IntRange(1), default=None,
+              help="compute nodes of the platform (default: the distinct nodes the log's node lists name, at "
+                   "least the largest job)")
+@click.option("--scheduler-parameters", default=None, help="the cluster's SchedulerParameters, for the spec's "
+              "slurm scheduler (default: Slurm's defaults)")
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
+def import_sacct(log: str, output: str, nodes: int | None, scheduler_parameters: str | None, as_json: bool) -> None:
+    """Import Slurm's accounting of jobs that ran (sacct --parsable2 output, or the job completion log of
+    JobCompType=jobcomp/filetxt) as batch jobs under the slurm scheduler: recorded submit times, node
+    counts, time limits and run times (docs/workloads.md states which records are kept)."""
+    check_output(output, [log], option="-o")
+    acc = read_accounting(log)
+    if not acc.kept:
+        raise IolabError(f"{log}: no job that started and ended "
+                         f"({', '.join(f'{v} {k}' for k, v in acc.dropped.items()) or 'no job'})")
+    names = {n for j in acc.kept for n in (expand_hostlist(j.node_list) if j.node_list else [])}
+    n = nodes or max([len(names)] + [j.nodes for j in acc.kept])
+    conf = {"SchedulerParameters": scheduler_parameters} if scheduler_parameters else {}
+    data = replay_spec(acc.kept, n, {"kind": "slurm", "conf": conf})
+    data["name"] = "sacct"
+    t0 = min(j.submit for j in acc.kept)
+    header = [f"imported from {log} by iolab workload import sacct: {len(acc.kept)} job(s) that ran, "
+              f"{sum(acc.dropped.values())} left out ({', '.join(f'{v} {k}' for k, v in acc.dropped.items()) or 'none'})",
+              f"time 0 = the first submission, {dt.datetime.fromtimestamp(t0, dt.timezone.utc):%Y-%m-%dT%H:%M:%S} "
+              "(the controller's clock); walltime = the time limit, runtime = end - start; platform: edit its tiers"]
+    header += acc.notes
+    _write_spec(data, output, header)
+    if as_json:
+        click.echo(json.dumps({"output": str(output), "kind": "batch", "jobs": len(acc.kept), "dropped": acc.dropped,
+                               "nodes": n}))
+        return
+    click.echo(f"{output}: {len(acc.kept):,} job(s) on {n} nodes; left out: "
+               f"{', '.join(f'{v} {k}' for k, v in acc.dropped.items()) or 'none'}")

@@ -40,6 +40,7 @@ from iolab.specs.controller import ControllerSpec
 from iolab.specs.interference import INTERFERENCE_HELP, Interference
 from iolab.specs.io_policies import IOPolicyChoice, io_policy_value, normalise_policy
 from iolab.specs.policy_ref import BUILTIN, USER, PolicyRef, builtin_or_user, parse_policy
+from iolab.specs.slurm_conf import SlurmConf
 
 # ---------------------------------------------------------------- units
 
@@ -482,12 +483,12 @@ REFUSING_PLACEMENTS: tuple[str, ...] = ("round-robin", "best-bandwidth")
 
 
 HPS_REQUEST_SCHEDULERS = ("fcfs", "conservative", "conservative-reinsert")
-SCHEDULER_NAMES = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier")
+SCHEDULER_NAMES = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier", "slurm")
 
 
 class SchedulerSpec(StrictModel):
-    """``fcfs | easy | conservative | conservative-reinsert | sas | random-tier`` (p = P[HPS] for
-    random-tier)."""
+    """``fcfs | easy | conservative | conservative-reinsert | sas | random-tier | slurm`` (p = P[HPS] for
+    random-tier; ``conf``, the slurm.conf settings, for slurm)."""
 
     kind: Literal[SCHEDULER_NAMES]
     p: float | None = Field(None, ge=0, le=1, description="random-tier: probability of HPS")
@@ -505,6 +506,10 @@ class SchedulerSpec(StrictModel):
                                        "planned start: plan tracking and advance stage-in skip them); fcfs "
                                        "starts the same jobs; default: all of them")
 
+    conf: SlurmConf | None = Field(None, description="slurm: the slurm.conf settings it follows, named as "
+                                   "slurm.conf names them (SchedulerParameters, PriorityType, PriorityWeight*, ...; "
+                                   "docs/slurm-scheduler.md); default Slurm 22.05's")
+
     @field_validator("kind", mode="before")
     @classmethod
     def _n(cls, v: object) -> object:
@@ -512,6 +517,11 @@ class SchedulerSpec(StrictModel):
 
     @model_validator(mode="after")
     def _p(self) -> "SchedulerSpec":
+        if self.conf is not None and self.kind != "slurm":
+            raise_if([("conf", f"conf (slurm.conf settings) applies to slurm, not {self.kind}")])
+        if self.kind == "slurm" and self.backfill_depth is not None:
+            raise_if([("backfill_depth", "slurm reads its depth from conf: SchedulerParameters: "
+                                         "bf_max_job_test=N")])
         if self.kind == "random-tier" and self.p is None:
             raise_if([("p", "random-tier needs p, the probability of assigning HPS (0..1)")])
         if self.kind != "random-tier" and self.p is not None:
@@ -674,7 +684,7 @@ class BatchExperiment(StrictModel):
     name: Name = Field("batch", description="the experiment's name (becomes part of file names)")
     platform: BatchPlatform
     scheduler: SchedulerChoice = Field(description="a built-in scheduler (fcfs, easy, conservative, "
-                                       "conservative-reinsert, sas, random-tier) or your own (kind: python; "
+                                       "conservative-reinsert, sas, random-tier, slurm) or your own (kind: python; "
                                        "docs/policies.md)")
     placement: PlacementSpec = PlacementSpec()
     allocation: AllocationChoice = Field(default_factory=AllocationSpec,

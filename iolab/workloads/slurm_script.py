@@ -44,6 +44,7 @@ from pydantic import ValidationError
 
 from iolab.errors import IolabError
 from iolab.specs.base import MAX_TIME, not_a_file
+from iolab.specs.slurm_conf import parse_slurm_time
 from iolab.specs.batch import Job, parse_size
 
 MAX_BYTES = 1e24  # a yottabyte: any finite size a platform could hold
@@ -131,21 +132,10 @@ def parse_time_limit(value: str) -> float:
     v = value.strip()
     if v.upper() in ("UNLIMITED", "INFINITE", "-1"):
         raise ValueError(f"time limit {value!r}: an unlimited job has no walltime to plan with; give one")
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", v)
-    if not m:
-        raise ValueError(f"not a Slurm time limit: {value!r} (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)")
-    d, a, b, c = (int(x) if x is not None else None for x in m.groups())
-    if d is not None:  # D-H, D-H:M, D-H:M:S
-        secs = d * 86400 + a * 3600 + (b or 0) * 60 + (c or 0)
-    elif c is not None:  # H:M:S
-        secs = a * 3600 + b * 60 + c
-    elif b is not None:  # M:S
-        secs = a * 60 + b
-    else:  # M
-        secs = a * 60
+    secs = parse_slurm_time(v)
     if secs <= 0:
         raise ValueError(f"time limit {value!r} is zero")
-    return float(secs)
+    return secs
 
 
 def parse_begin(value: str, now: _dt.datetime | None) -> float:

@@ -148,7 +148,7 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
         return GuardedScheduler(load_policy(s, "scheduler"), str(s))
     policy = get_scheduler(s.kind, p=s.p, rng=spec.seed,  # random-tier makes its generator of the seed
                            hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
-                           backfill_depth=getattr(s, "backfill_depth", None))
+                           backfill_depth=getattr(s, "backfill_depth", None), conf=getattr(s, "conf", None))
     if not record_plans:
         policy.project = False  # nobody reads the projected starts: skip computing them
     return policy

@@ -7,20 +7,28 @@ import numpy as np
 
 from iolab.middleware.policies.batch.backfill import EASY, FCFS, Conservative, ConservativeReinsert
 from iolab.middleware.policies.batch.sas import SAS, RandomTier
+from iolab.middleware.policies.batch.slurm import SlurmScheduler
 from iolab.middleware.policies.batch.snapshot import BatchPolicy
 
-SCHEDULERS = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier")
+SCHEDULERS = ("fcfs", "easy", "conservative", "conservative-reinsert", "sas", "random-tier", "slurm")
 
 
 def get_scheduler(name: str, *, p: float | None = None,
                   rng: np.random.Generator | int = 0, hps_requests: bool = False,
-                  start_now: bool = False, backfill_depth: int | None = None) -> BatchPolicy:
+                  start_now: bool = False, backfill_depth: int | None = None, conf=None) -> BatchPolicy:
     """A fresh scheduler by name (``random-tier`` needs ``p``; ``hps_requests``: FCFS and the
     conservative variants run the jobs that ask for HPS on HPS; ``backfill_depth``: a decision
     considers the head and at most that many waiting jobs behind it, Slurm's ``bf_max_job_test``:
     EASY, SAS and random-tier try only those for backfilling, the conservative variants reserve only
-    those, and every policy plans only those: the others have no planned start)."""
+    those, and every policy plans only those: the others have no planned start; ``conf``: the slurm
+    scheduler's :class:`~iolab.specs.slurm_conf.SlurmConf`, default Slurm's defaults)."""
     key = name.strip().lower().replace("_", "-")
+    if conf is not None and key != "slurm":
+        raise ValueError(f"conf applies to slurm, not {name!r}")
+    if key == "slurm":
+        if backfill_depth is not None or hps_requests or start_now or p is not None:
+            raise ValueError("slurm takes its settings from conf (SchedulerParameters=bf_max_job_test=...)")
+        return SlurmScheduler(conf)
     if backfill_depth is not None:
         if backfill_depth < 0:
             raise ValueError(f"backfill_depth must be >= 0, got {backfill_depth}")
