@@ -54,7 +54,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on).
     ``io``: the I/O nodes' actor of a platform with I/O nodes: an I/O phase then has one row per part
     (``io_node`` its I/O node, ``start`` the phase's start, ``end`` the part's end, ``volume`` its bytes)
-    and every grant of a part is a ``grants`` row (the app phase given as the job's step index)."""
+    and every grant of a part is a ``grants`` row (its phase as the job's step index)."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
     hps_capacity = p.hps.total_capacity
@@ -115,10 +115,9 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         jobs, p.lps.rate, io_time=[io_time.get(j.queued.id, 0.0) for j in jobs],
         ends=[j.end if j.state in ENDED else math.nan for j in jobs], statuses=[_status(j) for j in jobs],
         hosts=[hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts) for j in jobs]))
-    for job, ph, node, request, grant, release in io_rec["grants"]:
-        j = by_id.get(job)
-        if j is not None and ph < len(j.index_map):
-            tb.add_grant(job=job, phase=j.index_map[ph], io_node=node, request=request, grant=grant, release=release)
+    for job, step, node, request, grant, release in io_rec["grants"]:
+        if job in by_id:
+            tb.add_grant(job=job, phase=step, io_node=node, request=request, grant=grant, release=release)
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)
