@@ -49,8 +49,8 @@ class _ArbiterActor:
     # -- the ticker ------------------------------------------------------------------------
     def _settle(self, wake: bool = True) -> None:
         """Decide now; ``wake``: a call changed the state, so the ticker recomputes when it is next due.
-        The ticker itself settles with ``wake=False``: waking itself would make it spin (it did, until
-        2026-11-24: one core of the machine busy in the arbiter throughout every real run)."""
+        The ticker itself settles with ``wake=False``: waking itself would make it spin (one core of the
+        machine busy in the arbiter throughout every real run)."""
         try:
             self._decide()
         except InvariantViolation as exc:  # strict mode: the run stops; every waiting app is told

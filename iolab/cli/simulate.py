@@ -175,13 +175,13 @@ def _collector_paused_on_startup():
     """Python's cyclic garbage collector leaves the objects alive now (modules, classes, pydantic's
     schemas, the spec: they live as long as the run) out of its passes while the run lasts
     (``gc.freeze``; ``gc.unfreeze`` after).  A run allocates objects by the hundred thousand, so the
-    collector's full passes come often and each walked every start-up object again: 0.13 s of the
-    1.1 s of ``iolab simulate`` on KTH-SP2 under EASY.  Objects are still freed when unreferenced.
+    collector's full passes come often and would each walk every start-up object again (about a tenth of
+    ``iolab simulate`` on KTH-SP2 under EASY: docs/performance.md).  Objects are still freed when unreferenced.
 
     Started from ``main()``, the command has run with the collector paused until here (``COLLECTOR_KEPT_PAUSED``
     in iolab/cli/__init__.py: its start-up makes next to no garbage); it is on for the run, its youngest
-    generation passed over every 10 000 new objects instead of 700 (a run makes them by the hundred
-    thousand, few of them in cycles: 0.7 % of the instructions of KTH-SP2 under EASY), as before after it."""
+    generation passed over every 10 000 new objects instead of Python's 700 (a run makes them by the hundred
+    thousand, few of them in cycles), and at 700 again after it."""
     gc.freeze()
     resume_collector()
     thresholds = gc.get_threshold()

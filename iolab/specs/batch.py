@@ -633,7 +633,7 @@ class EstimateSpec(StrictModel):
 
 
 class AdvanceStageInSpec(StrictModel):
-    """Advance stage-in (issue 9 §5): a waiting job that asks for HPS (storage and input > 0)
+    """Advance stage-in (beyond soysal2019; docs/batch-policies.md): a waiting job that asks for HPS (storage and input > 0)
     whose planned start and planned node set are unchanged for ``theta_stable`` and whose start
     is within its stage-in time + ``margin`` starts its stage-in early."""
 

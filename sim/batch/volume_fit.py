@@ -1,4 +1,4 @@
-"""Fit the simulator's volume model to the response times a real run measured (issue 10 §5).
+"""Fit the simulator's volume model to the response times a real run measured.
 
 The simulator's benchmark unit of ``p`` bytes on a volume with ``k`` writers takes
 (:class:`iolab.sim.batch.controller.VolumeModel`)::

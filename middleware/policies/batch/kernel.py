@@ -809,7 +809,7 @@ class BatchKernel:
         (iterating gives the rows)."""
         return self.tracker.rows if self.tracker is not None else PlanRows()
 
-    # -- advance stage-in (issue 9 §5, beyond soysal2019) ------------------------------------------
+    # -- advance stage-in (beyond soysal2019) ---------------------------------------------------------
     def _setup_advance(self, advance: tuple[float, float] | None) -> None:
         self.advance = advance  # (theta_stable, margin) or None
         self.early: dict[str, tuple[float, float, int]] = {}  # job -> (copy began, planned start, node mask)
