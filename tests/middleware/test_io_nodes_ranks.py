@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from iolab.emulator.batch.jobs import job_parts, rank_io_nodes
-from iolab.middleware.io_nodes import IONodesState
+from iolab.middleware.io_node_state import IONodesState
 from iolab.workloads.steps import Step
 
 

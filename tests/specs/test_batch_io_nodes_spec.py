@@ -62,7 +62,7 @@ def test_behind_io_nodes_a_real_run_defaults_to_one_rank_per_node():
 
 
 def test_a_real_run_refuses_fewer_ranks_than_a_jobs_nodes_and_takes_any_more(tmp_path):
-    from iolab.emulator.batch.checks import check_batch_runnable
+    from iolab.emulator.batch.prerun_checks import check_batch_runnable
     from iolab.errors import SpecError
 
     def problems(ranks):

@@ -15,7 +15,7 @@ job's read and write phases on its tier go through the I/O nodes of its compute 
 - **requests, grants, releases, withdrawals**: :meth:`IONodeBook.request` records, :meth:`~IONodeBook.dispatch`
   decides for the I/O nodes touched since it last ran (a runtime dispatches once per instant, or after
   every call), :meth:`~IONodeBook.release` and :meth:`~IONodeBook.withdraw` give a part's grant or request
-  back; every one of them goes to strict mode's :class:`~.io_node_checks.IONodeChecker` too;
+  back; every one of them goes to strict mode's :class:`~.io_node_checker.IONodeChecker` too;
 - **suspension** (the load controller's): :meth:`~IONodeBook.suspend` releases a job's granted parts and
   withdraws its waiting ones, all *held*; a part that asks while its job is suspended is held too;
   :meth:`~IONodeBook.resume` makes every held part ask again, for the bytes it has left;
@@ -27,8 +27,8 @@ job's read and write phases on its tier go through the I/O nodes of its compute 
   per phase that ended, its parts' I/O nodes, bytes and ends.
 
 Pure, every call given ``t`` in spec seconds.  What moves the bytes is each runtime's own: the simulator's
-max-min fair rates (:mod:`iolab.sim.batch.io_nodes`), the real run's ranks and token buckets
-(:mod:`iolab.middleware.io_nodes`); each tells the book what a part moved when it gives a grant back.
+max-min fair rates (:mod:`iolab.sim.batch.io_node_layer`), the real run's ranks and token buckets
+(:mod:`iolab.middleware.io_node_state`); each tells the book what a part moved when it gives a grant back.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Callable
 
 from iolab.invariants import strict_default
 from iolab.middleware.policies.arbiter import IONodeArbiter
-from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
+from iolab.middleware.policies.batch.io_node_checker import IONodeChecker
 from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_volume
 from iolab.middleware.policies.io_guard import equal_sharing, io_policy
 from iolab.middleware.policies.io_order import IORequest, Stream

@@ -218,7 +218,7 @@ class IONodeLayer:
 
     def _job(self, s):
         """Job ``s`` as the I/O nodes see it.  What the list policies rank about it is built as the real run
-        builds it (:mod:`iolab.middleware.io_nodes`): from the job's steps without the calibration's overhead
+        builds it (:mod:`iolab.middleware.io_node_state`): from the job's steps without the calibration's overhead
         steps and without an advance stage-in, at the spec's rates (not the delivered shares)."""
         r = self.engine.rates
         steps = job_steps(s.job, s.tier, r.lps, self.engine.memory).steps

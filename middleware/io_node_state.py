@@ -42,7 +42,7 @@ part's :class:`~iolab.middleware.policies.io_order.Stream`: the spec bytes of it
 ranks booked since the grant.
 
 **Strict mode** (``strict``): the book's checker,
-:class:`~iolab.middleware.policies.batch.io_node_checks.IONodeChecker` (its own books per I/O node),
+:class:`~iolab.middleware.policies.batch.io_node_checker.IONodeChecker` (its own books per I/O node),
 sees every request, dispatch, release, withdrawal and phase end and raises
 :class:`~iolab.invariants.InvariantViolation` with the I/O level's rule names (``exclusive-io``,
 ``grant-not-waiting``, ``idle-while-waiting``, ``release-not-granted``, ``bytes-conserved``,
@@ -52,7 +52,6 @@ state (``bytes-conserved``).  The first violation is kept (``violation``) and ev
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from iolab.invariants import InvariantViolation

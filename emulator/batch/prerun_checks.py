@@ -14,7 +14,7 @@ from iolab.specs.batch import BatchExperiment
 from iolab.workloads.run_size import check_batch_run
 
 from iolab.emulator.batch.jobs import app_phases
-from iolab.emulator.io.checks import H5_OVERHEAD, conclude
+from iolab.emulator.io.prerun_checks import H5_OVERHEAD, conclude
 
 LAUNCH_ESTIMATE = 4.0  # wall seconds a job launch costs on a loaded 2-core machine (docs/storage.md)
 

@@ -2,7 +2,7 @@
 
 :class:`Arbiter` is what the orchestrator holds: ``Arbiter.create(...)`` (or
 ``Arbiter.from_spec``) starts the actor under a name in a namespace, and its
-methods mirror :class:`~iolab.middleware.state.ArbiterState`.  Arguments are checked
+methods mirror :class:`~iolab.middleware.arbiter_state.ArbiterState`.  Arguments are checked
 here, on the caller's side; errors raised in the actor come back as the
 original exception (``AppFailed``, ``ValueError``, ``RuntimeError``), not as a
 Ray error.
@@ -29,7 +29,7 @@ from iolab.middleware.policies.io_apps import IOApp, io_apps
 from iolab.middleware.policies.interference import law_of
 
 from iolab.middleware.actor_handle import ActorHandle, call
-from iolab.middleware.state import AppFailed, ArbiterState
+from iolab.middleware.arbiter_state import AppFailed, ArbiterState
 from iolab.middleware.policies.io_guard import shippable
 
 __all__ = ["AppFailed", "Arbiter"]
