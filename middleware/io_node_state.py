@@ -15,7 +15,7 @@ its last one done releases) with the real bytes they move, and each I/O node's t
 Every method takes ``now`` in wall seconds and gives the book spec seconds
 (``(now - t0) / time_scale``).  Life of a part::
 
-    add_job(job, parts, kinds, amounts, now)   # the job launches: its parts, their ranks and bytes per phase
+    add_job(job, rank, parts, steps, index, start, now)   # the job launches: its parts' ranks, nodes, bytes
     request(job, node, phase, kind, nbytes, now)   # the part's lowest rank asks
     dispatch(now) -> [(job, node, phase)]      # grants decided now, by the policy objects
     book(job, node, nbytes, now)               # a rank's bytes on the I/O node's link (granted parts only)
