@@ -2,18 +2,13 @@
 parts, each I/O node's token bucket.
 
 :class:`IONodesState` is the state of the run's I/O-node actor (:mod:`iolab.middleware.io_node_actor`;
-tests drive it directly).  The batch model (docs/storage.md, "I/O nodes"): a job whose compute nodes
-sit on I/O nodes n1 < n2 < ... has one *part* per I/O node, and each I/O phase of the job (input read,
-checkpoint writes, output write; never staging) is one request per part to that I/O node's
-:class:`~iolab.middleware.policies.IONodeArbiter`, with the spec's ``io_node.policy``.  The parts,
-their bytes (the phase's x the job's nodes there / its nodes), requests, grants, releases, suspensions,
-I/O time and grant rows are the book the simulator keeps too
-(:class:`~iolab.middleware.policies.batch.io_node_book.IONodeBook`); this state adds what a real run
-has besides: the wall clock, the job's MPI ranks on each I/O node (the part's ranks: its lowest asks,
-its last one done releases) with the real bytes they move, and each I/O node's token bucket.
-
-Every method takes ``now`` in wall seconds and gives the book spec seconds
-(``(now - t0) / time_scale``).  Life of a part::
+tests drive it directly).  The parts, their spec bytes (the phase's x the job's nodes there / its nodes),
+requests, grants, releases, suspensions, I/O time, grant rows and strict mode's checks are the book the
+simulator keeps too (:class:`~iolab.middleware.policies.batch.io_node_book.IONodeBook`; docs/storage.md,
+"I/O nodes"); this state adds what a real run has besides: the wall clock (every method takes ``now`` in
+wall seconds and gives the book ``(now - t0) / time_scale``), the job's MPI ranks on each I/O node (a
+part's lowest rank asks, its last one done releases) with the real bytes they move, and each I/O node's
+token bucket.  Life of a part::
 
     add_job(job, rank, parts, steps, index, start, now)   # the job launches: its parts' ranks, nodes, bytes
     request(job, node, phase, kind, nbytes, now)   # the part's lowest rank asks
@@ -21,33 +16,18 @@ Every method takes ``now`` in wall seconds and gives the book spec seconds
     book(job, node, nbytes, now)               # a rank's bytes on the I/O node's link (granted parts only)
     part_done(job, node, phase, rank, now)     # every rank of the part; the last one releases the grant
     drop(job, now)                             # the job ended (crashed, killed): everything cancelled
-    suspend(job, now) / resume(job, now)       # the load controller (below)
+    suspend(job, now) / resume(job, now)       # the load controller: grants let go, asked again at resume
 
-**Ranks and bytes.**  A part's spec bytes are the book's split, by the job's compute nodes; its real bytes
-are what its ranks move (each rank its ``checkpoint.share`` of the phase).  With as many ranks on every node
-the two agree; with more ranks on some nodes than on others (``ranks_per_job`` not a multiple of the job's
-nodes) a part's ranks move another share of the phase than its nodes hold, and the I/O node's bucket paces
-each of their bytes at ``pace`` = (the part's share of the nodes) / (its share of the ranks), so that the
-I/O node carries the part for the time of its spec bytes, as in the simulator.
-
-**Suspension** (the book's rule, the simulator's): suspending a job sets its waiting requests aside and
-*releases* its granted parts (a grant row ends at the suspension); at resume every part still in
-its phase asks again, for the bytes it has not booked yet, and its ranks' next bookings wait for
-the new grant.  A part whose ranks finish while it waits for that grant is simply withdrawn.
-
-**Sharing** (docs/sharing.md): under a sharing policy other than ``shared`` each I/O node's bucket paces
-every granted part on a lane of its own at its share of the node (:meth:`TokenBucket.share`), the
-policy asked (:meth:`IONodeBook.shares`) whenever the parts holding a grant there change, with each
-part's :class:`~iolab.middleware.policies.io_order.Stream`: the spec bytes of its request, and of what its
-ranks booked since the grant.
-
-**Strict mode** (``strict``): the book's checker,
-:class:`~iolab.middleware.policies.batch.io_node_checker.IONodeChecker` (its own books per I/O node),
-sees every request, dispatch, release, withdrawal and phase end and raises
-:class:`~iolab.invariants.InvariantViolation` with the I/O level's rule names (``exclusive-io``,
-``grant-not-waiting``, ``idle-while-waiting``, ``release-not-granted``, ``bytes-conserved``,
-``unfinished`` at :meth:`IONodesState.close`); besides, a part must ask for the real bytes its ranks
-state (``bytes-conserved``).  The first violation is kept (``violation``) and every later call raises it.
+**Ranks and bytes.**  A part's real bytes are what its ranks move (each rank its ``checkpoint.share`` of
+the phase).  With as many ranks on every node they are the part's share of the phase; with more ranks on
+some nodes than on others a part's ranks move another share than its nodes hold, and the I/O node's
+bucket paces each of their bytes at ``pace`` = (the part's share of the nodes) / (its share of the
+ranks), so that the I/O node carries the part for the time of its spec bytes, as in the simulator.  What
+a suspended part asks again for, and what a sharing policy is told a part moved, is the share of its
+real bytes its ranks booked.  Under a sharing policy each I/O node's bucket gives every granted part a
+lane at its share (:meth:`TokenBucket.share`).  Strict mode adds one rule to the book's: a part must
+ask for the real bytes its ranks state (``bytes-conserved``); the first violation is kept
+(``violation``) and every later call raises it.
 """
 
 from __future__ import annotations
@@ -240,7 +220,7 @@ class IONodesState:
                 bucket.share({io.job.id: float(x) for io, x in zip(parts, shares)})
 
     def _moved(self, io: IOPart) -> float:
-        """The spec bytes ``io``'s ranks booked since its grant."""
+        """The spec bytes ``io``'s ranks booked since its grant: the share of the real bytes it was granted for."""
         p = self.parts[(io.job.id, io.node)]
         real = p.nbytes[p.phase] - p.booked_at_grant  # the real bytes this grant is for
         return io.asked * min(1.0, (p.booked - p.booked_at_grant) / real) if real > 0 else io.asked
@@ -304,11 +284,8 @@ class IONodesState:
         return True
 
     def _progress(self, io: IOPart) -> tuple[float, bool]:
-        """What a granted part of a suspended or dropped job moved: the share of its real bytes its ranks
-        booked since the grant (its phase is not over)."""
-        p = self.parts[(io.job.id, io.node)]
-        left = max(0, p.nbytes[p.phase] - p.booked_at_grant)  # real bytes the grant was for
-        return (io.asked if not left else io.asked * min(1.0, (p.booked - p.booked_at_grant) / left)), False
+        """What a granted part of a suspended or dropped job moved (its phase is not over)."""
+        return self._moved(io), False
 
     # -- endings -----------------------------------------------------------------------------------
     def drop(self, job: str, reason: str, now: float) -> bool:

@@ -1,15 +1,12 @@
 """The batch simulator's I/O nodes: a job's tier I/O split into parts, arbitrated, moved at max-min fair rates.
 
 On a platform with I/O nodes (``platform.io_nodes``; docs/simulator.md, "I/O nodes"), a job's read and
-write phases on its tier (not its staging) go through the I/O nodes of its compute nodes
-(:mod:`iolab.middleware.policies.batch.io_parts`):
+write phases on its tier (not its staging) go through the I/O nodes of its compute nodes, one part per
+I/O node.  The parts, requests, grants, releases, suspensions (a granted part released, a waiting one
+withdrawn, both asking again at resume for their bytes left), I/O time and grant rows are the book both
+runtimes keep (:class:`~iolab.middleware.policies.batch.io_node_book.IONodeBook`); this layer adds what
+the simulator moves, each part's bytes left and rate:
 
-- a phase has one **part** per I/O node the job's nodes sit on (its bytes x the job's nodes there / its
-  nodes); each part is a request to that I/O node's :class:`~iolab.middleware.policies.arbiter.IONodeArbiter`
-  (the spec's policy, the I/O level's objects), granted and released on its own; the phase ends with
-  its last part.  The parts, requests, grants, releases, suspensions, I/O time and grant rows are the
-  book both runtimes keep (:class:`~iolab.middleware.policies.batch.io_node_book.IONodeBook`); this
-  layer adds what the simulator moves: each part's bytes left and rate;
 - a granted part is a **stream** on two links in series: its I/O node (``io_node.rate x f(k)``, ``f`` the
   I/O node's interference law, ``k`` its streams) and the job's tier (the tier's rate and law, as
   without I/O nodes).  Rates are max-min fair over all those links (:func:`~iolab.sim.batch.maxmin.max_min_rates`),
@@ -19,10 +16,7 @@ write phases on its tier (not its staging) go through the I/O nodes of its compu
   :class:`~iolab.middleware.policies.io_order.Sharing`) the I/O node's link is replaced by one **cap** per
   stream, its share of the node's ``io_node.rate x f(k)`` (the policy asked whenever a stream starts or
   ends on that node): a part held back by its tier leaves its share unused, as the real run's per-stream
-  token bucket lanes do (docs/sharing.md);
-- the load controller's suspension takes a job's parts away (a granted part is released, a waiting one
-  withdrawn; the bytes left of each part are kept) and puts them back as new requests at resume (the
-  book's rule, the real run's too).
+  token bucket lanes do (docs/sharing.md).
 
 The layer stands in for the tier links of :class:`~iolab.sim.batch.engine.BatchEngine`: each tier's entry of
 ``engine.links`` becomes a :class:`TierView` of the one layer, with the link interface the engine and the
