@@ -52,7 +52,7 @@ def main() -> None:
 
     import ray
 
-    from iolab.middleware.arbiter import Arbiter
+    from iolab.middleware.arbiter_actor import Arbiter
     from iolab.middleware.policies.io_apps import IOApp
 
     from iolab.emulator.ray_session import RaySession

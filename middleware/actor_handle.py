@@ -1,6 +1,6 @@
 """What the orchestrator-side handles on iolab's Ray actors share.
 
-:class:`~iolab.middleware.arbiter.Arbiter` and :class:`~iolab.middleware.storage_actor.StorageManager`
+:class:`~iolab.middleware.arbiter_actor.Arbiter` and :class:`~iolab.middleware.storage_actor.StorageManager`
 are picklable handles (they hold only the actor handle, its name and namespace); both
 spawn their actor the same way (no CPU reserved, never restarted: a dead actor means a
 lost run, said loudly), wait until it answers, and kill it at the end.  :func:`call` is

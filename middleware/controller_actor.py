@@ -114,7 +114,7 @@ class _ControllerActor:
                 counters = {"writers": writers, "bytes_rate": bytes_rate, "in_flight": in_flight,
                             "ops_rate": ops_rate, "queued": queued}
                 # outside the lock: training the online forest takes seconds on a loaded machine, and a
-                # cycle of the batch loop must not wait for it (it did, past the loop's 30 s timeout)
+                # cycle of the batch loop must not wait for it (past the loop's 30 s timeout)
                 fed = self.predictor.feed(counters, r)
                 with self.lock:
                     self.lc.observe(v, fed)

@@ -4,11 +4,11 @@
 actor with the run, registers each job's parts when the job launches (``add_job``), drops a job that
 ends (``drop``: a crash or a kill cancels what its parts wait for or hold, so no other job hangs),
 suspends and resumes jobs for the load controller, and reads the records for the trace.  The
-decisions are :class:`~iolab.middleware.io_nodes.IONodesState`'s, made by the policy objects of
+decisions are :class:`~iolab.middleware.io_node_state.IONodesState`'s, made by the policy objects of
 ``iolab.middleware.policies``.
 
 The jobs' ranks reach the actor through :mod:`iolab.middleware.io_node_client`.  The actor is
-*async*, like the I/O level's arbiter (:mod:`iolab.middleware.arbiter`): a part's lowest rank blocks
+*async*, like the I/O level's arbiter (:mod:`iolab.middleware.arbiter_actor`): a part's lowest rank blocks
 in ``request`` and its other ranks in ``wait_grant`` on one asyncio future per (job, I/O node,
 phase), resolved when the policy grants the part; a booking of a part that lost its grant (its job
 was suspended) waits for the grant it asks again for at resume.  Every call that changes the state
@@ -31,7 +31,7 @@ from typing import Any
 from iolab.invariants import InvariantViolation, strict_default
 
 from iolab.middleware.actor_handle import ActorHandle, call
-from iolab.middleware.io_nodes import IONodesState, JobGone
+from iolab.middleware.io_node_state import IONodesState, JobGone
 from iolab.middleware.storage import booking_time
 
 __all__ = ["IONodes", "JobGone", "FAULT_ENV"]
@@ -183,7 +183,7 @@ class IONodes(ActorHandle):
 
     def add_job(self, job: str, rank: int, parts: dict[int, dict], steps: list, index: list[int],
                 start: float, nodes: int = 0, user: str = "") -> None:
-        """The job launches (:meth:`IONodesState.add_job <iolab.middleware.io_nodes.IONodesState.add_job>`)."""
+        """The job launches (:meth:`IONodesState.add_job <iolab.middleware.io_node_state.IONodesState.add_job>`)."""
         call(self._h.add_job.remote(str(job), int(rank), {int(n): p for n, p in parts.items()}, list(steps),
                                     [int(i) for i in index], float(start), int(nodes), str(user)), timeout=60)
 
@@ -208,5 +208,5 @@ class IONodes(ActorHandle):
 
     def snapshot(self) -> dict:
         """Per I/O node who holds a grant and who waits (:meth:`IONodesState.snapshot
-        <iolab.middleware.io_nodes.IONodesState.snapshot>`): the live view's."""
+        <iolab.middleware.io_node_state.IONodesState.snapshot>`): the live view's."""
         return call(self._h.snapshot.remote(), timeout=60)

@@ -16,10 +16,9 @@ far every stream has come: a stream of ``s`` units added when the progress is ``
 - :meth:`next_completion` reads the heap's top: ``last + (top - V) * k / R(k)``;
 - :meth:`pop_finished` pops the streams within tolerance of the least, O(log k) each.
 
-The former implementation subtracted the progress from every stream at every event (O(k) per event, a
-dict rebuilt each time).  Both compute the same schedule, but not with the same float operations:
-``V0 + s - V`` rounds differently from ``s - d1 - d2 - ...``, so digits can differ (docs/simulator.md,
-"Links").  ``V`` is brought back to 0 when the link empties, and rebased (every entry less ``V``: the
+Subtracting the progress from every stream at every event would cost O(k) per event; it computes the
+same schedule, but not with the same float operations: ``V0 + s - V`` rounds differently from ``s - d1 -
+d2 - ...``, so the last digits of a reference that does so can differ (docs/simulator.md, "Links").  ``V`` is brought back to 0 when the link empties, and rebased (every entry less ``V``: the
 heap's order is kept) once it exceeds ``2**16`` times the smallest stream added since the last rebase,
 so that a remaining amount is never the difference of two numbers much larger than itself (its rounding
 stays below ``2**-36`` of the smallest stream).

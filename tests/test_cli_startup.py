@@ -41,7 +41,7 @@ sys.exit(code)
 
 NOT_FOR_A_BATCH_RUN = ("iolab.specs.io", "iolab.specs.emulation", "iolab.calibration", "iolab.emulator.netns",
                        "iolab.emulator.launchers", "iolab.emulator.ray_session", "iolab.sim.io",
-                       "iolab.sim.batch.controller", "iolab.workloads.feitelson", "iolab.workloads.theta")
+                       "iolab.sim.batch.load_controller", "iolab.workloads.feitelson", "iolab.workloads.theta")
 
 
 def loaded_by(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:

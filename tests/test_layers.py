@@ -63,7 +63,7 @@ DEFERRED = frozenset({"yaml"})
 # for a spec that has one; the Feitelson generator and the Theta reader for their workloads.
 DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch", "iolab.calibration",
                               "iolab.emulator.netns", "iolab.emulator.launchers", "iolab.emulator.ray_session",
-                              "iolab.sim.batch.controller", "iolab.sim.batch.io_nodes", "iolab.workloads.feitelson", "iolab.workloads.theta",
+                              "iolab.sim.batch.load_controller", "iolab.sim.batch.io_node_layer", "iolab.workloads.feitelson", "iolab.workloads.theta",
                               "iolab.workloads.job_columns"})
 
 BOTTOM = frozenset({

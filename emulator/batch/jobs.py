@@ -63,13 +63,23 @@ def rank_io_nodes(hosts: list[int], ranks: int, io_node_of) -> list[int]:
     return [io_node_of(hosts[r * q // ranks if ranks >= q else r]) for r in range(ranks)]
 
 
-def job_parts(io_nodes: list[int], phases: list) -> dict[int, dict]:
-    """A job's parts: per I/O node its ranks and the real bytes they move in each app phase (``phases``:
-    the ``--phases-json`` list; each rank moves its ``checkpoint.share``)."""
+def job_parts(io_nodes: list[int], phases: list, node_io_nodes: list[int] | None = None) -> dict[int, dict]:
+    """A job's parts: per I/O node its ranks, the real bytes they move in each app phase (``phases``: the
+    ``--phases-json`` list; each rank moves its ``checkpoint.share``) and the job's compute nodes there
+    (``node_io_nodes``: the I/O node of each of its compute nodes; left out, one per rank), which split the
+    phase's spec bytes (:class:`~iolab.middleware.policies.batch.io_node_book.IONodeBook`)."""
     size = len(io_nodes)
     parts: dict[int, dict] = {}
     for r, n in enumerate(io_nodes):
         parts.setdefault(n, {"ranks": [], "bytes": []})["ranks"].append(r)
+    if node_io_nodes is not None:
+        if set(node_io_nodes) != set(parts):
+            raise ValueError(f"the ranks' I/O nodes {sorted(parts)} are not the compute nodes' "
+                             f"{sorted(set(node_io_nodes))}: every compute node of the job needs a rank")
+        for p in parts.values():
+            p["nodes"] = 0
+        for n in node_io_nodes:
+            parts[n]["nodes"] += 1
     for p in parts.values():
         p["bytes"] = [0 if kind == "compute" else sum(checkpoint.share(int(amount), size, r) for r in p["ranks"])
                       for kind, amount in phases]
@@ -143,8 +153,8 @@ class JobProcesses:
         if self.io is not None:  # the ranks go through the I/O nodes of their compute nodes
             io_node_of = self.spec.platform.io_node_of
             j.io_nodes = rank_io_nodes(sorted(j.hosts), j.ranks, io_node_of)
-            self.io.add_job(job_id, j.index, job_parts(j.io_nodes, phases), j.steps, j.index_map, j.start,
-                            j.job.nodes, j.job.user)
+            parts = job_parts(j.io_nodes, phases, [io_node_of(h) for h in j.hosts])
+            self.io.add_job(job_id, j.index, parts, j.steps, j.index_map, j.start, j.job.nodes, j.job.user)
             target = "iolab.middleware.io_node_client:coordinator"
             config = {**config, "io_actor": self.io.name, "io_nodes": j.io_nodes}
         coordinator, config = self.launcher.coordinator(target, config)

@@ -4,7 +4,8 @@ so ``iolab simulate`` and ``iolab emulate`` compare directly.
 :func:`batch_trace` assembles it from the jobs of :mod:`iolab.emulator.batch.run`'s loop
 and the storage manager's records (phases, allocations, suspend/resume actions);
 the kernel's times are spec seconds already, the manager's wall times become
-spec seconds with :func:`spec_time`.
+spec seconds with :func:`spec_time`.  :func:`run_trace` is the loop's trace: that, with
+the run's own attributes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from iolab.middleware.policies.batch.job_table import job_columns
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 from iolab.trace.provenance import provenance
+from iolab.middleware.policies.io_guard import policy_label
 
 from iolab.emulator.batch.jobs import JobRun
 
@@ -54,7 +56,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on).
     ``io``: the I/O nodes' actor of a platform with I/O nodes: an I/O phase then has one row per part
     (``io_node`` its I/O node, ``start`` the phase's start, ``end`` the part's end, ``volume`` its bytes)
-    and every grant of a part is a ``grants`` row (the app phase given as the job's step index)."""
+    and every grant of a part is a ``grants`` row (its phase as the job's step index)."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
     hps_capacity = p.hps.total_capacity
@@ -115,10 +117,9 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         jobs, p.lps.rate, io_time=[io_time.get(j.queued.id, 0.0) for j in jobs],
         ends=[j.end if j.state in ENDED else math.nan for j in jobs], statuses=[_status(j) for j in jobs],
         hosts=[hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts) for j in jobs]))
-    for job, ph, node, request, grant, release in io_rec["grants"]:
-        j = by_id.get(job)
-        if j is not None and ph < len(j.index_map):
-            tb.add_grant(job=job, phase=j.index_map[ph], io_node=node, request=request, grant=grant, release=release)
+    for job, step, node, request, grant, release in io_rec["grants"]:
+        if job in by_id:
+            tb.add_grant(job=job, phase=step, io_node=node, request=request, grant=grant, release=release)
     for job, disk, nbytes, alloc, free, st in rec["allocations"]:
         tb.add_allocation(job=job, disk=disk, bytes=nbytes / bs, alloc=secs(alloc),
                           free=secs(free), status=st)
@@ -156,3 +157,36 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         quota_refusals=[{"job": r[0], "time": spec_time(r[1], t0, s.time_scale) if t0 else r[1], "bytes": r[2],
                          "in_use": r[3], "allocation": r[4], "reason": r[5]} for r in rec.get("quota", [])],
     )
+
+
+def run_trace(run, complete: bool) -> Trace:
+    """The trace of the batch loop ``run`` (:class:`~iolab.emulator.batch.run.BatchEmulation`) so far: its
+    jobs' and the storage manager's (:func:`batch_trace`) with the run's own attributes (launcher,
+    scheduler, I/O nodes as the simulator's trace says them, a deleted work folder, advance stage-in, the
+    load controller's cost of watching the volumes)."""
+    requests = [r for r in run.kernel.allocation_rows() if r[5] != "allocated"] if run.kernel.allocator else []
+    samples = run.controller.sample_rows() if run.controller is not None else []
+    trace = batch_trace(run.spec, run.jobs, run.mgr, t0=run.t0, decisions=run.kernel.decisions,
+                        work=run.work, complete=complete, requests=requests, samples=samples,
+                        predictions=run.kernel.prediction_rows(), hosts=run.launcher.hosts, io=run.io)
+    trace.attrs["launcher"] = run.launcher.name
+    trace.attrs["scheduler"] = trace.attrs["policy"] = run.label
+    p = run.spec.platform
+    if p.io_nodes is not None:  # as the simulator's trace says them
+        trace.attrs.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
+                           io_node_policy=policy_label(p.io_node.policy), allocation=run.spec.allocation.label)
+    if run.work_deleted is None and run.t0 is not None and not run.work.is_dir():
+        run.work_deleted = run.now()
+    if run.work_deleted is not None:
+        trace.attrs["work_dir_deleted"] = run.work_deleted
+    trace.attrs["advance_stage_in"] = dict(run.kernel.advance_stats)
+    if run.controller is not None:  # the cost of watching the volumes: the benchmark units it wrote
+        rec = run.controller.records or {}
+        wall = trace.attrs.get("wall_seconds", 0.0)
+        trace.attrs["monitoring"] = {
+            "samples": len(samples), "bytes_written": int(rec.get("bytes_written", 0)),
+            "write_seconds": float(rec.get("seconds", 0.0)),
+            "share_of_wall": float(rec.get("seconds", 0.0)) / wall if wall else math.nan,
+            "devices": rec.get("devices", {})}
+        trace.attrs["prediction"] = rec.get("prediction", {})  # what fed the window (docs/controller.md)
+    return trace

@@ -27,14 +27,14 @@ from pathlib import Path
 from iolab import calibration
 from iolab.apps.jacobi_command import calibrate_argv, jacobi_argv, rank_env
 from iolab.errors import RunError
-from iolab.middleware.arbiter import Arbiter
+from iolab.middleware.arbiter_actor import Arbiter
 from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
 from iolab.trace import Trace, TraceBuilder, write_trace
 from iolab.trace.provenance import provenance
 
 from iolab.emulator import shell
-from iolab.emulator.io.checks import check_runnable
+from iolab.emulator.io.prerun_checks import check_runnable
 from iolab.emulator.output_lock import hold_outputs
 from iolab.emulator.progress import StatusLine
 from iolab.emulator.reaper import Supervisor

@@ -147,8 +147,8 @@ def main() -> None:
 def _no_collection_at_exit() -> None:
     """At the process's exit (an ``atexit`` handler, registered first so it runs last), leave the objects
     still allocated to the operating system rather than to the cyclic garbage collector's final passes
-    (``gc.freeze``): those freed a run's reference cycles object by object, 80-100 ms of the 1.0 s of
-    ``iolab simulate`` on KTH-SP2 (docs/performance.md).  The exit handlers registered after it (Ray's,
+    (``gc.freeze``): those would free a run's reference cycles object by object, a tenth of ``iolab
+    simulate`` on KTH-SP2 (docs/performance.md).  The exit handlers registered after it (Ray's,
     MPI's, weakref finalizers') still run before it.  What it gives up: an object that is garbage in a
     reference cycle at exit is not finalized; iolab writes its files in ``with`` blocks."""
     gc.freeze()

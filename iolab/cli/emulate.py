@@ -13,11 +13,11 @@ from iolab.emulator.work_folder import ended_well, finish, work_folder
 from iolab.atomic import check_output
 from iolab.errors import Interrupted
 from iolab.runners import level_of, runner
-from iolab.specs.load import input_files, load_spec
+from iolab.specs.load import input_files, parse_spec, spec_dir
 from iolab.cli.emulate_batch import emulate_batch
 from iolab.cli.format import dumps, seconds
 from iolab.cli.live import LiveView
-from iolab.cli.options import IO_POLICY, Finite, strict_option
+from iolab.cli.options import IO_POLICY, Finite, read_overridden, strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.simulate import metrics_json, print_metrics
 
@@ -59,7 +59,9 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
     if time_scale is not None and not time_scale > 0:
         raise click.BadParameter("must be > 0", param_hint="--time-scale")
     path = spec_path or str(example_path())
-    spec = load_spec(path)
+    source = "<stdin>" if path == "-" else path
+    _, document = read_overridden(path, {"policy": policy, "emulator.time_scale": time_scale}, source)
+    spec = parse_spec(document, source, base_dir=spec_dir(path))  # load_spec's, with the overrides
     check_output(out, input_files(spec, spec_path), option="--out", devices=False)
     if work_dir is not None:
         check_output(work_dir, input_files(spec, spec_path), option="--work-dir", folder=True)
@@ -67,16 +69,15 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
     existed = work_dir is not None and work.exists()
     if level_of(spec) == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch/run.py)
         with kept_on_failure(work):
-            trace = emulate_batch(spec, path, policy=policy, time_scale=time_scale, out=out, address=address,
-                                  work_dir=work_dir, as_json=as_json, quiet=quiet, live=live, launcher=launcher)
+            trace = emulate_batch(spec, path, out=out, address=address, work_dir=work_dir, as_json=as_json,
+                                  quiet=quiet, live=live, launcher=launcher)
         click.echo(finish(work, well=ended_well(trace), keep=keep_work, existed=existed), err=True)
         return exit_if_failed([trace], out if as_json else "")
     real = runner("io", "real")
     with kept_on_failure(work):
         try:
-            trace = real.run(spec, policy, time_scale=time_scale, out=out, address=address, work_dir=work_dir,
-                                  progress=LiveView(not quiet) if live else not quiet, source=path,
-                                  launcher=launcher)
+            trace = real.run(spec, out=out, address=address, work_dir=work_dir,
+                             progress=LiveView(not quiet) if live else not quiet, source=path, launcher=launcher)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = real.metrics(trace)

@@ -19,15 +19,13 @@ def batch_sink(spec, quiet: bool, live: bool):
     return LiveView(not quiet, prefix="batch", every=spec.emulator.progress_every)
 
 
-def emulate_batch(spec, path: str, *, policy, time_scale, out, address, work_dir, as_json: bool,
-                  quiet: bool, live: bool = False, launcher: str | None = None):
-    """Run the batch experiment, print its metrics; returns the trace."""
-    if policy:
-        raise click.UsageError("--policy applies to I/O experiments; a batch spec names its scheduler")
+def emulate_batch(spec, path: str, *, out, address, work_dir, as_json: bool, quiet: bool, live: bool = False,
+                  launcher: str | None = None):
+    """Run the batch experiment (its overrides applied), print its metrics; returns the trace."""
     real = runner("batch", "real")
     try:
-        trace = real.run(spec, out=out, address=address, work_dir=work_dir, time_scale=time_scale,
-                                    progress=batch_sink(spec, quiet, live), source=path, launcher=launcher)
+        trace = real.run(spec, out=out, address=address, work_dir=work_dir,
+                         progress=batch_sink(spec, quiet, live), source=path, launcher=launcher)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = real.metrics(trace)

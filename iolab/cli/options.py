@@ -1,13 +1,34 @@
-"""Options several commands share."""
+"""Options several commands share, and the one place a command's overrides of its spec are resolved."""
 
 from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import click
 
 from iolab.specs.io_policies import IO_POLICY_NAMES, normalise_policy
+from iolab.specs.load import apply_overrides, read_document
+
+# the overrides only an I/O experiment takes (a batch spec names its scheduler), by their options
+IO_OVERRIDES = {"policy": "--policy", "sim.mode": "--mode", "sim.dt": "--dt"}
+
+
+def read_overridden(spec_path: str, overrides: dict[str, Any], source: str,
+                    limits: dict[str, int] | None = None) -> tuple[str, dict]:
+    """A command's spec document with its options' ``overrides`` (dotted keys; None: not given) applied, and
+    its level (``io`` or ``batch``), read once: a batch spec given an I/O experiment's option is refused
+    (exit 2, naming the options) before anything else."""
+    document = read_document(spec_path, limits)
+    level = document.get("kind", "io")
+    if level == "batch":
+        given = [opt for key, opt in IO_OVERRIDES.items() if overrides.get(key) is not None]
+        if given:
+            options = ", ".join(given[:-1]) + (" and " if len(given) > 1 else "") + given[-1]
+            verb = "apply" if len(given) > 1 else "applies"
+            raise click.UsageError(f"{options} {verb} to I/O experiments; a batch spec names its scheduler")
+    return level, apply_overrides(document, overrides, source)
 
 
 def _set_strict(ctx: click.Context, param: click.Parameter, value: bool) -> bool:

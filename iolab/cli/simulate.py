@@ -16,12 +16,12 @@ from iolab.invariants import InvariantViolation
 from iolab.runners import runner
 from iolab.signals import ctrl_c_came
 from iolab.atomic import check_output
-from iolab.specs.load import MAX_APPS, apply_overrides, input_files, parse_spec, read_document, spec_dir
+from iolab.specs.load import MAX_APPS, input_files, parse_spec, spec_dir
 from iolab.specs.size import MAX_BATCH_EVENTS, MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
 from iolab.units import short
-from iolab.cli.options import IO_POLICY, Finite, strict_option
+from iolab.cli.options import IO_POLICY, Finite, read_overridden, strict_option
 from iolab.specs.policy_ref import policy_label
 
 
@@ -102,13 +102,10 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
 
     if calibration:
         from iolab.calibration import read_calibration  # lazy: statistics and the trace reader, for --calibration only
-    limits = {"apps": max_apps, "jobs": max_jobs}
     # read once (the level, before the spec is validated; then the spec itself): a YAML spec is parsed in Python
-    document = read_document(spec_path, limits)
-    level = document.get("kind", "io")
+    level, document = read_overridden(spec_path, {"policy": policy, "sim.mode": mode, "sim.dt": dt},
+                                      _source(spec_path), {"apps": max_apps, "jobs": max_jobs})
     if level == "batch":
-        if policy or mode or dt:
-            raise click.UsageError("--policy, --mode and --dt apply to I/O experiments; a batch spec names its scheduler")
         cal = read_calibration(calibration, "batch") if calibration else None  # a bad trace: exit 2 first
         # without --out no phase row is seen (the metrics read the jobs table): none is kept
         return _simulate_batch(spec_path, document, out, as_json, max_jobs, cal, phases or ("all" if out else "jobs"),
@@ -116,9 +113,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
-    overrides = {"policy": policy, "sim.mode": mode, "sim.dt": dt}
-    spec = parse_spec(apply_overrides(document, overrides, _source(spec_path)), _source(spec_path),
-                      base_dir=spec_dir(spec_path))  # load_spec's, on the document read above
+    spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document above
     if out:
         check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
     if cal is not None:
@@ -175,13 +170,13 @@ def _collector_paused_on_startup():
     """Python's cyclic garbage collector leaves the objects alive now (modules, classes, pydantic's
     schemas, the spec: they live as long as the run) out of its passes while the run lasts
     (``gc.freeze``; ``gc.unfreeze`` after).  A run allocates objects by the hundred thousand, so the
-    collector's full passes come often and each walked every start-up object again: 0.13 s of the
-    1.1 s of ``iolab simulate`` on KTH-SP2 under EASY.  Objects are still freed when unreferenced.
+    collector's full passes come often and would each walk every start-up object again (about a tenth of
+    ``iolab simulate`` on KTH-SP2 under EASY: docs/performance.md).  Objects are still freed when unreferenced.
 
     Started from ``main()``, the command has run with the collector paused until here (``COLLECTOR_KEPT_PAUSED``
     in iolab/cli/__init__.py: its start-up makes next to no garbage); it is on for the run, its youngest
-    generation passed over every 10 000 new objects instead of 700 (a run makes them by the hundred
-    thousand, few of them in cycles: 0.7 % of the instructions of KTH-SP2 under EASY), as before after it."""
+    generation passed over every 10 000 new objects instead of Python's 700 (a run makes them by the hundred
+    thousand, few of them in cycles), and at 700 again after it."""
     gc.freeze()
     resume_collector()
     thresholds = gc.get_threshold()

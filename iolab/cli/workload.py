@@ -14,7 +14,7 @@ from iolab.atomic import atomic_write_text, check_output
 from iolab.cli.options import Finite
 from iolab.errors import IolabError
 from iolab.units import format_size, parse_rate, seconds, size_text
-from iolab.emulator.io.checks import H5_OVERHEAD
+from iolab.emulator.io.prerun_checks import H5_OVERHEAD
 from iolab.workloads.carretero import CarreteroParams
 from iolab.workloads.carretero import generate as gen
 from iolab.workloads.batsim import read_batsim_workload
@@ -154,7 +154,7 @@ def import_darshan(logs: tuple[str, ...], output: str, kind: str, unit_bytes: in
         header.append(f"{Path(j.path).name}: job {j.jobid}, {j.nprocs} ranks, {j.nodes} nodes ({j.nodes_from}), "
                       f"run {seconds(j.run_time)}; bytes {mods}; volume = {j.volume_from}; timing from {j.timing_from}")
     if kind == "io":
-        # the emulator's own limit (emulator/io/checks.py): a rank's share of an I/O phase holds its grid block
+        # the emulator's own limit (emulator/io/prerun_checks.py): a rank's share of an I/O phase holds its grid block
         min_units = (EMULATOR_GRID**2 * 8 + H5_OVERHEAD) / unit_bytes if for_emulator else None
         data, notes = io_spec(jobs, unit_bytes=unit_bytes, bandwidth=bandwidth, min_io_units=min_units,
                               volumes=volumes)

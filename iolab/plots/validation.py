@@ -90,7 +90,7 @@ def _samples(samples: dict) -> str:
 
 def _costs(simulated_with: dict | None, bandwidth: float) -> str:
     """The bandwidth and ``platform.overheads`` a simulation was given (spec units and seconds)."""
-    if not simulated_with:  # a report of an iolab before the overheads: the bandwidth only
+    if not simulated_with:  # a report that does not say what the simulation was given: the bandwidth only
         return f"bandwidth {_fmt(bandwidth)} units/s"
     return describe_costs(simulated_with["bandwidth"], simulated_with["overheads"])
 

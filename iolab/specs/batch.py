@@ -633,7 +633,7 @@ class EstimateSpec(StrictModel):
 
 
 class AdvanceStageInSpec(StrictModel):
-    """Advance stage-in (issue 9 §5): a waiting job that asks for HPS (storage and input > 0)
+    """Advance stage-in (beyond soysal2019; docs/batch-policies.md): a waiting job that asks for HPS (storage and input > 0)
     whose planned start and planned node set are unchanged for ``theta_stable`` and whose start
     is within its stage-in time + ``margin`` starts its stage-in early."""
 
@@ -711,8 +711,8 @@ class BatchExperiment(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _one_rank_per_node_behind_io_nodes(cls, data: object) -> object:
-        # a real run's part on an I/O node is the ranks there: with one rank per node its bytes are the
-        # model's V x (the job's nodes there) / (its nodes), as the simulator splits them
+        # a real run's part on an I/O node is carried by the job's ranks there: every node of a job needs
+        # one, and one per node is the default that gives each (ranks_per_job: 1 would not)
         if isinstance(data, dict) and isinstance(data.get("platform"), dict) \
                 and data["platform"].get("io_nodes") is not None:
             emu = data.get("emulator")

@@ -45,7 +45,7 @@ FEATURES = ("writers", "bytes_rate", "in_flight", "ops_rate", "queued")  # sampl
 
 
 class VolumeModelSpec(StrictModel):
-    """The simulator's volume under contention (``iolab.sim.batch.controller.VolumeModel``): the
+    """The simulator's volume under contention (``iolab.sim.batch.load_controller.VolumeModel``): the
     benchmark unit's response ``r0 + p * (k + 1) / (probe_rate * f(k + 1))`` (``probe_rate`` defaults
     to the tier's rate, ``f`` is the volume's interference law).  Real runs measure instead;
     ``iolab controller fit`` fits it to them.

@@ -237,7 +237,7 @@ def campaign_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
         except SpecError as err:
             raise ValueError("; ".join(f"{param_of(f)}: {f}: {why}" for f, why in err.problems)) from None
     # each run's size names its own levers and seed only: a run's parameters do not grow with the study
-    # (1 000 seeds held by each of 24 000 runs were 287 MB of manifest and 2.4 GB before the first run)
+    # (1 000 seeds held by each of 24 000 runs would be 287 MB of manifest and 2.4 GB before the first run)
     return [{"policy": pol, "tier": tier, "allocation": alloc, "controller": on, "seed": seed,
              "size": {**base, "policies": [pol], "tiers": [tier], "allocations": [alloc], "controllers": [on],
                       "seeds": [seed]}}

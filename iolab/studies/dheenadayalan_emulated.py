@@ -36,7 +36,7 @@ from typing import Any, Callable
 from iolab.calibration import calibrated
 from iolab.middleware.policies.controller.forecast import forecast_skill
 from iolab.middleware.policies.controller.response_model import train_and_test
-from iolab.emulator.batch.checks import check_batch_runnable
+from iolab.emulator.batch.prerun_checks import check_batch_runnable
 from iolab.emulator.batch.run import run_batch_emulation
 from iolab.sim.batch.run import simulated_makespan
 from iolab.emulator.ray_session import RaySession

@@ -1,5 +1,5 @@
 """soysal2019: how long before its start is a job's node set known (T_NAP), against walltime
-quality and scheduler (Figs. 3a, 4 and 5), and what advance stage-in makes of it (issue 9 §5).
+quality and scheduler (Figs. 3a, 4 and 5), and what advance stage-in makes of it (beyond the paper).
 
 Runs (a campaign, :mod:`.engine`: Ray tasks, resumable, ``results.h5``), all on one SWF trace:
 

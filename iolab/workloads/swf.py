@@ -112,7 +112,7 @@ _NCOL = len(FIELDS)
 _COL = {name: i for i, name in enumerate(FIELDS)}
 _INT_COLS = np.array(_INT_MASK)
 # fields that are -1 (unknown) or >= 0: a negative run time or requested time is not a value (a job with a
-# negative processor count is a record without one: unusable, counted, as before)
+# negative processor count is a record without one: unusable, counted)
 _NONNEG = ("run_time", "req_time")
 _NONNEG_COLS = [FIELDS.index(name) for name in _NONNEG]
 
@@ -201,14 +201,14 @@ class SWFTrace:
         user = t[:, _COL["user"]]
         # read_swf has checked every value Job would (finite, within MAX_TIME, submit >= 0, positive
         # job number); only the node bound is left.  Validating 243 k jobs again through pydantic
-        # (or even model_construct) was a third of SDSC-BLUE's load time (docs/performance.md).
+        # (or even model_construct) would be a third of SDSC-BLUE's load time (docs/performance.md).
         ids = [str(j) for j in t[usable, 0].astype(np.int64).tolist()]
         users: dict[float, str] = {}  # one string per user id, shared by the user's jobs
         for u in set(user[usable].tolist()):
             users[u] = "unknown" if u == -1 else str(int(u))
         names = [users[u] for u in user[usable].tolist()]
-        # _trusted_job's body, inlined (a call a job was a third of this loop), storing the six values in
-        # the template's copy one by one and setting the slots through their descriptors: 42 -> 20 ms on KTH-SP2
+        # _trusted_job's body, inlined (a call per job would be a third of this loop), storing the six values
+        # in the template's copy one by one and setting the slots through their descriptors (docs/performance.md)
         new, copy, fields_set = Job.__new__, _JOB_DICT.copy, _SWF_FIELDS_SET
         set_dict, set_fields, set_extra, set_private = _SLOT_SETTERS
         out: list[Job] = []
@@ -371,7 +371,7 @@ def _check_fields(parts: list[str], lineno: int) -> SWFRecord | str:
     return SWFRecord(line=lineno, **values)  # type: ignore[arg-type]
 
 
-_BLOCK = 1 << 13  # lines converted at once: their split text is the load's peak (KTH: 95 -> 77 MB against 1 << 16)
+_BLOCK = 1 << 13  # lines converted at once: their split text is the load's peak memory (docs/performance.md)
 
 
 def _block(parts: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ The rules a guard applies to a batch scheduler's answer (``rule`` of the violati
 - ``reject-not-queued``: a rejected job that is not waiting, or is also started or rejected twice in the decision;
 - ``kill-not-running``: a killed job that does not hold its nodes, or is killed twice in the decision.
 
-Strict mode's checker (:mod:`.batch.checks`) applies its own books on top, to built-in and user policies
+Strict mode's checker (:mod:`.batch.checker`) applies its own books on top, to built-in and user policies
 alike.
 """
 

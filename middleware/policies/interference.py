@@ -134,8 +134,8 @@ def law_of(spec) -> InterferenceLaw:
 
 def tier_laws(spec) -> dict[str, InterferenceLaw]:
     """The law of each link of a batch spec (``lps``, ``hps``, ``stage``): its tier's ``interference``;
-    for a volume the controller watches whose tier gives none, the older ``controller.model: {gamma,
-    knee}`` (same meaning as before, now in both runtimes).  The staging link is lossless."""
+    for a volume the controller watches whose tier gives none, ``controller.model: {gamma, knee}`` (the
+    same law, in both runtimes).  The staging link is lossless."""
     p = spec.platform
     out = {"lps": law_of(p.lps.interference), "hps": law_of(p.hps.interference), "stage": NO_INTERFERENCE}
     c = getattr(spec, "controller", None)

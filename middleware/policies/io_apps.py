@@ -2,7 +2,7 @@
 
 The I/O kernel (:class:`~.io_kernel.IOKernel`) holds them for the simulator
 (``iolab.sim.io.event``, ``iolab.sim.io.stepped``) and the Ray arbiter's state
-(``iolab.middleware.state``), which differ only in how time advances and in what really
+(``iolab.middleware.arbiter_state``), which differ only in how time advances and in what really
 happens; what an app *is* to the I/O level, what it asks its I/O node for, and when
 it may start are written here, once:
 

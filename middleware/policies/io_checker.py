@@ -1,7 +1,7 @@
 """Strict mode for the I/O level: every decision and state change of a run, checked.
 
 The I/O kernel (:class:`~.io_kernel.IOKernel`, driven by the simulator's engines on
-simulated time and by :class:`iolab.middleware.state.ArbiterState` on spec time converted
+simulated time and by :class:`iolab.middleware.arbiter_state.ArbiterState` on spec time converted
 from the wall clock) calls the hooks of one :class:`IOChecker` when strict mode is on
 (``iolab.invariants.strict_default``): it sees the kernel's decisions and state changes as
 events (start, request, dispatch and its grants, release, phase, end, drop) and keeps its

@@ -7,7 +7,7 @@ each call passes ``t``, spec seconds.
 - ``iolab.sim.io.event`` (the next-event engine) and ``iolab.sim.io.stepped`` (the fixed-step
   engine) advance it on simulated time and add only their clock: the event heap or the step
   grid, the phases' durations (jitter, overheads) and the fair-share links;
-- ``iolab.middleware.state.ArbiterState`` (the Ray arbiter actor's state) advances it on spec
+- ``iolab.middleware.arbiter_state.ArbiterState`` (the Ray arbiter actor's state) advances it on spec
   time converted from the wall clock and adds only the start gates, the leases and the token
   buckets; its apps drive their own phases and ask for each I/O phase themselves.
 

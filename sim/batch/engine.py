@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
-from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.kernel import (ALLOCATING, KILLED, RUNNING, STAGE_IN, STAGE_OUT, SUSPENDED,
                                                     BatchKernel, JobState)
 
@@ -49,7 +49,7 @@ class PhaseColumns:
     """The phase rows of a batch run, column by column: times and volumes as arrays of doubles, no
     tuple and no boxed float per row (a row cost ~170 B, 41 MB on SDSC-BLUE; now ~48 B).  Columns in
     the trace schema's order, ``io_node`` -1 (None: no column) unless the platform's I/O nodes gave each
-    part its row (``iolab.sim.batch.io_nodes``); ``columns()`` is what ``TraceBuilder.extend_columns``
+    part its row (``iolab.sim.batch.io_node_layer``); ``columns()`` is what ``TraceBuilder.extend_columns``
     takes, ``rows()`` (and iteration) the same rows as tuples, as ``BatchRecord.phases`` held them before."""
 
     __slots__ = ("job", "index", "kind", "start", "end", "volume", "tier", "io_node")
@@ -167,8 +167,8 @@ class BatchEngine:
         self._touched_links: set[str] = set()
         self._step_end: dict[int, float] = {}  # job index -> end of its current compute step
         self._paused: dict[int, float] = {}  # suspended job index -> seconds or bytes left of its step
-        self.controller = None  # a load controller driver (iolab.sim.batch.controller), if the spec has one
-        # the platform's I/O nodes (iolab.sim.batch.io_nodes): they stand in for the tier links, if any
+        self.controller = None  # a load controller driver (iolab.sim.batch.load_controller), if the spec has one
+        # the platform's I/O nodes (iolab.sim.batch.io_node_layer): they stand in for the tier links, if any
         self.io_nodes = None
         # progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
         self.progress: Callable[[float, int, int], None] | None = None

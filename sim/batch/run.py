@@ -6,7 +6,7 @@ import time
 
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
-from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.trace.provenance import provenance
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.kernel import DONE, ENDED, FUTURE, QUEUED, BatchKernel
@@ -49,13 +49,13 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
             engine.links[name] = FairShareLink(engine.links[name].rate, law)
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
-        from iolab.sim.batch.controller import SimController  # lazy: the load controller, for a spec that has one
+        from iolab.sim.batch.load_controller import SimController  # lazy: the load controller, for a spec that has one
 
         SimController.from_spec(spec).install(engine, control=c.enabled)
     try:
         if spec.platform.io_nodes is None:
             return engine.run()
-        from iolab.sim.batch.io_nodes import IONodeLayer  # lazy: the I/O nodes, for a platform that has them
+        from iolab.sim.batch.io_node_layer import IONodeLayer  # lazy: the I/O nodes, for a platform that has them
 
         layer = IONodeLayer.from_spec(spec, strict=strict)  # after the tiers' laws: it keeps them
         layer.install(engine)

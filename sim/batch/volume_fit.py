@@ -1,7 +1,7 @@
-"""Fit the simulator's volume model to the response times a real run measured (issue 10 §5).
+"""Fit the simulator's volume model to the response times a real run measured.
 
 The simulator's benchmark unit of ``p`` bytes on a volume with ``k`` writers takes
-(:class:`iolab.sim.batch.controller.VolumeModel`)::
+(:class:`iolab.sim.batch.load_controller.VolumeModel`)::
 
     r(k) = r0 + p (k + 1) (1 + gamma * max(0, k + 1 - knee)) / probe_rate
 

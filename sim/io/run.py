@@ -17,17 +17,21 @@ from iolab.middleware.policies.io_guard import policy_label
 from iolab.middleware.policies.loader import check_spec_policies
 
 
+def run_options(spec: IOExperiment, policy=None, mode: str | None = None, dt: float | None = None) -> tuple:
+    """The policy, engine and time step of a run of ``spec``: those given, else the spec's."""
+    return policy or spec.policy, mode or spec.sim.mode, dt or spec.sim.dt
+
+
 def run_engine(spec: IOExperiment, *, policy: str | None = None, mode: str | None = None,
                dt: float | None = None, rows: bool = True, scenario: Scenario | None = None,
                strict: bool | None = None) -> Recorder:
-    """Run one engine; ``strict`` checks every decision (default: ``IOLAB_STRICT``)."""
+    """Run one engine (:func:`run_options`); ``strict`` checks every decision (default: ``IOLAB_STRICT``)."""
     sc = scenario or Scenario.from_spec(spec)
-    policy = policy or spec.policy
-    mode = mode or spec.sim.mode
+    policy, mode, dt = run_options(spec, policy, mode, dt)
     if mode == "event":
         engine = EventEngine(sc, policy, rows, strict=strict)
     elif mode == "step":
-        engine = SteppedEngine(sc, policy, dt or spec.sim.dt, rows, strict=strict)
+        engine = SteppedEngine(sc, policy, dt, rows, strict=strict)
     else:
         raise ValueError(f"unknown simulation mode {mode!r} (event or step)")
     try:
@@ -45,9 +49,7 @@ def simulate(spec: IOExperiment, *, policy: str | None = None, mode: str | None 
     (:mod:`iolab.middleware.policies.io_checker`) and raise
     :class:`~iolab.invariants.InvariantViolation` at the first broken rule; ``None``
     follows ``IOLAB_STRICT`` (:func:`iolab.invariants.strict_default`)."""
-    policy = policy or spec.policy
-    mode = mode or spec.sim.mode
-    dt = dt or spec.sim.dt
+    policy, mode, dt = run_options(spec, policy, mode, dt)
     spec = spec.model_copy(update={"policy": policy})
     check_spec_policies(spec)
     t0 = time.perf_counter()

@@ -146,7 +146,7 @@ def depth_spec(scheduler, depth):
 
 def kernel_of(scheduler, depth):
     """The kernel of :func:`depth_spec` after A started (t = 0) and B1 .. B4 arrived (t = 1)."""
-    from iolab.middleware.policies.batch.checks import BatchChecker
+    from iolab.middleware.policies.batch.checker import BatchChecker
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.workloads import load_workload
     sp = depth_spec(scheduler, depth)

@@ -1,6 +1,6 @@
 """Strict mode's batch checker keeps its own books: bugs planted in the *kernel's* books are caught.
 
-The checker (``middleware/policies/batch/checks.py``) sees only the kernel's events (the platform and
+The checker (``middleware/policies/batch/checker.py``) sees only the kernel's events (the platform and
 jobs once, then submissions, decisions, starts, placements, fallbacks, ends...) and keeps its own free
 node ids, HPS bytes, bytes per disk and running set.  Each test here breaks one line of the kernel's
 bookkeeping (not a policy: the policies are correct) and requires the run to stop at that change,
@@ -14,7 +14,7 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch import Decision, Snapshot, Start
-from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.placement import StorageAllocator
 from iolab.sim.batch.engine import BatchEngine

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from iolab.invariants import InvariantViolation
-from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.specs.batch import BatchExperiment
 

@@ -276,7 +276,7 @@ def test_cli_runs_the_new_rules(tmp_path):
 
 
 def test_an_emulated_batch_spec_accepts_the_new_fields(tmp_path):
-    from iolab.emulator.batch.checks import check_batch_runnable
+    from iolab.emulator.batch.prerun_checks import check_batch_runnable
     from iolab.sim.batch.run import simulated_makespan
 
     doc = {**batch({"jobs": 3, "shortest": 60, "longest": 240, "arrival_factor": 30, "io_rate": "share",

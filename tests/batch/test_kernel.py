@@ -13,7 +13,7 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch import kernel as kernel_module
-from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.workloads import load_workload
 from iolab.specs.batch import BatchExperiment
@@ -68,7 +68,7 @@ def test_the_policy_is_built_once_and_projects_only_for_plans():
 HEAVY = {"ray", "mpi4py", "h5py", "time", "subprocess", "asyncio", "threading"}
 
 
-@pytest.mark.parametrize("module", ["kernel", "checks"])
+@pytest.mark.parametrize("module", ["kernel", "checker", "io_node_book"])
 def test_the_kernel_reads_no_clock_and_imports_no_runtime(module):
     path = Path(kernel_module.__file__).with_name(f"{module}.py")
     imported = set()

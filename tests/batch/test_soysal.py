@@ -280,7 +280,7 @@ def test_a_plan_change_after_the_early_copy_wastes_its_bytes():
 def test_hps_capacity_is_never_exceeded_with_early_copies(scheduler, rows):
     """Running HPS jobs plus early copies never hold more than the HPS capacity (50 GB), checked
     after every decision and every early-copy check."""
-    from iolab.middleware.policies.batch.checks import BatchChecker
+    from iolab.middleware.policies.batch.checker import BatchChecker
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.sim.batch.engine import BatchEngine
     jobs = [{**job(f"j{i}", sub, n, w, w), "input": f"{gb}GB", "storage": f"{gb}GB"}
@@ -371,7 +371,7 @@ def test_the_kept_advance_due_is_the_plans_answer(scheduler, rows):
     """``advance_due`` is kept between changes of the plan, the queue, the tracker and the early
     copies; strict mode recomputes it at every call and raises if the kept answer differs.  Jobs
     end before their walltime, so decisions move plans without any job starting or arriving."""
-    from iolab.middleware.policies.batch.checks import BatchChecker
+    from iolab.middleware.policies.batch.checker import BatchChecker
     from iolab.middleware.policies.batch.kernel import BatchKernel
     from iolab.sim.batch.engine import BatchEngine
     from iolab.workloads import load_workload

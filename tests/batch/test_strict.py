@@ -13,7 +13,7 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch import BatchPolicy, Decision, Start
-from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.placement import StorageAllocator
 from iolab.sim.batch.engine import BatchEngine

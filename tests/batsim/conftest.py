@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
 from batsim_processes import HERE, Scheduler, free_endpoint, pybatsim_command
+from listening import listening_inodes
+from polling import wait_until
 
 
 @pytest.fixture
@@ -37,7 +38,10 @@ def start_scripted(tmp_path):
         s = Scheduler([sys.executable, str(HERE / "scripted_scheduler.py"), endpoint, mode], endpoint,
                       tmp_path / f"{mode}.log")
         started.append(s)
-        time.sleep(0.2)  # (ZeroMQ reconnects by itself: this only spares a retry)
+        port = int(endpoint.rsplit(":", 1)[1])  # ZeroMQ would reconnect by itself: this spares a retry
+        wait_until(f"the scripted scheduler to listen at {endpoint}",
+                   lambda: s.proc.poll() is not None or port in {p for _, p in listening_inodes().values()},
+                   timeout=30, detail=s.text)
         return s
 
     yield start

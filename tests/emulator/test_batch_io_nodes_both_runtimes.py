@@ -206,3 +206,28 @@ def test_shared_io_nodes_with_a_law_mean_the_same_in_both_runtimes(tmp_path):
                                  rel=1e-6)
     for r in real.grants.rows():
         assert r["release"] - r["grant"] == pytest.approx(held[(r["job"], r["io_node"])], rel=0.1), r
+
+
+# ---------------------------------------------------------------- more ranks than nodes
+@pytest.mark.long
+@pytest.mark.ray
+@pytest.mark.mpi
+def test_a_job_with_more_ranks_than_nodes_is_split_by_its_nodes_in_both_runtimes(tmp_path):
+    """One job on two nodes behind two FIFO I/O nodes (one node each) with three ranks: two run on its first
+    node, one on its second, so by ranks its 200 GB would cross I/O node 0 as 133 GB and I/O node 1 as 67 GB.
+    Both runtimes split it by nodes: 100 GB per I/O node, each part 100 s at the I/O node's 1 GB/s."""
+    sp = BatchExperiment.model_validate({
+        "name": "io-nodes-ranks", "scheduler": "fcfs",
+        "platform": {"nodes": 2, "memory_per_node": "8GB", "lps": {"rate": "20 GB/s"},
+                     "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
+                     "io_nodes": 2, "nodes_per_io_node": 1, "io_node": {"rate": "1 GB/s", "policy": "fifo"}},
+        "workload": [{"id": "r", "submit": 0, "nodes": 2, "walltime": 5000, "runtime": 10, "output": "200GB"}],
+        "emulator": {"time_scale": TS, "bytes_scale": BS, "ranks_per_job": 3, "chunk_bytes": 16 * 1024},
+    })
+    sim, real = both_runs(sp, tmp_path, 1)
+    assert parts(sim) == {"r": [(0, 100.0), (1, 100.0)]}
+    assert parts(real) == parts(sim)
+    held = {r["io_node"]: r["release"] - r["grant"] for r in sim.grants.rows()}
+    assert held == pytest.approx({0: 100.0, 1: 100.0})
+    got = {r["io_node"]: r["release"] - r["grant"] for r in real.grants.rows()}
+    assert got == pytest.approx(held, rel=0.1), got  # by ranks, I/O node 0's part would last 133 s

@@ -402,7 +402,7 @@ def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_pat
 
 # --------------------------------------------------------------------- the state, without Ray
 def _state(policy: str = "fifo", strict: bool = True):
-    from iolab.middleware.io_nodes import IONodesState
+    from iolab.middleware.io_node_state import IONodesState
 
     from iolab.workloads.steps import Step
 
@@ -457,7 +457,7 @@ def test_a_suspended_job_lets_go_of_its_grant_and_asks_again_for_the_bytes_left(
 
 
 def test_a_dropped_job_frees_its_io_node_and_its_ranks_are_told():
-    from iolab.middleware.io_nodes import JobGone
+    from iolab.middleware.io_node_state import JobGone
 
     st = _state("fifo")
     st.request("a", 0, 1, "write", 100, 1.0)
@@ -516,7 +516,7 @@ def test_the_live_view_of_a_real_run_shows_who_holds_the_io_node_and_who_waits(t
 def test_the_snapshot_names_who_holds_each_io_node_and_who_waits_in_the_order_they_are_granted(policy):
     """Four writers on I/O node 0 (the first takes it), one on I/O node 1, suspended while it waits: the
     snapshot's queue is the order in which the arbiter then really grants them (the reference)."""
-    from iolab.middleware.io_nodes import IONodesState
+    from iolab.middleware.io_node_state import IONodesState
     from iolab.workloads.steps import Step
 
     st = IONodesState(2, policy=policy, rate=1.0, rates={"lps": 10.0, "hps": 10.0, "stage": 10.0}, strict=True)

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from iolab.trace import read_trace
+from polling import wait_until
 from private_tmp import PrivateTmp, Watch
 from small_runs import small_batch, small_io
 
@@ -81,11 +82,14 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
             if "clock started" in line or time.monotonic() > deadline:
                 break
         assert any("clock started" in ln for ln in err), "".join(err)
-        for _ in range(10):
+
+        def apps_running() -> bool:  # else the checks below would prove nothing
             watch.poll()
-            time.sleep(0.2)
+            return bool(processes_mentioning(str(work))) and (spec is not IO_SPEC or bool(watch.seen))
+
+        wait_until("the run's apps (and, for MPI apps, their MPICH or hydra files)", apps_running, timeout=30,
+                   every=0.2, detail=lambda: "".join(err)[-2000:])
         assert proc.poll() is None, "the run ended before it could be interrupted"
-        assert processes_mentioning(str(work)), "no app process seen: the check below would prove nothing"
         proc.send_signal(sig)
         rest_out, rest_err = proc.communicate(timeout=60)
     finally:
@@ -107,9 +111,8 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
     check_partial_report_and_export(trace, out, tmp_path)
 
     # nothing that belongs to this run survives it (apps, mpiexec, their ranks)
-    time.sleep(0.5)
-    left = processes_mentioning(str(work))
-    assert not left, left
+    wait_until("every process of the run to end", lambda: not processes_mentioning(str(work)), timeout=10,
+               detail=lambda: processes_mentioning(str(work)))
     # nor a file of MPICH's or hydra's: the run's own /dev/shm and /tmp hold none of them now
     if spec is IO_SPEC:  # its apps are MPI programs started by hydra
         assert watch.seen, "the run made no MPICH or hydra file: the check below would prove nothing"

@@ -1,7 +1,7 @@
 """What a list policy ranks about a job's parts is the same in both runtimes (no Ray, no MPI): one spec,
 calibrated (launch, exit and per-phase costs, delivered shares below 1) and with staging, simulated; the
 simulator's requests to its I/O nodes' arbiters are replayed, at their spec times, into the real run's
-state (:class:`iolab.middleware.io_nodes.IONodesState`, fed as the real batch run feeds it), and every
+state (:class:`iolab.middleware.io_node_state.IONodesState`, fed as the real batch run feeds it), and every
 request's facts are compared."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from iolab.emulator.batch.jobs import app_phases, job_parts
-from iolab.middleware.io_nodes import IONodesState
+from iolab.middleware.io_node_state import IONodesState
 from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs import parse_spec

@@ -1,4 +1,4 @@
-"""``kill -9`` of the driver of a small real run: 10 s later no process of the run is alive (counted on
+"""``kill -9`` of the driver of a small real run: within 10 s no process of the run is alive (counted on
 /proc, by PID and start time), no MPICH shared-memory segment or hydra file it made is left (the run's
 /dev/shm and /tmp are the test's own folders, empty before: :mod:`private_tmp`), and the partial trace
 written as the run went is there, and ``iolab report`` says it is partial and names the apps cut short."""
@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from iolab.cli import cli
 from iolab.emulator.run_residue import descendants, start_time
 from iolab.trace import read_trace
+from polling import wait_until
 from private_tmp import PrivateTmp, Watch
 from small_runs import small_io
 
@@ -48,18 +49,36 @@ def test_kill_9_of_the_driver_leaves_no_process_no_segment_and_a_partial_trace(t
                 break
             time.sleep(0.2)
         assert driver.poll() is None and out.exists(), "the run did not get going"
-        for _ in range(30):  # at least one more partial trace
+        written = out.stat().st_mtime_ns
+
+        def going() -> bool:
             watch.poll()
-            time.sleep(0.2)
+            return out.stat().st_mtime_ns != written and watch.kinds() == {"shm", "tmp"}
+
+        wait_until("one more partial trace, and MPICH's segments and hydra's files", going, timeout=60,
+                   every=0.2, detail=lambda: watch.seen)
         procs = descendants(driver.pid)
         assert len(procs) >= 6  # Ray's own processes, two mpiexec with their proxies and ranks
         assert watch.kinds() == {"shm", "tmp"}, watch.seen  # segments and hydra files made: the check below bites
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
-        time.sleep(10)
-        alive = [p for p, st in procs if start_time(p) == st]
-        assert alive == [], [Path(f"/proc/{p}/cmdline").read_bytes()[:120] for p in alive]
-        assert sorted(private.new()) == []  # no new segment, no new hydra file: before vs after
+
+        def alive() -> list[int]:
+            return [p for p, st in procs if start_time(p) == st]
+
+        def cmdlines(pids: list[int]) -> list[bytes]:
+            out = []
+            for p in pids:
+                try:
+                    out.append(Path(f"/proc/{p}/cmdline").read_bytes()[:120])
+                except OSError:
+                    pass
+            return out
+
+        wait_until("every process of the run to be gone", lambda: not alive(), timeout=10, every=0.2,
+                   detail=lambda: cmdlines(alive()))
+        wait_until("the run's segments and hydra files to be removed", lambda: not private.new(), timeout=10,
+                   every=0.2, detail=lambda: sorted(private.new()))  # none new: before vs after
     finally:
         if driver.poll() is None:
             driver.kill()

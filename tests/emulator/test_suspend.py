@@ -12,6 +12,7 @@ import pytest
 from iolab.emulator.shell import kill_tree, spawn
 from iolab.emulator.slurm_launch import MpiexecApps
 from iolab.errors import RunError
+from polling import settled, wait_until
 
 
 def group_states(pgid: int) -> dict[int, str]:
@@ -43,14 +44,6 @@ def counts(path: Path) -> tuple[int, int]:
     return words.count("a"), words.count("b")
 
 
-def wait_for(what: str, check, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def test_suspend_stops_every_process_of_the_app_and_resume_continues_them(tmp_path):
     ticks = tmp_path / "ticks"
     loop = "while :; do echo {0} >> {1}; sleep 0.05; done"
@@ -58,19 +51,18 @@ def test_suspend_stops_every_process_of_the_app_and_resume_continues_them(tmp_pa
     proc = spawn(["sh", "-c", script], log_path=tmp_path / "log")
     apps = MpiexecApps("mpiexec", tmp_path / "hosts")
     try:
-        wait_for("both loops to tick", lambda: min(counts(ticks)) >= 5)
+        wait_until("both loops to tick", lambda: min(counts(ticks)) >= 5)
         apps.suspend("A", proc)
-        wait_for("every process of the group to stop",
+        wait_until("every process of the group to stop",
                  lambda: set(group_states(proc.pid).values()) <= HALTED)
         stopped = [p for p, s in group_states(proc.pid).items() if s == "T"]
         assert len(stopped) >= 3  # the shell and both loops
-        time.sleep(0.3)                           # a write in flight may still land
-        frozen = counts(ticks)
+        frozen = settled(lambda: counts(ticks))   # a write in flight when the group stopped may still land
         time.sleep(1.0)                           # ~20 ticks each if they were running
         assert counts(ticks) == frozen and proc.poll() is None
 
         apps.resume("A", proc)
-        wait_for("both loops to tick again", lambda: min(c - f for c, f in zip(counts(ticks), frozen)) >= 5)
+        wait_until("both loops to tick again", lambda: min(c - f for c, f in zip(counts(ticks), frozen)) >= 5)
         assert "T" not in group_states(proc.pid).values()
     finally:
         kill_tree(proc, grace=2)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from iolab.emulator.batch.controller import tier_probes
+from iolab.emulator.batch.load_controller import tier_probes
 from iolab.middleware.bucket import TokenBucket
 from iolab.middleware.controller_actor import tier_response
 from iolab.middleware.policies.interference import InterferenceLaw
 from iolab.middleware.storage import StorageState
-from iolab.sim.batch.controller import VolumeModel
+from iolab.sim.batch.load_controller import VolumeModel
 from iolab.specs.batch import BatchExperiment
 
 

@@ -187,7 +187,7 @@ def test_emulable_phases():
 
 
 def test_for_emulator_spec_passes_the_emulators_checks(tmp_path):
-    from iolab.emulator.io.checks import check_runnable
+    from iolab.emulator.io.prerun_checks import check_runnable
 
     plain, real = tmp_path / "plain.yaml", tmp_path / "real.yaml"
     for out, extra in ((plain, []), (real, ["--for-emulator"])):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iolab.middleware.actor_handle import call
-from iolab.middleware.arbiter import AppFailed, Arbiter
+from iolab.middleware.arbiter_actor import AppFailed, Arbiter
 from iolab.middleware.client import RayCoordinator
 from iolab.middleware.policies.io_apps import IOApp
 

@@ -51,7 +51,7 @@ def test_no_law_or_no_stream_is_the_plain_bucket():
 def test_the_arbiter_paces_shared_apps_under_the_platforms_law():
     """``shared`` on a real I/O node: the arbiter's bucket counts apps (every rank of one app is one stream)."""
     from iolab.middleware.policies.io_apps import IOApp
-    from iolab.middleware.state import ArbiterState
+    from iolab.middleware.arbiter_state import ArbiterState
 
     apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["write"], amounts=[1.0], bandwidth=1.0)
             for i, a in enumerate("ABC")]

@@ -9,10 +9,10 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.bucket import TokenBucket
-from iolab.middleware.io_nodes import IONodesState
+from iolab.middleware.io_node_state import IONodesState
 from iolab.middleware.policies.interference import InterferenceLaw
 from iolab.middleware.policies.io_apps import IOApp
-from iolab.middleware.state import ArbiterState
+from iolab.middleware.arbiter_state import ArbiterState
 from iolab.specs.io_policies import TBFSpec
 from iolab.specs.policy_ref import PolicyRef
 from iolab.workloads.steps import Step

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from iolab.middleware.policies.io_apps import IOApp
-from iolab.middleware.state import ArbiterState
+from iolab.middleware.arbiter_state import ArbiterState
 
 
 def three_apps(policy: str, io_time: dict[str, float]) -> ArbiterState:

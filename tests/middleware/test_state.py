@@ -9,7 +9,7 @@ import pytest
 from iolab.invariants import InvariantViolation
 from iolab.middleware.bucket import TokenBucket
 from iolab.middleware.policies.io_apps import IOApp
-from iolab.middleware.state import AppFailed, ArbiterState
+from iolab.middleware.arbiter_state import AppFailed, ArbiterState
 
 from io_fakes import GrantsTwice, kernel_forgets_the_arbiters_release
 

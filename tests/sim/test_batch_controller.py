@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from iolab.middleware.policies.batch.checks import BatchChecker
+from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.kernel import DONE, SUSPENDED, BatchKernel
-from iolab.sim.batch.controller import ContentionLink, VolumeModel
+from iolab.sim.batch.load_controller import ContentionLink, VolumeModel
 from iolab.sim.batch.engine import BatchEngine
 from iolab.sim.batch.run import run_batch
 from iolab.workloads import load_workload

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.sim.batch.engine import BatchEngine
-from iolab.sim.batch.io_nodes import IONodeLayer
+from iolab.sim.batch.io_node_layer import IONodeLayer
 from iolab.sim.batch.maxmin import max_min_rates
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs import parse_spec
@@ -256,7 +256,7 @@ def test_without_io_nodes_the_layer_is_never_touched(monkeypatch):
     from pathlib import Path
 
     import iolab.middleware.policies.batch.io_parts as io_parts
-    import iolab.sim.batch.io_nodes as io_nodes
+    import iolab.sim.batch.io_node_layer as io_nodes
     from iolab.specs import load_spec
 
     examples = Path(__file__).resolve().parents[2] / "examples"
@@ -355,7 +355,7 @@ def test_combined_example_simulates_strictly_with_io_nodes_in_its_trace(monkeypa
 def test_strict_on_the_command_line_names_the_io_node_of_a_double_grant(monkeypatch, capsys):
     import sys
 
-    import iolab.sim.batch.io_nodes as io_nodes
+    import iolab.sim.batch.io_node_layer as io_nodes
     from iolab.cli import main
     from io_fakes import GrantsTwice
     from shared_data import REPO

@@ -60,20 +60,20 @@ def test_the_batch_spec_places_on_both_disks_splits_and_falls_back():
 def test_the_emulator_accepts_the_validation_specs(name, tmp_path):
     spec = load_spec(HERE / name)
     if spec.kind == "batch":
-        from iolab.emulator.batch.checks import check_batch_runnable
+        from iolab.emulator.batch.prerun_checks import check_batch_runnable
         from iolab.sim.batch.run import simulated_makespan
         from iolab.workloads import load_workload
 
         check_batch_runnable(spec, load_workload(spec), tmp_path, makespan_of=simulated_makespan)
     else:
-        from iolab.emulator.io.checks import check_runnable
+        from iolab.emulator.io.prerun_checks import check_runnable
 
         check_runnable(spec, tmp_path)
 
 
 def test_the_controller_spec_loads_its_volume_and_the_controller_acts_in_the_simulation():
     from iolab.middleware.policies.interference import tier_laws
-    from iolab.sim.batch.controller import VolumeModel
+    from iolab.sim.batch.load_controller import VolumeModel
 
     spec = load_spec(HERE / "controller-interference.yaml")
     c = spec.controller

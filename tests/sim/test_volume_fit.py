@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from iolab.cli import cli
-from iolab.sim.batch.controller import VolumeModel
+from iolab.sim.batch.load_controller import VolumeModel
 from iolab.sim.batch.volume_fit import fit_volume_model
 from iolab.trace import TraceBuilder, write_trace
 

@@ -61,12 +61,19 @@ def test_behind_io_nodes_a_real_run_defaults_to_one_rank_per_node():
     assert BatchExperiment.model_validate(spec()).emulator.ranks_per_job == 1  # without I/O nodes: unchanged
 
 
-def test_a_real_run_refuses_ranks_that_do_not_cover_a_jobs_nodes_evenly(tmp_path):
-    from iolab.emulator.batch.checks import check_batch_runnable
+def test_a_real_run_refuses_fewer_ranks_than_a_jobs_nodes_and_takes_any_more(tmp_path):
+    from iolab.emulator.batch.prerun_checks import check_batch_runnable
     from iolab.errors import SpecError
-    doc = spec({"io_nodes": 2, "io_node": {"rate": 1}}, emulator={"ranks_per_job": 3})
-    doc["workload"] = [{"id": "a", "submit": 0, "nodes": 2, "walltime": 10, "runtime": 5}]
-    e = BatchExperiment.model_validate(doc)
-    with pytest.raises(SpecError) as err:
-        check_batch_runnable(e, e.workload.jobs, tmp_path)
-    assert any(path == "emulator.ranks_per_job" and "'a'" in why for path, why in err.value.problems)
+
+    def problems(ranks):
+        doc = spec({"io_nodes": 2, "io_node": {"rate": 1}}, emulator={"ranks_per_job": ranks})
+        doc["workload"] = [{"id": "a", "submit": 0, "nodes": 2, "walltime": 10, "runtime": 5}]
+        e = BatchExperiment.model_validate(doc)
+        try:
+            check_batch_runnable(e, e.workload.jobs, tmp_path)
+        except SpecError as err:
+            return err.problems
+        return []
+
+    assert any(path == "emulator.ranks_per_job" and "'a'" in why for path, why in problems(1))
+    assert not any(path == "emulator.ranks_per_job" for path, _ in problems(3))  # 2 ranks on one node, 1 on the other

@@ -19,8 +19,7 @@ walltime (LPS tier; HPS is the business of :mod:`.sas`).
   only takes room before its old start, which is before the old starts of
   the jobs after it), unless a running job overran its estimate.
 - **Conservative with re-insertion** (soysal2019 §3.4.1's *schedule
-  compression*, ``conservative-reinsert``; the ``conservative`` of iolab
-  before soysal2019's issue): every job is removed and re-inserted one by one
+  compression*, ``conservative-reinsert``): every job is removed and re-inserted one by one
   in *submit* order at every decision, which can move a reservation later
   when an earlier-submitted job takes a hole that a later one held.  When
   nothing ended early the rebuilt plan is exactly the previous reservations

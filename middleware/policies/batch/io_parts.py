@@ -5,7 +5,8 @@ checkpoint writes, output write: the steps of :func:`iolab.workloads.steps.job_s
 HPS; staging between the tiers does not cross the I/O nodes) go through the I/O nodes of its compute nodes:
 
 - **parts**: a phase of V bytes of a job whose nodes sit on I/O nodes n1 < n2 < ... has one part per
-  I/O node, V x (the job's nodes there) / (the job's nodes) (:func:`split_parts`); each part is a
+  I/O node, V x (the job's nodes there) / (the job's nodes) (:func:`split_volume` of the job's
+  :func:`node_counts`; :func:`split_parts` from its node ids at once), in both runtimes; each part is a
   request to that I/O node's arbiter (:class:`~iolab.middleware.policies.arbiter.IONodeArbiter`, the
   I/O level's), granted and released independently; the phase ends when its last part ends;
 - **request**: the facts a list policy ranks (:class:`~iolab.middleware.policies.io_order.IORequest`)
@@ -23,7 +24,7 @@ from typing import Sequence
 
 from iolab.middleware.policies.io_order import IORequest
 
-__all__ = ["JobIOFacts", "through_io_nodes", "split_parts"]
+__all__ = ["JobIOFacts", "node_counts", "split_parts", "split_volume", "through_io_nodes"]
 
 TIER_LINKS = frozenset(("lps", "hps"))
 
@@ -33,11 +34,10 @@ def through_io_nodes(link: str) -> bool:
     return link in TIER_LINKS
 
 
-def split_parts(volume: float, node_ids: int, span: int) -> list[tuple[int, float]]:
-    """The parts of a phase of ``volume`` bytes of a job holding the ids ``node_ids`` (a mask), ``span``
-    compute nodes per I/O node: ``[(I/O node, bytes), ...]`` in increasing I/O node order."""
-    n = node_ids.bit_count()
-    if n == 0:
+def node_counts(node_ids: int, span: int) -> dict[int, int]:
+    """How many of the compute nodes ``node_ids`` (a mask) sit on each I/O node, ``span`` compute nodes per
+    I/O node: ``{I/O node: nodes}``."""
+    if node_ids == 0:
         raise ValueError("a job's phase needs its nodes to go through I/O nodes")
     counts: dict[int, int] = {}
     m = node_ids
@@ -46,7 +46,20 @@ def split_parts(volume: float, node_ids: int, span: int) -> list[tuple[int, floa
         j = (low.bit_length() - 1) // span
         counts[j] = counts.get(j, 0) + 1
         m ^= low
+    return counts
+
+
+def split_volume(volume: float, counts: dict[int, int]) -> list[tuple[int, float]]:
+    """The parts of a phase of ``volume`` bytes of a job with ``counts[j]`` compute nodes on I/O node ``j``:
+    ``[(I/O node, bytes), ...]`` in increasing I/O node order, each ``volume x counts[j] / (the job's nodes)``."""
+    n = sum(counts.values())
     return [(j, volume * k / n) for j, k in sorted(counts.items())]
+
+
+def split_parts(volume: float, node_ids: int, span: int) -> list[tuple[int, float]]:
+    """The parts of a phase of ``volume`` bytes of a job holding the ids ``node_ids`` (a mask), ``span``
+    compute nodes per I/O node: ``[(I/O node, bytes), ...]`` in increasing I/O node order."""
+    return split_volume(volume, node_counts(node_ids, span))
 
 
 class JobIOFacts:

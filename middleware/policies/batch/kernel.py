@@ -40,7 +40,7 @@ running view per decision.
 
 Observers: the kernel tells an ``observer`` (:class:`BatchObserver`) of the platform and the
 workload once, then of every decision and state change, with its books after the change.  Strict
-mode's :class:`~.checks.BatchChecker` is one: it keeps its own books from these events alone and
+mode's :class:`~.checker.BatchChecker` is one: it keeps its own books from these events alone and
 raises :class:`iolab.invariants.InvariantViolation`; a kernel with an observer also checks the views
 it keeps for the policies against its running jobs.  Without an observer each event costs one ``if``.
 """
@@ -809,7 +809,7 @@ class BatchKernel:
         (iterating gives the rows)."""
         return self.tracker.rows if self.tracker is not None else PlanRows()
 
-    # -- advance stage-in (issue 9 §5, beyond soysal2019) ------------------------------------------
+    # -- advance stage-in (beyond soysal2019) ---------------------------------------------------------
     def _setup_advance(self, advance: tuple[float, float] | None) -> None:
         self.advance = advance  # (theta_stable, margin) or None
         self.early: dict[str, tuple[float, float, int]] = {}  # job -> (copy began, planned start, node mask)

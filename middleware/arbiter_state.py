@@ -1,7 +1,7 @@
 """The arbiter's state, without Ray: apps, start gates, I/O grants, leases, caps, records.
 
 :class:`ArbiterState` is the CLARISSE-like control plane of one run as a plain
-state machine (the Ray actor in :mod:`iolab.middleware.arbiter` wraps it; tests
+state machine (the Ray actor in :mod:`iolab.middleware.arbiter_actor` wraps it; tests
 drive it directly).  Every method takes ``now`` in wall seconds; the state
 converts to spec seconds (``(now - t0) / time_scale``) for the policies and
 the trace, so the policy objects see exactly what the simulator shows them.

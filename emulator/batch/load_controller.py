@@ -42,7 +42,7 @@ __all__ = ["ControllerDriver"]
 
 def _both(job: str, storage, io_nodes) -> None:
     """The storage manager's hook, then (with I/O nodes) the I/O nodes' actor's: a suspended job's parts
-    let go of their I/O nodes and ask again at resume (:mod:`iolab.middleware.io_nodes`)."""
+    let go of their I/O nodes and ask again at resume (:mod:`iolab.middleware.io_node_state`)."""
     storage(job)
     if io_nodes:
         io_nodes(job)

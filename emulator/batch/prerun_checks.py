@@ -14,7 +14,7 @@ from iolab.specs.batch import BatchExperiment
 from iolab.workloads.run_size import check_batch_run
 
 from iolab.emulator.batch.jobs import app_phases
-from iolab.emulator.io.checks import H5_OVERHEAD, conclude
+from iolab.emulator.io.prerun_checks import H5_OVERHEAD, conclude
 
 LAUNCH_ESTIMATE = 4.0  # wall seconds a job launch costs on a loaded 2-core machine (docs/storage.md)
 
@@ -37,12 +37,11 @@ def check_batch_runnable(spec: BatchExperiment, jobs: list, work_dir: Path, sour
     for i, j in enumerate(jobs[: s.max_jobs]):
         where = f"workload.jobs[{i}]"
         r = s.ranks_for(j.nodes)
-        if spec.platform.io_nodes is not None and r % j.nodes:
+        if spec.platform.io_nodes is not None and r < j.nodes:
             problems.append(("emulator.ranks_per_job", f"job {j.id!r} of {j.nodes} nodes would run {r} ranks: behind "
-                                                       "I/O nodes every node of a job needs as many ranks as the others "
-                                                       "(ranks_per_job: nodes, the default there, or a multiple of "
-                                                       "every job's nodes), so that its bytes cross its I/O nodes in "
-                                                       "the shares of its nodes, as the simulator splits them"))
+                                                       "I/O nodes every node of a job needs a rank (ranks_per_job: "
+                                                       "nodes, the default there, or at least every job's nodes), "
+                                                       "so that each of its I/O nodes has ranks to carry its part"))
             continue
         if r > s.max_ranks:
             problems.append((where, f"job {j.id!r} would run {r} ranks; emulator.max_ranks is {s.max_ranks}"))

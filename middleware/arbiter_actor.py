@@ -2,7 +2,7 @@
 
 :class:`Arbiter` is what the orchestrator holds: ``Arbiter.create(...)`` (or
 ``Arbiter.from_spec``) starts the actor under a name in a namespace, and its
-methods mirror :class:`~iolab.middleware.state.ArbiterState`.  Arguments are checked
+methods mirror :class:`~iolab.middleware.arbiter_state.ArbiterState`.  Arguments are checked
 here, on the caller's side; errors raised in the actor come back as the
 original exception (``AppFailed``, ``ValueError``, ``RuntimeError``), not as a
 Ray error.
@@ -29,7 +29,7 @@ from iolab.middleware.policies.io_apps import IOApp, io_apps
 from iolab.middleware.policies.interference import law_of
 
 from iolab.middleware.actor_handle import ActorHandle, call
-from iolab.middleware.state import AppFailed, ArbiterState
+from iolab.middleware.arbiter_state import AppFailed, ArbiterState
 from iolab.middleware.policies.io_guard import shippable
 
 __all__ = ["AppFailed", "Arbiter"]
@@ -49,8 +49,8 @@ class _ArbiterActor:
     # -- the ticker ------------------------------------------------------------------------
     def _settle(self, wake: bool = True) -> None:
         """Decide now; ``wake``: a call changed the state, so the ticker recomputes when it is next due.
-        The ticker itself settles with ``wake=False``: waking itself would make it spin (it did, until
-        2026-11-24: one core of the machine busy in the arbiter throughout every real run)."""
+        The ticker itself settles with ``wake=False``: waking itself would make it spin (one core of the
+        machine busy in the arbiter throughout every real run)."""
         try:
             self._decide()
         except InvariantViolation as exc:  # strict mode: the run stops; every waiting app is told

@@ -1,13 +1,12 @@
 """The batch simulator's I/O nodes: a job's tier I/O split into parts, arbitrated, moved at max-min fair rates.
 
 On a platform with I/O nodes (``platform.io_nodes``; docs/simulator.md, "I/O nodes"), a job's read and
-write phases on its tier (not its staging) go through the I/O nodes of its compute nodes
-(:mod:`iolab.middleware.policies.batch.io_parts`):
+write phases on its tier (not its staging) go through the I/O nodes of its compute nodes, one part per
+I/O node.  The parts, requests, grants, releases, suspensions (a granted part released, a waiting one
+withdrawn, both asking again at resume for their bytes left), I/O time and grant rows are the book both
+runtimes keep (:class:`~iolab.middleware.policies.batch.io_node_book.IONodeBook`); this layer adds what
+the simulator moves, each part's bytes left and rate:
 
-- a phase has one **part** per I/O node the job's nodes sit on (its bytes x the job's nodes there / its
-  nodes); each part is a request to that I/O node's :class:`~iolab.middleware.policies.arbiter.IONodeArbiter`
-  (the spec's policy, the I/O level's objects), granted and released on its own; the phase ends with
-  its last part;
 - a granted part is a **stream** on two links in series: its I/O node (``io_node.rate x f(k)``, ``f`` the
   I/O node's interference law, ``k`` its streams) and the job's tier (the tier's rate and law, as
   without I/O nodes).  Rates are max-min fair over all those links (:func:`~iolab.sim.batch.maxmin.max_min_rates`),
@@ -17,9 +16,7 @@ write phases on its tier (not its staging) go through the I/O nodes of its compu
   :class:`~iolab.middleware.policies.io_order.Sharing`) the I/O node's link is replaced by one **cap** per
   stream, its share of the node's ``io_node.rate x f(k)`` (the policy asked whenever a stream starts or
   ends on that node): a part held back by its tier leaves its share unused, as the real run's per-stream
-  token bucket lanes do (docs/sharing.md);
-- the load controller's suspension takes a job's parts away (a granted part is released, a waiting one
-  withdrawn; the bytes left of each part are kept) and puts them back as new requests at resume.
+  token bucket lanes do (docs/sharing.md).
 
 The layer stands in for the tier links of :class:`~iolab.sim.batch.engine.BatchEngine`: each tier's entry of
 ``engine.links`` becomes a :class:`TierView` of the one layer, with the link interface the engine and the
@@ -38,12 +35,9 @@ import itertools
 import math
 
 from iolab.middleware.policies.arbiter import IONodeArbiter
-from iolab.middleware.policies.batch.io_node_checks import IONodeChecker
-from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_parts, through_io_nodes
+from iolab.middleware.policies.batch.io_node_book import IONodeBook, IOPart, IOPhase
+from iolab.middleware.policies.batch.io_parts import JobIOFacts, node_counts, through_io_nodes
 from iolab.middleware.policies.interference import law_of
-from iolab.middleware.policies.io_guard import equal_sharing, io_policy
-from iolab.middleware.policies.io_order import Stream
-from iolab.invariants import strict_default
 from iolab.workloads.steps import job_steps
 
 from iolab.sim.batch.maxmin import max_min_rates
@@ -53,43 +47,29 @@ __all__ = ["IONodeLayer", "TierView"]
 _TOL = 1e-9  # relative: a part with less than this share of its bytes left is done
 
 
-class _Part:
-    __slots__ = ("node", "bytes", "left", "rate", "asked", "request", "grant", "end")
+class _Part(IOPart):
+    __slots__ = ("left", "rate")
 
-    def __init__(self, node: int, nbytes: float):
-        self.node = node
-        self.bytes = nbytes  # the part's bytes in all
-        self.left = nbytes
+    def __init__(self, job, node: int, step: int, volume: float):
+        super().__init__(job, node, step, volume)
+        self.left = volume
         self.rate = 0.0
-        self.asked = 0.0  # bytes left when last requested
-        self.request = math.nan  # time of the current request
-        self.grant = math.nan  # time of the current grant (nan: waiting or not on a node)
-        self.end = math.nan
 
 
-class _Phase:
-    __slots__ = ("index", "job", "phase", "kind", "tier", "volume", "step", "parts", "seq", "asked")
-
-    def __init__(self, index: int, job: str, phase: int, kind: str, tier: str, volume: float, step: int, parts,
-                 asked: float):
-        self.index, self.job, self.phase, self.kind, self.tier = index, job, phase, kind, tier
-        self.volume, self.step, self.parts = volume, step, parts
-        self.seq = 0  # when it (last) joined the layer: phases ending at one instant go in this order
-        self.asked = asked  # its first request (a suspension does not reset it)
+class _Phase(IOPhase):
+    __slots__ = ("index", "tier", "seq")  # the engine's job index, the job's tier, when it (last) joined
 
 
 class IONodeLayer:
     """The I/O nodes of one batch run; :meth:`install` puts it in front of ``engine``'s tier links."""
 
     def __init__(self, io_nodes: int, span: int, rate: float, policy: str, law=None, *, strict: bool | None = None):
-        self.policy = io_policy(policy, rate=rate, law=law)
-        self.weighted = not self.policy.exclusive and not equal_sharing(self.policy)  # caps from its shares
-        self._shares: dict[int, tuple[tuple, list[float]]] = {}  # I/O node -> (its streams, their shares)
-        self.arbiters = [IONodeArbiter(self.policy, node=j) for j in range(io_nodes)]
+        self.io_book = IONodeBook(io_nodes, policy, rate, law, strict=strict, arbiter=IONodeArbiter)
+        self.policy, self.arbiters, self.checker = self.io_book.policy, self.io_book.arbiters, self.io_book.checker
+        self.grants = self.io_book.grants  # the trace's grants rows (job, phase, io_node, request, grant, release)
         self.span = span
         self.rate = rate
         self.law = law
-        self.checker = IONodeChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
         self.engine = None
         self.tiers: dict[str, object] = {}  # tier name -> the engine's link (its rate and law)
         # tier name -> the share of its path's rate a real part delivered (the calibration's; 1: the spec's)
@@ -99,14 +79,9 @@ class IONodeLayer:
         self.phases: dict[int, _Phase] = {}  # job index -> its phase in the layer
         self.paused: dict[int, _Phase] = {}  # suspended job index -> its phase (bytes left per part)
         self.streams: list[tuple[_Phase, _Part]] = []  # granted parts, in grant order
-        self.pending: set[int] = set()  # I/O nodes to dispatch at this instant
         self.ready: list[int] = []  # job indices whose phase has nothing left to move
         self.dirty = False  # the rates need solving
         self._seq = itertools.count()
-        self.facts: dict[tuple[int, str], JobIOFacts] = {}  # (job index, tier) -> what its requests tell
-        self.io_time: dict[int, float] = {}  # job index -> seconds of its phases through I/O nodes so far
-        self.grants: list[tuple] = []  # the trace's grants rows (job, phase, io_node, request, grant, release)
-        self.parts_done: dict[tuple[str, int], list[tuple[int, float, float]]] = {}  # (job, phase) -> (node, bytes, end)
 
     @classmethod
     def from_spec(cls, spec, *, strict: bool | None = None) -> "IONodeLayer | None":
@@ -130,20 +105,23 @@ class IONodeLayer:
     # -- the link interface (through TierView) -------------------------------------------------
     def add(self, key: int, amount: float, now: float, tier: str) -> None:
         self.advance(now)
-        s = self.engine.state[key]
         ph = self.paused.pop(key, None)
         if ph is None:
+            s = self.engine.state[key]
             st = s.steps[s.step]
-            phase = st.index if st.index >= 0 else s.step
-            parts = [_Part(j, b) for j, b in split_parts(amount, s.node_ids, self.span)]
-            ph = _Phase(key, s.queued.id, phase, st.kind, tier, amount, s.step, parts, now)
+            job = self.io_book.jobs.get(s.queued.id) or self._job(s)
+            # the step's index without overheads, the index of the steps the facts hold
+            ph = self.io_book.open(job, st.index if st.index >= 0 else s.step, amount, now, _Phase, _Part)
+            ph.index, ph.tier = key, tier
+            asked = [p for p in ph.parts.values() if not self._finished(p)]
+            for part in asked:
+                self.io_book.request(part, part.left, now)
+        else:  # resumed: every part not over asks again for its bytes left
+            asked = self.io_book.resume(ph.job, now, lambda p: p.left)
         self.phases[key] = ph
         ph.seq = next(self._seq)
-        live = [p for p in ph.parts if not self._finished(p)]
-        if not live:
+        if not asked:
             self.ready.append(key)
-        for part in live:
-            self._request(ph, part, now)
         self.version += 1
 
     def remove(self, key: int, now: float) -> float:
@@ -152,26 +130,13 @@ class IONodeLayer:
         ph = self.phases.pop(key)
         if key in self.ready:
             self.ready.remove(key)
-        for part in ph.parts:
-            arb = self.arbiters[part.node]
-            if part.grant == part.grant:  # granted: released with what it moved (all of it if it just ended)
-                arb.release(ph.job)
-                self.streams.remove((ph, part))
-                finished = self._finished(part)
-                if finished:
-                    part.left, part.end = 0.0, now
-                self._released(ph, part, now, finished=finished)
-                self.dirty = True
-            elif not self._finished(part):  # waiting: withdrawn
-                arb.cancel(ph.job)
-                if self.checker is not None:
-                    self.checker.cancelled(part.node, ph.job, now)
-            else:
-                continue
-            self.pending.add(part.node)
+        for part in self.io_book.suspend(ph.job, now, self._progress(now)):
+            self.streams.remove((ph, part))
+            part.rate = 0.0
+            self.dirty = True
         self.paused[key] = ph
         self.version += 1
-        return sum(p.left for p in ph.parts)
+        return sum(p.left for p in ph.parts.values())
 
     def advance(self, now: float) -> None:
         dt = now - self.last
@@ -201,19 +166,18 @@ class IONodeLayer:
             done = [first]
         for ph, part in done:
             self.streams.remove((ph, part))
-            self.arbiters[part.node].release(ph.job)
             part.left = 0.0
             part.end = now
-            self._released(ph, part, now, finished=True)
-            self.pending.add(part.node)
+            part.rate = 0.0
+            self.io_book.release(part, now, part.asked, finished=True)
             self.dirty = True
         cand = {ph.index: ph for ph, _ in done}
         cand.update((key, self.phases[key]) for key in self.ready)
         out = []
         for ph in sorted(cand.values(), key=lambda ph: ph.seq):
-            if ph.index in self.ready or all(self._finished(p) for p in ph.parts):
+            if ph.index in self.ready or all(self._finished(p) for p in ph.parts.values()):
                 del self.phases[ph.index]
-                self._phase_done(ph, now)
+                self.io_book.phase_done(ph, now)
                 out.append(ph.index)
         self.ready.clear()
         self.version += 1
@@ -223,74 +187,44 @@ class IONodeLayer:
         ph = self.phases.get(key)
         if ph is None:
             return default
-        return sum(max(p.left, 0.0) for p in ph.parts)
+        return sum(max(p.left, 0.0) for p in ph.parts.values())
 
     def streams_on(self, tier: str) -> int:
         return sum(1 for ph, _ in self.streams if ph.tier == tier)
 
     def close(self, t: float) -> None:
         """The run is over: strict mode checks that nothing waits or holds a grant."""
-        if self.checker is not None:
-            self.checker.close(t)
+        self.io_book.close(t)
 
     # -- inside ----------------------------------------------------------------------------------------
     @staticmethod
     def _finished(part: _Part) -> bool:
-        return part.left <= _TOL * max(1.0, part.bytes)
+        return part.left <= _TOL * max(1.0, part.volume)
 
-    def _request(self, ph: _Phase, part: _Part, now: float) -> None:
-        s = self.engine.state[ph.index]
-        facts = self.facts.get((ph.index, s.tier))
-        if facts is None:
-            facts = self.facts[(ph.index, s.tier)] = self._facts(s)
-        part.asked = part.left
-        part.request = now
-        part.grant = math.nan
-        # ph.phase: the step's index without overheads, the index of the steps the facts hold
-        req = facts.request(ph.phase, ph.phase, part.left, now, s.start, self.io_time.get(ph.index, 0.0))
-        self.arbiters[part.node].submit(req)
-        if self.checker is not None:
-            self.checker.requested(part.node, ph.job, ph.phase, part.left, now)
-        self.pending.add(part.node)
+    def _progress(self, now: float):
+        """What a granted part moved when its job is suspended: all of it if it just ended (it is over)."""
+        def progress(part: _Part) -> tuple[float, bool]:
+            if self._finished(part):
+                part.left, part.end = 0.0, now
+                return part.asked, True
+            return part.asked - max(part.left, 0.0), False
+        return progress
 
-    def _facts(self, s) -> JobIOFacts:
-        """What the list policies rank about job ``s``, built as the real run builds it
-        (:mod:`iolab.middleware.io_nodes`): from the job's steps without the calibration's overhead steps
-        and without an advance stage-in, at the spec's rates (not the delivered shares)."""
+    def _job(self, s):
+        """Job ``s`` as the I/O nodes see it.  What the list policies rank about it is built as the real run
+        builds it (:mod:`iolab.middleware.io_node_state`): from the job's steps without the calibration's overhead
+        steps and without an advance stage-in, at the spec's rates (not the delivered shares)."""
         r = self.engine.rates
         steps = job_steps(s.job, s.tier, r.lps, self.engine.memory).steps
-        return JobIOFacts(s.queued.id, s.index, steps, {"lps": r.lps, "hps": r.hps, "stage": r.stage}, self.rate)
-
-    def _released(self, ph: _Phase, part: _Part, now: float, finished: bool) -> None:
-        moved = part.asked - max(part.left, 0.0) if not finished else part.asked
-        self.grants.append((ph.job, ph.phase, part.node, part.request, part.grant, now))
-        if self.checker is not None:
-            self.checker.released(part.node, ph.job, ph.phase, moved, finished, part.bytes, now)
-        part.grant = math.nan
-        part.rate = 0.0
-
-    def _phase_done(self, ph: _Phase, now: float) -> None:
-        # the job's I/O seconds, as the real run counts them: from the phase's first request to its last part's end
-        self.io_time[ph.index] = self.io_time.get(ph.index, 0.0) + now - ph.asked
-        if self.checker is not None:
-            self.checker.phase_done(ph.job, ph.phase, ph.volume, [p.node for p in ph.parts], now)
-        self.parts_done[(ph.job, ph.phase)] = [(p.node, p.bytes, p.end if p.end == p.end else now)
-                                               for p in ph.parts]
+        facts = JobIOFacts(s.queued.id, s.index, steps, {"lps": r.lps, "hps": r.hps, "stage": r.stage}, self.rate)
+        return self.io_book.add_job(facts, s.start, node_counts(s.node_ids, self.span), int(s.job.nodes),
+                                 str(s.job.user))
 
     def _settle(self) -> None:
-        if self.pending:
-            by_job = {ph.job: ph for ph in self.phases.values()}
-            for j in sorted(self.pending):
-                granted = self.arbiters[j].dispatch(self.last)
-                if self.checker is not None:
-                    self.checker.dispatched(j, [r.app for r in granted], self.last)
-                for req in granted:
-                    ph = by_job[req.app]
-                    part = next(p for p in ph.parts if p.node == j)
-                    part.grant = self.last
-                    self.streams.append((ph, part))
-                    self.dirty = True
-            self.pending.clear()
+        if self.io_book.pending:
+            for part in self.io_book.dispatch(self.last):
+                self.streams.append((part.job.phase, part))
+                self.dirty = True
             self.version += 1
         if self.dirty:
             self._solve()
@@ -310,7 +244,7 @@ class IONodeLayer:
         share = self.share
         for name, k in k_tier.items():
             caps[name] = self.tiers[name].total_rate(k) / share[name]  # the engine's link runs at the share
-        if self.weighted:  # one cap per stream, its share of its I/O node
+        if self.io_book.sharing:  # one cap per stream, its share of its I/O node
             for i, c in enumerate(self._caps(k_node)):
                 caps[("part", i)] = c
             paths = [(("part", i), ph.tier) for i, (ph, _) in enumerate(self.streams)]
@@ -324,28 +258,15 @@ class IONodeLayer:
 
     def _caps(self, k_node: dict[int, int]) -> list[float]:
         """Each granted part's cap, in ``streams`` order: its share of its I/O node's ``rate x f(k)``, the
-        policy's answer for the parts on that node (in grant order), asked again only when they changed."""
-        by_node: dict[int, list[int]] = {}
-        for i, (_, part) in enumerate(self.streams):
-            by_node.setdefault(part.node, []).append(i)
+        policy's answer for the parts on that node (the book's, asked again only when they changed)."""
+        index = {id(part): i for i, (_, part) in enumerate(self.streams)}
         caps = [0.0] * len(self.streams)
-        for j, idx in by_node.items():
-            key = tuple((id(self.streams[i][1]), self.streams[i][1].grant) for i in idx)
-            kept = self._shares.get(j)
-            if kept is None or kept[0] != key:
-                kept = self._shares[j] = (key, list(self.policy.shares([self._stream(i) for i in idx], self.last)))
+        for j in k_node:  # in the order of their first stream
+            parts, shares = self.io_book.shares(j, self.last, lambda p: p.asked - max(p.left, 0.0))
             total = self.rate * (self.law.factor(k_node[j]) if self.law is not None else 1.0)
-            for i, x in zip(idx, kept[1]):
-                caps[i] = total * x
+            for part, x in zip(parts, shares):
+                caps[index[id(part)]] = total * x
         return caps
-
-    def _stream(self, i: int) -> Stream:
-        """The granted part ``streams[i]`` as a sharing policy sees it (the real run's fields:
-        :mod:`iolab.middleware.io_nodes`)."""
-        ph, part = self.streams[i]
-        s = self.engine.state[ph.index]
-        return Stream(f"{ph.job}@io{part.node}", ph.job, ph.index, int(s.job.nodes), part.asked,
-                      part.asked - max(part.left, 0.0), part.grant, str(s.job.user))
 
     # -- the trace -------------------------------------------------------------------------------------------
     def expand_rows(self, phases) -> None:
@@ -355,9 +276,10 @@ class IONodeLayer:
         cols = phases.columns()
         out = {name: [] for name in cols}
         out["io_node"] = []
+        ended = self.io_book.ended
         for i in range(len(phases)):
             key = (cols["job"][i], cols["index"][i])
-            parts = self.parts_done.get(key) if through_io_nodes(cols["tier"][i]) else None
+            parts = ended.get(key) if through_io_nodes(cols["tier"][i]) else None
             if not parts:
                 for name in cols:
                     out[name].append(cols[name][i])

@@ -16,7 +16,7 @@ the rules of :class:`~iolab.middleware.policies.io_checker.IOChecker`:
   a phase ends whose parts do not add up to its volume;
 - ``unfinished``: the run ends while a request waits or a grant is held.
 
-Pure: the simulator's I/O-node layer feeds it (``iolab.sim.batch.io_nodes``), and a real run can.
+Pure: the simulator's I/O-node layer feeds it (``iolab.sim.batch.io_node_layer``), and a real run can.
 """
 
 from __future__ import annotations
