@@ -18,7 +18,6 @@ from iolab.workloads import load_workload
 from iolab.workloads.run_size import check_batch_run
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
-from iolab.middleware.policies.io_guard import policy_label
 from iolab.middleware.policies.loader import check_spec_policies
 
 __all__ = ["run_batch", "simulate_batch"]
@@ -126,6 +125,8 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
     extra = {}
     if p.io_nodes is not None:
+        from iolab.middleware.policies.io_guard import policy_label  # lazy: the I/O policies, for I/O nodes only
+
         extra.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
                      io_node_policy=policy_label(p.io_node.policy), allocation=spec.allocation.label)
     if rec.controller is not None:

@@ -49,13 +49,13 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 
 from iolab.invariants import InvariantViolation
 
-from iolab.middleware.policies.placement import ALLOCATED, RETRY, StorageAllocator
 from iolab.middleware.policies.batch import get_scheduler
 from iolab.middleware.policies.batch.io_allocation import IOAwareAllocator, io_load
 from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, mask_of, replay_in_start_order
@@ -64,8 +64,15 @@ from iolab.middleware.policies.batch.profile import KeptReleases
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from iolab.middleware.policies.batch.walltime import UserPredictor, refine
 from iolab.middleware.policies.batch.allocation import NodeView
-from iolab.middleware.policies.guard import GuardedAllocator, GuardedScheduler
 from iolab.middleware.policies.loader import load_policy
+
+if TYPE_CHECKING:
+    from iolab.middleware.policies.placement import StorageAllocator
+
+# The guards of a user's scheduler and allocator (and the controller's handler they import) and the HPS disks'
+# allocator are imported by the runs that have them: a run of built-in policies on an HPS without disks (every
+# SWF trace) loads neither.
+GUARD = "iolab.middleware.policies.guard"
 
 # job states
 FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
@@ -145,6 +152,8 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     loaded here and called through its guard (:class:`~iolab.middleware.policies.guard.GuardedScheduler`)."""
     s = spec.scheduler
     if getattr(s, "kind", None) == "python":
+        from iolab.middleware.policies.guard import GuardedScheduler  # lazy: a user's scheduler only
+
         return GuardedScheduler(load_policy(s, "scheduler"), str(s))
     policy = get_scheduler(s.kind, p=s.p, rng=spec.seed,  # random-tier makes its generator of the seed
                            hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
@@ -159,6 +168,8 @@ def node_allocator_of(spec):
     (``kind: python``) behind its guard."""
     a = getattr(spec, "allocation", None)
     if getattr(a, "kind", None) == "python":
+        from iolab.middleware.policies.guard import GuardedAllocator  # lazy: a user's allocator only
+
         return GuardedAllocator(load_policy(a, "allocation"), str(a))
     return IOAwareAllocator.from_spec(spec)
 
@@ -240,10 +251,13 @@ class BatchKernel:
         # ends a running job the policy killed (Decision.kills): the runtime stops its effectors (processes,
         # link streams) and calls finish(s, t, KILLED, message); the runtime binds it
         self.on_kill: Callable[[JobState, float, str], None] | None = None
-        if isinstance(policy, GuardedScheduler):  # it names a job not waiting: the guard says why
+        guard = sys.modules.get(GUARD)  # None: nothing of this run is guarded (no guard was made)
+        # a guarded scheduler that names a job not waiting: the guard says why
+        if guard is not None and isinstance(policy, guard.GuardedScheduler):
             policy.known = lambda job: s.state if (s := self.by_id.get(job)) is not None else None
         self.now = 0.0  # the time of the last decision
-        if isinstance(node_allocator, GuardedAllocator):  # a user's allocator reads the time and I/O nodes
+        # a user's allocator reads the time and the I/O nodes
+        if guard is not None and isinstance(node_allocator, guard.GuardedAllocator):
             node_allocator.view = lambda: NodeView(self.now, self.total_nodes, self.io_span,
                                                    self.io_node_loads if self.io_span is not None else None)
         self._setup_advance(advance)
@@ -265,7 +279,11 @@ class BatchKernel:
         policy = scheduler if scheduler is not None else make_policy(spec, record_plans=record_plans)
         if not record_plans:
             policy.project = False  # nobody reads the projected starts: skip computing them
-        allocator = (StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed) if p.hps.servers else None)
+        allocator = None
+        if p.hps.servers:
+            from iolab.middleware.policies.placement import StorageAllocator  # lazy: an HPS with disks only
+
+            allocator = StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed)
         est = getattr(spec, "estimate", None)
         kw.setdefault("estimate", (est.kind, est.lam) if est is not None else ("request", 1.0))
         adv = getattr(spec, "advance_stage_in", None)
@@ -573,6 +591,8 @@ class BatchKernel:
             if self.observer is not None:
                 self.observer.placed(s.queued.id, s.parts, t, self._books())
             return
+        from iolab.middleware.policies.placement import ALLOCATED, RETRY  # lazy: an HPS with disks only
+
         out = self.allocator.request(s.queued.id, s.storage, t)
         if out.status == ALLOCATED:
             s.parts = out.parts
