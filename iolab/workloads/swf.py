@@ -686,8 +686,9 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
         trace.problems.append((numbers[i], reason))
     keep = accepted.copy()
     keep[end:] = False
-    trace.table = table[keep]
-    trace.lines = np.asarray(numbers, dtype=np.int64)[keep]
+    whole = bool(keep.all())  # every line kept (a clean trace read whole): the table as converted, no copy
+    trace.table = table if whole else table[keep]
+    trace.lines = np.asarray(numbers, dtype=np.int64) if whole else np.asarray(numbers, dtype=np.int64)[keep]
     return trace
 
 

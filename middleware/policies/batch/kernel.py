@@ -682,7 +682,8 @@ class BatchKernel:
         if self._releases is not None:
             self._releases.drop(self._release_of.pop(jid))
         self.free_nodes += q.nodes
-        self._give_nodes(s, t)
+        if s.node_ids or self.node_allocator is not None or self.predictor is not None:  # else nothing to give
+            self._give_nodes(s, t)
         if s.tier == HPS:
             self.hps_free += s.storage
             if self.allocator is not None and jid in self.allocator.state.live:
