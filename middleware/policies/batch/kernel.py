@@ -210,6 +210,7 @@ class BatchKernel:
         # backfill) is removed without comparing it with every job ahead of it
         self._queued: dict[str, QueuedJob] = {}
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
+        self._smallest: int | None = None  # min(self._sizes) while known; None: to be taken again
         self.running: dict[str, JobState] = {}  # every job holding nodes
         # The policy's quick entry (BatchPolicy.quick_starts: the jobs to start, from the queue and the
         # sorted releases, no snapshot and no decision object), when nobody else reads a decision: no
@@ -312,6 +313,9 @@ class BatchKernel:
         self.queue[jid] = s
         self._queued[jid] = q
         sizes[n] = sizes.get(n, 0) + 1
+        smallest = self._smallest
+        if smallest is not None and n < smallest:
+            self._smallest = n
         self.changed = True
         self._due = None
 
@@ -374,6 +378,8 @@ class BatchKernel:
             sizes[n] = left
         else:
             del sizes[n]
+            if n == self._smallest:
+                self._smallest = None
 
     def _running_views(self, t: float) -> tuple[RunningJob, ...]:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
@@ -422,8 +428,12 @@ class BatchKernel:
         self.now = t
         if not self.queue and not self._every:
             return []
-        if self._may_skip and self.free_nodes < min(self._sizes):
-            return []  # no waiting job fits in the free nodes: nothing can start (any policy)
+        if self._may_skip:
+            smallest = self._smallest
+            if smallest is None:
+                smallest = self._smallest = min(self._sizes)
+            if self.free_nodes < smallest:
+                return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         quick = self._quick
         if quick is not None:
             jobs = quick(t, self.free_nodes, self._queued.values(), self._releases, OVERRUN_GRACE)
