@@ -41,7 +41,11 @@ sys.exit(code)
 
 NOT_FOR_A_BATCH_RUN = ("iolab.specs.io", "iolab.specs.emulation", "iolab.calibration", "iolab.emulator.netns",
                        "iolab.emulator.launchers", "iolab.emulator.ray_session", "iolab.sim.io",
-                       "iolab.sim.batch.load_controller", "iolab.workloads.feitelson", "iolab.workloads.theta")
+                       "iolab.sim.batch.load_controller", "iolab.workloads.feitelson", "iolab.workloads.theta",
+                       # built-in policies on an HPS without disks: no user policy's guard, no disk allocator,
+                       # no I/O policy
+                       "iolab.middleware.policies.guard", "iolab.middleware.policies.placement",
+                       "iolab.middleware.policies.io_guard", "iolab.middleware.policies.controller")
 
 
 def loaded_by(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:

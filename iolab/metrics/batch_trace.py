@@ -87,7 +87,8 @@ def trace_batch_metrics(trace: Trace) -> BatchMetrics:
     a = trace.allocations
     for job, b in zip(a["job"], a["bytes"]):
         hps[job] = hps.get(job, 0.0) + float(b)
-    hb = np.array([hps.get(x, 0.0) for x in j["id"][ok]])
+    ids = j["id"][ok]
+    hb = np.array([hps.get(x, 0.0) for x in ids]) if hps else np.zeros(len(ids))  # no HPS bytes: zeros
     return batch_metrics(j["release"][ok], j["start"][ok], j["end"][ok], j["nodes"][ok],
                          int(trace.attrs["total_nodes"]), j["tier"][ok], hb,
                          float(trace.attrs.get("hps_capacity", 0.0)))

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import reduce
+from operator import add, mul
 
 from iolab.errors import SpecError
 from iolab.specs.base import MAX_TIME
@@ -72,6 +74,32 @@ def batch_run_size(spec, jobs: list) -> BatchRunSize:
     mem = p.memory_per_node
     o = p.overheads
     span = p.io_nodes_span if p.io_nodes is not None else 0
+    lean = None if span or o.launch or o.exit or o.io_phase else _without_io(jobs)
+    if lean is not None:
+        steps, serial, node_seconds, longest, last = lean
+    else:
+        steps, serial, node_seconds, longest, last = _sizes(jobs, slowest, mem, o, span)
+    estimate = max(last, node_seconds / p.nodes) + longest
+    c = getattr(spec, "controller", None)
+    samples = estimate / c.d * len(c.volumes) if c is not None and c.enabled else 0.0
+    r = getattr(getattr(spec, "placement", None), "requeue", None)
+    retries = len(jobs) * r.retries if r is not None and r.enabled else 0.0
+    return BatchRunSize(steps, samples, retries, last + serial, estimate, last, (field, slowest))
+
+
+def _without_io(jobs: list) -> tuple | None:
+    """:func:`_sizes` of jobs that move no byte, on a platform without I/O nodes or overheads (every SWF
+    job): one step each, a duration of its runtime; the same floats as that loop (its sums taken in job
+    order, ``runtime + 0.0`` for each duration), from the jobs' columns.  None if a job moves bytes."""
+    if any([j.input for j in jobs]) or any([j.output for j in jobs]) or any([j.data for j in jobs]):
+        return None
+    durs = [r + 0.0 for r in [j.runtime for j in jobs]]
+    return (float(len(jobs)), reduce(add, durs, 0.0), reduce(add, map(mul, [j.nodes for j in jobs], durs), 0.0),
+            max(0.0, max(durs, default=0.0)), max(0.0, max([j.submit for j in jobs], default=0.0)))
+
+
+def _sizes(jobs: list, slowest: float, mem: float, o, span: int) -> tuple:
+    """(steps, serial seconds, node-seconds, longest job's seconds, last submission) of ``jobs``."""
     steps = serial = node_seconds = longest = 0.0
     last = 0.0
     for j in jobs:
@@ -88,12 +116,7 @@ def batch_run_size(spec, jobs: list) -> BatchRunSize:
         node_seconds += n * dur
         longest = max(longest, dur)
         last = max(last, j.submit)
-    estimate = max(last, node_seconds / p.nodes) + longest
-    c = getattr(spec, "controller", None)
-    samples = estimate / c.d * len(c.volumes) if c is not None and c.enabled else 0.0
-    r = getattr(getattr(spec, "placement", None), "requeue", None)
-    retries = len(jobs) * r.retries if r is not None and r.enabled else 0.0
-    return BatchRunSize(steps, samples, retries, last + serial, estimate, last, (field, slowest))
+    return steps, serial, node_seconds, longest, last
 
 
 def _workload_field(spec, name: str) -> str:

@@ -89,7 +89,21 @@ def step_lists(lps_rate: float, memory_per_node: float, overheads=None) -> Calla
     lps_rate, memory_per_node, overheads)``, the same steps.  What a simulator calls at every job start.
     (A list is built per start, not shared between jobs of the same compute time: on KTH-SP2 the 9 720
     kept lists made the run slower than the fresh ones, which reuse the memory the last job freed.)"""
-    return lambda job, tier: _build(job, tier, lps_rate, memory_per_node, overheads)[0]
+    timed = _timed(overheads)  # (the overheads are a frozen model: read once)
+
+    def steps(job, tier: str) -> tuple[Step, ...]:
+        io = job.input + job.output + job.data
+        if io == 0 and not timed:  # _build's one compute step of a job without I/O, its float, inline
+            compute = job.runtime - io / lps_rate
+            return (_new(Step, (COMPUTE, compute if compute > 0.0 else 0.0, "", -1)),)
+        return _build(job, tier, lps_rate, memory_per_node, overheads)[0]
+
+    return steps
+
+
+def _timed(overheads) -> bool:
+    """Whether ``overheads`` add timed steps (launch, exit or a fixed cost per phase)."""
+    return overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0)
 
 
 def _build(job, tier: str, lps_rate: float, memory_per_node: float, overheads) -> tuple:
@@ -99,7 +113,7 @@ def _build(job, tier: str, lps_rate: float, memory_per_node: float, overheads) -
     compute = job.runtime - io / lps_rate
     if not compute > 0.0:  # max(0.0, ...), as compute_seconds
         compute = 0.0
-    timed = overheads is not None and (overheads.launch > 0 or overheads.exit > 0 or overheads.io_phase > 0)
+    timed = _timed(overheads)
     if io == 0 and not timed:
         # a job without I/O (every SWF job): one compute step, what the general path below builds for it
         return (_new(Step, (COMPUTE, compute, "", -1)),), compute, io, 0

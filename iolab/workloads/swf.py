@@ -607,7 +607,7 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
     block = _BLOCK if limit is None else min(_BLOCK, max(1024, 2 * limit))
     plain = _plain_lines(p, max_lines)
     if plain is not None:
-        stripped = [line.strip() for line in plain]
+        stripped = list(map(bytes.strip, plain))
         del plain
         data = [i for i, t in enumerate(stripped) if t and t[0] != 59]  # 59: ";"
         if len(stripped) - len(data) > MAX_BLANK:
@@ -620,8 +620,8 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
         last = len(stripped)  # lines read: all, or up to the one that completed the block that was enough
         for k in range(0, len(data), block):
             chunk = data[k:k + block]
-            numbers.extend(i + 1 for i in chunk)
-            pending.extend(stripped[i] for i in chunk)
+            numbers.extend(map((1).__add__, chunk))  # 1-based line numbers (map: no Python frame per line)
+            pending.extend(map(stripped.__getitem__, chunk))
             if len(pending) == block:
                 convert()
                 if enough():
@@ -686,8 +686,9 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
         trace.problems.append((numbers[i], reason))
     keep = accepted.copy()
     keep[end:] = False
-    trace.table = table[keep]
-    trace.lines = np.asarray(numbers, dtype=np.int64)[keep]
+    whole = bool(keep.all())  # every line kept (a clean trace read whole): the table as converted, no copy
+    trace.table = table if whole else table[keep]
+    trace.lines = np.asarray(numbers, dtype=np.int64) if whole else np.asarray(numbers, dtype=np.int64)[keep]
     return trace
 
 

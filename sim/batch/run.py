@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
@@ -18,10 +19,11 @@ from iolab.workloads import load_workload
 from iolab.workloads.run_size import check_batch_run
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
 from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
-from iolab.middleware.policies.io_guard import policy_label
 from iolab.middleware.policies.loader import check_spec_policies
 
 __all__ = ["run_batch", "simulate_batch"]
+
+_state = attrgetter("state")
 
 
 def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plans: bool = False,
@@ -95,7 +97,7 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
 
 def _any_not_ok(states) -> bool:
     """Whether a job of a finished run did not end ``done`` (killed or rejected by its scheduler)."""
-    return any(s.state != DONE for s in states)
+    return any(map(DONE.__ne__, map(_state, states)))  # no Python frame per job
 
 
 def _status(s) -> str:
@@ -126,6 +128,8 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
     extra = {}
     if p.io_nodes is not None:
+        from iolab.middleware.policies.io_guard import policy_label  # lazy: the I/O policies, for I/O nodes only
+
         extra.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
                      io_node_policy=policy_label(p.io_node.policy), allocation=spec.allocation.label)
     if rec.controller is not None:

@@ -156,3 +156,18 @@ def test_the_command_line_refuses_before_running_and_max_events_lifts_it(tmp_pat
         r = CliRunner().invoke(cli, command)
         assert r.exit_code == 2 and "platform.overheads.delivered.stage" in r.output, r.output
         assert "Traceback" not in r.output
+
+
+def test_jobs_without_io_are_sized_from_their_columns_as_the_loop_sizes_them():
+    """Jobs that move no byte (every SWF job) are sized column-wise: the same floats as the per-job loop."""
+    from iolab.workloads.run_size import _sizes, _without_io
+
+    jobs = [{"id": f"j{i}", "submit": 7 * i + (i % 3) / 3, "nodes": 1 + i % 5, "walltime": 5000,
+             "runtime": (i * 997) % 4000 + (0.1 if i % 2 else 0)} for i in range(40)]
+    s = parse_spec(spec(workload={"source": "inline", "jobs": jobs}))
+    js = load_workload(s)
+    p = s.platform
+    lean = _without_io(js)
+    assert lean is not None
+    assert [repr(v) for v in lean] == [repr(v) for v in _sizes(js, p.lps.rate, p.memory_per_node, p.overheads, 0)]
+    assert _without_io(load_workload(parse_spec(spec()))) is None  # JOBS move bytes: the loop sizes them

@@ -49,13 +49,13 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 
 from iolab.invariants import InvariantViolation
 
-from iolab.middleware.policies.placement import ALLOCATED, RETRY, StorageAllocator
 from iolab.middleware.policies.batch import get_scheduler
 from iolab.middleware.policies.batch.io_allocation import IOAwareAllocator, io_load
 from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, mask_of, replay_in_start_order
@@ -64,8 +64,15 @@ from iolab.middleware.policies.batch.profile import KeptReleases
 from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
 from iolab.middleware.policies.batch.walltime import UserPredictor, refine
 from iolab.middleware.policies.batch.allocation import NodeView
-from iolab.middleware.policies.guard import GuardedAllocator, GuardedScheduler
 from iolab.middleware.policies.loader import load_policy
+
+if TYPE_CHECKING:
+    from iolab.middleware.policies.placement import StorageAllocator
+
+# The guards of a user's scheduler and allocator (and the controller's handler they import) and the HPS disks'
+# allocator are imported by the runs that have them: a run of built-in policies on an HPS without disks (every
+# SWF trace) loads neither.
+GUARD = "iolab.middleware.policies.guard"
 
 # job states
 FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
@@ -145,6 +152,8 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     loaded here and called through its guard (:class:`~iolab.middleware.policies.guard.GuardedScheduler`)."""
     s = spec.scheduler
     if getattr(s, "kind", None) == "python":
+        from iolab.middleware.policies.guard import GuardedScheduler  # lazy: a user's scheduler only
+
         return GuardedScheduler(load_policy(s, "scheduler"), str(s))
     policy = get_scheduler(s.kind, p=s.p, rng=spec.seed,  # random-tier makes its generator of the seed
                            hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
@@ -159,6 +168,8 @@ def node_allocator_of(spec):
     (``kind: python``) behind its guard."""
     a = getattr(spec, "allocation", None)
     if getattr(a, "kind", None) == "python":
+        from iolab.middleware.policies.guard import GuardedAllocator  # lazy: a user's allocator only
+
         return GuardedAllocator(load_policy(a, "allocation"), str(a))
     return IOAwareAllocator.from_spec(spec)
 
@@ -199,6 +210,7 @@ class BatchKernel:
         # backfill) is removed without comparing it with every job ahead of it
         self._queued: dict[str, QueuedJob] = {}
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
+        self._smallest: int | None = None  # min(self._sizes) while known; None: to be taken again
         self.running: dict[str, JobState] = {}  # every job holding nodes
         # The policy's quick entry (BatchPolicy.quick_starts: the jobs to start, from the queue and the
         # sorted releases, no snapshot and no decision object), when nobody else reads a decision: no
@@ -240,10 +252,13 @@ class BatchKernel:
         # ends a running job the policy killed (Decision.kills): the runtime stops its effectors (processes,
         # link streams) and calls finish(s, t, KILLED, message); the runtime binds it
         self.on_kill: Callable[[JobState, float, str], None] | None = None
-        if isinstance(policy, GuardedScheduler):  # it names a job not waiting: the guard says why
+        guard = sys.modules.get(GUARD)  # None: nothing of this run is guarded (no guard was made)
+        # a guarded scheduler that names a job not waiting: the guard says why
+        if guard is not None and isinstance(policy, guard.GuardedScheduler):
             policy.known = lambda job: s.state if (s := self.by_id.get(job)) is not None else None
         self.now = 0.0  # the time of the last decision
-        if isinstance(node_allocator, GuardedAllocator):  # a user's allocator reads the time and I/O nodes
+        # a user's allocator reads the time and the I/O nodes
+        if guard is not None and isinstance(node_allocator, guard.GuardedAllocator):
             node_allocator.view = lambda: NodeView(self.now, self.total_nodes, self.io_span,
                                                    self.io_node_loads if self.io_span is not None else None)
         self._setup_advance(advance)
@@ -265,7 +280,11 @@ class BatchKernel:
         policy = scheduler if scheduler is not None else make_policy(spec, record_plans=record_plans)
         if not record_plans:
             policy.project = False  # nobody reads the projected starts: skip computing them
-        allocator = (StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed) if p.hps.servers else None)
+        allocator = None
+        if p.hps.servers:
+            from iolab.middleware.policies.placement import StorageAllocator  # lazy: an HPS with disks only
+
+            allocator = StorageAllocator.from_spec(p.hps, spec.placement, rng=spec.seed)
         est = getattr(spec, "estimate", None)
         kw.setdefault("estimate", (est.kind, est.lam) if est is not None else ("request", 1.0))
         adv = getattr(spec, "advance_stage_in", None)
@@ -294,6 +313,9 @@ class BatchKernel:
         self.queue[jid] = s
         self._queued[jid] = q
         sizes[n] = sizes.get(n, 0) + 1
+        smallest = self._smallest
+        if smallest is not None and n < smallest:
+            self._smallest = n
         self.changed = True
         self._due = None
 
@@ -356,6 +378,8 @@ class BatchKernel:
             sizes[n] = left
         else:
             del sizes[n]
+            if n == self._smallest:
+                self._smallest = None
 
     def _running_views(self, t: float) -> tuple[RunningJob, ...]:
         """The running jobs as the policy sees them, in start order (strict mode checks the kept views
@@ -404,8 +428,12 @@ class BatchKernel:
         self.now = t
         if not self.queue and not self._every:
             return []
-        if self._may_skip and self.free_nodes < min(self._sizes):
-            return []  # no waiting job fits in the free nodes: nothing can start (any policy)
+        if self._may_skip:
+            smallest = self._smallest
+            if smallest is None:
+                smallest = self._smallest = min(self._sizes)
+            if self.free_nodes < smallest:
+                return []  # no waiting job fits in the free nodes: nothing can start (any policy)
         quick = self._quick
         if quick is not None:
             jobs = quick(t, self.free_nodes, self._queued.values(), self._releases, OVERRUN_GRACE)
@@ -573,6 +601,8 @@ class BatchKernel:
             if self.observer is not None:
                 self.observer.placed(s.queued.id, s.parts, t, self._books())
             return
+        from iolab.middleware.policies.placement import ALLOCATED, RETRY  # lazy: an HPS with disks only
+
         out = self.allocator.request(s.queued.id, s.storage, t)
         if out.status == ALLOCATED:
             s.parts = out.parts
@@ -662,7 +692,8 @@ class BatchKernel:
         if self._releases is not None:
             self._releases.drop(self._release_of.pop(jid))
         self.free_nodes += q.nodes
-        self._give_nodes(s, t)
+        if s.node_ids or self.node_allocator is not None or self.predictor is not None:  # else nothing to give
+            self._give_nodes(s, t)
         if s.tier == HPS:
             self.hps_free += s.storage
             if self.allocator is not None and jid in self.allocator.state.live:
