@@ -34,6 +34,7 @@ import numpy as np
 
 from iolab.atomic import atomic_write_text
 from iolab.metrics import TNAP_CLASSES, tnap_summary
+from iolab.metrics.batch import turnaround as turnarounds
 from iolab.sim.batch.run import simulate_batch
 from iolab.workloads import swf_window_io
 from iolab.workloads.swf import read_swf, swf_jobs
@@ -192,7 +193,7 @@ def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | 
                           backfill_depth=backfill_depth)
         tr = simulate_batch(spec, swf_window_io(list(trace[skip:skip + n]), spec), strict=False, phases="none")
         j = tr.jobs
-        turnaround.append(np.asarray(j["end"], dtype=float) - np.asarray(j["release"], dtype=float))
+        turnaround.append(turnarounds(j["release"], j["end"]))
         hps_jobs += int(np.sum(np.asarray(j["tier"]) == "hps"))
         got = tr.attrs.get("advance_stage_in") or {}
         for k in ADVANCE_STATS:
