@@ -33,9 +33,11 @@ run: $(VENV)/.installed
 # What CI runs: with the local Slurm up when this machine can run one (root, apt),
 # else one line says which tests skip and how to enable them.  On $(TEST_WORKERS) pytest-xdist workers
 # (--dist loadgroup, with the groups tests/conftest.py gives): the real runs (tests marked mpi, ray or slurm:
-# real MPI jobs, a local Ray, steps on the one local Slurm cluster) are one group, run one at a time on one
-# worker, in file order, as before; the other tests (in-process checks, the simulator, the command line in
-# subprocesses: none starts MPI, Ray or a Slurm step) run on the other worker meanwhile, a file at a time.
+# real MPI jobs, a local Ray, steps on the one local Slurm cluster) that measure wall time against a model
+# or use Slurm are one group, run one at a time on one worker, in file order, as before; the other tests
+# (in-process checks, the simulator, the command line in subprocesses: none starts MPI, Ray or a Slurm step)
+# run on the other worker meanwhile, a file at a time, and so, one at a time, do the real runs that check
+# outcomes only (exit codes, files and processes left, campaigns: REAL_RUNS_BESIDE in tests/conftest.py).
 # They are safe side by side: each worker has its own tmp_path root, and the tests that look at processes
 # or files (suspend, kill_tree, network namespaces) look only at their own process group or folder.
 # TEST_WORKERS=0 runs everything in this one process.  CI adds PYTEST_ARGS=--durations=25 (.ci/run).

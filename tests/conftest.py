@@ -60,21 +60,35 @@ def pytest_runtest_setup(item):
 
 # ------------------------------------------------------------------ make test: two pytest-xdist workers
 # Under ``make test`` (``-n 2 --dist loadgroup``) the real runs (tests marked mpi, ray or slurm) are one
-# group, run one after the other on one worker in file order: they share the machine's two cores, the one
-# local Slurm cluster and Ray's per-host session, and many of them measure wall time against the simulator.
-# Every other test file is a group of its own (its module fixtures built once), run on the other worker
-# meanwhile.  pytest-xdist 3.8's own loadgroup marks a group by renaming the item's nodeid, which pytest 9
-# no longer reads, so the groups are told to the scheduler here: each worker writes nodeid -> group to a
+# group, run one after the other on one worker in file order: they share the machine's two cores and the
+# one local Slurm cluster, and many of them measure wall time against the simulator.  Every other test file
+# is a group of its own (its module fixtures built once), run on the other worker meanwhile, and so are the
+# real runs of REAL_RUNS_BESIDE (below).  pytest-xdist 3.8's own loadgroup marks a group by renaming the
+# item's nodeid, which pytest 9 no longer reads, so the groups are told to the scheduler here: each worker writes nodeid -> group to a
 # file in a folder the controller made (IOLAB_XDIST_GROUPS, inherited by the workers), and the scheduler
 # reads it once every worker has collected.
 REAL_RUN_MARKS = ("mpi", "ray", "slurm")
 _GROUPS_ENV = "IOLAB_XDIST_GROUPS"
 
 
-def test_group(item) -> str:
+# Real runs that read no wall time against a model (outcomes, exit codes, files and processes left, what a
+# campaign recorded) and start no Slurm step: a second serial group, run on the other worker after or
+# between its in-process files, beside the first group's runs.  Each starts its own local Ray (its own
+# ports and session folder) and looks only at its own processes and folders.
+REAL_RUNS_BESIDE = ("tests/campaign/", "tests/batsim/", "tests/formats/", "tests/test_packaging.py",
+                    "tests/policy_api/test_broken_real.py", "tests/policy_api/test_campaign_axis.py",
+                    "tests/emulator/test_validate_campaign.py", "tests/emulator/test_validate_work_folder.py",
+                    "tests/emulator/test_work_folder.py", "tests/emulator/test_quota_run.py",
+                    "tests/emulator/test_run_outcome.py", "tests/emulator/test_killed_driver.py")
+
+
+def xdist_group_of(item) -> str:
+    path = item.nodeid.split("::", 1)[0]
     if any(item.get_closest_marker(m) for m in REAL_RUN_MARKS):
+        if not item.get_closest_marker("slurm") and path.removeprefix("../").startswith(REAL_RUNS_BESIDE):
+            return "real-runs-beside"
         return "real-runs"
-    return item.nodeid.split("::", 1)[0]
+    return path
 
 
 def pytest_configure(config):
@@ -89,7 +103,7 @@ def pytest_collection_modifyitems(config, items):
     if folder and hasattr(config, "workerinput"):
         import json
 
-        groups = {item.nodeid: test_group(item) for item in items}
+        groups = {item.nodeid: xdist_group_of(item) for item in items}
         path = Path(folder) / f"{config.workerinput['workerid']}.json"
         path.with_suffix(".tmp").write_text(json.dumps(groups))
         path.with_suffix(".tmp").replace(path)
@@ -105,7 +119,7 @@ def pytest_xdist_make_scheduler(config, log):
     folder = Path(os.environ[_GROUPS_ENV])
 
     class GroupScheduling(LoadScopeScheduling):
-        """LoadScopeScheduling with scope = the group of the nodeid (test_group), read from the workers' files."""
+        """LoadScopeScheduling with scope = the group of the nodeid (xdist_group_of), read from the workers' files."""
 
         _groups: dict[str, str] | None = None
 
