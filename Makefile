@@ -31,23 +31,42 @@ run: $(VENV)/.installed
 	$(VENV)/bin/iolab emulate
 
 # What CI runs: with the local Slurm up when this machine can run one (root, apt),
-# else one line says which tests skip and how to enable them.
+# else one line says which tests skip and how to enable them.  On $(TEST_WORKERS) pytest-xdist workers
+# (--dist loadgroup, with the groups tests/conftest.py gives): the real runs (tests marked mpi, ray or slurm:
+# real MPI jobs, a local Ray, steps on the one local Slurm cluster) that measure wall time against a model
+# or use Slurm are one group, run one at a time on one worker, in file order, as before; the other tests
+# (in-process checks, the simulator, the command line in subprocesses: none starts MPI, Ray or a Slurm step)
+# run on the other worker meanwhile, a file at a time, and so, one at a time, do the real runs that check
+# outcomes only (exit codes, files and processes left, campaigns: REAL_RUNS_BESIDE in tests/conftest.py).
+# They are safe side by side: each worker has its own tmp_path root, and the tests that look at processes
+# or files (suspend, kill_tree, network namespaces) look only at their own process group or folder.
+# TEST_WORKERS=0 runs everything in this one process.  CI adds PYTEST_ARGS=--durations=25 (.ci/run).
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed pybatsim
-	slurm/with-cluster.sh $(PY) -m pytest $(PYTEST_ARGS)
+	slurm/with-cluster.sh $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
-# The suite against a wheel built in a clean venv (CI runs this after `make test`):
-# checks that the package builds with the declared build requirements and that
-# what a non-editable install lands in site-packages is complete. It leaves out the
-# tests marked `long` (real runs of about 8 s or more; `make test` runs them): the shorter
-# real runs already start MPI jobs, Ray actors, Slurm steps and the CLI from the wheel,
-# and running the long ones twice cost CI ~5 minutes of its 30. It also leaves out
-# tests/policies, tests/references, tests/fuzz, tests/sim, tests/batch and tests/gym: mostly in-process
-# checks of pure code and of the simulator (and of the scripts in benchmarks/, which are not
-# installed) that import iolab the same way from either install; the command line, the real
-# runs and the studies are run from the wheel by the other folders, and
-# tests/test_packaging.py checks that every package folder and the shipped examples and
-# templates are in the wheel.
+# The suite's install-dependent part against a wheel built in a clean venv (CI runs this after `make
+# test`, which has run every test from the editable install): checks that the package builds with the
+# declared build requirements and that what a non-editable install lands in site-packages is complete and
+# works.  What it runs is what depends on how iolab is installed, each kind once:
+#   tests/test_packaging.py          every package folder, the examples and templates in the wheel, the
+#                                    metadata, only iolab in site-packages, and a real run (MPI ranks
+#                                    under Ray) whose ranks import the wheel's iolab, not a checkout's
+#   tests/test_cli_json.py           the command line in subprocesses (python -m iolab)
+#   tests/test_cli_startup.py        what a command imports at its start, in fresh interpreters (lazy imports)
+#   tests/specs/test_inputs.py       the shipped examples read as package data, from another directory
+#   tests/apps/test_jacobi_command.py  the MPI app's command and its calibration, as the runners start it
+#   tests/batsim/test_pybatsim_round_trip.py  `iolab batsim` against pybatsim, a process of its own venv
+#   tests/policy_api/test_shipping.py, test_campaign_axis.py  users' policies shipped to Ray actors and
+#                                    run as Ray tasks of a campaign
+#   tests/campaign/test_sweep.py     a campaign on Ray workers that import iolab from the wheel
+#   tests/slurm/test_emulate_srun.py the sbatch template (package data) and the apps as Slurm steps
+# Everything else imports iolab the same way from either install and ran in `make test`.  Until CI
+# ran it this way (2026-12) the whole suite less the `long` tests and six folders ran here too: ~250 s.
 WHEEL_VENV ?= .venv-wheel
+WHEEL_TESTS ?= test_packaging.py test_cli_json.py test_cli_startup.py specs/test_inputs.py \
+	apps/test_jacobi_command.py batsim/test_pybatsim_round_trip.py policy_api/test_shipping.py \
+	policy_api/test_campaign_axis.py campaign/test_sweep.py slurm/test_emulate_srun.py
 test-wheel: pybatsim
 	rm -rf build dist $(WHEEL_VENV)  # a stale build/ would put deleted modules into the wheel
 	$(PYTHON) -m venv $(WHEEL_VENV)
@@ -56,7 +75,8 @@ test-wheel: pybatsim
 	$(WHEEL_VENV)/bin/python -m pip install -q "$$(ls dist/iolab-*.whl)[test]"
 	# from tests/: a process whose working directory is the repo's root would import the
 	# source tree's iolab/ (which holds no sim/, apps/, ...) instead of the wheel's
-	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. -m "not slow and not long" --ignore=policies --ignore=references --ignore=fuzz --ignore=sim --ignore=batch --ignore=gym $(PYTEST_ARGS) .
+	cd tests && IOLAB_TEST_WHEEL=1 ../slurm/with-cluster.sh ../$(WHEEL_VENV)/bin/pytest -c ../pyproject.toml --rootdir=.. \
+		-m "not slow and not long" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) $(WHEEL_TESTS)
 
 # The real traces the tests read (README.md, "Input data"): are they the files the tests were written for?
 SHARED_DATA_DIR ?= $(or $(IOLAB_SHARED_DATA),../shared/data)

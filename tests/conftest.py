@@ -55,3 +55,88 @@ def pytest_runtest_setup(item):
     if _RAY_TIMED_OUT and item.get_closest_marker("ray"):
         pytest.exit(f"{_RAY_TIMED_OUT[0]} timed out inside Ray; later Ray tests in this process may hang "
                     "on what it left, so the session stops here", returncode=1)
+
+
+
+# ------------------------------------------------------------------ make test: two pytest-xdist workers
+# Under ``make test`` (``-n 2 --dist loadgroup``) the real runs (tests marked mpi, ray or slurm) are one
+# group, run one after the other on one worker in file order: they share the machine's two cores and the
+# one local Slurm cluster, and many of them measure wall time against the simulator.  Every other test file
+# is a group of its own (its module fixtures built once), run on the other worker meanwhile, and so are the
+# real runs of REAL_RUNS_BESIDE (below).  pytest-xdist 3.8's own loadgroup marks a group by renaming the
+# item's nodeid, which pytest 9 no longer reads, so the groups are told to the scheduler here: each worker writes nodeid -> group to a
+# file in a folder the controller made (IOLAB_XDIST_GROUPS, inherited by the workers), and the scheduler
+# reads it once every worker has collected.
+REAL_RUN_MARKS = ("mpi", "ray", "slurm")
+_GROUPS_ENV = "IOLAB_XDIST_GROUPS"
+
+
+# Real runs that read no wall time against a model (outcomes, exit codes, files and processes left, what a
+# campaign recorded) and start no Slurm step: a second serial group, run on the other worker after or
+# between its in-process files, beside the first group's runs.  Each starts its own local Ray (its own
+# ports and session folder) and looks only at its own processes and folders.
+REAL_RUNS_BESIDE = ("tests/campaign/", "tests/batsim/", "tests/formats/", "tests/test_packaging.py",
+                    "tests/policy_api/test_broken_real.py", "tests/policy_api/test_campaign_axis.py",
+                    "tests/emulator/test_validate_campaign.py", "tests/emulator/test_validate_work_folder.py",
+                    "tests/emulator/test_work_folder.py", "tests/emulator/test_quota_run.py",
+                    "tests/emulator/test_run_outcome.py", "tests/emulator/test_killed_driver.py")
+
+
+def xdist_group_of(item) -> str:
+    path = item.nodeid.split("::", 1)[0]
+    if any(item.get_closest_marker(m) for m in REAL_RUN_MARKS):
+        if not item.get_closest_marker("slurm") and path.removeprefix("../").startswith(REAL_RUNS_BESIDE):
+            return "real-runs-beside"
+        return "real-runs"
+    return path
+
+
+def pytest_configure(config):
+    if getattr(config.option, "dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
+        import tempfile
+
+        os.environ[_GROUPS_ENV] = tempfile.mkdtemp(prefix="iolab-xdist-groups-")
+
+
+def pytest_collection_modifyitems(config, items):
+    folder = os.environ.get(_GROUPS_ENV)
+    if folder and hasattr(config, "workerinput"):
+        import json
+
+        groups = {item.nodeid: xdist_group_of(item) for item in items}
+        path = Path(folder) / f"{config.workerinput['workerid']}.json"
+        path.with_suffix(".tmp").write_text(json.dumps(groups))
+        path.with_suffix(".tmp").replace(path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if getattr(config.option, "dist", "no") != "loadgroup" or not os.environ.get(_GROUPS_ENV):
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    folder = Path(os.environ[_GROUPS_ENV])
+
+    class GroupScheduling(LoadScopeScheduling):
+        """LoadScopeScheduling with scope = the group of the nodeid (xdist_group_of), read from the workers' files."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = {}
+                for f in sorted(folder.glob("*.json")):
+                    self._groups.update(json.loads(f.read_text()))
+            return self._groups.get(nodeid) or nodeid.split("::", 1)[0]
+
+    return GroupScheduling(config, log)
+
+
+def pytest_unconfigure(config):
+    folder = os.environ.get(_GROUPS_ENV)
+    if folder and not hasattr(config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(_GROUPS_ENV, None)

@@ -128,11 +128,41 @@ def wall(trace, t: float) -> float:
 TWO_WRITERS = [writer("a", 100, "300GB"), writer("b", 100, "300GB")]
 
 
+def live_view():
+    """A live view (``--live``: a snapshot every half wall second) that keeps its snapshots in ``seen``."""
+    from iolab.emulator.progress import StatusLine
+
+    class Snapshots(StatusLine):
+        live = True
+
+        def __init__(self):
+            super().__init__(False)
+            self.seen: list[dict] = []
+
+        def show(self, snapshot: dict) -> None:
+            self.seen.append(snapshot)
+
+    return Snapshots()
+
+
+@pytest.fixture(scope="module")
+def fifo_run(tmp_path_factory):
+    """The two writers under ``fifo``, run for real once with the disk sampler and the live view on: the
+    trace, the sampler and the view's snapshots (two tests read this one run)."""
+    from iolab.emulator.batch.run import run_batch_emulation
+
+    work = tmp_path_factory.mktemp("fifo") / "w"
+    view = live_view()
+    with Sampler(work) as sampler:
+        trace = run_batch_emulation(spec(TWO_WRITERS, policy="fifo"), work_dir=work, strict=True, progress=view)
+    return trace, sampler, view
+
+
 @pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
-def test_fifo_grants_one_job_at_a_time_and_the_other_waits_on_disk_too(tmp_path):
-    trace, sampler = run(spec(TWO_WRITERS, policy="fifo"), tmp_path)
+def test_fifo_grants_one_job_at_a_time_and_the_other_waits_on_disk_too(fifo_run):
+    trace, sampler, _ = fifo_run
     jobs = {r["id"]: r for r in trace.jobs.rows()}
     assert {j: r["status"] for j, r in jobs.items()} == {"a": "ok", "b": "ok"}
     g = grants(trace)
@@ -473,26 +503,12 @@ def test_a_dropped_job_frees_its_io_node_and_its_ranks_are_told():
 @pytest.mark.long
 @pytest.mark.ray
 @pytest.mark.mpi
-def test_the_live_view_of_a_real_run_shows_who_holds_the_io_node_and_who_waits(tmp_path):
+def test_the_live_view_of_a_real_run_shows_who_holds_the_io_node_and_who_waits(fifo_run):
     """``--live``'s snapshots (every half wall second) of the two ``fifo`` writers, against the trace's
     grant rows: at a snapshot's time the job whose grant row covers it holds the I/O node, the job whose
     request is pending waits (snapshots near a row's ends are left out: the snapshot's clock is read
-    before the actor answers)."""
-    from iolab.emulator.batch.run import run_batch_emulation
-    from iolab.emulator.progress import StatusLine
-
-    class Snapshots(StatusLine):
-        live = True
-
-        def __init__(self):
-            super().__init__(False)
-            self.seen: list[dict] = []
-
-        def show(self, snapshot: dict) -> None:
-            self.seen.append(snapshot)
-
-    view = Snapshots()
-    trace = run_batch_emulation(spec(TWO_WRITERS), work_dir=tmp_path / "w", strict=True, progress=view)
+    before the actor answers).  The run is the one test_fifo_grants_one_job_at_a_time... reads."""
+    trace, _, view = fifo_run
     rows = grants(trace)
     assert [r["job"] for r in rows] in (["a", "b"], ["b", "a"])
     edges = [x for r in rows for x in (r["request"], r["grant"], r["release"])]

@@ -80,7 +80,7 @@ def spec_file(tmp_path: Path, name: str, iterations: int) -> Path:
 def watch_run(tmp_path: Path, name: str, environ: dict[str, str]):
     """Start ``iolab emulate`` on a small spec; once its ranks run, return (driver, sockets seen, tree
     commands, output paths).  Sockets are sampled several times while the apps run."""
-    path = spec_file(tmp_path, name, 25)  # ~25 s of ranks: the sampling needs 2.5 s of them
+    path = spec_file(tmp_path, name, 12)  # ~12 s of ranks: the sampling needs 2.5 s of them
     out, work = tmp_path / f"{name}.h5", tmp_path / f"{name}.work"
     driver = subprocess.Popen([IOLAB, "emulate", str(path), "--out", str(out), "--work-dir", str(work), "--quiet"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
