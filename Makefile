@@ -34,10 +34,12 @@ run: $(VENV)/.installed
 # else one line says which tests skip and how to enable them.  On $(TEST_WORKERS) pytest-xdist workers
 # (--dist loadgroup, with the groups tests/conftest.py gives): the real runs (tests marked mpi, ray or slurm:
 # real MPI jobs, a local Ray, steps on the one local Slurm cluster) that measure wall time against a model
-# or use Slurm are one group, run one at a time on one worker, in file order, as before; the other tests
+# or use Slurm are one group, run one at a time on one worker, in file order; the other tests
 # (in-process checks, the simulator, the command line in subprocesses: none starts MPI, Ray or a Slurm step)
 # run on the other worker meanwhile, a file at a time, and so, one at a time, do the real runs that check
 # outcomes only (exit codes, files and processes left, campaigns: REAL_RUNS_BESIDE in tests/conftest.py).
+# Those never run beside a real run that holds a rate or a duration to the model's within a few per cent
+# (a file lock: TIMED_AGAINST_THE_MODEL in tests/conftest.py).
 # They are safe side by side: each worker has its own tmp_path root, and the tests that look at processes
 # or files (suspend, kill_tree, network namespaces) look only at their own process group or folder.
 # TEST_WORKERS=0 runs everything in this one process.  CI adds PYTEST_ARGS=--durations=25 (.ci/run).
@@ -61,8 +63,7 @@ test: $(VENV)/.installed pybatsim
 #                                    run as Ray tasks of a campaign
 #   tests/campaign/test_sweep.py     a campaign on Ray workers that import iolab from the wheel
 #   tests/slurm/test_emulate_srun.py the sbatch template (package data) and the apps as Slurm steps
-# Everything else imports iolab the same way from either install and ran in `make test`.  Until CI
-# ran it this way (2026-12) the whole suite less the `long` tests and six folders ran here too: ~250 s.
+# Everything else imports iolab the same way from either install and ran in `make test`.
 WHEEL_VENV ?= .venv-wheel
 WHEEL_TESTS ?= test_packaging.py test_cli_json.py test_cli_startup.py specs/test_inputs.py \
 	apps/test_jacobi_command.py batsim/test_pybatsim_round_trip.py policy_api/test_shipping.py \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -80,6 +81,39 @@ REAL_RUNS_BESIDE = ("tests/campaign/", "tests/batsim/", "tests/formats/", "tests
                     "tests/emulator/test_validate_campaign.py", "tests/emulator/test_validate_work_folder.py",
                     "tests/emulator/test_work_folder.py", "tests/emulator/test_quota_run.py",
                     "tests/emulator/test_run_outcome.py", "tests/emulator/test_killed_driver.py")
+
+
+# Real runs of the first group that hold a measured rate or duration to the model's within a few per
+# cent (tier laws, shares, I/O-node streams, the controller's load): while one runs, no real run of
+# REAL_RUNS_BESIDE runs on the other worker (they wait on a file lock), so the only load beside it is
+# in-process tests.  Two real runs at once on two cores let one starve the other's ranks for a moment,
+# and a stream that is idle then gives its share to the others (a transfer measured 7 % short).
+TIMED_AGAINST_THE_MODEL = (
+    "tests/emulator/test_batch_controller.py", "tests/emulator/test_batch_emulation.py",
+    "tests/emulator/test_batch_io_nodes_both_runtimes.py", "tests/emulator/test_batch_io_nodes_real.py",
+    "tests/emulator/test_interference_run.py", "tests/emulator/test_sharing_real.py",
+    "tests/emulator/test_single_multi_real.py", "tests/emulator/test_shared_replay_real.py",
+    "tests/apps/test_jacobi_mpi.py")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under make test's two workers: a test of TIMED_AGAINST_THE_MODEL holds the lock alone, a real run
+    of REAL_RUNS_BESIDE shares it with its kind, from its setup (module fixtures included) to its
+    teardown; a worker holds it only while it runs a test, never while it waits for work."""
+    folder = os.environ.get(_GROUPS_ENV)
+    group = xdist_group_of(item) if folder else None
+    path = item.nodeid.split("::", 1)[0].removeprefix("../")
+    if group == "real-runs-beside":
+        mode = fcntl.LOCK_SH
+    elif group == "real-runs" and path.startswith(TIMED_AGAINST_THE_MODEL):
+        mode = fcntl.LOCK_EX
+    else:
+        yield
+        return
+    with open(Path(folder) / "timed-real-runs.lock", "a") as lock:
+        fcntl.flock(lock, mode)
+        yield
 
 
 def xdist_group_of(item) -> str:
