@@ -38,8 +38,8 @@ run: $(VENV)/.installed
 # (in-process checks, the simulator, the command line in subprocesses: none starts MPI, Ray or a Slurm step)
 # run on the other worker meanwhile, a file at a time, and so, one at a time, do the real runs that check
 # outcomes only (exit codes, files and processes left, campaigns: REAL_RUNS_BESIDE in tests/conftest.py).
-# Those never run beside a real run that holds a rate or a duration to the model's within a few per cent
-# (a file lock: TIMED_AGAINST_THE_MODEL in tests/conftest.py).
+# A real run that holds a rate or a duration to the model's within a few per cent runs with nothing beside
+# it (a file lock: TIMED_AGAINST_THE_MODEL in tests/conftest.py).
 # They are safe side by side: each worker has its own tmp_path root, and the tests that look at processes
 # or files (suspend, kill_tree, network namespaces) look only at their own process group or folder.
 # TEST_WORKERS=0 runs everything in this one process.  CI adds PYTEST_ARGS=--durations=25 (.ci/run).

@@ -83,11 +83,11 @@ REAL_RUNS_BESIDE = ("tests/campaign/", "tests/batsim/", "tests/formats/", "tests
                     "tests/emulator/test_run_outcome.py", "tests/emulator/test_killed_driver.py")
 
 
-# Real runs of the first group that hold a measured rate or duration to the model's within a few per
-# cent (tier laws, shares, I/O-node streams, the controller's load): while one runs, no real run of
-# REAL_RUNS_BESIDE runs on the other worker (they wait on a file lock), so the only load beside it is
-# in-process tests.  Two real runs at once on two cores let one starve the other's ranks for a moment,
-# and a stream that is idle then gives its share to the others (a transfer measured 7 % short).
+# Real runs that hold a measured rate or duration to the model's within a few per cent (tier laws, shares,
+# I/O-node streams, the controller's load, a phase's length): while one runs, the other worker runs nothing
+# (it waits on a file lock before its next test), since two cores are what such a run measures with.  A
+# test beside it, in-process or real, once starved its pacing ranks (transfers 7 % longer than the model's)
+# and once idled a stream whose share the other then took (a transfer 7 % shorter).
 TIMED_AGAINST_THE_MODEL = (
     "tests/emulator/test_batch_controller.py", "tests/emulator/test_batch_emulation.py",
     "tests/emulator/test_batch_io_nodes_both_runtimes.py", "tests/emulator/test_batch_io_nodes_real.py",
@@ -98,21 +98,24 @@ TIMED_AGAINST_THE_MODEL = (
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under make test's two workers: a test of TIMED_AGAINST_THE_MODEL holds the lock alone, a real run
-    of REAL_RUNS_BESIDE shares it with its kind, from its setup (module fixtures included) to its
-    teardown; a worker holds it only while it runs a test, never while it waits for work."""
+    """Under make test's two workers, a readers-writer lock over whole tests (setup with its module
+    fixtures, call, teardown): a test of TIMED_AGAINST_THE_MODEL holds it alone, every other test shares
+    it.  A waiting timed test holds the turnstile, so the other worker's next test waits behind it instead
+    of overtaking it.  A worker holds the lock only while it runs a test, never while it waits for work."""
     folder = os.environ.get(_GROUPS_ENV)
-    group = xdist_group_of(item) if folder else None
-    path = item.nodeid.split("::", 1)[0].removeprefix("../")
-    if group == "real-runs-beside":
-        mode = fcntl.LOCK_SH
-    elif group == "real-runs" and path.startswith(TIMED_AGAINST_THE_MODEL):
-        mode = fcntl.LOCK_EX
-    else:
+    if not folder:
         yield
         return
-    with open(Path(folder) / "timed-real-runs.lock", "a") as lock:
-        fcntl.flock(lock, mode)
+    path = item.nodeid.split("::", 1)[0].removeprefix("../")
+    timed = path.startswith(TIMED_AGAINST_THE_MODEL) and xdist_group_of(item) == "real-runs"
+    with open(Path(folder) / "turnstile.lock", "a") as turnstile, open(Path(folder) / "tests.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if timed:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_SH)
         yield
 
 
