@@ -156,14 +156,9 @@ class SlurmConf(StrictModel):
                                       "since 1970) of one backfill cycle (sdiag: 'Last cycle when'); the cycles "
                                       "are every bf_interval from it; default: from the run's first decision")
 
-    @field_validator("PriorityMaxAge", "PriorityDecayHalfLife", mode="before")
+    @field_validator("PriorityMaxAge", "PriorityDecayHalfLife", "PriorityCalcPeriod", mode="before")
     @classmethod
     def _minutes(cls, v: object) -> object:
-        return slurm_time(v)
-
-    @field_validator("PriorityCalcPeriod", mode="before")
-    @classmethod
-    def _calc(cls, v: object) -> object:
         return slurm_time(v)
 
     @field_validator("PriorityFavorSmall", mode="before")
