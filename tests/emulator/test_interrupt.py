@@ -84,10 +84,11 @@ def test_ctrl_c_stops_every_process_and_leaves_a_partial_trace(tmp_path, spec, s
         assert any("clock started" in ln for ln in err), "".join(err)
 
         def apps_running() -> bool:  # else the checks below would prove nothing
-            watch.poll()
-            return bool(processes_mentioning(str(work))) and (spec is not IO_SPEC or bool(watch.seen))
+            watch.poll()  # an app (its mpiexec or a rank): other processes of the run mention the work folder before any job starts
+            ranks = [c for c in processes_mentioning(str(work)) if "iolab.apps.jacobi" in c]
+            return bool(ranks) and (spec is not IO_SPEC or bool(watch.seen))
 
-        wait_until("the run's apps (and, for MPI apps, their MPICH or hydra files)", apps_running, timeout=30,
+        wait_until("a rank of the run's apps (and, for MPI apps, their MPICH or hydra files)", apps_running, timeout=60,
                    every=0.2, detail=lambda: "".join(err)[-2000:])
         assert proc.poll() is None, "the run ended before it could be interrupted"
         proc.send_signal(sig)
