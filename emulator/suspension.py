@@ -163,11 +163,13 @@ class Suspender:
     """Stops and continues jobs through a :class:`Lever` (default: :class:`TreeLever`), and never
     forgets one it stopped.
 
-    ``on_suspend``/``on_resume``: called with the job id after the signal (the storage
-    manager's hooks)."""
+    ``on_suspend``/``on_resume``: the storage manager's hooks, called with the job id and the wall
+    time the suspension began (once its processes have stopped) or ended (as the continue signal goes
+    out). The books take these times, not the time a hook's message arrives: a late message would
+    shift the recorded suspension away from the real one (a phase would seem to end while stopped)."""
 
-    def __init__(self, on_suspend: Callable[[str], None] | None = None,
-                 on_resume: Callable[[str], None] | None = None, lever: Lever | None = None):
+    def __init__(self, on_suspend: Callable[[str, float], None] | None = None,
+                 on_resume: Callable[[str, float], None] | None = None, lever: Lever | None = None):
         self.stopped: dict[str, tuple[int, list[int]]] = {}  # job -> (root pid, the processes it stopped)
         self.on_suspend, self.on_resume = on_suspend, on_resume
         self.lever = lever if lever is not None else TreeLever()
@@ -180,22 +182,24 @@ class Suspender:
         stopped = self.lever.stop(job, pid)
         if stopped is None:
             return False
+        at = time.time()  # the lever returns once the processes it sees have stopped
         self.stopped[job] = (pid, stopped)
         self.log.append(("suspend", job))
         if self.on_suspend is not None:
-            self.on_suspend(job)
+            self.on_suspend(job, at)
         return True
 
     def resume(self, job: str) -> bool:
         """Continue ``job`` (what was stopped and anything started since); False if all gone."""
         pid, stopped = self.stopped.pop(job)
+        at = time.time()  # stopped until the continue signal goes out
         try:
             alive = self.lever.cont(job, pid, stopped)
         finally:  # even if the lever failed: the job is no longer ours to continue, the books say so
             self.log.append(("resume", job))
             if self.on_resume is not None:
                 try:
-                    self.on_resume(job)
+                    self.on_resume(job, at)
                 except Exception:  # noqa: BLE001 - the signal went; the books must not stop the rest
                     pass
         return alive

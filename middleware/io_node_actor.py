@@ -115,12 +115,14 @@ class _IONodesActor:
         self._settle()
         return dropped
 
-    async def suspend(self, job: str) -> None:
-        self.state.suspend(job, time.time())
+    async def suspend(self, job: str, at: float | None = None) -> None:
+        """``job``'s processes stopped at wall time ``at`` (default: now)."""
+        self.state.suspend(job, time.time() if at is None else at)
         self._settle()
 
-    async def resume(self, job: str) -> None:
-        self.state.resume(job, time.time())
+    async def resume(self, job: str, at: float | None = None) -> None:
+        """``job``'s processes continued at wall time ``at`` (default: now)."""
+        self.state.resume(job, time.time() if at is None else at)
         self._settle()
 
     async def violation(self) -> InvariantViolation | None:
@@ -194,11 +196,11 @@ class IONodes(ActorHandle):
     def drop(self, job: str, reason: str) -> bool:
         return call(self._h.drop.remote(str(job), str(reason)), timeout=60)
 
-    def suspend(self, job: str) -> None:
-        call(self._h.suspend.remote(str(job)), timeout=60)
+    def suspend(self, job: str, at: float | None = None) -> None:
+        call(self._h.suspend.remote(str(job), at), timeout=60)
 
-    def resume(self, job: str) -> None:
-        call(self._h.resume.remote(str(job)), timeout=60)
+    def resume(self, job: str, at: float | None = None) -> None:
+        call(self._h.resume.remote(str(job), at), timeout=60)
 
     def violation(self) -> InvariantViolation | None:
         return call(self._h.violation.remote(), timeout=60)

@@ -151,13 +151,15 @@ class _StorageActor:
         self.finished[job] = (bool(ok), str(message), time.time())
 
     # -- hooks ----------------------------------------------------------------------------------------
-    async def suspend(self, job: str) -> None:
+    async def suspend(self, job: str, at: float | None = None) -> None:
+        """``job``'s processes stopped at wall time ``at`` (default: now)."""
         with self.lock:
-            self.state.suspend(job, time.time())
+            self.state.suspend(job, time.time() if at is None else at)
 
-    async def resume(self, job: str) -> None:
+    async def resume(self, job: str, at: float | None = None) -> None:
+        """``job``'s processes continued at wall time ``at`` (default: now)."""
         with self.lock:
-            self.state.resume(job, time.time())
+            self.state.resume(job, time.time() if at is None else at)
 
     # -- inspection -----------------------------------------------------------------------------------
     async def counters(self) -> dict:
@@ -233,11 +235,11 @@ class StorageManager(ActorHandle):
         rows = [r for r in self.records().get("quota", []) if r[0] == job]
         return rows[-1][5] if rows else ""
 
-    def suspend(self, job: str) -> None:
-        call(self._h.suspend.remote(check_job_name(job)))
+    def suspend(self, job: str, at: float | None = None) -> None:
+        call(self._h.suspend.remote(check_job_name(job), at))
 
-    def resume(self, job: str) -> None:
-        call(self._h.resume.remote(check_job_name(job)))
+    def resume(self, job: str, at: float | None = None) -> None:
+        call(self._h.resume.remote(check_job_name(job), at))
 
     def status(self) -> dict:
         return call(self._h.status.remote(), timeout=60)

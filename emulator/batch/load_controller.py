@@ -40,12 +40,13 @@ __all__ = ["ControllerDriver"]
 
 
 
-def _both(job: str, storage, io_nodes) -> None:
-    """The storage manager's hook, then (with I/O nodes) the I/O nodes' actor's: a suspended job's parts
-    let go of their I/O nodes and ask again at resume (:mod:`iolab.middleware.io_node_state`)."""
-    storage(job)
+def _both(job: str, at: float, storage, io_nodes) -> None:
+    """The storage manager's hook, then (with I/O nodes) the I/O nodes' actor's, with the wall time
+    ``at`` the suspension began or ended: a suspended job's parts let go of their I/O nodes and ask again
+    at resume (:mod:`iolab.middleware.io_node_state`)."""
+    storage(job, at)
     if io_nodes:
-        io_nodes(job)
+        io_nodes(job, at)
 
 
 def tier_probes(spec) -> dict:
@@ -73,8 +74,10 @@ class ControllerDriver:
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
             ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace), bytes_scale=s.bytes_scale,
             prediction=predictor_args(c, run.spec.seed), tiers=tier_probes(run.spec), policy=c.policy)
-        self.suspender = Suspender(on_suspend=lambda job: _both(job, run.mgr.suspend, run.io and run.io.suspend),
-                                   on_resume=lambda job: _both(job, run.mgr.resume, run.io and run.io.resume),
+        self.suspender = Suspender(on_suspend=lambda job, at: _both(job, at, run.mgr.suspend,
+                                                                    run.io and run.io.suspend),
+                                   on_resume=lambda job, at: _both(job, at, run.mgr.resume,
+                                                                   run.io and run.io.resume),
                                    lever=run.launcher.lever)
         self.next = 0.0
         self.dead = ""

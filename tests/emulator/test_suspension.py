@@ -59,16 +59,26 @@ def test_sigstop_stops_every_rank_and_sigcont_continues(tmp_path):
         assert group_members(proc.pid) == [proc.pid]
         tree = process_tree(proc.pid)
         assert tree[0] == proc.pid and len(tree) >= 4  # mpiexec, hydra proxy, 2 ranks
-        s = Suspender(on_suspend=lambda j: calls.append(("s", j)), on_resume=lambda j: calls.append(("r", j)))
+        def hook(kind):  # what a hook sees: the time it is given, the ranks' states, the time it runs
+            return lambda j, at: calls.append((kind, j, at, {process_state(p) for p in tree}, time.time()))
+
+        s = Suspender(on_suspend=hook("s"), on_resume=hook("r"))
+        t_suspend = time.time()
         assert s.suspend("job1", proc.pid)
         assert wait_for(lambda: all(process_state(p) in ("T", "t") for p in tree))
         before = counts(tmp_path, 2)
         time.sleep(0.5)
         assert counts(tmp_path, 2) == before  # no progress while stopped
+        t_resume = time.time()
         s.resume("job1")
         assert wait_for(lambda: all(c > b for c, b in zip(counts(tmp_path, 2), before)))
         assert not [p for p in process_tree(proc.pid) if process_state(p) in ("T", "t")]
-        assert calls == [("s", "job1"), ("r", "job1")]
+        assert [(k, j) for k, j, *_ in calls] == [("s", "job1"), ("r", "job1")]
+        (_, _, sus_at, sus_states, sus_called), (_, _, res_at, _, res_called) = calls
+        # the books get the time the ranks had stopped (every one of them is stopped when the hook runs),
+        # and the time the continue signal went out: not the time a hook's message would arrive
+        assert sus_states <= {"T", "t"} and t_suspend <= sus_at <= sus_called
+        assert t_resume <= res_at <= res_called
     finally:
         kill_tree(proc, grace=1.0)
 
