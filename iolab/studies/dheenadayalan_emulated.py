@@ -41,6 +41,7 @@ from iolab.emulator.batch.run import run_batch_emulation
 from iolab.sim.batch.run import simulated_makespan
 from iolab.emulator.ray_session import RaySession
 from iolab.errors import TraceError
+from iolab.metrics.batch import total_completion, total_flow
 from iolab.sim.batch.run import run_batch
 from iolab.sim.batch.volume_fit import fit_volume_model
 from iolab.workloads import load_workload
@@ -178,8 +179,8 @@ def reusable(path: Path, digest: str) -> tuple[Any, str]:
 def _row(name: str, spec: BatchExperiment, records: list[dict], size: int, io: int, suspensions: int,
          runtime: str, hms: Callable[[float], str]) -> dict:
     """Table 1's row of one run (spec seconds): total completion sum(end - start), flow sum(end - submit)."""
-    comp = sum(r["end"] - r["start"] for r in records) if records else math.nan
-    flow = sum(r["end"] - r["submit"] for r in records) if records else math.nan
+    comp = total_completion([r["start"] for r in records], [r["end"] for r in records]) if records else math.nan
+    flow = total_flow([r["submit"] for r in records], [r["end"] for r in records]) if records else math.nan
     return {"dataset": "DS1", "size": size, "cpu_jobs": size - io, "io_jobs": io,
             "scheduler": spec.scheduler.label, "controller": spec.controller.enabled, "runtime": runtime,
             "scale": "small", "total_completion": comp, "total_flow": flow,
