@@ -5,7 +5,7 @@ Batch level (lackner2019 §V):
 - makespan: ``max(end) - min(submit)`` (the workload's span, from its first
   submission to its last completion);
 - turnaround of a job: ``end - submit``; mean turnaround over the jobs;
-- wait time of a job: ``start - submit``;
+- wait time of a job: ``start - submit``; run time: ``end - start``;
 - total completion and total flow (dheenadayalan2017 Table 1): the sums over
   the jobs of ``end - start`` and of ``end - submit``;
 - jobs on HPS: the count of jobs whose tier is ``hps``;
@@ -151,6 +151,11 @@ BSLD_TAU = 10.0  # seconds: the bound of the bounded slowdown (Feitelson et al. 
 
 def wait_time(submit: Any, start: Any) -> np.ndarray:
     return _arr(start) - _arr(submit)
+
+
+def run_time(start: Any, end: Any) -> np.ndarray:
+    """``end - start`` per job (on HPS it includes the job's stage-in and stage-out)."""
+    return _arr(end) - _arr(start)
 
 
 def bounded_slowdown(submit: Any, start: Any, end: Any, tau: float = BSLD_TAU) -> np.ndarray:
@@ -382,7 +387,7 @@ def storage_metrics(log: Any, disk_capacity: Mapping[str, float], end_time: floa
 
 
 __all__ = [
-    "BSLD_TAU", "assign_nodes", "bounded_slowdown", "id_ranges", "step_curve", "summary",
+    "BSLD_TAU", "assign_nodes", "bounded_slowdown", "id_ranges", "run_time", "step_curve", "summary",
     "time_weighted_summary", "wait_time",
     "BatchMetrics", "StorageMetrics", "batch_metrics", "hps_jobs", "hps_utilisation", "makespan", "mean_turnaround",
     "node_utilisation", "pooled_utilisation", "storage_metrics", "total_completion", "total_flow", "turnaround",

@@ -24,8 +24,8 @@ import numpy as np
 from iolab.errors import TraceError
 from iolab.trace import Trace
 from iolab.metrics.batch import (
-    BSLD_TAU, BatchMetrics, assign_nodes, batch_metrics, bounded_slowdown, step_curve, summary, time_weighted_summary,
-    turnaround, wait_time,
+    BSLD_TAU, BatchMetrics, assign_nodes, batch_metrics, bounded_slowdown, run_time, step_curve, summary,
+    time_weighted_summary, turnaround, wait_time,
 )
 
 BATCH_RUNTIMES = ("sim-batch", "emulator-batch")
@@ -172,7 +172,7 @@ def batch_report(trace: Trace, tau: float = BSLD_TAU) -> BatchReport:
     w = wait_time(sub, st)
     ta = turnaround(sub, en)
     bs = bounded_slowdown(sub, st, en, tau)
-    run = en - st
+    run = run_time(st, en)
     per_job = [
         BatchJobMetrics(id=str(i), nodes=int(n), tier=str(t), status=str(s), submit=float(a), start=float(b),
                         end=float(c), wait=float(x), run=float(r), turnaround=float(y), bounded_slowdown=float(z))
