@@ -346,8 +346,9 @@ def run_emulated(out: Path, jobs: list[dict], seed: int, settings: EmulatedDS1 =
             by_fit = {j["job"]: j for j in _sim_tables(run_batch(twin, strict=False), data)} if twin else {}
             for j in real_jobs:
                 s, c = by_sim[j["job"]], by_fit.get(j["job"])
-                real_c, sim_c = j["end"] - j["start"], s["end"] - s["start"]
-                fit_c = c["end"] - c["start"] if c else math.nan
+                # each job's completion time (its run time, end - start) in the three runs
+                real_c, sim_c = float(run_time(j["start"], j["end"])), float(run_time(s["start"], s["end"]))
+                fit_c = float(run_time(c["start"], c["end"])) if c else math.nan
                 res["compare"].append({
                     "run": name, "controller": on, "job": j["job"], "io": j["io"], "real_start": j["start"],
                     "real_end": j["end"], "real_completion": real_c, "sim_start": s["start"], "sim_end": s["end"],
