@@ -21,7 +21,6 @@ from iolab.studies import soysal as soysal_study
 from iolab.studies.as_campaign import Engine, write_campaign
 from iolab.atomic import check_output
 from iolab.emulator.output_lock import hold_outputs
-from iolab.trace import read_trace
 from iolab.cli.format import dumps, table
 
 
@@ -286,7 +285,7 @@ def dheenadayalan(quick: bool, no_emulate: bool, fitted: bool, seed: int | None,
                            f"mean {100 * r['sim_mean_abs_error']:.1f} % (twin fitted to the run: "
                            f"{100 * r['fitted_max_abs_error']:.1f} %, {100 * r['fitted_mean_abs_error']:.1f} %)"
                            + ("; reused" if r["reused"] else f"; {r['wall_seconds']:.0f} s wall"))
-        note = _emulated_error_note(em, quick)
+        note = emulated_ds1.error_note(em, quick)
         if note:
             click.echo(note)
         click.echo(f"EASY not run for real: {em['easy']['why']}")
@@ -300,32 +299,6 @@ def dheenadayalan(quick: bool, no_emulate: bool, fitted: bool, seed: int | None,
                + (", fig1-gantt-emulated.png" if s.get("figure_emulated") else ""))
     if failed:
         raise click.exceptions.Exit(1)  # a real run failed (its row says why); the simulated results are written
-
-
-def _emulated_error_note(em: dict, quick: bool) -> str:
-    """Why the simulated twin misses the real runs by as much as it does, from what the runs measured:
-    the jobs' launch (wall seconds, in spec seconds at the run's time scale) against their real time."""
-    ts = em["settings"]["time_scale"]
-    launch, run = [], []
-    for r in em["runs"]:
-        try:
-            t = read_trace(r["trace"])
-        except Exception:  # a run that left no trace: its row says why
-            continue
-        launch += [v / ts for v in (t.attrs.get("launch_overhead") or {}).values()]
-        run += [float(e - b) for b, e in zip(t.jobs["start"], t.jobs["end"]) if e == e and b == b]
-    worst = max((r.get("sim_max_abs_error", 0.0) for r in em["runs"]), default=0.0)
-    if not launch or not run or worst < 0.2:
-        return ""
-    mean_launch, mean_run = sum(launch) / len(launch), sum(run) / len(run)
-    text = (f"why the twin as written is off by up to {100 * worst:.0f} %: each real job spent {mean_launch:,.0f} spec s "
-            f"({mean_launch * ts:.1f} s wall) just starting its processes, {100 * mean_launch / mean_run:.0f} % of "
-            f"its {mean_run:,.0f} spec s, and more at its exit and per I/O phase; the spec as written has none of "
-            "these costs, the twin fitted to the run models the ones it measured")
-    if quick:
-        text += (". At the quick size (jobs a tenth as long, time scale 0.005) this fixed cost dominates: the quick "
-                 "study checks the pipeline, not the model")
-    return text + "."
 
 
 @study.command("soysal")

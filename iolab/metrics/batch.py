@@ -5,7 +5,10 @@ Batch level (lackner2019 §V):
 - makespan: ``max(end) - min(submit)`` (the workload's span, from its first
   submission to its last completion);
 - turnaround of a job: ``end - submit``; mean turnaround over the jobs;
-- wait time of a job: ``start - submit``;
+- wait time of a job: ``start - submit``; run time: ``end - start``;
+- total completion and total flow (dheenadayalan2017 Table 1): the sums over
+  the jobs of ``end - start`` and of ``end - submit``;
+- jobs on HPS: the count of jobs whose tier is ``hps``;
 - bounded slowdown of a job (Feitelson et al. 1997): ``max(1, (end - submit)
   / max(end - start, tau))`` with ``tau = BSLD_TAU = 10 s``, so that very short
   jobs do not dominate the average;
@@ -24,6 +27,10 @@ Batch level (lackner2019 §V):
   the cluster's nodes.  :func:`node_utilisation` and :func:`hps_utilisation`
   give one experiment; :func:`pooled_utilisation` pools several (Eq. 3).
 
+Sums over jobs or experiments that a caller keeps as a total (total
+completion and flow, Eq. 3's pooled sums) are taken in order with Python's
+``sum``, so that the total is the same number whichever caller computes it.
+
 Storage level (monniot2023 Table 3), from an allocation log with columns
 ``job, disk, bytes, alloc, free, status`` (see
 ``iolab.middleware.policies.placement.AllocationRecord``):
@@ -32,6 +39,7 @@ Storage level (monniot2023 Table 3), from an allocation log with columns
   whatever became of it); ``pct_sum_cap_allocated``: % of it that landed;
 - disk use: per disk, the fraction of its capacity in use, max and
   time-weighted mean over the observed span; ``max_disk_use``: the largest;
+  ``mean_disk_use``: the mean of the per-disk means;
 - concurrent allocations per disk: max and time-weighted mean count of live
   parts on each disk; ``mean_concurrent`` / ``max_concurrent`` aggregate them
   (mean of the per-disk means, max of the maxima);
@@ -71,6 +79,21 @@ def mean_turnaround(submit: Any, end: Any) -> float:
     return float(t.mean()) if t.size else 0.0
 
 
+def total_completion(start: Any, end: Any) -> float:
+    """dheenadayalan2017 Table 1's total completion time: ``sum (end - start)`` over the jobs."""
+    return float(sum((_arr(end) - _arr(start)).tolist()))
+
+
+def total_flow(submit: Any, end: Any) -> float:
+    """dheenadayalan2017 Table 1's total flow time: the sum of the turnarounds, ``sum (end - submit)``."""
+    return float(sum(turnaround(submit, end).tolist()))
+
+
+def hps_jobs(tier: Any) -> int:
+    """The jobs whose tier is ``hps``."""
+    return int(np.sum(np.asarray(tier) == "hps"))
+
+
 def used_node_seconds(start: Any, end: Any, nodes: Any) -> float:
     return float(np.sum((_arr(end) - _arr(start)) * _arr(nodes)))
 
@@ -83,7 +106,7 @@ def node_utilisation(submit: Any, start: Any, end: Any, nodes: Any, total_nodes:
 
 def used_hps_byte_seconds(start: Any, end: Any, tier: Any, hps_bytes: Any) -> float:
     on_hps = np.asarray(tier) == "hps"
-    return float(np.sum(((_arr(end) - _arr(start)) * _arr(hps_bytes))[on_hps]))
+    return float(np.sum(np.where(on_hps, (_arr(end) - _arr(start)) * _arr(hps_bytes), 0.0)))
 
 
 def hps_utilisation(submit: Any, start: Any, end: Any, tier: Any, hps_bytes: Any, capacity: float) -> float:
@@ -94,8 +117,8 @@ def hps_utilisation(submit: Any, start: Any, end: Any, tier: Any, hps_bytes: Any
 
 def pooled_utilisation(used: Sequence[float], available: Sequence[float]) -> float:
     """Eq. 3: ``sum u_i / sum a_i`` over experiments."""
-    a = float(np.sum(_arr(available)))
-    return float(np.sum(_arr(used))) / a if a > 0 else 0.0
+    a = float(sum(_arr(available).tolist()))
+    return float(sum(_arr(used).tolist())) / a if a > 0 else 0.0
 
 
 @dataclass
@@ -117,7 +140,7 @@ def batch_metrics(submit: Any, start: Any, end: Any, nodes: Any, total_nodes: in
         jobs=n, makespan=makespan(submit, end), mean_turnaround=mean_turnaround(submit, end),
         node_utilisation=node_utilisation(submit, start, end, nodes, total_nodes),
         hps_utilisation=hps_utilisation(submit, start, end, tier, hb, hps_capacity) if hps_capacity > 0 else 0.0,
-        hps_jobs=int(np.sum(tier == "hps")),
+        hps_jobs=hps_jobs(tier),
     )
 
 
@@ -128,6 +151,11 @@ BSLD_TAU = 10.0  # seconds: the bound of the bounded slowdown (Feitelson et al. 
 
 def wait_time(submit: Any, start: Any) -> np.ndarray:
     return _arr(start) - _arr(submit)
+
+
+def run_time(start: Any, end: Any) -> np.ndarray:
+    """``end - start`` per job (on HPS it includes the job's stage-in and stage-out)."""
+    return _arr(end) - _arr(start)
 
 
 def bounded_slowdown(submit: Any, start: Any, end: Any, tau: float = BSLD_TAU) -> np.ndarray:
@@ -271,6 +299,11 @@ class StorageMetrics:
     max_concurrent: int
     per_disk: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    @property
+    def mean_disk_use(self) -> float:
+        """The mean over the disks of their time-weighted mean use (fraction of capacity); NaN with no disk."""
+        return float(np.mean([c["mean_use"] for c in self.per_disk.values()]))
+
 
 def _disk_curves(intervals: list[tuple[float, float, float]], t0: float, t1: float) -> dict[str, float]:
     """Max and time-weighted mean of bytes and count of live parts on one disk."""
@@ -354,9 +387,9 @@ def storage_metrics(log: Any, disk_capacity: Mapping[str, float], end_time: floa
 
 
 __all__ = [
-    "BSLD_TAU", "assign_nodes", "bounded_slowdown", "id_ranges", "step_curve", "summary",
+    "BSLD_TAU", "assign_nodes", "bounded_slowdown", "id_ranges", "run_time", "step_curve", "summary",
     "time_weighted_summary", "wait_time",
-    "BatchMetrics", "StorageMetrics", "batch_metrics", "hps_utilisation", "makespan", "mean_turnaround",
-    "node_utilisation", "pooled_utilisation", "storage_metrics", "turnaround", "used_hps_byte_seconds",
-    "used_node_seconds",
+    "BatchMetrics", "StorageMetrics", "batch_metrics", "hps_jobs", "hps_utilisation", "makespan", "mean_turnaround",
+    "node_utilisation", "pooled_utilisation", "storage_metrics", "total_completion", "total_flow", "turnaround",
+    "used_hps_byte_seconds", "used_node_seconds",
 ]

@@ -9,6 +9,7 @@ jobs and the fraction of the HPS capacity allocated, both summarised over
 ``[first submit, last end]`` of those jobs, weighted by time (their means are
 lackner2019 Eq. 3's node and HPS utilisation).  :func:`trace_batch_metrics`: the few numbers
 ``iolab simulate`` and ``emulate`` print (makespan, mean turnaround, both utilisations).
+:func:`total_io_time`: the jobs' I/O seconds summed.
 Definitions: docs/metrics.md.
 """
 
@@ -23,8 +24,8 @@ import numpy as np
 from iolab.errors import TraceError
 from iolab.trace import Trace
 from iolab.metrics.batch import (
-    BSLD_TAU, BatchMetrics, assign_nodes, batch_metrics, bounded_slowdown, step_curve, summary, time_weighted_summary,
-    turnaround, wait_time,
+    BSLD_TAU, BatchMetrics, assign_nodes, batch_metrics, bounded_slowdown, run_time, step_curve, summary,
+    time_weighted_summary, turnaround, wait_time,
 )
 
 BATCH_RUNTIMES = ("sim-batch", "emulator-batch")
@@ -92,6 +93,12 @@ def trace_batch_metrics(trace: Trace) -> BatchMetrics:
     return batch_metrics(j["release"][ok], j["start"][ok], j["end"][ok], j["nodes"][ok],
                          int(trace.attrs["total_nodes"]), j["tier"][ok], hb,
                          float(trace.attrs.get("hps_capacity", 0.0)))
+
+
+def total_io_time(trace: Trace) -> float:
+    """The jobs' I/O seconds summed: the ``io_time`` column (seconds in read, write and staging phases,
+    waiting for the I/O node included), a job without one (NaN: it never ran) counting 0."""
+    return float(np.nansum(np.asarray(trace.jobs["io_time"], dtype=float)))
 
 
 def _finished(trace: Trace) -> np.ndarray:
@@ -165,7 +172,7 @@ def batch_report(trace: Trace, tau: float = BSLD_TAU) -> BatchReport:
     w = wait_time(sub, st)
     ta = turnaround(sub, en)
     bs = bounded_slowdown(sub, st, en, tau)
-    run = en - st
+    run = run_time(st, en)
     per_job = [
         BatchJobMetrics(id=str(i), nodes=int(n), tier=str(t), status=str(s), submit=float(a), start=float(b),
                         end=float(c), wait=float(x), run=float(r), turnaround=float(y), bounded_slowdown=float(z))
@@ -197,4 +204,4 @@ def batch_report(trace: Trace, tau: float = BSLD_TAU) -> BatchReport:
 
 
 __all__ = ["BATCH_RUNTIMES", "BatchJobMetrics", "BatchReport", "batch_report", "hps_curve", "is_batch_trace",
-           "job_nodes", "node_curve", "total_nodes_of", "trace_batch_metrics"]
+           "job_nodes", "node_curve", "total_io_time", "total_nodes_of", "trace_batch_metrics"]

@@ -11,6 +11,13 @@
 - per-node exec / delay / idle time (Fig. 14): over the R*P compute nodes and
   [0, C_max], a node executes while its app computes or transfers, is delayed
   while its app waits for an I/O grant, and is idle otherwise.
+
+:func:`io_metrics` reads them from a trace; the functions of arrays below it
+(:func:`slowdown`, :func:`io_makespan`, :func:`pack_spans`,
+:func:`pack_max_slowdowns`, :func:`sequential_makespan`, :func:`node_times`)
+measure an engine's record without a trace, as the studies do.  Sums over
+apps are taken in app order with Python's ``sum``, so that a total is the
+same number whichever caller computes it.
 """
 
 from __future__ import annotations
@@ -56,6 +63,61 @@ class IOMetrics:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def slowdown(begin, end, min_time) -> np.ndarray:
+    """``(end - begin) / min_time`` per app: with ``begin`` the release, 1 / rho of Eq. 2 (>= 1); with
+    ``begin`` the app's start, its slowdown inside its pack (§6.2.3).  NaN where the app did not end."""
+    return (np.asarray(end, dtype=float) - np.asarray(begin, dtype=float)) / np.asarray(min_time, dtype=float)
+
+
+def io_makespan(end) -> float:
+    """Eq. 3: C_max = max_i C_i over the apps that ended (times start at 0); NaN if none did."""
+    e = np.asarray(end, dtype=float)
+    return float(np.nanmax(e)) if e.size and not np.isnan(e).all() else math.nan
+
+
+def _pack_index(packs) -> tuple[np.ndarray, np.ndarray]:
+    """The packs' app indices one after the other, and where each pack begins among them."""
+    sizes = [len(p) for p in packs]
+    if not sizes or min(sizes) == 0:
+        raise ValueError("every pack needs at least one app")
+    order = np.fromiter((i for p in packs for i in p), dtype=np.int64, count=sum(sizes))
+    return order, np.concatenate(([0], np.cumsum(sizes[:-1]))).astype(np.int64)
+
+
+def pack_spans(start, end, packs) -> np.ndarray:
+    """Per pack (a sequence of app indices): its duration, the last end minus the first start of its apps
+    (a pack's makespan when it runs alone, §6.2.3)."""
+    order, first = _pack_index(packs)
+    s, e = np.asarray(start, dtype=float)[order], np.asarray(end, dtype=float)[order]
+    return np.maximum.reduceat(e, first) - np.minimum.reduceat(s, first)
+
+
+def pack_max_slowdowns(start, end, min_time, packs) -> np.ndarray:
+    """Per pack: the largest :func:`slowdown` of its apps from their starts (the pack's worst app, §6.2.3).
+    Their mean is Fig. 11's stretch measure (``mean_pack_max_slowdown``)."""
+    order, first = _pack_index(packs)
+    sd = slowdown(np.asarray(start, dtype=float)[order], np.asarray(end, dtype=float)[order],
+                  np.asarray(min_time, dtype=float)[order])
+    return np.maximum.reduceat(sd, first)
+
+
+def sequential_makespan(durations, placement) -> float:
+    """The makespan of packs run one after the other on each I/O node: the largest sum, over the nodes, of
+    the ``durations`` of the packs ``placement`` puts on it (one sequence of pack indices per node)."""
+    d = np.asarray(durations, dtype=float).tolist()
+    return float(max(sum(d[p] for p in seq) for seq in placement))
+
+
+def node_times(nodes, busy, wait, makespan: float, total_nodes: float) -> tuple[float, float, float]:
+    """Fig. 14's ``(exec, delay, idle)`` per compute node: each app's ``nodes`` times its ``busy`` seconds
+    (computing or transferring) and its ``wait`` seconds (for I/O grants), summed over the apps and shared
+    over ``total_nodes``; idle is the rest of ``[0, makespan]``."""
+    n = np.asarray(nodes, dtype=float)
+    exec_t = sum((n * np.asarray(busy, dtype=float)).tolist()) / total_nodes
+    delay_t = sum((n * np.asarray(wait, dtype=float)).tolist()) / total_nodes
+    return exec_t, delay_t, makespan - exec_t - delay_t
 
 
 def _attr(trace: Trace, name: str) -> float:
@@ -116,11 +178,9 @@ def io_metrics(trace: Trace) -> IOMetrics:
     for j, s, e in zip(ph["job"], ph["start"], ph["end"]):
         busy[j] = busy.get(j, 0.0) + float(e - s)
 
-    makespan = float(np.nanmax(end)) if finished.any() else math.nan
-    total_nodes = R * P
-    exec_t = sum(nodes[i] * busy[j] for i, j in enumerate(jobs["id"])) / total_nodes
-    delay_t = sum(nodes[i] * wait[j] for i, j in enumerate(jobs["id"])) / total_nodes
-    idle_t = makespan - exec_t - delay_t
+    makespan = io_makespan(end)
+    ids = list(jobs["id"])
+    exec_t, delay_t, idle_t = node_times(nodes, [busy[j] for j in ids], [wait[j] for j in ids], makespan, R * P)
 
     den = float(np.sum(nodes * tmin))
     alpha = P * float(np.sum(jobs["io_volume"].astype(float))) / b / den if den > 0 else 0.0

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from iolab.campaign import load_results
+from iolab.metrics.batch import pooled_utilisation
 from iolab.reproduce.stats import quadratic_minimum, spearman
 from iolab.studies import lackner as study
 from iolab.studies.as_campaign import Engine, rows_of
@@ -168,8 +169,8 @@ def minima_table(folder: Path) -> dict[str, Any]:
         ta = [float(np.mean([r["mean_turnaround"] for r in rnd if r["p"] == p])) for p in ps]
         fit = (lambda y: quadratic_minimum(ps, y)) if len(ps) >= 3 else (lambda y: ps[int(np.argmin(y))])
         sas = [r for r in rows if r["setting"] == setting and r["scheduler"] == "sas"]
-        hps = sum(r["hps_used"] for r in sas) / sum(r["hps_avail"] for r in sas)
-        nodes = sum(r["node_used"] for r in sas) / sum(r["node_avail"] for r in sas)
+        hps = pooled_utilisation([r["hps_used"] for r in sas], [r["hps_avail"] for r in sas])
+        nodes = pooled_utilisation([r["node_used"] for r in sas], [r["node_avail"] for r in sas])
         gap = float(np.mean([r["makespan"] for r in sas])) / min(mk) - 1
         out.append([setting, round(fit(mk), 2), round(fit(ta), 2), round(hps, 3), round(nodes, 3), f"{gap:+.1%}"])
     return {"columns": ["setting", "makespan minimum at p (paper: 0.6–0.8)", "turnaround minimum at p (paper: 0.4)",

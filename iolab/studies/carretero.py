@@ -34,7 +34,7 @@ from iolab.sim.io.scenario import Scenario
 from iolab.workloads.carretero import CarreteroParams, generate
 
 from iolab.atomic import atomic_write_text
-from iolab.metrics import geometric_mean
+from iolab.metrics import geometric_mean, node_times, pack_max_slowdowns, pack_spans, sequential_makespan
 from iolab.middleware.policies.plan import make_packs, packed_plan
 from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
 from iolab.studies.common import write_csv
@@ -80,31 +80,28 @@ def run_workload(alpha_gen: float, k: int, seed: int, params: CarreteroParams) -
         plan = packed_plan(spec, packs, [list(range(len(packs)))], sens)  # all on one I/O node, in order
         sc = Scenario.from_spec(spec, plan)
         rec = EventEngine(sc, policy, rows=False).run()
-        # simulated duration and worst slowdown of every pack
-        durations, worst = [], []
-        for pack in plan.nodes[0]:
-            start = min(rec.start[r] for r in pack)
-            end = max(rec.end[r] for r in pack)
-            durations.append(end - start)
-            worst.append(max((rec.end[r] - rec.start[r]) / sc.apps[r].min_time for r in pack))
+        # simulated duration and worst slowdown of every pack (the apps' ranks index the record)
+        min_time = [a.min_time for a in sc.apps]
+        durations = pack_spans(rec.start, rec.end, plan.nodes[0])
+        worst = pack_max_slowdowns(rec.start, rec.end, min_time, plan.nodes[0])
         row = {
             "alpha_gen": alpha_gen, "workload": k, "seed": seed, "alpha": alpha, "apps": len(spec.apps),
             "strategy": name, "policy": policy, "sensibility": sens, "packs": len(packs),
         }
+        lengths = [pk.length for pk in packs]
         for R in IO_NODE_COUNTS:
-            placement = lpt_assign([pk.length for pk in packs], R)
-            row[f"makespan_R{R}"] = max(sum(durations[p] for p in seq) for seq in placement)
+            row[f"makespan_R{R}"] = sequential_makespan(durations, lpt_assign(lengths, R))
         # Fig. 13's ideal: the packs one after the other at their contention-free lengths (the I/O node's
         # bandwidth unbounded in total, each app's own I/O still at b)
-        row["ideal_R1"] = float(sum(pk.length for pk in packs))
-        total_nodes = P  # Fig. 14 is for one I/O node
-        exec_t = sum(a.nodes * (rec.io_busy[a.rank] + a.compute_time) for a in sc.apps) / total_nodes
-        delay_t = sum(a.nodes * rec.wait[a.rank] for a in sc.apps) / total_nodes
+        row["ideal_R1"] = sequential_makespan(lengths, [range(len(packs))])
+        # Fig. 14 is for one I/O node: its P compute nodes; an app executes while it computes or transfers
+        exec_t, delay_t, idle_t = node_times(
+            [a.nodes for a in sc.apps], [rec.io_busy[a.rank] + a.compute_time for a in sc.apps],
+            [rec.wait[a.rank] for a in sc.apps], row["makespan_R1"], P)
         row.update({
             "pack_max_slowdown_mean": float(np.mean(worst)),
-            "max_slowdown": float(max(worst)),
-            "exec_time": exec_t, "delay_time": delay_t,
-            "idle_time": row["makespan_R1"] - exec_t - delay_t,
+            "max_slowdown": float(worst.max()),
+            "exec_time": exec_t, "delay_time": delay_t, "idle_time": idle_t,
             "events": rec.events, "seconds": time.perf_counter() - t0,
         })
         rows.append(row)

@@ -47,7 +47,8 @@ import numpy as np
 
 from iolab.atomic import atomic_write_text
 from iolab.errors import SpecError
-from iolab.metrics.batch_trace import batch_report
+from iolab.metrics.batch import hps_jobs
+from iolab.metrics.batch_trace import batch_report, total_io_time
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs import parse_spec
 from iolab.studies.as_campaign import Engine, rows_of, run_as_campaign
@@ -161,15 +162,13 @@ def run_one(size: CombinedSize, policy: str, tier: str, allocation: str, control
     spec = spec_of(size, policy, tier, allocation, controller, seed)
     tr = simulate_batch(spec, strict=False, phases="jobs")
     rep = batch_report(tr)
-    j = tr.jobs
-    io_time = np.asarray(j["io_time"], dtype=float)
     return {"policy": policy, "tier": tier, "allocation": allocation, "controller": bool(controller), "seed": seed,
             "jobs": rep.jobs, "finished": rep.finished,
             "makespan": rep.makespan, "mean_turnaround": rep.turnaround["mean"],
             "mean_bsld": rep.bounded_slowdown["mean"],
-            "total_io_time": float(np.nansum(io_time)),
+            "total_io_time": total_io_time(tr),
             "hps_utilisation": rep.hps_utilisation["mean"], "node_utilisation": rep.utilisation["mean"],
-            "hps_jobs": int(np.sum(np.asarray(j["tier"]) == "hps")),
+            "hps_jobs": hps_jobs(tr.jobs["tier"]),
             "suspensions": len(tr.actions["job"]),
             "events": int(tr.attrs.get("events", 0)), "seconds": time.perf_counter() - t0}
 

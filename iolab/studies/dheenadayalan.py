@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from iolab.atomic import atomic_write_text
+from iolab.metrics.batch import total_completion, total_flow
 from iolab.middleware.policies.interference import law_of
 from iolab.sim.batch.run import run_batch
 from iolab.specs import parse_spec
@@ -169,8 +170,8 @@ def run_one(dataset: str, scheduler: str, controller: bool, size: DheenadayalanS
     settings = ds1_controller_settings(size) if dataset == "DS1" else {}
     spec = spec_for(jobs, scheduler, controller, size.seed, settings)
     rec = run_batch(spec, strict=False)
-    comp = sum(s.end - s.start for s in rec.jobs)
-    flow = sum(s.end - s.queued.submit for s in rec.jobs)
+    comp = total_completion([s.start for s in rec.jobs], [s.end for s in rec.jobs])
+    flow = total_flow([s.queued.submit for s in rec.jobs], [s.end for s in rec.jobs])
     row = {"dataset": dataset, "size": len(jobs), "cpu_jobs": len(jobs) - io_jobs, "io_jobs": io_jobs,
            "scheduler": scheduler, "controller": controller, "runtime": "sim", "scale": "paper",
            "total_completion": comp, "total_flow": flow,

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from iolab.atomic import atomic_write_text
+from iolab.metrics.batch import total_completion, total_flow
 from iolab.middleware.policies.controller.forecast import forecast_skill
 from iolab.sim.batch.run import run_batch
 from iolab.specs import parse_spec
@@ -148,8 +149,8 @@ def simulate(jobs: list[dict], scheduler: str, controller: bool, rate: float, ga
     io = {j["id"] for j in jobs if j.get("data")}
     first_io = min((s for s in rec.jobs if s.id in io), key=lambda s: (s.start, s.id), default=None)
     samples = rec.controller.samples if rec.controller is not None else []
-    row = {"total_completion": sum(s.end - s.start for s in rec.jobs),
-           "total_flow": sum(s.end - s.queued.submit for s in rec.jobs),
+    row = {"total_completion": total_completion([s.start for s in rec.jobs], [s.end for s in rec.jobs]),
+           "total_flow": total_flow([s.queued.submit for s in rec.jobs], [s.end for s in rec.jobs]),
            "suspensions": sum(len(s.suspensions) for s in rec.jobs),
            "io_jobs_suspended": sum(1 for s in rec.jobs if s.suspensions and s.id in io),
            "oldest_suspended": int(first_io is not None and bool(first_io.suspensions)),

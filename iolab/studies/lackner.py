@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from iolab.atomic import atomic_write_text
-from iolab.metrics.batch import batch_metrics
+from iolab.metrics.batch import batch_metrics, pooled_utilisation, used_hps_byte_seconds, used_node_seconds
 from iolab.middleware.policies.batch import get_scheduler
 from iolab.middleware.policies.batch.kernel import make_policy
 from iolab.sim.batch.run import run_batch
@@ -122,14 +122,14 @@ def run_one(figure: int, capacity_gb: float, k: float, scheduler: str, p: float 
     tier = np.array([s.tier for s in js])
     hb = np.array([s.storage for s in js])
     m = batch_metrics(submit, start, end, nodes, 128, tier, hb, capacity_gb * GB)
-    span = float(end.max() - submit.min())
+    # Eq. 3's used and available node-seconds (HPS byte-seconds) of this experiment, pooled by the tables
     return {
         "figure": figure, "capacity_gb": capacity_gb, "k": k, "scheduler": scheduler,
         "p": p if p is not None else float("nan"), "workload": workload, "repetition": repetition,
         "makespan": m.makespan, "mean_turnaround": m.mean_turnaround,
-        "node_used": float(np.sum((end - start) * nodes)), "node_avail": span * 128,
-        "hps_used": float(np.sum(np.where(tier == "hps", (end - start) * hb, 0.0))),
-        "hps_avail": span * capacity_gb * GB, "hps_jobs": m.hps_jobs, "wall_seconds": wall,
+        "node_used": used_node_seconds(start, end, nodes), "node_avail": m.makespan * 128,
+        "hps_used": used_hps_byte_seconds(start, end, tier, hb),
+        "hps_avail": m.makespan * capacity_gb * GB, "hps_jobs": m.hps_jobs, "wall_seconds": wall,
         **({"setting": setting or "baseline"} if setting is not None else {}),
         **({"theta": theta} if theta is not None else {}),
     }
@@ -189,8 +189,8 @@ def sensitivity_table(rows: list[dict]) -> list[dict]:
         sas = [r for r in mine if r["scheduler"] == "sas"]
         rnd = [r for r in mine if r["scheduler"] == "random"]
         row = {"setting": setting, "runs": len(mine),
-               "sas_hps_utilisation": sum(r["hps_used"] for r in sas) / sum(r["hps_avail"] for r in sas),
-               "sas_node_utilisation": sum(r["node_used"] for r in sas) / sum(r["node_avail"] for r in sas)}
+               "sas_hps_utilisation": pooled_utilisation([r["hps_used"] for r in sas], [r["hps_avail"] for r in sas]),
+               "sas_node_utilisation": pooled_utilisation([r["node_used"] for r in sas], [r["node_avail"] for r in sas])}
         for col in ("makespan", "mean_turnaround"):
             sas_mean = float(np.mean([r[col] for r in sas]))
             ps = sorted({r["p"] for r in rnd})
@@ -218,8 +218,8 @@ def aggregate(rows: list[dict]) -> dict:
             "makespan_sd": float(np.std([r["makespan"] for r in rs])),
             "mean_turnaround": float(np.mean([r["mean_turnaround"] for r in rs])),
             "mean_turnaround_sd": float(np.std([r["mean_turnaround"] for r in rs])),
-            "node_utilisation": sum(r["node_used"] for r in rs) / sum(r["node_avail"] for r in rs),
-            "hps_utilisation": sum(r["hps_used"] for r in rs) / sum(r["hps_avail"] for r in rs),
+            "node_utilisation": pooled_utilisation([r["node_used"] for r in rs], [r["node_avail"] for r in rs]),
+            "hps_utilisation": pooled_utilisation([r["hps_used"] for r in rs], [r["hps_avail"] for r in rs]),
         })
     return {"groups": out}
 
@@ -236,8 +236,8 @@ def theta_table(rows: list[dict], capacity_gb: float) -> list[dict]:
     return [{"theta": t, "runs": len(rs), "makespan": float(np.mean([r["makespan"] for r in rs])),
              "mean_turnaround": float(np.mean([r["mean_turnaround"] for r in rs])),
              "hps_jobs": float(np.mean([r["hps_jobs"] for r in rs])),
-             "node_utilisation": sum(r["node_used"] for r in rs) / sum(r["node_avail"] for r in rs),
-             "hps_utilisation": sum(r["hps_used"] for r in rs) / sum(r["hps_avail"] for r in rs)}
+             "node_utilisation": pooled_utilisation([r["node_used"] for r in rs], [r["node_avail"] for r in rs]),
+             "hps_utilisation": pooled_utilisation([r["hps_used"] for r in rs], [r["hps_avail"] for r in rs])}
             for t, rs in sorted(by.items())]
 
 

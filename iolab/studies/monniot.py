@@ -140,7 +140,7 @@ def run_one(scaling: str, factor: float, layout: str, capacity_tb: float, strate
         "pct_sum_cap": m.pct_sum_cap_allocated, "allocated": sum(1 for s in res.status.values() if s == "allocated"),
         "refused": m.refused, "failed": m.failed, "split_requests": m.split, "requeued": m.requeued,
         "requeue_delay": m.requeue_delay, "max_disk_use": m.max_disk_use,
-        "mean_disk_use": float(np.mean([c["mean_use"] for c in m.per_disk.values()])),
+        "mean_disk_use": m.mean_disk_use,
         "mean_concurrent": m.mean_concurrent, "max_concurrent": m.max_concurrent, "events": res.events,
         "wall_seconds": wall,
     }

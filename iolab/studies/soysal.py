@@ -34,7 +34,7 @@ import numpy as np
 
 from iolab.atomic import atomic_write_text
 from iolab.metrics import TNAP_CLASSES, tnap_summary
-from iolab.metrics.batch import turnaround as turnarounds
+from iolab.metrics.batch import hps_jobs, mean_turnaround
 from iolab.sim.batch.run import simulate_batch
 from iolab.workloads import swf_window_io
 from iolab.workloads.swf import read_swf, swf_jobs
@@ -183,8 +183,8 @@ def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | 
     turnarounds summed over the windows."""
     t0 = time.perf_counter()
     trace = _trace_jobs(path, limit)
-    turnaround = []
-    hps_jobs = 0
+    release, end = [], []
+    hps = 0
     stats = dict.fromkeys(ADVANCE_STATS, 0.0)
     cuts = windows(len(trace), window)
     for skip, n in cuts:
@@ -193,15 +193,17 @@ def advance_run(path: str, nodes: int, scheduler: str, lam: float, limit: int | 
                           backfill_depth=backfill_depth)
         tr = simulate_batch(spec, swf_window_io(list(trace[skip:skip + n]), spec), strict=False, phases="none")
         j = tr.jobs
-        turnaround.append(turnarounds(j["release"], j["end"]))
-        hps_jobs += int(np.sum(np.asarray(j["tier"]) == "hps"))
+        release.append(np.asarray(j["release"], dtype=float))
+        end.append(np.asarray(j["end"], dtype=float))
+        hps += hps_jobs(j["tier"])
         got = tr.attrs.get("advance_stage_in") or {}
         for k in ADVANCE_STATS:
             stats[k] += float(got.get(k, 0.0))
-    t = np.concatenate(turnaround) if turnaround else np.zeros(0)
+    jobs = sum(len(e) for e in end)
     return {"kind": "advance", "scheduler": scheduler, "estimate": label_of(lam), "lam": float(lam),
-            "advance": bool(advance), "windows": len(cuts), "jobs": len(t), "hps_jobs": hps_jobs,
-            "mean_turnaround": float(np.mean(t)) if len(t) else math.nan, **stats,
+            "advance": bool(advance), "windows": len(cuts), "jobs": jobs, "hps_jobs": hps,
+            "mean_turnaround": mean_turnaround(np.concatenate(release), np.concatenate(end)) if jobs else math.nan,
+            **stats,
             "seconds": time.perf_counter() - t0}
 
 

@@ -20,6 +20,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+import numpy as np
+
+from iolab.metrics.batch import turnaround, wait_time
 from iolab.metrics.batch_trace import trace_batch_metrics
 from iolab.trace import Trace
 
@@ -30,9 +33,12 @@ RUN_METRICS = ("makespan", "mean_turnaround", "node_utilisation", "hps_utilisati
 
 def _jobs(trace: Trace) -> dict[str, dict]:
     j = trace.jobs
+    submit, start, end = (np.asarray(j[c], dtype=float) for c in ("release", "start", "end"))
+    wait, ta = wait_time(submit, start).tolist(), turnaround(submit, end).tolist()
     out = {}
-    for i, r, s, e, st, tier in zip(j["id"], j["release"], j["start"], j["end"], j["status"], j["tier"]):
-        out[str(i)] = {"submit": float(r), "start": float(s), "end": float(e), "status": str(st), "tier": str(tier)}
+    for k, (i, st, tier) in enumerate(zip(j["id"], j["status"], j["tier"])):
+        out[str(i)] = {"submit": float(submit[k]), "start": float(start[k]), "end": float(end[k]), "status": str(st),
+                       "tier": str(tier), "wait": wait[k], "turnaround": ta[k]}
     stage: dict[tuple[str, str], float] = defaultdict(float)
     for job, kind, s, e in zip(trace.phases["job"], trace.phases["kind"], trace.phases["start"], trace.phases["end"]):
         if kind in ("stage-in", "stage-out") and e == e:
@@ -69,8 +75,8 @@ def compare_batch(real: Trace, sim: Trace) -> dict:
         row = {}
         for key in ("start", "end", "stage_in", "stage_out", "suspensions", "suspended"):
             row[key] = {"real": r[key], "sim": s[key], "diff": r[key] - s[key]}
-        for key, a, b in (("wait", r["start"] - r["submit"], s["start"] - s["submit"]),
-                          ("turnaround", r["end"] - r["submit"], s["end"] - s["submit"])):
+        for key in ("wait", "turnaround"):
+            a, b = r[key], s[key]
             row[key] = {"real": a, "sim": b, "diff": a - b, "error": rel_error(a, b)}
         pairs.append((row["turnaround"]["real"], row["turnaround"]["sim"]))
         row["tier"] = {"real": r["tier"], "sim": s["tier"], "same": r["tier"] == s["tier"]}

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from iolab.metrics.io import io_makespan, slowdown
 from iolab.trace import Trace
 from iolab.validation.errors import geo_error, rel_error
 
@@ -42,10 +43,14 @@ def measured_bandwidth(trace: Trace) -> float:
 
 
 def _slowdowns(trace: Trace, tmin: dict[str, float]) -> dict[str, float]:
+    """The slowdown from its release of every app that ended ok and has a contention-free time in ``tmin``
+    (the simulation's: one yardstick for both runtimes)."""
     j = trace.jobs
-    return {str(i): (float(e) - float(r)) / tmin[str(i)]
-            for i, r, e, st in zip(j["id"], j["release"], j["end"], j["status"])
-            if st == "ok" and tmin.get(str(i), 0) > 0}
+    ids = [str(i) for i in j["id"]]
+    keep = [k for k, (i, st) in enumerate(zip(ids, j["status"])) if st == "ok" and tmin.get(i, 0) > 0]
+    sd = slowdown(np.asarray(j["release"], dtype=float)[keep], np.asarray(j["end"], dtype=float)[keep],
+                  [tmin[ids[k]] for k in keep])
+    return dict(zip((ids[k] for k in keep), sd.tolist()))
 
 
 def compare(emu: Trace, sim: Trace) -> dict:
@@ -53,8 +58,8 @@ def compare(emu: Trace, sim: Trace) -> dict:
     tmin = {str(i): float(t) for i, t in zip(sim.jobs["id"], sim.jobs["min_time"])}
     se, ss = _slowdowns(emu, tmin), _slowdowns(sim, tmin)
     apps = {a: {"emulator": se[a], "simulator": ss[a], "error": rel_error(se[a], ss[a])} for a in ss if a in se}
-    ends_e = [float(x) for x, st in zip(emu.jobs["end"], emu.jobs["status"]) if st == "ok"]
-    mk_e, mk_s = max(ends_e) if ends_e else math.nan, float(np.nanmax(sim.jobs["end"]))
+    mk_e = io_makespan([float(x) for x, st in zip(emu.jobs["end"], emu.jobs["status"]) if st == "ok"])
+    mk_s = io_makespan(sim.jobs["end"])
     pairs = [(v["emulator"], v["simulator"]) for v in apps.values()] + [(mk_e, mk_s)]
     errors = [v["error"] for v in apps.values()] + [rel_error(mk_e, mk_s)]
     return {

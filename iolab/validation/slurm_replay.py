@@ -19,6 +19,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from iolab.metrics.batch import makespan, wait_time
 from iolab.names import path_component
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs.load import parse_spec
@@ -152,10 +155,11 @@ def compare(jobs: list[AccountingJob], nodes: int, conf: SlurmConf | None = None
     records it."""
     conf = conf if conf is not None else SlurmConf()
     jobs = sorted(jobs, key=job_order)
-    t0 = min(j.submit for j in jobs)
+    submit = [j.submit for j in jobs]
+    t0 = min(submit)
     real = [j.start - t0 for j in jobs]
-    makespan_real = max(j.end for j in jobs) - t0
-    real_wait = sum(j.start - j.submit for j in jobs) / len(jobs)
+    makespan_real = makespan(submit, [j.end for j in jobs])
+    real_wait = float(np.mean(wait_time(submit, [j.start for j in jobs])))
     interval = float(conf.SchedulerParameters.bf_interval)
     names = _names(jobs)
     out = []
@@ -168,10 +172,11 @@ def compare(jobs: list[AccountingJob], nodes: int, conf: SlurmConf | None = None
         by = dict(zip(cols["id"], zip(cols["start"], cols["end"])))
         sim = [float(math.floor(by[names[j.id]][0] + 1e-6)) for j in jobs]
         ends = [float(by[names[j.id]][1]) for j in jobs]
-        waits = [s - (j.submit - t0) for s, j in zip(sim, jobs)]
+        waits = wait_time([j.submit - t0 for j in jobs], sim)
         rr, rs = _ranks(real), _ranks(sim)
+        # the simulation's clock starts at the first submission: its makespan is its last end
         out.append(PolicyResult(policy, [s - r for s, r in zip(sim, real)], interval, max(ends), makespan_real,
-                                sum(waits) / len(waits), sum(1 for a, b in zip(rr, rs) if a == b), sim))
+                                float(np.mean(waits)), sum(1 for a, b in zip(rr, rs) if a == b), sim))
     return ReplayResult(jobs, nodes, conf, real, real_wait, out)
 
 

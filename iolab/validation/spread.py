@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iolab.metrics.io import io_makespan, slowdown as app_slowdown
 from iolab.middleware.policies import POLICIES, get_policy
 from iolab.middleware.policies.interference import law_of
 from iolab.sim.io.run import run_engine
@@ -126,10 +127,13 @@ def simulate_spread(spec: IOExperiment, policy: str, bandwidth: float, seeds: in
         if ratios is not None:
             resample_jitter(sc, ratios["compute"], ratios["io"], seed)
         rec = run_engine(one, policy=policy, mode="event", rows=False, scenario=sc)
-        makespan[k] = float(np.nanmax(rec.end))
-        for app, r, e in zip(sc.apps, (a.release for a in sc.apps), rec.end):
-            if tmin.get(app.id, 0) > 0:
-                slowdown[app.id][k] = (float(e) - float(r)) / tmin[app.id]
+        makespan[k] = io_makespan(rec.end)
+        yardstick = [tmin.get(a.id, 0.0) for a in sc.apps]
+        with np.errstate(divide="ignore", invalid="ignore"):  # an app without a contention-free time is left out
+            sd = app_slowdown([a.release for a in sc.apps], rec.end, yardstick).tolist()
+        for app, t, v in zip(sc.apps, yardstick, sd):
+            if t > 0:
+                slowdown[app.id][k] = v
     return Spread(policy, law, numbers, makespan, slowdown)
 
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from iolab.metrics.batch import (
-    batch_metrics, hps_utilisation, makespan, mean_turnaround, node_utilisation, pooled_utilisation,
-    storage_metrics,
+    batch_metrics, hps_jobs, hps_utilisation, makespan, mean_turnaround, node_utilisation, pooled_utilisation,
+    storage_metrics, total_completion, total_flow, used_hps_byte_seconds,
 )
+from iolab.metrics.batch_trace import batch_report, total_io_time
 from iolab.middleware.policies.placement import AllocationRecord, DiskInfo, StorageAllocator
+from iolab.sim.batch.run import simulate_batch
+from iolab.specs import load_spec
+
+REPO = Path(__file__).resolve().parents[2]
 
 # Two jobs on a 4-node machine: A 2 nodes [0, 10) on HPS with 50 B, B 4 nodes [10, 20) on LPS.
 SUBMIT, START, END, NODES = [0, 5], [0, 10], [10, 20], [2, 4]
@@ -26,6 +35,34 @@ def test_batch_metrics_by_hand():
 
 def test_eq3_pools_experiments():
     assert pooled_utilisation([60, 30], [80, 120]) == pytest.approx(90 / 200)
+    rng = np.random.default_rng(1)
+    used, avail = rng.uniform(0, 1e6, 40), rng.uniform(1e6, 2e6, 40)
+    assert pooled_utilisation(used, avail) == pytest.approx(math.fsum(used) / math.fsum(avail), rel=1e-13)
+
+
+def test_hps_byte_seconds_and_jobs_on_hps_job_by_job():
+    rng = np.random.default_rng(2)
+    start = rng.uniform(0, 100, 50)
+    end = start + rng.uniform(0, 100, 50)
+    tier = rng.choice(["hps", "lps"], 50)
+    hb = rng.uniform(0, 1e9, 50)
+    hps = [i for i in range(50) if tier[i] == "hps"]
+    assert used_hps_byte_seconds(start, end, tier, hb) == pytest.approx(
+        math.fsum((end[i] - start[i]) * hb[i] for i in hps), rel=1e-13)
+    assert hps_jobs(tier) == len(hps)
+
+
+def test_totals_of_a_simulated_run_agree_with_its_report():
+    """dheenadayalan2017's totals against the report's means times the jobs, and the total I/O time against
+    the jobs' I/O seconds one by one."""
+    trace = simulate_batch(load_spec(REPO / "examples" / "combined-small.yaml"), strict=False, phases="jobs")
+    r = batch_report(trace)
+    j = trace.jobs
+    assert r.finished == len(j)  # every job of the example ends: the totals are over all of them
+    assert total_completion(j["start"], j["end"]) == pytest.approx(r.run["mean"] * r.finished, rel=1e-12)
+    assert total_flow(j["release"], j["end"]) == pytest.approx(r.turnaround["mean"] * r.finished, rel=1e-12)
+    assert total_io_time(trace) == pytest.approx(math.fsum(x for x in j["io_time"].tolist() if x == x), rel=1e-12)
+    assert total_io_time(trace) > 0
 
 
 def test_storage_metrics_by_hand():
@@ -48,6 +85,8 @@ def test_storage_metrics_by_hand():
     assert m.per_disk["d0"]["mean_concurrent"] == pytest.approx((2 * 10 + 1 * 10) / 20)
     assert m.per_disk["d1"]["mean_concurrent"] == pytest.approx(1.0)
     assert m.mean_concurrent == pytest.approx(1.25)
+    # d0 holds 60 B on [0, 10) and 40 B on [0, 20), d1 40 B on [0, 20), of 100 B each, over [0, 20]
+    assert m.mean_disk_use == pytest.approx(((60 * 10 + 40 * 20) / 20 / 100 + 40 * 20 / 20 / 100) / 2)
     # The same log as columns gives the same numbers.
     cols = {c: [getattr(r, c) for r in log] for c in ("job", "disk", "bytes", "alloc", "free", "status")}
     assert storage_metrics(cols, {"d0": 100, "d1": 100}, end_time=20) == m
