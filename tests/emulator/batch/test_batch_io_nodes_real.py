@@ -17,7 +17,7 @@ which job's files grow while the other waits.
 - a job SIGSTOPped while it holds the I/O node releases it and asks again at resume;
 - a job killed (SIGKILL of its mpiexec) while it holds the I/O node lets the waiting job finish;
 - the same code without ``platform.io_nodes`` is the batch run as before: covered by
-  ``tests/emulator/test_batch_emulation.py::test_sas_run_stages_for_real_and_matches_the_simulated_tiers``
+  ``tests/emulator/batch/test_batch_emulation.py::test_sas_run_stages_for_real_and_matches_the_simulated_tiers``
   (its phase rows carry ``io_node = -1``, no grant rows).
 
 The state the actor wraps is tested without Ray at the end (a planted double grant, suspension).
