@@ -36,6 +36,7 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.specs.batch import BatchExperiment
+from polling import wait_until
 
 BS = 1e-5  # bytes scale: 100 GB of spec bytes are 1 MB on disk
 TS = 0.01  # time scale: 100 spec s are 1 s of wall time
@@ -403,8 +404,11 @@ def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_pat
                 time.sleep(0.02)
             in_loop(stop)
             if "suspend" in times:
-                time.sleep(3.0)  # a (1 s of I/O) writes meanwhile
-                in_loop(cont)
+                try:  # a (1 s of I/O) writes meanwhile: its files grow, then its directory goes at its end
+                    wait_until("a to write its output and end while k is stopped",
+                               lambda: sampler.growing("a") and not (work / "lps" / "jobs" / "a").exists(), timeout=60)
+                finally:
+                    in_loop(cont)
 
         threading.Thread(target=suspend_midway, daemon=True).start()
 
