@@ -54,20 +54,20 @@ test: $(VENV)/.installed pybatsim
 #   tests/test_packaging.py          every package folder, the examples and templates in the wheel, the
 #                                    metadata, only iolab in site-packages, and a real run (MPI ranks
 #                                    under Ray) whose ranks import the wheel's iolab, not a checkout's
-#   tests/test_cli_json.py           the command line in subprocesses (python -m iolab)
-#   tests/test_cli_startup.py        what a command imports at its start, in fresh interpreters (lazy imports)
+#   tests/cli/test_json.py           the command line in subprocesses (python -m iolab)
+#   tests/cli/test_startup.py        what a command imports at its start, in fresh interpreters (lazy imports)
 #   tests/specs/test_inputs.py       the shipped examples read as package data, from another directory
 #   tests/apps/test_jacobi_command.py  the MPI app's command and its calibration, as the runners start it
 #   tests/batsim/test_pybatsim_round_trip.py  `iolab batsim` against pybatsim, a process of its own venv
-#   tests/policy_api/test_shipping.py, test_campaign_axis.py  users' policies shipped to Ray actors and
-#                                    run as Ray tasks of a campaign
+#   tests/middleware/policies/test_shipping.py, tests/campaign/test_policy_axis.py  users' policies shipped to
+#                                    Ray actors and run as Ray tasks of a campaign
 #   tests/campaign/test_sweep.py     a campaign on Ray workers that import iolab from the wheel
 #   tests/slurm/test_emulate_srun.py the sbatch template (package data) and the apps as Slurm steps
 # Everything else imports iolab the same way from either install and ran in `make test`.
 WHEEL_VENV ?= .venv-wheel
-WHEEL_TESTS ?= test_packaging.py test_cli_json.py test_cli_startup.py specs/test_inputs.py \
-	apps/test_jacobi_command.py batsim/test_pybatsim_round_trip.py policy_api/test_shipping.py \
-	policy_api/test_campaign_axis.py campaign/test_sweep.py slurm/test_emulate_srun.py
+WHEEL_TESTS ?= test_packaging.py cli/test_json.py cli/test_startup.py specs/test_inputs.py \
+	apps/test_jacobi_command.py batsim/test_pybatsim_round_trip.py middleware/policies/test_shipping.py \
+	campaign/test_policy_axis.py campaign/test_sweep.py slurm/test_emulate_srun.py
 test-wheel: pybatsim
 	rm -rf build dist $(WHEEL_VENV)  # a stale build/ would put deleted modules into the wheel
 	$(PYTHON) -m venv $(WHEEL_VENV)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from shared_data import REPO, SHARED_DATA, shared_file  # noqa: F401  (re-exported for tests)
+from small_batch_trace import small_trace, small_trace_file  # noqa: F401  (fixtures of tests/metrics and test_export.py)
 
 # Strict mode (iolab.invariants) is on for every run the suite makes, in this process and in
 # the processes it starts: a broken invariant fails the test that broke it.
@@ -18,6 +19,23 @@ os.environ.setdefault("IOLAB_STRICT", "1")
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+# The real input files (skipped with a reason when absent): tests/workloads, tests/studies and the batch
+# kernel's soysal2019 tests read them.
+@pytest.fixture
+def kth() -> Path:
+    return shared_file("KTH-SP2-1996-2.1-cln.swf.gz")
+
+
+@pytest.fixture
+def sdsc_blue() -> Path:
+    return shared_file("SDSC-BLUE-2000-4.2-cln.swf.gz")
+
+
+@pytest.fixture
+def theta_file() -> Path:
+    return shared_file("theta-2022-week4-io-jobs.yaml")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -76,10 +94,10 @@ _GROUPS_ENV = "IOLAB_XDIST_GROUPS"
 # campaign recorded) and start no Slurm step: a second serial group, run on the other worker after or
 # between its in-process files, beside the first group's runs.  Each starts its own local Ray (its own
 # ports and session folder) and looks only at its own processes and folders.
-REAL_RUNS_BESIDE = ("tests/campaign/", "tests/batsim/", "tests/formats/", "tests/test_packaging.py",
-                    "tests/policy_api/test_broken_real.py", "tests/policy_api/test_campaign_axis.py",
-                    "tests/emulator/test_validate_campaign.py", "tests/emulator/test_validate_work_folder.py",
-                    "tests/emulator/test_work_folder.py", "tests/emulator/test_quota_run.py",
+REAL_RUNS_BESIDE = ("tests/campaign/", "tests/batsim/", "tests/test_packaging.py", "tests/test_policy_broken_real.py",
+                    "tests/workloads/test_darshan.py", "tests/emulator/batch/test_emulated_batch.py",
+                    "tests/validation/test_validate_campaign.py", "tests/validation/test_validate_work_folder.py",
+                    "tests/emulator/test_work_folder.py", "tests/emulator/batch/test_quota_run.py",
                     "tests/emulator/test_run_outcome.py", "tests/emulator/test_killed_driver.py")
 
 
@@ -89,10 +107,10 @@ REAL_RUNS_BESIDE = ("tests/campaign/", "tests/batsim/", "tests/formats/", "tests
 # test beside it, in-process or real, once starved its pacing ranks (transfers 7 % longer than the model's)
 # and once idled a stream whose share the other then took (a transfer 7 % shorter).
 TIMED_AGAINST_THE_MODEL = (
-    "tests/emulator/test_batch_controller.py", "tests/emulator/test_batch_emulation.py",
-    "tests/emulator/test_batch_io_nodes_both_runtimes.py", "tests/emulator/test_batch_io_nodes_real.py",
-    "tests/emulator/test_interference_run.py", "tests/emulator/test_sharing_real.py",
-    "tests/emulator/test_single_multi_real.py", "tests/emulator/test_shared_replay_real.py",
+    "tests/emulator/batch/test_batch_controller.py", "tests/emulator/batch/test_batch_emulation.py",
+    "tests/emulator/batch/test_batch_io_nodes_both_runtimes.py", "tests/emulator/batch/test_batch_io_nodes_real.py",
+    "tests/emulator/batch/test_interference_run.py", "tests/emulator/io/test_sharing_real.py",
+    "tests/emulator/io/test_single_multi_real.py", "tests/emulator/io/test_shared_replay_real.py",
     "tests/apps/test_jacobi_mpi.py")
 
 

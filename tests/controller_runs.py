@@ -1,5 +1,5 @@
 """The storage load controller's small real batch runs, shared by the local tests
-(``tests/emulator/test_batch_controller.py``: jobs under ``mpiexec``) and the Slurm ones
+(``tests/emulator/batch/test_batch_controller.py``: jobs under ``mpiexec``) and the Slurm ones
 (``tests/slurm/test_batch_srun.py``: jobs as srun steps): the spec, the trace's suspensions, the
 jobs' results, and a thread that kills the controller actor once a job is really stopped."""
 

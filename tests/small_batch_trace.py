@@ -5,6 +5,9 @@
     B    3      10      100    105   lps   ok       (runs 5 s: the bounded slowdown uses tau = 10 s)
     C    1      20      20     60    hps   ok       (50 B on the HPS from 20 to 60)
     D    1      30      -      -     lps   pending  (never started)
+
+The fixtures ``small_trace`` and ``small_trace_file`` are registered by tests/conftest.py; iolab.trace is
+imported when a test asks for them, not when the conftest loads.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ import math
 
 import pytest
 
-from iolab.trace import TraceBuilder, write_trace
-
 
 def small_batch_trace():
+    from iolab.trace import TraceBuilder
+
     tb = TraceBuilder()
     nan = math.nan
     rows = [("A", 2, 0.0, 0.0, 100.0, "lps", "ok"), ("B", 3, 10.0, 100.0, 105.0, "lps", "ok"),
@@ -38,4 +41,6 @@ def small_trace():
 
 @pytest.fixture
 def small_trace_file(tmp_path):
+    from iolab.trace import write_trace
+
     return write_trace(small_batch_trace(), tmp_path / "small.h5")

@@ -24,7 +24,7 @@ from iolab.sim.batch import simulate_batch
 from iolab.workloads import feitelson_jobs
 from iolab.specs import parse_spec
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 SCRIPT = BENCHMARKS / "reference_batch_io.py"
 R_LPS, MEMORY = 1e9, 16e9
 REL = 1e-9

@@ -150,11 +150,11 @@ def test_the_checker_alone_refuses_an_end_twice_and_a_snapshot_that_is_not_its_b
 
 
 def test_split_requeue_and_fallback_leave_the_checkers_books_as_they_began():
-    """The placement hand case (tests/batch/test_placement_in_batch.py: a split over two disks, two
+    """The placement hand case (tests/sim/batch/test_placement_in_batch.py: a split over two disks, two
     requeues then a fallback to LPS, a third job on one disk): the checker follows it from the
     events alone; at the end its books are empty again and its job states are the kernel's."""
-    from .test_placement_in_batch import D0, D1
-    from .test_placement_in_batch import spec as placement_spec
+    from ....sim.batch.test_placement_in_batch import D0, D1
+    from ....sim.batch.test_placement_in_batch import spec as placement_spec
 
     s = placement_spec()
     c = BatchChecker()

@@ -1,4 +1,4 @@
-"""The batch user's metrics against values computed by hand for the small trace of conftest.py."""
+"""The batch user's metrics against values computed by hand for the small trace of small_batch_trace.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The single-file reference programs of benchmarks/ (scripts with no iolab import), loaded by path."""
+"""The single-file reference programs of benchmarks/ (scripts with no iolab import), loaded by path for
+the test_reference_*.py files of tests/sim/batch and tests/sim/io."""
 
 from __future__ import annotations
 

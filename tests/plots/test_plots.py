@@ -12,7 +12,9 @@ from iolab.specs import load_spec
 from iolab.trace import write_trace
 from iolab.sim.io.run import simulate
 
-from campaign_helpers import TABLE1
+from shared_data import REPO
+
+TABLE1 = REPO / "examples" / "carretero-table1.yaml"
 
 
 def small_trace(policy="fifo"):

@@ -143,7 +143,7 @@ def test_the_record_of_a_real_replay_is_predicted_to_the_second():
     from iolab.validation.slurm_replay import compare
     from iolab.workloads.slurm_accounting import read_jobcomp, wall_seconds
 
-    acc = read_jobcomp(Path(__file__).resolve().parents[1] / "data" / "slurm" / "replay-8nodes.jobcomp")
+    acc = read_jobcomp(Path(__file__).resolve().parents[3] / "data" / "slurm" / "replay-8nodes.jobcomp")
     r = compare(acc.kept, 8, SlurmConf(bf_cycle_at=wall_seconds("2026-12-06T18:46:12")))
     by = {p.policy: p for p in r.results}
     assert by["slurm"].max_abs <= 1 and abs(by["slurm"].makespan_error) <= 0.02

@@ -70,7 +70,7 @@ def test_the_real_run_and_the_simulator_send_the_checker_the_same_events(monkeyp
 
 
 def test_a_real_run_whose_kernel_loses_a_jobs_node_ids_stops_at_that_jobs_end(monkeypatch, tmp_path):
-    """The bug of tests/batch/test_checker_books.py, in a real run: x's end (x runs 100 spec s, y 400)."""
+    """The bug of tests/middleware/policies/batch/test_checker_books.py, in a real run: x's end (x runs 100 spec s, y 400)."""
     from iolab.emulator.batch.run import run_batch_emulation
 
     original = BatchKernel._give_nodes

@@ -259,7 +259,7 @@ def test_without_io_nodes_the_layer_is_never_touched(monkeypatch):
     import iolab.sim.batch.io_node_layer as io_nodes
     from iolab.specs import load_spec
 
-    examples = Path(__file__).resolve().parents[2] / "examples"
+    examples = Path(__file__).resolve().parents[3] / "examples"
     sp = load_spec(examples / "validation" / "controller-interference.yaml")
     before = simulate_batch(sp)
 

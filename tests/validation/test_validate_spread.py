@@ -1,7 +1,7 @@
 """The simulated distribution that `iolab validate --seeds` places a real run in.
 
 These tests use simulated traces as stand-ins for real ones (the functions only read
-traces); the real-run path is in test_emulate.py.
+traces); the real-run path is in tests/emulator/io/test_emulate.py.
 """
 
 from __future__ import annotations

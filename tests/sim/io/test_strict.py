@@ -19,7 +19,7 @@ from iolab.specs import load_spec, parse_spec
 from io_fakes import (GrantsTwice, kernel_forgets_a_phase_index, kernel_forgets_the_arbiters_release,
                       kernel_forgets_to_touch_a_released_node, queues_twice)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 PACKED = {"platform": {"io_nodes": 2, "nodes_per_io_node": 8, "bandwidth": 2.0},
           "mapping": {"kind": "make-pack", "sensibility": 0.5},
@@ -46,7 +46,7 @@ def two_writers():
 @pytest.mark.parametrize("engine", ["event", "step"])
 def test_an_arbiter_that_grants_twice_stops_the_run_naming_node_time_and_apps(engine):
     """The arbiter drives the event engine's general loop (``shared``, and every policy in
-    tests/sim/test_event_loops.py) and the fixed-step engine."""
+    tests/sim/io/test_event_loops.py) and the fixed-step engine."""
     sc = two_writers()
     eng = EventEngine(sc, "fifo", strict=True) if engine == "event" else SteppedEngine(sc, "fifo", 0.5, strict=True)
     eng.kernel.arbiters[0] = GrantsTwice(eng.policy, 0)

@@ -17,7 +17,7 @@ which job's files grow while the other waits.
 - a job SIGSTOPped while it holds the I/O node releases it and asks again at resume;
 - a job killed (SIGKILL of its mpiexec) while it holds the I/O node lets the waiting job finish;
 - the same code without ``platform.io_nodes`` is the batch run as before: covered by
-  ``tests/emulator/test_batch_emulation.py::test_sas_run_stages_for_real_and_matches_the_simulated_tiers``
+  ``tests/emulator/batch/test_batch_emulation.py::test_sas_run_stages_for_real_and_matches_the_simulated_tiers``
   (its phase rows carry ``io_node = -1``, no grant rows).
 
 The state the actor wraps is tested without Ray at the end (a planted double grant, suspension).
@@ -36,6 +36,7 @@ import pytest
 
 from iolab.invariants import InvariantViolation
 from iolab.specs.batch import BatchExperiment
+from polling import wait_until
 
 BS = 1e-5  # bytes scale: 100 GB of spec bytes are 1 MB on disk
 TS = 0.01  # time scale: 100 spec s are 1 s of wall time
@@ -403,8 +404,11 @@ def test_a_suspended_job_lets_go_of_the_io_node_and_asks_again_at_resume(tmp_pat
                 time.sleep(0.02)
             in_loop(stop)
             if "suspend" in times:
-                time.sleep(3.0)  # a (1 s of I/O) writes meanwhile
-                in_loop(cont)
+                try:  # a (1 s of I/O) writes meanwhile: its files grow, then its directory goes at its end
+                    wait_until("a to write its output and end while k is stopped",
+                               lambda: sampler.growing("a") and not (work / "lps" / "jobs" / "a").exists(), timeout=60)
+                finally:
+                    in_loop(cont)
 
         threading.Thread(target=suspend_midway, daemon=True).start()
 

@@ -27,7 +27,7 @@ def run_main(monkeypatch, *args: str) -> int:
 def broken_arbiter(monkeypatch):
     """Every I/O node of the fixed-step engine hands a busy node to a second app too (the event
     engine's list-policy loop chooses from the arbiter's queue, not the arbiter: its broken
-    queue is caught in tests/sim/test_strict.py)."""
+    queue is caught in tests/sim/io/test_strict.py)."""
     monkeypatch.setattr(io_kernel, "IONodeArbiter", GrantsTwice)  # the I/O kernel's arbiters
     monkeypatch.delenv("IOLAB_STRICT", raising=False)  # only the flag may switch strict mode on
 
