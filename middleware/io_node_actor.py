@@ -18,7 +18,7 @@ dead job's processes and drops it).
 **Test hook.**  With ``IOLAB_TEST_IO_NODE_FAULT=double-grant`` in the environment of the process that
 creates the actor (:data:`FAULT_ENV`), the actor plants a bug in its arbiters: an exclusive I/O node
 also grants its next waiting part while one transfers.  Strict mode must then stop the run with
-``exclusive-io`` (tests/emulator/test_batch_io_nodes_real.py); nothing else reads it.
+``exclusive-io`` (tests/emulator/batch/test_batch_io_nodes_real.py); nothing else reads it.
 """
 
 from __future__ import annotations

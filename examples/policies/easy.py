@@ -6,7 +6,7 @@ jobs release their nodes at their expected end (a job past it is taken to end in
 seconds), the jobs started now at now + walltime.  A later job starts now if its nodes are free and it
 ends by the shadow time, or if it needs no more than the nodes the head leaves over at that time.
 
-iolab's built-in ``easy`` decides the same starts (``tests/policy_api/test_easy_through_the_api.py``
+iolab's built-in ``easy`` decides the same starts (``tests/test_easy_through_the_api.py``
 checks it on the whole of KTH-SP2); it is faster because it keeps the releases sorted between decisions.
 
     iolab simulate examples/kth-sp2-easy.yaml               # the built-in

@@ -31,7 +31,7 @@ def run_sim(spec, *, mode: str | None, run_id: str = "", workdir: Path | None = 
 
 def run_emulate(spec, *, mode: str | None, run_id: str = "", workdir: Path | None = None):
     """A real run, by the real runner of the spec's level (I/O runs tested through ``iolab validate
-    --campaign``: tests/emulator/test_validate_campaign.py).
+    --campaign``: tests/validation/test_validate_campaign.py).
 
     Each emulated run starts MPI processes and an arbiter actor in the Ray
     cluster the task runs in; give the campaign a ``cpus_per_run`` that

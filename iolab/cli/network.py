@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-NETNS_MARKER = "IOLAB_NETNS"  # iolab.emulator.netns.MARKER, read here without importing it (tests/test_cli_startup.py)
+NETNS_MARKER = "IOLAB_NETNS"  # iolab.emulator.netns.MARKER, read here without importing it (tests/cli/test_startup.py)
 
 LOCAL_RUNS = frozenset({"emulate", "validate", "sweep", "study"})  # the commands that start Ray or MPI here
 

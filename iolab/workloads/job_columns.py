@@ -6,7 +6,7 @@ per row through full validation costs ~17 µs a job (17 s for a million); here t
 ``Job`` makes (ids and users, finite non-negative times and volumes, positive walltimes, node
 counts in range, an HPS request that holds the input and the output, the same for an estimate)
 run once on the arrays, and the objects are then made without validating each again: the same
-objects, field for field (``tests/batch/test_io_model_scale.py`` compares them with the validated
+objects, field for field (``tests/workloads/test_io_model_scale.py`` compares them with the validated
 ones), in about a tenth of the time and less than half the memory (docs/performance.md).  If a check fails, every job is built
 through validation instead, so the error is the one ``Job`` raises, naming the field.
 

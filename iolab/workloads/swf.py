@@ -501,7 +501,7 @@ def _numbers(lines: list[bytes]) -> np.ndarray | None:
     """Stripped data lines (bytes) as an n x 18 float array, converted by numpy's text parser in one
     call, or None if a line is not 18 numbers it reads (then :func:`_block` judges them one by one).
     The parser takes a subset of Python's ``float`` syntax (not ``1_0``) and gives the same value as
-    ``float`` for every token it takes (tests/batch/test_swf_columns.py)."""
+    ``float`` for every token it takes (tests/workloads/test_swf_columns.py)."""
     if not lines:
         return None
     try:

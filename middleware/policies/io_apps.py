@@ -114,7 +114,7 @@ class IOApp:
         """What the app's I/O node is asked when the app reaches I/O phase ``phase`` at
         ``now``, having started at ``start`` and transferred for ``io_received`` seconds."""
         done = self.done[phase]
-        # In the order of IORequest's fields (tests/policies/test_io_apps.py checks them by
+        # In the order of IORequest's fields (tests/middleware/policies/test_io_apps.py checks them by
         # name), as one tuple given to tuple.__new__: this is the simulator's hottest
         # allocation, and the NamedTuple's own __new__ (a Python function) adds a call.
         return _new_tuple(IORequest, (self.id, self.rank, now, self.amounts[phase],  # app, rank, requested_at, volume

@@ -186,7 +186,7 @@ class EventEngine:
         The same transitions as :meth:`_run_general` with the kernel's methods (``advance``,
         ``io_done``, ``dispatch``), :meth:`_after` and :meth:`_dispatch`, in the same order and
         with the same float operations (so the same times, bit for bit;
-        ``tests/sim/test_event_loops.py`` runs both on random specs), written out in one function: a call per transition was most of the
+        ``tests/sim/io/test_event_loops.py`` runs both on random specs), written out in one function: a call per transition was most of the
         simulator's time (docs/performance.md, "The I/O simulator's loop").
 
         It keeps the kernel's books (its phase index, times, starts and ends, pack turns and

@@ -160,7 +160,7 @@ def shadow_rule(now: float, free: int, queue, releases, grace: float, depth: int
     then holds at the shadow time): the profile's free count only rises between now and the
     shadow time and only rises after it, so ``fits(now, walltime, nodes)`` reads exactly those two
     values.  The same floats (``now + walltime``, the overrun stand-in ``now + grace``), so the
-    same plan as the profile search; ``tests/batch/test_fast_paths.py`` checks both on random
+    same plan as the profile search; ``tests/middleware/policies/batch/test_fast_paths.py`` checks both on random
     snapshots.  The releases are read only up to the shadow time.
     """
     it = iter(queue)
@@ -381,7 +381,7 @@ def fcfs_replan(snap: Snapshot, heap: list, releases: dict[float, int], avail: i
     placement against the old one.  Where a job gets its old start and ``D`` is empty, the
     two sweeps are in the same state; the jobs after it being the same, they get their old
     entries, and the jobs queued since the old plan continue its final sweep state.  Exact,
-    not a heuristic: ``tests/batch/test_fast_paths.py`` compares it with a fresh sweep on
+    not a heuristic: ``tests/middleware/policies/batch/test_fast_paths.py`` compares it with a fresh sweep on
     random decision sequences.
     """
     queue = snap.queue
@@ -455,7 +455,7 @@ def fcfs_starts(snap: Snapshot, project: bool = True) -> list[float] | None:
     breakpoints (O(n) per job, O(n²) per decision on a long queue).  The times are
     the profile's own floats (``expected_end``, ``now + overrun_grace``,
     ``start + walltime``), so the plans agree to the bit
-    (``tests/batch/test_fast_paths.py``).  ``None`` if a job never fits (nodes down).
+    (``tests/middleware/policies/batch/test_fast_paths.py``).  ``None`` if a job never fits (nodes down).
     """
     swept = fcfs_sweep(snap, project)
     return None if swept is None else swept[0]
@@ -534,7 +534,7 @@ class _KeepsReservations:
     followers; the old queue's jobs past the depth stay unheld, as deciding afresh leaves them).
     Only for plans without HPS bytes, whose profile's
     byte column stays exactly the free bytes whatever the order of the takes (node counts are
-    integers); ``tests/batch/test_fast_paths.py`` compares it with deciding from scratch on
+    integers); ``tests/middleware/policies/batch/test_fast_paths.py`` compares it with deciding from scratch on
     random decision sequences.
     """
 

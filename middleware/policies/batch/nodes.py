@@ -197,7 +197,7 @@ def replay_in_start_order(now: float, free: int, running, plan, memo, overrun_gr
     then entry by entry this set against the old one (ids released at one time are
     disjoint, so XOR is their difference).  Where an entry has its old start, ``X`` is empty
     and the rest of the plan is the old rest, the old sets and the old final state hold.
-    ``tests/batch/test_fast_paths.py`` compares it with :func:`plan_node_sets` on random
+    ``tests/middleware/policies/batch/test_fast_paths.py`` compares it with :func:`plan_node_sets` on random
     decision sequences.
     """
     grace_end = now + overrun_grace

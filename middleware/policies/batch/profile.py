@@ -17,7 +17,7 @@ start, as the jobs a pass starts now are) answers both queries in O(log n):
 where a job fits it fits for good, so the earliest fit is the first segment
 with enough nodes and enough bytes (a bisection of each column) and a fit is
 read from its first segment.  The same answers, float for float, as the walk
-(``tests/batch/test_fast_paths.py``).
+(``tests/middleware/policies/batch/test_fast_paths.py``).
 """
 
 from __future__ import annotations
