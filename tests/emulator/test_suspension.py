@@ -66,7 +66,7 @@ def test_sigstop_stops_every_rank_and_sigcont_continues(tmp_path):
         t_suspend = time.time()
         assert s.suspend("job1", proc.pid)
         assert wait_for(lambda: all(process_state(p) in ("T", "t") for p in tree))
-        before = counts(tmp_path, 2)
+        before = settled(lambda: counts(tmp_path, 2))  # a write in flight when the ranks stopped may still land
         time.sleep(0.5)
         assert counts(tmp_path, 2) == before  # no progress while stopped
         t_resume = time.time()
@@ -99,7 +99,7 @@ def test_an_exception_leaves_no_job_stopped(tmp_path):
                     s.suspend(f"j{i}", p.pid)
                 assert wait_for(lambda: all(process_state(q) in ("T", "t") for p in procs
                                             for q in process_tree(p.pid)))
-                stopped_at = [counts(tmp_path / str(i), 1)[0] for i in range(2)]
+                stopped_at = settled(lambda: [counts(tmp_path / str(i), 1)[0] for i in range(2)])
                 time.sleep(0.3)
                 assert [counts(tmp_path / str(i), 1)[0] for i in range(2)] == stopped_at
                 raise KeyboardInterrupt  # Ctrl-C of the run
