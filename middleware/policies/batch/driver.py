@@ -14,7 +14,9 @@ the runtime's effectors (:class:`JobEffects`) what happened, in the same order i
   the job's effect stops (a link's stream, a process tree's signal) and the kernel keeps its nodes and
   space; each carried out is a row ``(t, job, suspend|resume, volume, reason)``.
 
-The runtime keeps only its clock and its effectors.  Pure: no Ray, MPI, h5py or clock.
+The runtime keeps only its clock and its effectors.  The simulator's event loop writes two of these
+inline, its hot path (measured: 2 % of a KTH-SP2 run in calls): ``decide``, and the end of a job whose
+steps all ended (nothing to halt: the kernel's ``finish``).  Pure: no Ray, MPI, h5py or clock.
 """
 
 from __future__ import annotations
