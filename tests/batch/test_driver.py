@@ -119,3 +119,10 @@ def test_a_retry_begins_only_a_job_still_allocating():
     k.submit(a, 0.0)
     d.decide(0.0)
     assert d.retry(a, 5.0) is False and fx.calls == [("begin", "a", 0.0, "running")]
+
+
+def test_the_resume_kind_is_the_controllers():
+    from iolab.middleware.policies.batch import driver
+    from iolab.middleware.policies.controller import RESUME
+
+    assert driver.RESUME == RESUME  # the driver holds it by value (its package is not imported by every run)
