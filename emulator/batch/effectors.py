@@ -1,12 +1,15 @@
-"""What a real batch run does to its jobs: the effectors the batch loop calls when the kernel decides.
+"""What a real batch run does to its jobs: the effectors the batch driver calls when the kernel decides.
 
-:class:`JobEffectors` is the part of :class:`~iolab.emulator.batch.run.BatchEmulation` that acts: a
-started job's hosts, its HPS allocation and stage-in through the storage manager
-(:mod:`iolab.middleware.storage_actor`), its launch (:mod:`iolab.emulator.batch.jobs`), the watch over
-its processes (exit, crash, kill factor), its stage-out and its end (storage freed, its I/O-node parts
-dropped), and advance stage-in's early copies.  It is a mixin: the loop's class holds the state it
-uses (``kernel``, ``mgr``, ``procs``, ``launcher``, ``io``, ``controller``, ``progress``, ``early_runs``,
-``session``, ``on_launch``, ``stopped``, ``s``, ``lps``) and its clock (``now``) and I/O-node calls (``_io``).
+:class:`JobEffectors` is the part of :class:`~iolab.emulator.batch.run.BatchEmulation` that acts, the
+real run's :class:`~iolab.middleware.policies.batch.driver.JobEffects`: a started job's hosts, its HPS
+allocation and stage-in through the storage manager (:mod:`iolab.middleware.storage_actor`), its launch
+(:mod:`iolab.emulator.batch.jobs`), the watch over its processes (exit, crash, kill factor), its
+stage-out, what its end stops (processes, copies, storage, its I/O-node parts; ``halt``), its process
+tree stopped and continued for the load controller (``pause``, ``unpause``), and advance stage-in's early
+copies.  What happens to the kernel at each of these is the driver's (``driver``: end, kill, suspend,
+resume).  It is a mixin: the loop's class holds the state it uses (``kernel``, ``driver``, ``mgr``,
+``procs``, ``launcher``, ``io``, ``controller``, ``progress``, ``early_runs``, ``session``, ``on_launch``,
+``stopped``, ``s``, ``lps``) and its clock (``now``) and I/O-node calls (``_io``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from iolab.emulator.batch.jobs import JobRun
 class JobEffectors:
     """The effectors of a real batch run's jobs (module doc)."""
 
-    def _begin(self, j: JobRun) -> None:
+    def begin(self, j: JobRun, t: float) -> None:
         """A job the kernel started: take its hosts; on HPS ask the manager for the bytes the
         kernel placed, else launch it."""
         if not j.hosts:
@@ -96,7 +99,7 @@ class JobEffectors:
                     return
                 j.staged.append(rec)
                 k.staged(j, "stage-out", rec["bytes"] / self.s.bytes_scale, self.now(), tol=1 / self.s.bytes_scale)
-                self._end(j, DONE)
+                self.driver.end(j, self.now(), DONE)
         except InvariantViolation:
             raise  # strict mode: a broken rule stops the run
         except Exception as exc:  # a staging or storage error ends this job only
@@ -105,7 +108,7 @@ class JobEffectors:
             if isinstance(exc, RayActorError):
                 raise RunError(f"the storage manager actor died ({type(exc).__name__}); the run is lost") from None
             self.progress.note(f"{j.queued.id} failed in {j.state}: {type(exc).__name__}: {exc}")
-            self._end(j, FAILED, f"{j.state}: {exc}")
+            self.driver.end(j, self.now(), FAILED, f"{j.state}: {exc}")
 
     def _watch(self, j: JobRun) -> None:
         rc = j.proc.poll()
@@ -114,7 +117,7 @@ class JobEffectors:
             if time.time() - j.launched > limit:
                 j.rc = self.launcher.kill(j, grace=2.0)
                 self.progress.note(f"{j.queued.id} killed: ran {limit:.0f} s wall (kill_factor x walltime)")
-                self._end(j, KILLED, f"ran longer than {limit:.0f} s wall")
+                self.driver.end(j, self.now(), KILLED, f"ran longer than {limit:.0f} s wall")
             return
         j.rc, j.exited = rc, time.time()
         if rc != 0:
@@ -122,7 +125,8 @@ class JobEffectors:
             quota = self.mgr.quota_refusal(j.queued.id) if j.tier == "hps" else ""  # the manager refused a write
             self.progress.note(f"{j.queued.id} failed: exit {rc}{': ' + quota if quota else ''} "
                                f"(log: {self.procs.log(j)})")
-            self._end(j, FAILED, f"processes exited with code {rc}" + (f"; {quota}" if quota else ""))
+            self.driver.end(j, self.now(), FAILED,
+                            f"processes exited with code {rc}" + (f"; {quota}" if quota else ""))
             return
         files = self.procs.output_files(j)
         if j.tier == "hps" and j.job.output > 0 and files:
@@ -135,11 +139,13 @@ class JobEffectors:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(dest, ignore_errors=True)
             os.replace(Path(files[0]).parent, dest)  # LPS is the permanent store: a rename, no copy
-        self._end(j, DONE)
+        self.driver.end(j, self.now(), DONE)
 
-    def _end(self, j: JobRun, state: str, message: str = "") -> None:
+    def halt(self, j: JobRun, t: float, state: str, message: str) -> None:
+        """``j`` ends (done, failed, killed): the controller lets go of it (a stopped tree is continued, to
+        be killed), its processes and copies stop, its storage is freed, its I/O-node parts let go."""
         if self.controller is not None:
-            self.controller.ended(self, j)
+            self.controller.ended(j)
         if j.proc is not None and j.proc.poll() is None:
             j.rc = self.launcher.kill(j, grace=1.0)
         if j.ref is not None:
@@ -156,7 +162,15 @@ class JobEffectors:
             self.progress.note(f"{j.queued.id}: freeing its storage failed: {exc}")
         if self.io is not None and j.io_nodes and not self.stopped:  # a crashed or killed job's parts let go
             self._io(self.io.drop, j.queued.id, message or state)  # of their I/O nodes (a broken actor: no)
-        self.kernel.finish(j, self.now(), state, message)
+
+    def pause(self, j: JobRun, t: float) -> bool:
+        """The load controller suspends ``j``: its process tree stops (False: no controller, or ``j`` is
+        not running, or its processes are gone)."""
+        return self.controller is not None and self.controller.pause(j)
+
+    def unpause(self, j: JobRun, t: float) -> bool:
+        """``j``'s process tree goes on (False: the controller had not stopped it)."""
+        return self.controller is not None and self.controller.unpause(j)
 
     # -- advance stage-in: the kernel decides, the storage manager copies early ---------------------------
     def _advance_early(self, now: float) -> None:
@@ -219,9 +233,9 @@ class JobEffectors:
             self.progress.note(f"{job}: freeing its early copy failed: {exc}")
 
     def _killed_by_policy(self, j: JobRun, t: float, message: str) -> None:
-        """The scheduler killed ``j`` (Decision.kills): its processes and staging stop, its space is freed."""
+        """The scheduler killed ``j`` (Decision.kills): noted, then the driver ends it."""
         self.progress.note(f"{j.queued.id}: {message}")
-        self._end(j, KILLED, message)
+        self.driver.kill(j, t, message)
 
     def cancel(self, job: str) -> None:
         """Withdraw a waiting job (cancelled before its start): its early copy is deleted."""

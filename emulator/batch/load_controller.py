@@ -12,11 +12,13 @@ launched the jobs:
   under srun the pids of its step, ``scontrol listpids``) or that lie in the job's
   own directory there (a Jacobi checkpoint is open only while written), with
   their size in spec bytes (real / bytes_scale, as omega) and mtime in spec seconds;
-- a suspension stops the job's whole process tree, or under srun signals its
-  step (:class:`~iolab.emulator.suspension.Suspender` with the run's job launcher's
-  lever: :mod:`iolab.emulator.batch.launch`), moves the kernel's job to
-  ``suspended`` and calls the storage manager's hook (its ``actions`` rows
-  become the trace's ``actions`` table); a resumption undoes the three;
+- the batch driver (:class:`~iolab.middleware.policies.batch.driver.BatchDriver`,
+  the simulator's too) carries out the actor's actions: a suspension stops the
+  job's whole process tree, or under srun signals its step (:meth:`pause`:
+  :class:`~iolab.emulator.suspension.Suspender` with the run's job launcher's
+  lever: :mod:`iolab.emulator.batch.launch`; the storage manager's hook, whose
+  ``actions`` rows become the trace's ``actions`` table), and the driver moves
+  the kernel's job to ``suspended``; a resumption undoes both (:meth:`unpause`);
 - if the actor dies or does not answer, every suspended job is resumed and the
   run goes on without a controller; the same happens when the run ends, fails
   or is interrupted (Ctrl-C): no job is ever left stopped.
@@ -30,7 +32,7 @@ import uuid
 from iolab.middleware.policies.controller.response_model import predictor_args
 from iolab.middleware.controller_actor import LoadControllerActor
 from iolab.middleware.policies.batch.kernel import RUNNING, SUSPENDED
-from iolab.middleware.policies.controller import SUSPEND, ControllerParams
+from iolab.middleware.policies.controller import ControllerParams
 from iolab.middleware.policies.interference import tier_laws
 from iolab.middleware.volume_probe import open_files
 
@@ -119,40 +121,39 @@ class ControllerDriver:
         except Exception as exc:  # noqa: BLE001 - any failure of the actor: resume everything, go on
             self.fail(run, f"{type(exc).__name__}: {exc}")
             return
-        for kind, job, volume, reason in cy["actions"]:
-            j = run.kernel.by_id[job]
-            if kind == SUSPEND:
-                if j.state != RUNNING or j.proc is None or j.proc.poll() is not None:
-                    continue
-                if self.suspender.suspend(job, j.proc.pid):
-                    run.kernel.suspend(j, run.now())
-                    self.rows.append((run.now(), job, kind, volume, reason))
-            elif job in self.suspender.stopped:
-                self._resume(run, job, reason)
+        self.rows += run.driver.act(cy["actions"], run.now())  # carried out by the batch driver
         self.next = now + cy["sleep"]
 
-    def _resume(self, run, job: str, reason: str) -> None:
-        self.suspender.resume(job)
-        j = run.kernel.by_id[job]
-        if j.state == SUSPENDED:
-            run.kernel.resume(j, run.now())
-        self.rows.append((run.now(), job, "resume", "", reason))
+    # -- the effectors of a suspension (the batch driver's pause and unpause) ----------------------------
+    def pause(self, j) -> bool:
+        """``j``'s process tree stops (False: it is not running, or its processes are gone)."""
+        if j.state != RUNNING or j.proc is None or j.proc.poll() is not None:
+            return False
+        return self.suspender.suspend(j.queued.id, j.proc.pid)
+
+    def unpause(self, j) -> bool:
+        """``j``'s process tree goes on (False: it was not stopped)."""
+        if j.queued.id not in self.suspender.stopped:
+            return False
+        self.suspender.resume(j.queued.id)
+        return True
 
     def release(self, run, reason: str) -> list[str]:
-        jobs = list(self.suspender.stopped)
-        for job in jobs:
-            self._resume(run, job, reason)
-        return jobs
+        """Every stopped job goes on (through the batch driver); the jobs resumed."""
+        rows = run.driver.release(run.now(), reason, list(self.suspender.stopped))
+        self.rows += rows
+        return [r[1] for r in rows]
 
     def fail(self, run, why: str) -> None:
         self.dead = why
         jobs = self.release(run, "controller lost")
         self.progress.note(f"load controller lost ({why}); resumed {len(jobs)} suspended job(s), going on without it")
 
-    def ended(self, run, j) -> None:
-        """``j`` ends (done, failed, killed): a stopped job is no longer ours to continue."""
+    def ended(self, j) -> None:
+        """``j`` ends (done, failed, killed): a stopped tree is continued (to be killed; its suspension ends
+        with it in the kernel), and the actor forgets it."""
         if j.queued.id in self.suspender.stopped:
-            self._resume(run, j.queued.id, "job ends")
+            self.suspender.resume(j.queued.id)
         if not self.dead:
             self.actor.forget(j.queued.id)
 

@@ -41,8 +41,10 @@ node's) does the same and raises its ``InvariantViolation``.
 The parts: :mod:`iolab.emulator.batch.prerun_checks` (step 1 and the settings),
 :mod:`iolab.emulator.batch.jobs` (the job record, inputs, processes and their outputs),
 :mod:`iolab.emulator.batch.launch` (``mpiexec`` or ``srun``: start, kill, pause, hosts),
-:mod:`iolab.emulator.batch.trace` (step 5); this module holds the loop and every job's
-state changes.
+:mod:`iolab.emulator.batch.trace` (step 5), :mod:`iolab.emulator.batch.effectors` (what happens to a
+job's processes, files and copies); this module holds the loop, the wall clock.  What happens at an instant
+(decide, start, retry, end, kill, suspend, resume) is the batch driver's,
+:class:`iolab.middleware.policies.batch.driver.BatchDriver`, the simulator's too.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from typing import Any, Callable
 from iolab.errors import RunError
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checker import BatchChecker
+from iolab.middleware.policies.batch.driver import BatchDriver
 from iolab.middleware.policies.batch.kernel import ALLOCATING, HOLDING, KILLED, BatchKernel
 from iolab.middleware.policies.interference import law_of, tier_laws
 from iolab.middleware.io_node_actor import IONodes
@@ -117,7 +120,7 @@ LIVE_EVERY = 0.5  # wall seconds between snapshots for a live view
 
 
 class BatchEmulation(JobEffectors):
-    """The batch kernel advanced on wall time, with the effectors of a real run (:class:`JobEffectors`)."""
+    """The batch driver advanced on wall time, with the effectors of a real run (:class:`JobEffectors`)."""
 
     poll = 0.05
 
@@ -132,7 +135,8 @@ class BatchEmulation(JobEffectors):
         self.strict = strict
         self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict), scheduler=scheduler,
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
-        self.kernel.on_kill = self._killed_by_policy
+        self.driver = BatchDriver(self.kernel, self)  # the instants: decide, retry, end, kill, suspend, resume
+        self.kernel.on_kill = self._killed_by_policy  # a policy's kill is noted, then the driver's
         self.label = scheduler.name if scheduler is not None else spec.scheduler.label  # what the trace calls it
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
@@ -239,7 +243,7 @@ class BatchEmulation(JobEffectors):
         for j in self.jobs:
             if j.state in HOLDING:
                 try:
-                    self._end(j, KILLED, self.stopped or "interrupted")
+                    self.driver.end(j, self.now(), KILLED, self.stopped or "interrupted")
                 except InvariantViolation:  # the kernel's checker broke: the job stays as it was
                     pass
         if self.progress.live:  # the last frame shows the jobs killed, not still running
@@ -264,8 +268,7 @@ class BatchEmulation(JobEffectors):
             for j in list(k.running.values()):
                 if j.state == ALLOCATING:
                     if now >= j.retry_at:
-                        k.retry(j, now)
-                        self._begin(j)
+                        self.driver.retry(j, now)
                 else:
                     if now >= k.estimate_due(j):  # the predictor's estimate is revised at its predicted end
                         k.extend_estimate(j, now)
@@ -274,9 +277,7 @@ class BatchEmulation(JobEffectors):
                 self.controller.step(self)
             if k.wakes:
                 k.wake_due(now)  # a call the policy asked for (Decision.wake_at) is due: decide now
-            while k.changed:
-                for j in k.decide(self.now()):
-                    self._begin(j)
+            self.driver.decide(self.now())
             if k.advance is not None:
                 self._advance_early(self.now())
             self._check_io()

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Callable
 
 from iolab import calibration
-from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
+from iolab.middleware.policies.batch.kernel import ENDED
 from iolab.middleware.policies.batch.nodes import ranges
-from iolab.middleware.policies.batch.job_table import job_columns
+from iolab.middleware.policies.batch.job_table import job_columns, platform_attrs, trace_status
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 from iolab.trace.provenance import provenance
-from iolab.middleware.policies.io_guard import policy_label
 
 from iolab.emulator.batch.jobs import JobRun
 
@@ -39,16 +38,10 @@ def _nominal(s, p) -> dict[str, float]:
     return {"lps": s.wall_rate(min(p.lps.rate, io)), "hps": s.wall_rate(min(p.hps.rate, io))}
 
 
-def _status(j: JobRun) -> str:
-    """A job's status in the trace: its own once it ended, killed if the run stopped it, else pending."""
-    if j.state in ENDED:
-        return j.status
-    return "killed" if j.state not in (FUTURE, QUEUED) else "pending"
-
-
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
                 work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = (),
-                predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None, io=None) -> Trace:
+                predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None, io=None,
+                label: str | None = None) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
@@ -56,10 +49,10 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     ``hosts`` column (default: its kernel node ids as ``n0,n1``; under srun the nodes its ranks ran on).
     ``io``: the I/O nodes' actor of a platform with I/O nodes: an I/O phase then has one row per part
     (``io_node`` its I/O node, ``start`` the phase's start, ``end`` the part's end, ``volume`` its bytes)
-    and every grant of a part is a ``grants`` row (its phase as the job's step index)."""
+    and every grant of a part is a ``grants`` row (its phase as the job's step index).  ``label``: the
+    scheduler's name in the trace (default: the spec's)."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
-    hps_capacity = p.hps.total_capacity
     by_id = {j.queued.id: j for j in jobs}
 
     def secs(wall: float) -> float:
@@ -115,7 +108,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
             exit_overhead[j.queued.id] = j.exited - last_phase[j.queued.id]
     tb.extend_columns("jobs", job_columns(
         jobs, p.lps.rate, io_time=[io_time.get(j.queued.id, 0.0) for j in jobs],
-        ends=[j.end if j.state in ENDED else math.nan for j in jobs], statuses=[_status(j) for j in jobs],
+        ends=[j.end if j.state in ENDED else math.nan for j in jobs], statuses=[trace_status(j) for j in jobs],
         hosts=[hosts(j) if hosts is not None else ",".join(f"n{h}" for h in j.hosts) for j in jobs]))
     for job, step, node, request, grant, release in io_rec["grants"]:
         if job in by_id:
@@ -139,9 +132,8 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         wall_rates=_nominal(s, p) if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
-        **provenance(spec, "emulator-batch", real=True), scheduler=spec.scheduler.label, policy=spec.scheduler.label,
-        total_nodes=p.nodes, hps_capacity=hps_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
-        stage_rate=p.stage_rate, unit_bytes=1, time_scale=s.time_scale, bytes_scale=s.bytes_scale,
+        **provenance(spec, "emulator-batch", real=True), **platform_attrs(spec, label or spec.scheduler.label),
+        time_scale=s.time_scale, bytes_scale=s.bytes_scale,
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,
         wall_seconds=time.time() - t0 if t0 else 0.0, t0=t0 or 0.0, work_dir=str(work),
         failures={j.queued.id: {"status": j.status, "reason": j.message, "rc": j.rc,
@@ -161,20 +153,15 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
 
 def run_trace(run, complete: bool) -> Trace:
     """The trace of the batch loop ``run`` (:class:`~iolab.emulator.batch.run.BatchEmulation`) so far: its
-    jobs' and the storage manager's (:func:`batch_trace`) with the run's own attributes (launcher,
-    scheduler, I/O nodes as the simulator's trace says them, a deleted work folder, advance stage-in, the
-    load controller's cost of watching the volumes)."""
+    jobs' and the storage manager's (:func:`batch_trace`) with the run's own attributes (launcher, a deleted
+    work folder, advance stage-in, the load controller's cost of watching the volumes)."""
     requests = [r for r in run.kernel.allocation_rows() if r[5] != "allocated"] if run.kernel.allocator else []
     samples = run.controller.sample_rows() if run.controller is not None else []
     trace = batch_trace(run.spec, run.jobs, run.mgr, t0=run.t0, decisions=run.kernel.decisions,
                         work=run.work, complete=complete, requests=requests, samples=samples,
-                        predictions=run.kernel.prediction_rows(), hosts=run.launcher.hosts, io=run.io)
+                        predictions=run.kernel.prediction_rows(), hosts=run.launcher.hosts, io=run.io,
+                        label=run.label)
     trace.attrs["launcher"] = run.launcher.name
-    trace.attrs["scheduler"] = trace.attrs["policy"] = run.label
-    p = run.spec.platform
-    if p.io_nodes is not None:  # as the simulator's trace says them
-        trace.attrs.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
-                           io_node_policy=policy_label(p.io_node.policy), allocation=run.spec.allocation.label)
     if run.work_deleted is None and run.t0 is not None and not run.work.is_dir():
         run.work_deleted = run.now()
     if run.work_deleted is not None:

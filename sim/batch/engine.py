@@ -15,11 +15,13 @@ Model (lackner2019 §III-A, §IV-B):
 Everything decision-relevant (queue, job states, snapshot, policy, nodes, HPS
 bytes, disk placement, strict checks) is the kernel's,
 :class:`iolab.middleware.policies.batch.kernel.BatchKernel`, the very object the
-real-clock batch loop (``iolab.emulator.batch.run``) drives.  This module adds
-simulated time (an event heap: submissions, step ends, link completions,
-placement retries) and the jobs' steps (:mod:`.steps`) on the links.  The
-kernel decides at every instant at which something changed, again and again
-while a decision's starts end at once (jobs of runtime 0).  Every decision's
+real-clock batch loop (``iolab.emulator.batch.run``) drives; what happens at an
+instant (decide, start, retry, end, kill, suspend, resume) is the driver's,
+:class:`iolab.middleware.policies.batch.driver.BatchDriver`, the real run's too.
+This module adds simulated time (an event heap: submissions, step ends, link
+completions, placement retries) and the effectors of a job's steps
+(:mod:`.steps`) on the links: :meth:`BatchEngine.begin`, ``halt``, ``pause``,
+``unpause``.  Every decision's
 plan can be recorded (``record_plans``): soysal2019's walltime-quality and
 node-allocation-prediction studies need plans over time.
 """
@@ -35,8 +37,9 @@ from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
 from iolab.middleware.policies.batch.checker import BatchChecker
-from iolab.middleware.policies.batch.kernel import (ALLOCATING, KILLED, RUNNING, STAGE_IN, STAGE_OUT, SUSPENDED,
-                                                    BatchKernel, JobState)
+from iolab.middleware.policies.batch.driver import BatchDriver
+from iolab.middleware.policies.batch.kernel import (ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, SUSPENDED, BatchKernel,
+                                                    JobState)
 
 from iolab.sim.fairshare import FairShareLink
 from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_lists
@@ -173,13 +176,14 @@ class BatchEngine:
         # progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
         self.progress: Callable[[float, int, int], None] | None = None
         self.events = 0  # events taken (set when the run ends)
-        kernel.on_kill = self.kill
+        self.driver = BatchDriver(kernel, self)  # the instants; it answers the policy's kills
 
     # -- helpers ------------------------------------------------------------
     def _push(self, t: float, ev: int, arg) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), ev, arg))
 
-    def _begin(self, s: JobState, t: float) -> None:
+    # -- the effectors (iolab.middleware.policies.batch.driver.JobEffects) ----------------------------
+    def begin(self, s: JobState, t: float) -> None:
         """A job the kernel started (or placed after a retry) begins its steps on its tier."""
         if s.state == ALLOCATING:
             self._push(s.retry_at, _RETRY, s.index)
@@ -255,38 +259,14 @@ class BatchEngine:
                 return
             done = st  # no duration: it ends now
         s.step = n
+        # the driver's end (BatchDriver.end) with nothing to halt, its steps all done: the kernel's finish
+        # straight away (the hot path: once per job)
         self.kernel.finish(s, t)
         s.steps = ()  # read only while the job runs: 243 306 step lists on SDSC-BLUE otherwise
 
-    # -- main loop --------------------------------------------------------
-    # -- suspension (the load controller) ----------------------------------------------------
-    def suspend(self, s: JobState, t: float) -> None:
-        """Stop ``s``: its compute step's clock stops, its stream leaves its link (the others
-        share the link's rate); it keeps its nodes and HPS space (the kernel's suspend)."""
-        self.kernel.suspend(s, t)
-        st = s.steps[s.step]
-        if not st.link:  # compute or an overhead
-            self._paused[s.index] = self._step_end.pop(s.index) - t
-        else:
-            self._paused[s.index] = self.links[st.link].remove(s.index, t)
-            self._touched_links.add(st.link)
-
-    def resume(self, s: JobState, t: float) -> None:
-        """``s`` goes on with what was left of its step."""
-        self.kernel.resume(s, t)
-        left = self._paused.pop(s.index)
-        st = s.steps[s.step]
-        if not st.link:
-            self._step_end[s.index] = t + left
-            self._push(t + left, _STEP_END, s.index)
-        else:
-            self.links[st.link].add(s.index, max(left, 0.0), t)
-            self._touched_links.add(st.link)
-
-    def kill(self, s: JobState, t: float, message: str) -> None:
-        """The policy killed ``s`` (Decision.kills): its current step stops where it is (its stream leaves
-        its link, its timed step's end is dropped; no phase row for the step cut short) and the kernel ends
-        it ``killed``; its nodes and HPS bytes return."""
+    def halt(self, s: JobState, t: float, state: str, message: str) -> None:
+        """``s`` ends: a step it was cut short in stops where it is (its stream leaves its link, its timed
+        step's end is dropped; no phase row for it); a job whose steps are done has nothing to stop."""
         i = s.index
         if s.state == SUSPENDED:
             self._paused.pop(i, None)
@@ -301,9 +281,34 @@ class BatchEngine:
                     self.io_nodes.paused.pop(i, None)
             else:
                 self._step_end.pop(i, None)  # its end in the heap is stale now (run() skips it)
-        self.kernel.finish(s, t, KILLED, message)
         s.steps = ()
 
+    def pause(self, s: JobState, t: float) -> bool:
+        """Suspension (the load controller): ``s``'s compute step's clock stops, its stream leaves its link
+        (the others share the link's rate)."""
+        st = s.steps[s.step]
+        if not st.link:  # compute or an overhead
+            self._paused[s.index] = self._step_end.pop(s.index) - t
+        else:
+            self._paused[s.index] = self.links[st.link].remove(s.index, t)
+            self._touched_links.add(st.link)
+        return True
+
+    def unpause(self, s: JobState, t: float) -> bool:
+        """``s`` goes on with what was left of its step (False: it was not paused)."""
+        left = self._paused.pop(s.index, None)
+        if left is None:
+            return False
+        st = s.steps[s.step]
+        if not st.link:
+            self._step_end[s.index] = t + left
+            self._push(t + left, _STEP_END, s.index)
+        else:
+            self.links[st.link].add(s.index, max(left, 0.0), t)
+            self._touched_links.add(st.link)
+        return True
+
+    # -- main loop --------------------------------------------------------
     def push_control(self, t: float, arg) -> None:
         """A load-controller event at ``t`` (the controller's ``event`` gets ``arg`` back)."""
         self._push(t, _CONTROL, arg)
@@ -321,6 +326,7 @@ class BatchEngine:
         heappop, seq = heapq.heappop, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
         go_on, submit, finish, lean = self._go_on, k.submit, k.finish, not self._all_rows
+        begin, retry = self.begin, self.driver.retry
         # The links' completions are not in the heap either: a link has one completion event at a time,
         # (time, sequence number, name, the link's version then), the one scheduled last; it goes stale
         # when the link changes (its version moves) and is replaced when the link is scheduled again.
@@ -378,12 +384,8 @@ class BatchEngine:
                         s = state[arg]
                         if k.extend_estimate(s, t):
                             self._watch_estimate(s)
-                    else:  # _RETRY: ask the disks again for a requeued HPS placement
-                        s = state[arg]
-                        if s.state != ALLOCATING:
-                            continue  # killed while it waited for its disks
-                        k.retry(s, t)
-                        self._begin(s, t)
+                    else:  # _RETRY: ask the disks again for a requeued HPS placement (unless it was killed)
+                        retry(state[arg], t)
                 elif first is not None and first[0] == t:  # a link's completion
                     _, _, name, version = first
                     del due[name]
@@ -402,11 +404,13 @@ class BatchEngine:
                     touched.add(name)
                 else:
                     break
+            # the driver's decide (BatchDriver.decide: again while a decision's starts end at once, runtime 0),
+            # inline: once per instant at which something changed, its call cost 2 % of a KTH-SP2 run
             decided = False
-            while k.changed:  # decide again while a decision's starts end at once (runtime 0)
+            while k.changed:
                 decided = True
                 for s in k.decide(t):
-                    self._begin(s, t)
+                    begin(s, t)
             if k.advance is not None and (decided or heap or due):  # (the heap's next event is later than t)
                 d = k.advance_due()
                 if t < d < math.inf and d not in advance_at:  # one check per due time

@@ -37,7 +37,8 @@ run drives; this module gives it what the simulator can measure:
 
 Every ``d`` seconds a sample is taken and fed to the window; a rescheduling
 cycle runs at the first submission and then after each Psi (Eq. 9); the
-engine suspends and resumes the jobs (:meth:`BatchEngine.suspend`).
+batch driver suspends and resumes the jobs
+(:meth:`iolab.middleware.policies.batch.driver.BatchDriver.act`, the real run's too).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, RUNNING, SUSPENDED
-from iolab.middleware.policies.controller import RESUME, ControllerParams, JobUsage, LoadController, OpenFile
+from iolab.middleware.policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
 from iolab.middleware.policies.interference import InterferenceLaw, tier_laws
 
 from iolab.middleware.policies.controller.forecast import ResponseForecaster
@@ -167,18 +168,11 @@ class SimController:
                 engine.push_control(t + self.params.d, _SAMPLE)
             return
         cy = self.lc.cycle(t, self.usages(engine, t), self.forecaster.forecasts())
-        for a in cy.actions:
-            s = engine.kernel.by_id[a.job]
-            if a.kind == RESUME:
-                engine.resume(s, t)
-            else:
-                engine.suspend(s, t)
-            self.actions.append((t, a.job, a.kind, a.volume, a.reason))
+        self.actions += engine.driver.act([(a.kind, a.job, a.volume, a.reason) for a in cy.actions], t)
         if live:
             engine.push_control(t + cy.sleep, _CYCLE)
-        else:
-            for a in self.lc.release_all():  # nothing should be left; never leave a job stopped
-                engine.resume(engine.kernel.by_id[a.job], t)
+        else:  # nothing should be left; never leave a job stopped
+            engine.driver.release(t, "run ends", [a.job for a in self.lc.release_all()])
 
     def usages(self, engine, t: float) -> dict[str, JobUsage]:
         out = {}

@@ -10,7 +10,7 @@ from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.trace.provenance import provenance
 from iolab.invariants import InvariantViolation
-from iolab.middleware.policies.batch.kernel import DONE, ENDED, FUTURE, QUEUED, BatchKernel
+from iolab.middleware.policies.batch.kernel import DONE, BatchKernel
 from iolab.middleware.policies.interference import tier_laws
 
 from iolab.sim.fairshare import FairShareLink
@@ -18,7 +18,7 @@ from iolab.sim.fairshare import FairShareLink
 from iolab.workloads import load_workload
 from iolab.workloads.run_size import check_batch_run
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
-from iolab.middleware.policies.batch.job_table import job_columns, node_ranges
+from iolab.middleware.policies.batch.job_table import job_columns, node_ranges, platform_attrs, trace_status
 from iolab.middleware.policies.loader import check_spec_policies
 
 __all__ = ["run_batch", "simulate_batch"]
@@ -100,13 +100,6 @@ def _any_not_ok(states) -> bool:
     return any(map(DONE.__ne__, map(_state, states)))  # no Python frame per job
 
 
-def _status(s) -> str:
-    """A job's status in a trace cut short: its own once ended, killed if it held nodes, else pending."""
-    if s.state in ENDED:
-        return s.status
-    return "pending" if s.state in (FUTURE, QUEUED) else "killed"
-
-
 def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, complete: bool = True,
            stopped: str = "", label: str = "") -> Trace:
     p = spec.platform
@@ -115,7 +108,7 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None,
                                           node_ids=node_ids,
                                           statuses=None if complete and not _any_not_ok(rec.jobs)
-                                          else [_status(s) for s in rec.jobs]),
+                                          else [trace_status(s) for s in rec.jobs]),
                       take=True)
     tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
@@ -126,20 +119,13 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     tb.extend("allocations", rec.allocations)
     tb.extend("grants", rec.grants)  # the I/O nodes' (none without them)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
-    extra = {}
-    if p.io_nodes is not None:
-        from iolab.middleware.policies.io_guard import policy_label  # lazy: the I/O policies, for I/O nodes only
-
-        extra.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
-                     io_node_policy=policy_label(p.io_node.policy), allocation=spec.allocation.label)
+    extra = platform_attrs(spec, label or spec.scheduler.label)
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
     return tb.build(
-        **provenance(spec, "sim-batch"), scheduler=label or spec.scheduler.label, policy=label or spec.scheduler.label,
-        wall_seconds=wall, events=rec.events, decisions=rec.decisions,
-        total_nodes=p.nodes, hps_capacity=p.hps.total_capacity, lps_rate=p.lps.rate, hps_rate=p.hps.rate,
-        stage_rate=p.stage_rate, unit_bytes=1, advance_stage_in=rec.advance, phases_kept=phases, **extra,
+        **provenance(spec, "sim-batch"), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
+        advance_stage_in=rec.advance, phases_kept=phases, **extra,
         **({} if complete else {"complete": False, "stopped": stopped}),
     )
 

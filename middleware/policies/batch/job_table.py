@@ -1,10 +1,12 @@
-"""A batch run's jobs table (the trace's ``jobs`` rows), written the same way by both runtimes.
+"""A batch run's jobs table (the trace's ``jobs`` rows) and platform attributes, written the same way by
+both runtimes.
 
 Each job's row holds what its description says (submit time, nodes, runtime, its pure compute
 time by :func:`~.steps.compute_seconds`, its bytes) and what the run did with it (start, end,
-status, tier, nodes held, time in I/O).  The simulator (:func:`iolab.sim.batch.run.simulate_batch`)
-and the real run (:func:`iolab.emulator.batch.trace.batch_trace`) hand their kernel's job states
-here, plus what only they know (a real run's ends, statuses and hosts).
+status (:func:`trace_status`), tier, nodes held, time in I/O).  The simulator
+(:func:`iolab.sim.batch.run.simulate_batch`) and the real run (:func:`iolab.emulator.batch.trace.batch_trace`)
+hand their kernel's job states here, plus what only they know (a real run's ends, statuses and hosts), and
+take the platform's and the scheduler's attributes from :func:`platform_attrs`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from iolab.middleware.policies.batch.kernel import ENDED, FUTURE, QUEUED
 from iolab.middleware.policies.batch.nodes import ranges
 from iolab.workloads.steps import compute_times
 
@@ -57,4 +60,26 @@ def job_columns(states: Sequence[Any], lps_rate: float, *, io_time: Sequence[flo
     return cols
 
 
-__all__ = ["job_columns", "node_ranges"]
+def trace_status(s) -> str:
+    """A job's status in a trace: its own once it ended; in a trace cut short, ``killed`` if it held nodes
+    when the run stopped, else ``pending``."""
+    if s.state in ENDED:
+        return s.status
+    return "pending" if s.state in (FUTURE, QUEUED) else "killed"
+
+
+def platform_attrs(spec, label: str) -> dict[str, Any]:
+    """The trace attributes of a batch run's platform and scheduler (``label``: its name in the trace), the
+    same in both runtimes; with I/O nodes, theirs and the node allocation's."""
+    p = spec.platform
+    out: dict[str, Any] = dict(scheduler=label, policy=label, total_nodes=p.nodes, hps_capacity=p.hps.total_capacity,
+                               lps_rate=p.lps.rate, hps_rate=p.hps.rate, stage_rate=p.stage_rate, unit_bytes=1)
+    if p.io_nodes is not None:
+        from iolab.middleware.policies.io_guard import policy_label  # lazy: the I/O policies, for I/O nodes only
+
+        out.update(io_nodes=p.io_nodes, nodes_per_io_node=p.io_nodes_span, io_node_rate=p.io_node.rate,
+                   io_node_policy=policy_label(p.io_node.policy), allocation=spec.allocation.label)
+    return out
+
+
+__all__ = ["job_columns", "node_ranges", "platform_attrs", "trace_status"]

@@ -4,6 +4,9 @@ One kernel, two clocks (SimPy's idea: the real-time environment only changes how
 time advances).  :class:`BatchKernel` holds every decision-relevant state of a
 batch run and reads no clock: each call passes ``t``, spec seconds.
 
+- :class:`~.driver.BatchDriver` says what happens at an instant (decide and begin the
+  starts, retry, end, kill, suspend, resume) to the kernel and to the runtime's effectors,
+  the same in both runtimes;
 - ``iolab.sim.batch.engine`` advances it on simulated time (an event heap) and
   moves each job's bytes on fair-share links;
 - ``iolab.emulator.batch.run`` advances it on wall time (``(wall - t0) /
@@ -32,7 +35,7 @@ and an HPS start is placed on the disks by the spec's ``placement``
 split, requeue), the same object in both runtimes.  A start that ends at once
 (a job of runtime 0) frees its nodes inside the decision and sets ``changed``
 again, so the runtime calls ``decide`` again at the same instant until nothing
-more changes (``while kernel.changed: kernel.decide(t)``, in both runtimes).  Where a decision is only
+more changes (:meth:`.driver.BatchDriver.decide`, in both runtimes).  Where a decision is only
 its starts and nobody else reads it (EASY and FCFS without projections; no observer, no plans recorded
 or tracked), the kernel asks the policy's quick entry (:meth:`~.snapshot.BatchPolicy.quick_starts`)
 with its own queue and sorted releases instead: the same starts, without a snapshot, a decision or a

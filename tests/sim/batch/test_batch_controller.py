@@ -25,7 +25,8 @@ def batch(jobs, controller=None, scheduler="fcfs", lps="100MB/s"):
 
 
 class Script:
-    """A scripted controller: suspends/resumes jobs at given instants (the engine's controller protocol)."""
+    """A scripted controller: suspends/resumes jobs at given instants (the engine's controller protocol),
+    through the batch driver."""
 
     def __init__(self, plan):
         self.plan = plan  # [(t, "suspend"|"resume", job)]
@@ -36,7 +37,7 @@ class Script:
 
     def event(self, engine, i, t):
         _, kind, job = self.plan[i]
-        getattr(engine, kind)(engine.kernel.by_id[job], t)
+        getattr(engine.driver, kind)(engine.kernel.by_id[job], t)
 
 
 def run_scripted(spec, plan):

@@ -212,7 +212,7 @@ class Stopper:
 
     def event(self, engine, arg, t):
         s = engine.kernel.by_id[self.job]
-        (engine.suspend if arg == "stop" else engine.resume)(s, t)
+        (engine.driver.suspend if arg == "stop" else engine.driver.resume)(s, t)
 
 
 def run_with(sp, controller=None):
