@@ -405,7 +405,7 @@ class BatchEngine:
                 else:
                     break
             # the driver's decide (BatchDriver.decide: again while a decision's starts end at once, runtime 0),
-            # inline: once per instant at which something changed, its call cost 2 % of a KTH-SP2 run
+            # inline: once per instant at which something changed (a call there costs: docs/results.md)
             decided = False
             while k.changed:
                 decided = True

@@ -15,7 +15,7 @@ the runtime's effectors (:class:`JobEffects`) what happened, in the same order i
   space; each carried out is a row ``(t, job, suspend|resume, volume, reason)``.
 
 The runtime keeps only its clock and its effectors.  The simulator's event loop writes two of these
-inline, its hot path (measured: 2 % of a KTH-SP2 run in calls): ``decide``, and the end of a job whose
+inline, its hot path (what a call there costs: docs/results.md): ``decide``, and the end of a job whose
 steps all ended (nothing to halt: the kernel's ``finish``).  Pure: no Ray, MPI, h5py or clock.
 """
 
