@@ -157,8 +157,8 @@ def _batch_jobs(spec, max_jobs: int, source: str) -> list:
     if spec.workload.source != "swf":
         batch_size(spec, max_jobs).check(source, "workload.jobs")
         return load_workload(spec)
-    try:
-        return load_workload(spec, max_jobs=max_jobs)
+    try:  # the run only reads the jobs: an SWF trace's as tuples, no pydantic model per job (load_workload)
+        return load_workload(spec, max_jobs=max_jobs, rows=True)
     except TooManyJobLines as exc:
         size = Size("jobs", exc.jobs, max_jobs, "--max-jobs")
         size.check(source, "workload.jobs")
