@@ -561,6 +561,14 @@ def _numbers(lines: list[bytes]) -> np.ndarray | None:
     return table if table.shape == (len(lines), _NCOL) else None
 
 
+def _any_in(sorted_values: np.ndarray, values: np.ndarray) -> bool:
+    """Whether any of ``values`` is one of ``sorted_values`` (ascending)."""
+    if not len(sorted_values) or not len(values):
+        return False
+    at = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
+    return bool((sorted_values[at] == values).any())
+
+
 def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
              max_lines: int | None = None) -> SWFTrace:
     """Read an SWF file (``.gz`` detected by content).  See the module doc for errors.
@@ -585,10 +593,20 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
     pending: list = []  # the data lines not yet converted: stripped text (str), or bytes from _plain_lines
     seen: dict[float, int] = {}  # strict: each accepted job number's line (a duplicate stops the read at once)
     accepted = [0]  # strict: lines accepted so far (nothing past ``limit`` of them is judged)
+    # strict, while every block was clean (no bad line, no duplicate, within ``limit``): the job numbers
+    # accepted, sorted, and the blocks not yet in ``seen`` (job column, first line's index); ``seen`` is
+    # filled from them only when a line has to be judged on its own (first_error): a dict entry per job
+    # otherwise cost as much as the columns' checks
+    known = [np.empty(0)]
+    unseen: list[tuple[np.ndarray, int]] = []
 
     def first_error(table: np.ndarray, ok: np.ndarray, base: int) -> None:
         """strict: raise the block's first bad line (malformed, or a job number used before), if it comes
         before the ``limit``-th accepted line; the block's good job numbers join ``seen``."""
+        for col, at in unseen:
+            seen.update(zip(col.tolist(), numbers[at:at + len(col)]))
+        unseen.clear()
+        known[0] = None  # from now on ``seen`` holds every accepted job number
         for i in range(len(ok)):
             if limit is not None and accepted[0] >= limit:
                 return
@@ -616,7 +634,19 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
                 texts[base + i] = " ".join(parts[i])
         if strict and len(ok):
             bad = ~ok
-            if not bad.any():  # the common case: only the duplicates to look for, by whole columns
+            if not bad.any() and known[0] is not None:  # the common case: only the duplicates to look for, by columns
+                col = table[:, 0]
+                distinct = np.unique(col)
+                fresh = len(distinct) == len(col) and not _any_in(known[0], distinct)
+                if fresh and (limit is None or accepted[0] + len(col) <= limit):
+                    merged = np.concatenate([known[0], distinct])
+                    merged.sort(kind="stable")  # two sorted runs: merged in one pass
+                    known[0] = merged
+                    unseen.append((col, base))
+                    accepted[0] += len(col)
+                else:
+                    first_error(table, ok, base)
+            elif not bad.any():  # after a line judged on its own: ``seen`` holds every accepted job number
                 jobs = table[:, 0].tolist()
                 fresh = seen.keys().isdisjoint(jobs) and len(set(jobs)) == len(jobs)
                 if fresh and (limit is None or accepted[0] + len(jobs) <= limit):
