@@ -256,7 +256,7 @@ class SWFJob(NamedTuple):
 
     Its first nine fields are those of the policies'
     :class:`~iolab.middleware.policies.batch.snapshot.QueuedJob`, in their order (``queued_prefix``): the
-    kernel makes each job's queued view by cutting the tuple (:func:`~.snapshot.queued_jobs`)."""
+    kernel makes each job's queued view by cutting the tuple (:func:`~iolab.middleware.policies.batch.snapshot.cut_queued`)."""
 
     id: str
     submit: float

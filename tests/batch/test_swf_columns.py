@@ -305,7 +305,7 @@ def test_the_readers_rows_are_its_jobs(tmp_path, seed):
     """``SWFTrace.job_rows`` (what a run reads, ``load_workload(rows=True)``) gives every job of ``jobs``, the
     same fields of the same types and values, the same unusable records; the kernel's queued view of a row,
     cut from the tuple, is ``QueuedJob.from_job`` of the job."""
-    from iolab.middleware.policies.batch.snapshot import QueuedJob, queued_jobs
+    from iolab.middleware.policies.batch.snapshot import QueuedJob, cut_queued
     from iolab.specs.batch import Job
 
     path = tmp_path / "t.swf"
@@ -319,5 +319,5 @@ def test_the_readers_rows_are_its_jobs(tmp_path, seed):
             mine, theirs = getattr(row, name), getattr(job, name)
             assert mine == theirs and type(mine) is type(theirs), name
         assert row.stated is row and job.stated is job
-    assert queued_jobs(rows) == [QueuedJob.from_job(j) for j in jobs] == queued_jobs(jobs)
-    assert all(type(q) is QueuedJob for q in queued_jobs(rows))
+    assert cut_queued(rows) == [QueuedJob.from_job(j) for j in jobs] == [QueuedJob.from_job(r) for r in rows]
+    assert all(type(q) is QueuedJob for q in cut_queued(rows)) and cut_queued(jobs) is None

@@ -57,14 +57,15 @@ class QueuedJob(NamedTuple):
 _QUEUED_FIELDS = slice(0, len(QueuedJob._fields))
 
 
-def queued_jobs(jobs: Sequence[Any]) -> list[QueuedJob]:
-    """``QueuedJob.from_job`` of each job.  Jobs all of one tuple type whose first nine items are a
+def cut_queued(jobs: Sequence[Any]) -> list[QueuedJob] | None:
+    """``QueuedJob.from_job`` of each job, for jobs all of one tuple type whose first nine items are a
     ``QueuedJob``'s fields in order, the stated values as floats and ints (``queued_prefix`` true on the
-    type: an SWF trace's rows, ``iolab.workloads.swf.SWFJob``) are cut to those nine, not read field by field."""
+    type: an SWF trace's rows, ``iolab.workloads.swf.SWFJob``): each cut to those nine, not read field by
+    field.  None for any other jobs (``from_job`` reads each)."""
     kinds = set(map(type, jobs))
     if len(kinds) == 1 and getattr(next(iter(kinds)), "queued_prefix", False):
         return list(map(_new_tuple, repeat(QueuedJob), map(itemgetter(_QUEUED_FIELDS), jobs)))
-    return list(map(QueuedJob.from_job, jobs))
+    return None
 
 
 @dataclass(frozen=True, slots=True)
