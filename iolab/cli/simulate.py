@@ -157,8 +157,8 @@ def _batch_jobs(spec, max_jobs: int, source: str) -> list:
     if spec.workload.source != "swf":
         batch_size(spec, max_jobs).check(source, "workload.jobs")
         return load_workload(spec)
-    try:
-        return load_workload(spec, max_jobs=max_jobs)
+    try:  # the run only reads the jobs: an SWF trace's as tuples, no pydantic model per job (load_workload)
+        return load_workload(spec, max_jobs=max_jobs, rows=True)
     except TooManyJobLines as exc:
         size = Size("jobs", exc.jobs, max_jobs, "--max-jobs")
         size.check(source, "workload.jobs")
@@ -256,9 +256,9 @@ def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bo
     sim = runner("batch", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
     with _collector_paused_on_startup(), _partial_kept(out):
-        # without --out nobody reads the trace but its metrics: no node set written as text
+        # without --out nobody reads the trace but its metrics: no node set written as text, no other column
         trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases, node_ids=bool(out),
-                    max_events=max_events, source=_source(spec_path))
+                    max_events=max_events, source=_source(spec_path), metrics_only=not out)
         m = metrics(trace)
     if out:
         write_trace(trace, Path(out))

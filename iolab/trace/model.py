@@ -97,6 +97,8 @@ class TraceBuilder:
         self._rows: dict[str, list[tuple]] = {name: [] for name in TABLES}
         # rows given column-wise (extend_columns), in schema order, while the table has no row
         self._cols: dict[str, list[list]] = {}
+        # tables given as some of their columns only (extend_columns(only_given=True)), by column
+        self._only: dict[str, dict[str, Any]] = {}
 
     def _add(self, table: str, values: dict[str, Any]) -> None:
         names, defaults = _ROW_SCHEMA[table]
@@ -107,18 +109,23 @@ class TraceBuilder:
 
     def _as_rows(self, table: str) -> list[tuple]:
         """The table's row list, its column-wise rows (if any) turned into rows first."""
+        if table in self._only:
+            raise ValueError(f"{table}: a table of some columns only takes no rows")
         cols = self._cols.pop(table, None)
         if cols is not None:
             self._rows[table].extend(zip(*cols))
         return self._rows[table]
 
-    def extend_columns(self, table: str, columns: dict[str, Any], *, take: bool = False) -> None:
+    def extend_columns(self, table: str, columns: dict[str, Any], *, take: bool = False,
+                       only_given: bool = False) -> None:
         """Append rows given column-wise: ``{column: sequence}``, equally long sequences; a
         column left out takes its default (as with ``add_*``; no column at all: no row).  The
         same table as the rows would give, without a tuple per row (the batch simulator's
         10^6 prediction rows).  ``take``: the caller hands its lists and arrays over and will not
         change them; the builder keeps them instead of a copy (SDSC-BLUE's jobs table: 28 MB), and
-        appends a later ``extend_columns`` of the table to them."""
+        appends a later ``extend_columns`` of the table to them.  ``only_given``: the built table has
+        the given columns only (a trace read for some of its columns: the batch metrics'); such a table
+        takes no other rows."""
         names, defaults = _ROW_SCHEMA[table]
         if not names.issuperset(columns):
             raise ValueError(f"unknown column(s) for {table}: {sorted(set(columns) - names)}")
@@ -126,6 +133,15 @@ class TraceBuilder:
         if len(set(lengths.values())) > 1:
             raise ValueError(f"{table} columns differ in length: {lengths}")
         n = next(iter(lengths.values()), 0)
+        if only_given:
+            if table in _CANONICAL:
+                raise ValueError(f"{table}: its rows are put in canonical order, which needs its every column")
+            if self._rows[table] or table in self._cols or table in self._only:
+                raise ValueError(f"{table}: a table of some columns only is given once, alone")
+            self._only[table] = {c: _column(v, take) for c, v in columns.items()}
+            return
+        if table in self._only:
+            raise ValueError(f"{table}: a table of some columns only is given once, alone")
         if not n:
             return
         cols = [_column(columns[c], take) if c in columns else [d] * n for c, d in defaults]
@@ -161,6 +177,8 @@ class TraceBuilder:
         self._as_rows(table).extend(rows)
 
     def count(self, table: str) -> int:
+        if table in self._only:
+            return len(next(iter(self._only[table].values()), ()))
         cols = self._cols.get(table)
         return len(self._rows[table]) + (len(cols[0]) if cols else 0)
 
@@ -170,6 +188,10 @@ class TraceBuilder:
         tables = {}
         for name, cols in TABLES.items():
             columns = {}
+            only = self._only.get(name)
+            if only is not None:  # (not a table of canonical order: refused by extend_columns)
+                tables[name] = Table(name, {c: np.array(only[c], dtype=_NP[k]) for c, k in cols if c in only})
+                continue
             given = self._cols.get(name)
             if given is not None:  # column-wise rows only (a row added later made them rows)
                 order = _canonical_order(*(given[i] for i in _CANONICAL_COLUMNS[name])) if name in _CANONICAL else None

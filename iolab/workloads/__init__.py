@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iolab.workloads.swf import SWFError, SWFTrace, TooManyJobLines, read_swf, swf_jobs
+from iolab.workloads.swf import SWFError, SWFJob, SWFTrace, TooManyJobLines, read_swf, swf_jobs
 
 
 # The generator's and the Theta reader's names, imported at their first use (a module ``__getattr__``): a run of
@@ -33,8 +33,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def load_workload(experiment: Any, max_jobs: int | None = None) -> list[Any]:
+def load_workload(experiment: Any, max_jobs: int | None = None, rows: bool = False) -> list[Any]:
     """Jobs of an ``iolab.specs.batch.BatchExperiment`` (its workload, platform and seed).
+
+    ``rows``: the jobs of an SWF workload without an I/O model as :class:`~.swf.SWFJob` tuples (the same
+    fields and values, read-only, no pydantic model per job), for a caller that only reads them (a run);
+    every other workload gives its ``Job`` models either way.
 
     ``max_jobs`` (an SWF workload; ``iolab simulate --max-jobs``): a file with more job lines after
     ``skip`` than that, its ``limit`` not keeping it within, is refused with :class:`TooManyJobLines` (its
@@ -56,7 +60,7 @@ def load_workload(experiment: Any, max_jobs: int | None = None) -> list[Any]:
         try:
             jobs = swf_jobs(w.path, strict=w.strict, limit=None if w.limit is None else skip + w.limit,
                             max_nodes=experiment.platform.nodes, first=skip,
-                            max_lines=skip + int(max_jobs) if capped else None)
+                            max_lines=skip + int(max_jobs) if capped else None, rows=rows and w.io is None)
         except TooManyJobLines as exc:
             exc.jobs = float(exc.stop + 1 - skip)
             raise
@@ -89,6 +93,6 @@ def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
 
 
 __all__ = [
-    "JobColumns", "SWFError", "SWFTrace", "ThetaTrace", "TooManyJobLines", "feitelson_columns", "feitelson_jobs", "jobs_from_columns", "load_workload", "read_swf", "swf_jobs",
+    "JobColumns", "SWFError", "SWFJob", "SWFTrace", "ThetaTrace", "TooManyJobLines", "feitelson_columns", "feitelson_jobs", "jobs_from_columns", "load_workload", "read_swf", "swf_jobs",
     "swf_window_io", "theta_jobs", "theta_trace", "with_io",
 ]

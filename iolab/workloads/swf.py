@@ -43,7 +43,8 @@ import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from itertools import repeat
+from typing import Iterator, NamedTuple
 
 from iolab import collector
 from iolab.errors import DataError, InputWarning
@@ -170,6 +171,42 @@ class SWFTrace:
         """The records as jobs.  A job needing more than ``max_nodes`` (the platform's nodes; at most
         Job's own bound) is an error naming its line, or with ``strict=False`` unusable (skipped); the
         jobs before the ``first`` usable one (a window's ``skip``) are not checked against ``max_nodes``."""
+        ids, names, submits, nodes, walltimes, runtimes = self._job_columns(procs_per_node, max_nodes, strict, first)
+        # _trusted_job's body, inlined (a call per job would be a third of this loop), storing the six values
+        # in the template's copy one by one and setting the slots through their descriptors (docs/performance.md)
+        new, copy, fields_set = Job.__new__, _JOB_DICT.copy, _SWF_FIELDS_SET
+        set_dict, set_fields, set_extra, set_private = _SLOT_SETTERS
+        out: list[Job] = []
+        add = out.append
+        for j, u, sub, n, w, r in zip(ids, names, submits, nodes, walltimes, runtimes):
+            job = new(Job)
+            d = copy()
+            d["id"] = j
+            d["user"] = u
+            d["submit"] = sub
+            d["nodes"] = n  # within bound: checked above
+            d["walltime"] = w
+            d["runtime"] = r
+            set_dict(job, d)
+            set_fields(job, fields_set)
+            set_extra(job, None)
+            set_private(job, None)
+            add(job)
+        return out
+
+    def job_rows(self, procs_per_node: int | None = None, max_nodes: int | None = None,
+                 strict: bool = True, first: int = 0) -> list[SWFJob]:
+        """The records as :class:`SWFJob` tuples, for a run that only reads its jobs: the jobs of
+        :meth:`jobs` (the same values, usable records, errors and skipped lines), without a model per job."""
+        ids, names, submits, nodes, walltimes, runtimes = self._job_columns(procs_per_node, max_nodes, strict, first)
+        zeros = repeat(0.0)  # (zip draws from it four times a row)
+        rows = zip(ids, submits, nodes, walltimes, zeros, zeros, zeros, zeros, names, runtimes, repeat(None))
+        return list(map(_new_tuple, repeat(SWFJob), rows))  # no call of SWFJob's own __new__ per row
+
+    def _job_columns(self, procs_per_node: int | None, max_nodes: int | None, strict: bool,
+                     first: int) -> tuple[list, list, list, list, list, list]:
+        """The usable records' ids, users, submit times, nodes, walltimes and runtimes (lists of Python
+        values); the unusable ones listed in :attr:`unusable` (or, too big with ``strict``, an error)."""
         ppn = procs_per_node or self.procs_per_node
         t = self.table
         req, alloc = t[:, _COL["req_procs"]], t[:, _COL["alloc_procs"]]
@@ -207,28 +244,41 @@ class SWFTrace:
         for u in set(user[usable].tolist()):
             users[u] = "unknown" if u == -1 else str(int(u))
         names = [users[u] for u in user[usable].tolist()]
-        # _trusted_job's body, inlined (a call per job would be a third of this loop), storing the six values
-        # in the template's copy one by one and setting the slots through their descriptors (docs/performance.md)
-        new, copy, fields_set = Job.__new__, _JOB_DICT.copy, _SWF_FIELDS_SET
-        set_dict, set_fields, set_extra, set_private = _SLOT_SETTERS
-        out: list[Job] = []
-        add = out.append
-        for j, u, sub, n, w, r in zip(ids, names, t[usable, 1].tolist(), nodes[usable].astype(np.int64).tolist(),
-                                      walltime[usable].tolist(), runtime[usable].tolist()):
-            job = new(Job)
-            d = copy()
-            d["id"] = j
-            d["user"] = u
-            d["submit"] = sub
-            d["nodes"] = n  # within bound: checked above
-            d["walltime"] = w
-            d["runtime"] = r
-            set_dict(job, d)
-            set_fields(job, fields_set)
-            set_extra(job, None)
-            set_private(job, None)
-            add(job)
-        return out
+        return (ids, names, t[usable, 1].tolist(), nodes[usable].astype(np.int64).tolist(),
+                walltime[usable].tolist(), runtime[usable].tolist())
+
+
+class SWFJob(NamedTuple):
+    """A job of an SWF trace as a run reads it: the fields of :class:`~iolab.specs.batch.Job` (the same
+    names and values as :meth:`SWFTrace.jobs` gives it), read-only, in a tuple instead of a pydantic
+    model and its dict (~150 B a job instead of ~370 B, and no model made per record).  An SWF record
+    moves no byte and states no estimate: the volumes are 0 and ``stated`` is the job itself.
+
+    Its first nine fields are those of the policies'
+    :class:`~iolab.middleware.policies.batch.snapshot.QueuedJob`, in their order (``queued_prefix``): the
+    kernel makes each job's queued view by cutting the tuple (:func:`~iolab.middleware.policies.batch.snapshot.cut_queued`)."""
+
+    id: str
+    submit: float
+    nodes: int
+    walltime: float
+    storage: float = 0.0
+    input: float = 0.0
+    output: float = 0.0
+    data: float = 0.0
+    user: str = "0"
+    runtime: float = 0.0
+    estimate: None = None
+
+    queued_prefix = True  # (a class attribute, not a field)
+
+    @property
+    def stated(self) -> "SWFJob":
+        """The I/O the scheduler is told: the job's own (no estimate)."""
+        return self
+
+
+_new_tuple = tuple.__new__
 
 
 _JOB_DEFAULTS = {name: (f.get_default(call_default_factory=True) if not f.is_required() else None)
@@ -511,6 +561,14 @@ def _numbers(lines: list[bytes]) -> np.ndarray | None:
     return table if table.shape == (len(lines), _NCOL) else None
 
 
+def _any_in(sorted_values: np.ndarray, values: np.ndarray) -> bool:
+    """Whether any of ``values`` is one of ``sorted_values`` (ascending)."""
+    if not len(sorted_values) or not len(values):
+        return False
+    at = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
+    return bool((sorted_values[at] == values).any())
+
+
 def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
              max_lines: int | None = None) -> SWFTrace:
     """Read an SWF file (``.gz`` detected by content).  See the module doc for errors.
@@ -535,10 +593,20 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
     pending: list = []  # the data lines not yet converted: stripped text (str), or bytes from _plain_lines
     seen: dict[float, int] = {}  # strict: each accepted job number's line (a duplicate stops the read at once)
     accepted = [0]  # strict: lines accepted so far (nothing past ``limit`` of them is judged)
+    # strict, while every block was clean (no bad line, no duplicate, within ``limit``): the job numbers
+    # accepted, sorted, and the blocks not yet in ``seen`` (job column, first line's index); ``seen`` is
+    # filled from them only when a line has to be judged on its own (first_error): a dict entry per job
+    # otherwise cost as much as the columns' checks
+    known = [np.empty(0)]
+    unseen: list[tuple[np.ndarray, int]] = []
 
     def first_error(table: np.ndarray, ok: np.ndarray, base: int) -> None:
         """strict: raise the block's first bad line (malformed, or a job number used before), if it comes
         before the ``limit``-th accepted line; the block's good job numbers join ``seen``."""
+        for col, at in unseen:
+            seen.update(zip(col.tolist(), numbers[at:at + len(col)]))
+        unseen.clear()
+        known[0] = None  # from now on ``seen`` holds every accepted job number
         for i in range(len(ok)):
             if limit is not None and accepted[0] >= limit:
                 return
@@ -566,7 +634,19 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
                 texts[base + i] = " ".join(parts[i])
         if strict and len(ok):
             bad = ~ok
-            if not bad.any():  # the common case: only the duplicates to look for, by whole columns
+            if not bad.any() and known[0] is not None:  # the common case: only the duplicates to look for, by columns
+                col = table[:, 0]
+                distinct = np.unique(col)
+                fresh = len(distinct) == len(col) and not _any_in(known[0], distinct)
+                if fresh and (limit is None or accepted[0] + len(col) <= limit):
+                    merged = np.concatenate([known[0], distinct])
+                    merged.sort(kind="stable")  # two sorted runs: merged in one pass
+                    known[0] = merged
+                    unseen.append((col, base))
+                    accepted[0] += len(col)
+                else:
+                    first_error(table, ok, base)
+            elif not bad.any():  # after a line judged on its own: ``seen`` holds every accepted job number
                 jobs = table[:, 0].tolist()
                 fresh = seen.keys().isdisjoint(jobs) and len(set(jobs)) == len(jobs)
                 if fresh and (limit is None or accepted[0] + len(jobs) <= limit):
@@ -694,15 +774,17 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
 
 def swf_jobs(path: str | Path, *, strict: bool = True, limit: int | None = None,
              procs_per_node: int | None = None, max_nodes: int | None = None, first: int = 0,
-             max_lines: int | None = None) -> list[Job]:
+             max_lines: int | None = None, rows: bool = False) -> list[Job] | list[SWFJob]:
     """Jobs of an SWF file, in file order.  Skipped lines and unusable records are counted in an
     :class:`iolab.errors.InputWarning`.  ``max_nodes``: the platform's nodes (a bigger job is an error
     naming its line, or skipped with ``strict=False``), from the ``first`` job on.  ``max_lines``: see
     :func:`read_swf`.  A file that gives no job is an :class:`SWFError`: an empty or comments-only file,
-    or one whose every job line is malformed or unusable (the first named)."""
+    or one whose every job line is malformed or unusable (the first named).  ``rows``: the jobs as
+    :class:`SWFJob` tuples (:meth:`SWFTrace.job_rows`), for a caller that only reads them."""
     with collector.paused():
         trace = read_swf(path, strict=strict, limit=limit, max_lines=max_lines)
-        jobs = trace.jobs(procs_per_node, max_nodes=max_nodes, strict=strict, first=first)
+        jobs = (trace.job_rows if rows else trace.jobs)(procs_per_node, max_nodes=max_nodes, strict=strict,
+                                                         first=first)
     dropped = trace.problems + trace.unusable
     if not jobs:
         if not dropped:

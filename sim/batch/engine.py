@@ -189,12 +189,11 @@ class BatchEngine:
             self._push(s.retry_at, _RETRY, s.index)
             return
         k = self.kernel
-        s.steps = self._step_list(s.job, s.tier)
+        steps = s.steps = self._step_list(s.job, s.tier)
         early = k.early_staged.get(s.queued.id, 0.0) if k.early_staged else 0.0
         if early > 0:  # advance stage-in: only the rest of the input crosses the link now
-            s.steps = tuple(st._replace(amount=st.amount - early) if st.kind == "stage-in" else st
-                            for st in s.steps)
-        steps = s.steps
+            steps = s.steps = tuple(st._replace(amount=st.amount - early) if st.kind == "stage-in" else st
+                                    for st in steps)
         if len(steps) == 1 and not self._all_rows and steps[0].amount > 0 and s.state == RUNNING:
             # _go_on's first turn for a job of one compute step (one without I/O: every SWF job), inline,
             # when that turn would leave no phase row (with every row kept it goes through _go_on)
@@ -325,7 +324,7 @@ class BatchEngine:
         heap = self._heap
         heappop, seq = heapq.heappop, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
-        go_on, submit, finish, lean = self._go_on, k.submit, k.finish, not self._all_rows
+        go_on, submit, finish, decide, lean = self._go_on, k.submit, k.finish, k.decide, not self._all_rows
         begin, retry = self.begin, self.driver.retry
         # The links' completions are not in the heap either: a link has one completion event at a time,
         # (time, sequence number, name, the link's version then), the one scheduled last; it goes stale
@@ -409,7 +408,7 @@ class BatchEngine:
             decided = False
             while k.changed:
                 decided = True
-                for s in k.decide(t):
+                for s in decide(t):
                     begin(s, t)
             if k.advance is not None and (decided or heap or due):  # (the heap's next event is later than t)
                 d = k.advance_due()

@@ -74,11 +74,13 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
 
 def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool | None = None,
                    progress=None, phases: str = "all", node_ids: bool = True, max_events: float | None = None,
-                   source: str | None = None, scheduler=None) -> Trace:
+                   source: str | None = None, scheduler=None, metrics_only: bool = False) -> Trace:
     """The trace of ``spec``; ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows: a large
     run keeps each job's I/O time, the jobs table's ``io_time``) or ``none`` (neither); ``node_ids``
     False leaves the jobs table's node sets empty: for a caller that reads only the trace's metrics
-    (``iolab simulate`` without ``--out``), no job's node set is kept or written as text.  ``scheduler``
+    (``iolab simulate`` without ``--out``), no job's node set is kept or written as text.  ``metrics_only``:
+    that caller's trace, whose jobs table has only the columns its metrics read
+    (:data:`~iolab.middleware.policies.batch.job_table.METRIC_COLUMNS`; not a trace to write).  ``scheduler``
     replaces the spec's (an external decision process's adapter, behind its guard); the trace names it."""
     check_spec_policies(spec)
     label = scheduler.name if scheduler is not None else spec.scheduler.label
@@ -90,9 +92,9 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
         rec = getattr(exc, "record", None)
         if rec is not None:  # the trace up to where the run stopped (complete False), for the caller to keep
             exc.trace = _trace(spec, rec, phases, node_ids, time.perf_counter() - t0, complete=False,
-                               stopped=str(exc), label=label)
+                               stopped=str(exc), label=label, metrics_only=metrics_only)
         raise
-    return _trace(spec, rec, phases, node_ids, time.perf_counter() - t0, label=label)
+    return _trace(spec, rec, phases, node_ids, time.perf_counter() - t0, label=label, metrics_only=metrics_only)
 
 
 def _any_not_ok(states) -> bool:
@@ -101,15 +103,18 @@ def _any_not_ok(states) -> bool:
 
 
 def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, complete: bool = True,
-           stopped: str = "", label: str = "") -> Trace:
+           stopped: str = "", label: str = "", metrics_only: bool = False) -> Trace:
     p = spec.platform
     tb = TraceBuilder()
     # column-wise (TraceBuilder.extend_columns): the same table as one add_job per job
-    tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None,
-                                          node_ids=node_ids,
-                                          statuses=None if complete and not _any_not_ok(rec.jobs)
-                                          else [trace_status(s) for s in rec.jobs]),
-                      take=True)
+    if metrics_only:  # the metrics' columns alone
+        tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, metrics_only=True), take=True, only_given=True)
+    else:
+        tb.extend_columns("jobs", job_columns(rec.jobs, p.lps.rate, io_time=rec.io_time if phases != "none" else None,
+                                              node_ids=node_ids,
+                                              statuses=None if complete and not _any_not_ok(rec.jobs)
+                                              else [trace_status(s) for s in rec.jobs]),
+                          take=True)
     tb.extend_columns("phases", rec.phases.columns(), take=True)
     preds = rec.predictions  # PlanRows: columns
     if len(preds):

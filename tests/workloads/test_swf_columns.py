@@ -298,3 +298,26 @@ def test_a_file_above_the_fast_paths_size_is_read_as_text(tmp_path, monkeypatch)
     for name, trace in want.items():
         assert swf._plain_lines(tmp_path / name) is None
         assert _same_trace(read_swf(tmp_path / name), trace)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_readers_rows_are_its_jobs(tmp_path, seed):
+    """``SWFTrace.job_rows`` (what a run reads, ``load_workload(rows=True)``) gives every job of ``jobs``, the
+    same fields of the same types and values, the same unusable records; the kernel's queued view of a row,
+    cut from the tuple, is ``QueuedJob.from_job`` of the job."""
+    from iolab.middleware.policies.batch.snapshot import QueuedJob, cut_queued
+    from iolab.specs.batch import Job
+
+    path = tmp_path / "t.swf"
+    path.write_text("\n".join(random_file(random.Random(seed))) + "\n")
+    jobs_trace, rows_trace = read_swf(path, strict=False), read_swf(path, strict=False)
+    jobs, rows = jobs_trace.jobs(max_nodes=8, strict=False), rows_trace.job_rows(max_nodes=8, strict=False)
+    assert rows_trace.unusable == jobs_trace.unusable
+    assert len(rows) == len(jobs)
+    for job, row in zip(jobs, rows):
+        for name in Job.model_fields:
+            mine, theirs = getattr(row, name), getattr(job, name)
+            assert mine == theirs and type(mine) is type(theirs), name
+        assert row.stated is row and job.stated is job
+    assert cut_queued(rows) == [QueuedJob.from_job(j) for j in jobs] == [QueuedJob.from_job(r) for r in rows]
+    assert all(type(q) is QueuedJob for q in cut_queued(rows)) and cut_queued(jobs) is None

@@ -28,19 +28,30 @@ def node_ranges(masks: Sequence[int]) -> list[str]:
     return list(map(text.__getitem__, masks))
 
 
+#: the jobs columns a batch trace's metrics read (iolab.metrics.batch_trace.trace_batch_metrics)
+METRIC_COLUMNS: tuple[str, ...] = ("id", "release", "start", "end", "nodes", "tier")
+
+
 def job_columns(states: Sequence[Any], lps_rate: float, *, io_time: Sequence[float] | None = None,
                 ends: Sequence[float] | None = None, statuses: Sequence[str] | None = None,
-                hosts: Sequence[str] | None = None, node_ids: bool = True) -> dict[str, Sequence]:
+                hosts: Sequence[str] | None = None, node_ids: bool = True,
+                metrics_only: bool = False) -> dict[str, Sequence]:
     """The ``jobs`` columns of the kernel's job states ``states`` (in submission order), for
     :meth:`iolab.trace.TraceBuilder.extend_columns`.  Left out: ``io_time`` NaN (not kept), ``ends``
     the states' ends, ``statuses`` ok, ``hosts`` empty; ``node_ids`` False: the node sets not written
-    as text (the column empty: a trace nobody reads but its metrics).
+    as text (the column empty: a trace nobody reads but its metrics).  ``metrics_only``: only the
+    :data:`METRIC_COLUMNS`, for a trace read for its metrics alone (no job's description, I/O time or
+    node set computed).
 
     Each field is read once, as a column (a list comprehension per field: attribute reads on slots are the
     interpreter's fastest; a getter of several fields at once is slower), the compute time from those
     columns (:func:`~.steps.compute_times`, the same floats; SDSC-BLUE: 243 306 rows)."""
     n = len(states)
     queued = [s.queued for s in states]
+    if metrics_only:
+        return {"id": [q.id for q in queued], "release": [q.submit for q in queued],
+                "start": [s.start for s in states], "end": ends if ends is not None else [s.end for s in states],
+                "nodes": [q.nodes for q in queued], "tier": [s.tier for s in states]}
     jobs = [s.job for s in states]
     runtime = [j.runtime for j in jobs]
     io = [i + o + d for i, o, d in zip([j.input for j in jobs], [j.output for j in jobs], [j.data for j in jobs])]
@@ -82,4 +93,4 @@ def platform_attrs(spec, label: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["job_columns", "node_ranges", "platform_attrs", "trace_status"]
+__all__ = ["METRIC_COLUMNS", "job_columns", "node_ranges", "platform_attrs", "trace_status"]

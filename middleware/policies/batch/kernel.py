@@ -64,7 +64,8 @@ from iolab.middleware.policies.batch.io_allocation import IOAwareAllocator, io_l
 from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, mask_of, replay_in_start_order
 from iolab.middleware.policies.batch.predictions import PlanRows, PlanTracker
 from iolab.middleware.policies.batch.profile import KeptReleases
-from iolab.middleware.policies.batch.snapshot import HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot, TierRates
+from iolab.middleware.policies.batch.snapshot import (HPS, LPS, BatchPolicy, Decision, QueuedJob, RunningJob, Snapshot,
+                                                      TierRates, cut_queued)
 from iolab.middleware.policies.batch.walltime import UserPredictor, refine
 from iolab.middleware.policies.batch.allocation import NodeView
 from iolab.middleware.policies.loader import load_policy
@@ -202,8 +203,12 @@ class BatchKernel:
         self.on_decision = on_decision
         submits = [j.submit for j in jobs]
         order = sorted(range(len(jobs)), key=submits.__getitem__)  # stable: ties in the given order
-        from_job = QueuedJob.from_job
-        self.jobs: list[JobState] = [make_job(k, jobs[i], from_job(jobs[i])) for k, i in enumerate(order)]
+        queued = cut_queued(jobs)
+        if queued is None:  # each job's view read as its state is made (all the views first: 2-3 ms slower on KTH-SP2)
+            from_job = QueuedJob.from_job
+            self.jobs: list[JobState] = [make_job(k, jobs[i], from_job(jobs[i])) for k, i in enumerate(order)]
+        else:
+            self.jobs = [make_job(k, jobs[i], queued[i]) for k, i in enumerate(order)]
         queued = [s.queued for s in self.jobs]
         # every job checked once here; the decisions then use Snapshot.trusted (no O(queue) re-check)
         Snapshot.check_jobs(queued, total_nodes)

@@ -19,7 +19,9 @@ from abc import abstractmethod
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, NamedTuple, Sequence
 
 from iolab.tiers import HPS, LPS, TIERS  # noqa: F401  (re-exported: the policies name tiers by these)
 
@@ -50,6 +52,20 @@ class QueuedJob(NamedTuple):
         s = job.stated
         return _new_tuple(cls, (job.id, float(job.submit), int(job.nodes), float(job.walltime), float(s.storage),
                                 float(s.input), float(s.output), float(s.data), job.user))
+
+
+_QUEUED_FIELDS = slice(0, len(QueuedJob._fields))
+
+
+def cut_queued(jobs: Sequence[Any]) -> list[QueuedJob] | None:
+    """``QueuedJob.from_job`` of each job, for jobs all of one tuple type whose first nine items are a
+    ``QueuedJob``'s fields in order, the stated values as floats and ints (``queued_prefix`` true on the
+    type: an SWF trace's rows, ``iolab.workloads.swf.SWFJob``): each cut to those nine, not read field by
+    field.  None for any other jobs (``from_job`` reads each)."""
+    kinds = set(map(type, jobs))
+    if len(kinds) == 1 and getattr(next(iter(kinds)), "queued_prefix", False):
+        return list(map(_new_tuple, repeat(QueuedJob), map(itemgetter(_QUEUED_FIELDS), jobs)))
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,6 +165,45 @@ def test_simulate_batch_tables_equal_the_row_by_row_tables(seed):
     assert repr(list(tnap(fast).items())) == repr(list(tnap(plain).items()))  # NaN != NaN: the text
 
 
+def test_a_table_of_some_columns_only():
+    """``extend_columns(only_given=True)``: the built table has those columns alone, as given; such a table
+    is given once and alone, takes no rows, and is not one of the tables put in canonical order."""
+    tb = TraceBuilder()
+    tb.extend_columns("jobs", {"id": ["a", "b"], "start": [1.0, 2.0]}, only_given=True)
+    assert tb.count("jobs") == 2
+    jobs = tb.build().jobs
+    assert list(jobs.columns) == ["id", "start"] and jobs["start"].tolist() == [1.0, 2.0]
+    assert jobs["id"].dtype == object and jobs["start"].dtype == np.float64
+    with pytest.raises(ValueError, match="once, alone"):
+        tb.extend_columns("jobs", {"id": ["c"]})
+    with pytest.raises(ValueError, match="takes no rows"):
+        tb.add_job(id="c")
+    with pytest.raises(ValueError, match="canonical order"):
+        TraceBuilder().extend_columns("phases", {"job": ["a"]}, only_given=True)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_trace_for_its_metrics_only_gives_the_same_metrics(seed):
+    """``simulate_batch(metrics_only=True)`` (``iolab simulate`` without ``--out``): its jobs table has the
+    metrics' columns only, each equal to the whole trace's, and the metrics are the same, HPS jobs included."""
+    from iolab.metrics.batch_trace import trace_batch_metrics
+    from iolab.middleware.policies.batch.job_table import METRIC_COLUMNS
+
+    rng = random.Random(seed)
+    spec = parse_spec({"kind": "batch", "platform": {"nodes": 8, "memory_per_node": "1GB", "lps": {"rate": "1GB/s"},
+                                                     "hps": {"rate": "10GB/s", "capacity": "100GB"},
+                                                     "stage_rate": "2GB/s"},
+                       "scheduler": rng.choice(["fcfs", "easy", "sas", "conservative"]),
+                       "workload": {"source": "inline", "jobs": _random_jobs(rng)}})
+    whole = simulate_batch(spec, phases="jobs", node_ids=False)
+    lean = simulate_batch(spec, phases="jobs", node_ids=False, metrics_only=True)
+    assert list(lean.jobs.columns) == [c for c in whole.jobs.columns if c in METRIC_COLUMNS]  # the schema's order
+    for c in METRIC_COLUMNS:
+        assert lean.jobs[c].dtype == whole.jobs[c].dtype
+        assert [(type(v), v) for v in lean.jobs[c].tolist()] == [(type(v), v) for v in whole.jobs[c].tolist()], c
+    assert trace_batch_metrics(lean) == trace_batch_metrics(whole)
+
+
 def _pred_table(rng):
     n = rng.choice([0, 1, 2, rng.randint(0, 40), rng.randint(0, 400)])
     jobs = [f"j{i}" for i in range(rng.randint(1, 12))]
