@@ -16,13 +16,12 @@ from iolab.invariants import InvariantViolation
 from iolab.runners import runner
 from iolab.signals import ctrl_c_came
 from iolab.atomic import check_output
-from iolab.specs.load import MAX_APPS, input_files, parse_spec, spec_dir
+from iolab.specs.load import MAX_APPS
 from iolab.specs.size import MAX_BATCH_EVENTS, MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import dumps, fmt, seconds, table
 from iolab.units import short
-from iolab.cli.options import IO_POLICY, Finite, read_overridden, strict_option
-from iolab.specs.policy_ref import policy_label
+from iolab.cli.options import IO_POLICY, Finite, parse_overridden, read_overridden, strict_option
 
 
 def metrics_json(m) -> dict:
@@ -113,9 +112,9 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
-    spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document above
+    spec, inputs = parse_overridden(document, spec_path, _source(spec_path))
     if out:
-        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
+        check_output(out, inputs + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated, describe_io  # lazy: for --calibration only
         if not as_json:
@@ -136,7 +135,8 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if as_json:
         click.echo(dumps(metrics_json(m)))
     else:
-        print_metrics(m, f"{spec.name}: policy {policy_label(spec.policy)}, mapping {spec.mapping.kind}, "
+        # the policy and runtime as the trace names them
+        print_metrics(m, f"{spec.name}: policy {trace.attrs['policy']}, mapping {spec.mapping.kind}, "
                          f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
         if out:
             click.echo(f"trace written to {out}")
@@ -239,9 +239,9 @@ def eta(done: int, total: int, elapsed: float) -> str:
 def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
                     cal: dict | None = None, phases: str = "all", calibration: str | None = None,
                     max_events: int | None = None) -> None:
-    spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document read
+    spec, inputs = parse_overridden(document, spec_path, _source(spec_path))
     if out:
-        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
+        check_output(out, inputs + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated  # lazy: for --calibration only
         spec = calibrated(spec, cal)
@@ -263,9 +263,9 @@ def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bo
     if out:
         write_trace(trace, Path(out))
     if as_json:
-        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.label}))
+        click.echo(dumps({**asdict(m), "scheduler": trace.attrs["scheduler"]}))  # the scheduler as the trace names it
         return
-    click.echo(f"{spec.name}: scheduler {spec.scheduler.label}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes "
+    click.echo(f"{spec.name}: scheduler {trace.attrs['scheduler']}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes "
                f"(simulated in {trace.attrs['wall_seconds']:.2f} s of wall time, {trace.attrs['decisions']:,} "
                "scheduling decisions)")
     click.echo(table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],
