@@ -46,14 +46,15 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
                                 overheads=spec.platform.overheads, phases=phases)
     engine.progress = progress
-    for name, law in tier_laws(spec).items():  # each tier's interference law (docs/simulator.md)
+    laws = tier_laws(spec)
+    for name, law in laws.items():  # each tier's interference law (docs/simulator.md)
         if not law.lossless:
             engine.links[name] = FairShareLink(engine.links[name].rate, law)
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
         from iolab.sim.batch.load_controller import SimController  # lazy: the load controller, for a spec that has one
 
-        SimController.from_spec(spec).install(engine, control=c.enabled)
+        SimController.from_spec(spec, laws).install(engine, control=c.enabled)
     try:
         if spec.platform.io_nodes is None:
             return engine.run()
@@ -127,7 +128,7 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     extra = platform_attrs(spec, label or spec.scheduler.label)
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
-        extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
+        extra["prediction"] = rec.controller.prediction()  # what fed the window (docs/controller.md)
     return tb.build(
         **provenance(spec, "sim-batch"), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         advance_stage_in=rec.advance, phases_kept=phases, **extra,
