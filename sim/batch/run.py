@@ -18,7 +18,9 @@ from iolab.sim.fairshare import FairShareLink
 from iolab.workloads import load_workload
 from iolab.workloads.run_size import check_batch_run
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
-from iolab.middleware.policies.batch.job_table import job_columns, node_ranges, platform_attrs, trace_status
+from iolab.middleware.policies.batch.job_table import (
+    job_columns, node_ranges, platform_attrs, scheduler_label, trace_status,
+)
 from iolab.middleware.policies.loader import check_spec_policies
 
 __all__ = ["run_batch", "simulate_batch"]
@@ -84,7 +86,7 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     (:data:`~iolab.middleware.policies.batch.job_table.METRIC_COLUMNS`; not a trace to write).  ``scheduler``
     replaces the spec's (an external decision process's adapter, behind its guard); the trace names it."""
     check_spec_policies(spec)
-    label = scheduler.name if scheduler is not None else spec.scheduler.label
+    label = scheduler_label(spec, scheduler)
     t0 = time.perf_counter()
     try:
         rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
@@ -104,7 +106,7 @@ def _any_not_ok(states) -> bool:
 
 
 def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, complete: bool = True,
-           stopped: str = "", label: str = "", metrics_only: bool = False) -> Trace:
+           stopped: str = "", *, label: str, metrics_only: bool = False) -> Trace:
     p = spec.platform
     tb = TraceBuilder()
     # column-wise (TraceBuilder.extend_columns): the same table as one add_job per job
@@ -125,7 +127,7 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     tb.extend("allocations", rec.allocations)
     tb.extend("grants", rec.grants)  # the I/O nodes' (none without them)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
-    extra = platform_attrs(spec, label or spec.scheduler.label)
+    extra = platform_attrs(spec, label)
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
         extra["prediction"] = rec.controller.prediction()  # what fed the window (docs/controller.md)
