@@ -13,8 +13,6 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.kernel import DONE, BatchKernel
 from iolab.middleware.policies.interference import tier_laws
 
-from iolab.sim.fairshare import FairShareLink
-
 from iolab.workloads import load_workload
 from iolab.workloads.run_size import check_batch_run
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
@@ -45,13 +43,11 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
                                    record_plans=record_plans,
                                    node_ids=node_ids or spec.platform.io_nodes is not None)  # the parts' split
+    laws = tier_laws(spec)  # each tier's interference law (docs/simulator.md)
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
-                                overheads=spec.platform.overheads, phases=phases)
+                                overheads=spec.platform.overheads, phases=phases,
+                                laws={name: law for name, law in laws.items() if not law.lossless})
     engine.progress = progress
-    laws = tier_laws(spec)
-    for name, law in laws.items():  # each tier's interference law (docs/simulator.md)
-        if not law.lossless:
-            engine.links[name] = FairShareLink(engine.links[name].rate, law)
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
         from iolab.sim.batch.load_controller import SimController  # lazy: the load controller, for a spec that has one
