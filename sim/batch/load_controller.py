@@ -169,7 +169,7 @@ class SimController:
                 self.lc.observe(v, fed)
                 self.last[v] = fed
                 self.forecaster.add(v, fed)
-                self.samples.append((t, v, r, k, rate, float(k), self.lc.window(v).score(), fed, math.nan, math.nan))
+                self.samples.append((t, v, r, k, rate, float(k), self.lc.score(v), fed, math.nan, math.nan))
             if live:
                 engine.push_control(t + self.params.d, _SAMPLE)
             return
