@@ -122,7 +122,7 @@ class _ControllerActor:
                     self.forecaster.add(v, fed)
                     self.bytes_written += self.unit
                     self.seconds += r * self.time_scale
-                    self.samples.append([t0, v, r, writers, bytes_rate, in_flight, self.lc.window(v).score(), fed,
+                    self.samples.append([t0, v, r, writers, bytes_rate, in_flight, self.lc.score(v), fed,
                                          ops_rate, queued])
             self.stop.wait(max(0.0, self.d_wall - (time.time() - t0)))
 

@@ -15,11 +15,10 @@ from iolab.errors import Interrupted
 from iolab.runners import level_of, runner
 from iolab.specs.load import input_files, parse_spec, spec_dir
 from iolab.cli.emulate_batch import emulate_batch
-from iolab.cli.format import dumps, seconds
+from iolab.cli.format import dumps, metrics_json, print_metrics, seconds
 from iolab.cli.live import LiveView
 from iolab.cli.options import IO_POLICY, Finite, read_overridden, strict_option
 from iolab.cli.outcome import exit_if_failed
-from iolab.cli.simulate import metrics_json, print_metrics
 
 EXAMPLE = "table1-emulation.yaml"
 

@@ -8,7 +8,7 @@ import click
 
 from iolab.errors import Interrupted
 from iolab.runners import runner
-from iolab.cli.format import dumps, seconds, table
+from iolab.cli.format import batch_metrics_table, dumps, seconds
 from iolab.cli.live import LiveView
 
 
@@ -39,9 +39,7 @@ def emulate_batch(spec, path: str, *, out, address, work_dir, as_json: bool, qui
     click.echo(f"{spec.name}: scheduler {spec.scheduler.label}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes, "
                f"emulator ({a.get('launcher', 'mpiexec')}, time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
                f"{a['wall_seconds']:.0f} s wall)")
-    click.echo(table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],
-                     [(seconds(m.makespan), seconds(m.mean_turnaround), m.node_utilisation, m.hps_utilisation,
-                       m.hps_jobs)]))
+    click.echo(batch_metrics_table(m))
     for job, f in a.get("failures", {}).items():
         click.echo(f"{job}: {f['status']} at {seconds(f['time'])}: {f['reason']}")
     click.echo(f"trace written to {out}")

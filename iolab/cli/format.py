@@ -1,10 +1,12 @@
-"""Plain-text tables and JSON output for the command line."""
+"""Plain-text tables and JSON output for the command line, and the metrics tables the commands print."""
 
 from __future__ import annotations
 
 import json
 import math
 from typing import Any, Sequence
+
+import click
 
 from iolab.units import cell, column_formats, decimals_for, fmt, seconds  # re-exported: the command line's formatters
 
@@ -44,3 +46,48 @@ def dumps(obj: Any) -> str:
         return str(x)
 
     return json.dumps(clean(obj), indent=2, default=other)
+
+
+def metrics_json(m) -> dict:
+    return {
+        "makespan": m.makespan,
+        "max_stretch": m.max_stretch,
+        "io_load": m.io_load,
+        "packs": m.packs,
+        "apps": [{"id": a.id, "stretch": a.stretch, "slowdown": a.slowdown, "end": a.end,
+                  "io_node": a.io_node, "pack": a.pack} for a in m.apps],
+    }
+
+
+def print_metrics(m, title: str, cut=None) -> None:
+    """The per-app table and the run's totals.  One word per quantity (docs/metrics.md): the table
+    and the totals show slowdowns (>= 1); ``--json`` also gives the stretches (<= 1).  ``cut``
+    (:func:`iolab.metrics.partial.cut_short`): the run was interrupted; its apps cut short have
+    no end, and no makespan or idle time is printed as if the run had finished."""
+    click.echo(title)
+    if cut is not None:
+        click.echo(f"INTERRUPTED: {cut.describe('apps')}.")
+    status = dict(cut.cut) if cut is not None else {}
+    rows = [(a.id, a.io_node, a.pack, a.nodes, a.release, a.start, a.end, a.min_time, a.slowdown, a.io_wait)
+            + ((status.get(a.id, "ended"),) if cut is not None else ()) for a in m.apps]
+    click.echo(table(["app", "I/O node", "pack", "nodes", "release s", "start s", "end s", "T_min s", "slowdown",
+                      "I/O wait s"] + (["state"] if cut is not None else []), rows))
+    if cut is not None:
+        makespan = f"makespan - (interrupted at {seconds(cut.at)}; {cut.finished} of {cut.total} apps had ended)"
+        idle = "-"
+    else:
+        makespan = f"makespan {seconds(m.makespan)}"
+        idle = seconds(m.idle_time)
+    click.echo(
+        f"\n{makespan}   max slowdown {fmt(m.max_stretch)}   I/O load alpha {fmt(m.io_load)}   packs {m.packs}\n"
+        f"per compute node: exec {seconds(m.exec_time)}, delay {seconds(m.delay_time)}, idle {idle}\n"
+        "slowdown = (end - release) / T_min, >= 1 (1 / the stretch of carretero2020 Eq. 2); T_min = the app's "
+        "time alone on its I/O node; max slowdown is max_stretch in --json."
+    )
+
+
+def batch_metrics_table(m) -> str:
+    """A batch run's metrics (:class:`iolab.metrics.batch.BatchMetrics`) as one row, as both runtimes print it."""
+    return table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],
+                 [(seconds(m.makespan), seconds(m.mean_turnaround), m.node_utilisation, m.hps_utilisation,
+                   m.hps_jobs)])

@@ -1,4 +1,5 @@
-"""Options several commands share, and the one place a command's overrides of its spec are resolved."""
+"""Options several commands share, and the one place a command's overrides of its spec are resolved and the
+spec parsed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import click
 
 from iolab.specs.io_policies import IO_POLICY_NAMES, normalise_policy
-from iolab.specs.load import apply_overrides, read_document
+from iolab.specs.load import apply_overrides, input_files, parse_spec, read_document, spec_dir
 
 # the overrides only an I/O experiment takes (a batch spec names its scheduler), by their options
 IO_OVERRIDES = {"policy": "--policy", "sim.mode": "--mode", "sim.dt": "--dt"}
@@ -29,6 +30,14 @@ def read_overridden(spec_path: str, overrides: dict[str, Any], source: str,
             verb = "apply" if len(given) > 1 else "applies"
             raise click.UsageError(f"{options} {verb} to I/O experiments; a batch spec names its scheduler")
     return level, apply_overrides(document, overrides, source)
+
+
+def parse_overridden(document: dict, spec_path: str, source: str) -> tuple[Any, list[str]]:
+    """The spec of a document :func:`read_overridden` returned, its relative paths from the spec's folder (as
+    :func:`iolab.specs.load.load_spec` resolves them), and the files a run of it reads, which no output may be
+    (:func:`iolab.specs.load.input_files`)."""
+    spec = parse_spec(document, source, base_dir=spec_dir(spec_path))
+    return spec, input_files(spec, spec_path)
 
 
 def _set_strict(ctx: click.Context, param: click.Parameter, value: bool) -> bool:

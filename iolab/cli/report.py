@@ -19,8 +19,7 @@ from iolab.plots.campaign import strategy_boxplots
 from iolab.plots.trace import gantt, utilisation
 from iolab.trace import read_trace
 from iolab.trace.facts import check_trace
-from iolab.cli.format import dumps, seconds, table
-from iolab.cli.simulate import metrics_json, print_metrics
+from iolab.cli.format import dumps, metrics_json, print_metrics, seconds, table
 
 
 @click.command()

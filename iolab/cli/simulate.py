@@ -16,51 +16,12 @@ from iolab.invariants import InvariantViolation
 from iolab.runners import runner
 from iolab.signals import ctrl_c_came
 from iolab.atomic import check_output
-from iolab.specs.load import MAX_APPS, input_files, parse_spec, spec_dir
+from iolab.specs.load import MAX_APPS
 from iolab.specs.size import MAX_BATCH_EVENTS, MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
 from iolab.trace import write_trace
-from iolab.cli.format import dumps, fmt, seconds, table
+from iolab.cli.format import batch_metrics_table, dumps, metrics_json, print_metrics, seconds
 from iolab.units import short
-from iolab.cli.options import IO_POLICY, Finite, read_overridden, strict_option
-from iolab.specs.policy_ref import policy_label
-
-
-def metrics_json(m) -> dict:
-    return {
-        "makespan": m.makespan,
-        "max_stretch": m.max_stretch,
-        "io_load": m.io_load,
-        "packs": m.packs,
-        "apps": [{"id": a.id, "stretch": a.stretch, "slowdown": a.slowdown, "end": a.end,
-                  "io_node": a.io_node, "pack": a.pack} for a in m.apps],
-    }
-
-
-def print_metrics(m, title: str, cut=None) -> None:
-    """The per-app table and the run's totals.  One word per quantity (docs/metrics.md): the table
-    and the totals show slowdowns (>= 1); ``--json`` also gives the stretches (<= 1).  ``cut``
-    (:func:`iolab.metrics.partial.cut_short`): the run was interrupted; its apps cut short have
-    no end, and no makespan or idle time is printed as if the run had finished."""
-    click.echo(title)
-    if cut is not None:
-        click.echo(f"INTERRUPTED: {cut.describe('apps')}.")
-    status = dict(cut.cut) if cut is not None else {}
-    rows = [(a.id, a.io_node, a.pack, a.nodes, a.release, a.start, a.end, a.min_time, a.slowdown, a.io_wait)
-            + ((status.get(a.id, "ended"),) if cut is not None else ()) for a in m.apps]
-    click.echo(table(["app", "I/O node", "pack", "nodes", "release s", "start s", "end s", "T_min s", "slowdown",
-                      "I/O wait s"] + (["state"] if cut is not None else []), rows))
-    if cut is not None:
-        makespan = f"makespan - (interrupted at {seconds(cut.at)}; {cut.finished} of {cut.total} apps had ended)"
-        idle = "-"
-    else:
-        makespan = f"makespan {seconds(m.makespan)}"
-        idle = seconds(m.idle_time)
-    click.echo(
-        f"\n{makespan}   max slowdown {fmt(m.max_stretch)}   I/O load alpha {fmt(m.io_load)}   packs {m.packs}\n"
-        f"per compute node: exec {seconds(m.exec_time)}, delay {seconds(m.delay_time)}, idle {idle}\n"
-        "slowdown = (end - release) / T_min, >= 1 (1 / the stretch of carretero2020 Eq. 2); T_min = the app's "
-        "time alone on its I/O node; max slowdown is max_stretch in --json."
-    )
+from iolab.cli.options import IO_POLICY, Finite, parse_overridden, read_overridden, strict_option
 
 
 @click.command()
@@ -113,9 +74,9 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if phases:
         raise click.UsageError("--phases applies to batch experiments; an I/O trace keeps every phase")
     cal = read_calibration(calibration, "io") if calibration else None
-    spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document above
+    spec, inputs = parse_overridden(document, spec_path, _source(spec_path))
     if out:
-        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
+        check_output(out, inputs + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated, describe_io  # lazy: for --calibration only
         if not as_json:
@@ -136,7 +97,8 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     if as_json:
         click.echo(dumps(metrics_json(m)))
     else:
-        print_metrics(m, f"{spec.name}: policy {policy_label(spec.policy)}, mapping {spec.mapping.kind}, "
+        # the policy and runtime as the trace names them
+        print_metrics(m, f"{spec.name}: policy {trace.attrs['policy']}, mapping {spec.mapping.kind}, "
                          f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
         if out:
             click.echo(f"trace written to {out}")
@@ -239,9 +201,9 @@ def eta(done: int, total: int, elapsed: float) -> str:
 def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bool, max_jobs: int = MAX_JOBS,
                     cal: dict | None = None, phases: str = "all", calibration: str | None = None,
                     max_events: int | None = None) -> None:
-    spec = parse_spec(document, _source(spec_path), base_dir=spec_dir(spec_path))  # load_spec's, on the document read
+    spec, inputs = parse_overridden(document, spec_path, _source(spec_path))
     if out:
-        check_output(out, input_files(spec, spec_path) + ([calibration] if calibration else []), option="--out")
+        check_output(out, inputs + ([calibration] if calibration else []), option="--out")
     if cal is not None:
         from iolab.calibration import calibrated  # lazy: for --calibration only
         spec = calibrated(spec, cal)
@@ -263,13 +225,11 @@ def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bo
     if out:
         write_trace(trace, Path(out))
     if as_json:
-        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.label}))
+        click.echo(dumps({**asdict(m), "scheduler": trace.attrs["scheduler"]}))  # the scheduler as the trace names it
         return
-    click.echo(f"{spec.name}: scheduler {spec.scheduler.label}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes "
+    click.echo(f"{spec.name}: scheduler {trace.attrs['scheduler']}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes "
                f"(simulated in {trace.attrs['wall_seconds']:.2f} s of wall time, {trace.attrs['decisions']:,} "
                "scheduling decisions)")
-    click.echo(table(["makespan", "mean turnaround", "node utilisation", "HPS utilisation", "jobs on HPS"],
-                     [(seconds(m.makespan), seconds(m.mean_turnaround), m.node_utilisation, m.hps_utilisation,
-                       m.hps_jobs)]))
+    click.echo(batch_metrics_table(m))
     if out:
         click.echo(f"trace written to {out}")

@@ -16,10 +16,9 @@ from iolab.emulator.output_lock import hold_outputs
 from iolab.validation.io import TraceMismatch, figure
 from iolab.runners import VALIDATIONS, level_of
 from iolab.specs.io import IO_POLICIES, LIST_POLICIES, Jitter
-from iolab.specs.load import input_files, parse_spec, spec_dir
 from iolab.cli.format import fmt, seconds, table
 from iolab.units import pvalue
-from iolab.cli.options import Finite, read_overridden, strict_option
+from iolab.cli.options import Finite, parse_overridden, read_overridden, strict_option
 from iolab.cli.outcome import exit_if_failed
 from iolab.cli.validate_batch import validate_batch_cli
 from iolab.cli.validate_output import emit
@@ -158,8 +157,8 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     """
     source = "<stdin>" if spec_path == "-" else spec_path
     _, document = read_overridden(spec_path, {"emulator.time_scale": time_scale}, source)
-    spec = parse_spec(document, source, base_dir=spec_dir(spec_path))  # load_spec's, with the override
-    inputs = input_files(spec, spec_path) + ([calibration] if calibration else [])
+    spec, inputs = parse_overridden(document, spec_path, source)
+    inputs += [calibration] if calibration else []
     for option, where, folder in (("--work-dir", work_dir, True), ("--report", report_dir, True),
                                   ("--figure", figure_path, False), ("--campaign", campaign_path, False)):
         if where:

@@ -131,18 +131,19 @@ class BatchEngine:
 
     @classmethod
     def around(cls, kernel: BatchKernel, *, memory_per_node: float, rows: bool = True,
-               overheads=None, phases: str | None = None) -> "BatchEngine":
+               overheads=None, phases: str | None = None, laws: dict | None = None) -> "BatchEngine":
         """``overheads``: the platform's :class:`iolab.specs.batch.Overheads` (launch, exit and
         per-phase costs as timed steps, :func:`iolab.workloads.steps.with_overheads`), or None.
         ``phases``: ``all`` (a row per phase), ``jobs`` (no phase rows; each job's I/O time is kept,
         :attr:`BatchRecord.io_time`) or ``none``; default ``all`` with ``rows``, else ``none``
-        (``rows`` False also leaves out the allocation rows)."""
+        (``rows`` False also leaves out the allocation rows).  ``laws``: the interference law of each
+        link that has a lossy one (``lps``, ``hps``, ``stage``; a link not named shares its rate without loss)."""
         self = cls.__new__(cls)
-        self._setup(kernel, memory_per_node, rows, overheads, phases)
+        self._setup(kernel, memory_per_node, rows, overheads, phases, laws)
         return self
 
     def _setup(self, kernel: BatchKernel, memory_per_node: float, rows: bool, overheads=None,
-               phases: str | None = None) -> None:
+               phases: str | None = None, laws: dict | None = None) -> None:
         if phases is None:
             phases = "all" if rows else "none"
         if phases not in PHASE_MODES:
@@ -159,8 +160,10 @@ class BatchEngine:
         self._step_list = step_lists(self.rates.lps, memory_per_node, overheads)  # a job's steps: f(job, tier)
         d = getattr(overheads, "delivered", None)  # the links deliver these shares; the plans use the rates
         share = (d.lps, d.hps, d.stage) if d is not None else (1.0, 1.0, 1.0)
-        self.links = {LPS: FairShareLink(self.rates.lps * share[0]), HPS: FairShareLink(self.rates.hps * share[1]),
-                      "stage": FairShareLink(self.rates.stage * share[2])}
+        law = (laws or {}).get
+        self.links = {LPS: FairShareLink(self.rates.lps * share[0], law(LPS)),
+                      HPS: FairShareLink(self.rates.hps * share[1], law(HPS)),
+                      "stage": FairShareLink(self.rates.stage * share[2], law("stage"))}
         self.rec = BatchRecord(self.state)
         ph = self.rec.phases  # its columns' appends, bound once (a row per phase)
         self._row_appends = (ph.job.append, ph.index.append, ph.kind.append, ph.start.append, ph.end.append,

@@ -50,7 +50,7 @@ import numpy as np
 
 from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, RUNNING, SUSPENDED
 from iolab.middleware.policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
-from iolab.middleware.policies.interference import InterferenceLaw, tier_laws
+from iolab.middleware.policies.interference import InterferenceLaw
 
 from iolab.middleware.policies.controller.forecast import ResponseForecaster
 from iolab.middleware.policies.controller.response_model import ResponsePredictor, predictor_args
@@ -121,11 +121,13 @@ class SimController:
         self.last: dict[str, float] = {}
 
     @classmethod
-    def from_spec(cls, spec) -> "SimController":
+    def from_spec(cls, spec, laws: dict[str, InterferenceLaw]) -> "SimController":
+        """The controller of ``spec``; ``laws``: each link's interference law
+        (:func:`iolab.middleware.policies.interference.tier_laws`: the tier's, or the older controller.model
+        {gamma, knee}), as the run put them on the engine's links."""
         c = spec.controller
         p = spec.platform
         models = {}
-        laws = tier_laws(spec)  # the tier's interference, or the older controller.model {gamma, knee}
         for v in c.volumes:
             rate = p.lps.rate if v == "lps" else p.hps.rate
             m = c.model
@@ -134,6 +136,10 @@ class SimController:
         params = ControllerParams.from_spec(c)
         return cls(params, models, ResponseForecaster.for_params(c.forecast, c.ar_order, params.t, params.d),
                    ResponsePredictor.from_args(predictor_args(c, spec.seed)), spec.seed, c.policy)
+
+    def prediction(self) -> dict:
+        """What fed the response window, for the trace (docs/controller.md), as the controller actor reports it."""
+        return self.predictor.stats()
 
     def install(self, engine, control: bool = True) -> None:
         """Replace the engine's volume links by contention links (the volumes' laws are the
@@ -163,7 +169,7 @@ class SimController:
                 self.lc.observe(v, fed)
                 self.last[v] = fed
                 self.forecaster.add(v, fed)
-                self.samples.append((t, v, r, k, rate, float(k), self.lc.window(v).score(), fed, math.nan, math.nan))
+                self.samples.append((t, v, r, k, rate, float(k), self.lc.score(v), fed, math.nan, math.nan))
             if live:
                 engine.push_control(t + self.params.d, _SAMPLE)
             return

@@ -13,12 +13,12 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.kernel import DONE, BatchKernel
 from iolab.middleware.policies.interference import tier_laws
 
-from iolab.sim.fairshare import FairShareLink
-
 from iolab.workloads import load_workload
 from iolab.workloads.run_size import check_batch_run
 from iolab.sim.batch.engine import BatchEngine, BatchRecord
-from iolab.middleware.policies.batch.job_table import job_columns, node_ranges, platform_attrs, trace_status
+from iolab.middleware.policies.batch.job_table import (
+    job_columns, node_ranges, platform_attrs, scheduler_label, trace_status,
+)
 from iolab.middleware.policies.loader import check_spec_policies
 
 __all__ = ["run_batch", "simulate_batch"]
@@ -43,17 +43,16 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
                                    record_plans=record_plans,
                                    node_ids=node_ids or spec.platform.io_nodes is not None)  # the parts' split
+    laws = tier_laws(spec)  # each tier's interference law (docs/simulator.md)
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
-                                overheads=spec.platform.overheads, phases=phases)
+                                overheads=spec.platform.overheads, phases=phases,
+                                laws={name: law for name, law in laws.items() if not law.lossless})
     engine.progress = progress
-    for name, law in tier_laws(spec).items():  # each tier's interference law (docs/simulator.md)
-        if not law.lossless:
-            engine.links[name] = FairShareLink(engine.links[name].rate, law)
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
         from iolab.sim.batch.load_controller import SimController  # lazy: the load controller, for a spec that has one
 
-        SimController.from_spec(spec).install(engine, control=c.enabled)
+        SimController.from_spec(spec, laws).install(engine, control=c.enabled)
     try:
         if spec.platform.io_nodes is None:
             return engine.run()
@@ -83,7 +82,7 @@ def simulate_batch(spec, jobs=None, *, record_plans: bool = False, strict: bool 
     (:data:`~iolab.middleware.policies.batch.job_table.METRIC_COLUMNS`; not a trace to write).  ``scheduler``
     replaces the spec's (an external decision process's adapter, behind its guard); the trace names it."""
     check_spec_policies(spec)
-    label = scheduler.name if scheduler is not None else spec.scheduler.label
+    label = scheduler_label(spec, scheduler)
     t0 = time.perf_counter()
     try:
         rec = run_batch(spec, jobs, record_plans=record_plans, strict=strict, progress=progress, phases=phases,
@@ -103,7 +102,7 @@ def _any_not_ok(states) -> bool:
 
 
 def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, complete: bool = True,
-           stopped: str = "", label: str = "", metrics_only: bool = False) -> Trace:
+           stopped: str = "", *, label: str, metrics_only: bool = False) -> Trace:
     p = spec.platform
     tb = TraceBuilder()
     # column-wise (TraceBuilder.extend_columns): the same table as one add_job per job
@@ -124,10 +123,10 @@ def _trace(spec, rec: BatchRecord, phases: str, node_ids: bool, wall: float, com
     tb.extend("allocations", rec.allocations)
     tb.extend("grants", rec.grants)  # the I/O nodes' (none without them)
     tb.extend("actions", [(s.queued.id, a, b) for s in rec.jobs for a, b in s.suspensions])  # the load controller
-    extra = platform_attrs(spec, label or spec.scheduler.label)
+    extra = platform_attrs(spec, label)
     if rec.controller is not None:
         tb.extend("samples", rec.controller.samples)
-        extra["prediction"] = rec.controller.predictor.stats()  # what fed the window (docs/controller.md)
+        extra["prediction"] = rec.controller.prediction()  # what fed the window (docs/controller.md)
     return tb.build(
         **provenance(spec, "sim-batch"), wall_seconds=wall, events=rec.events, decisions=rec.decisions,
         advance_stage_in=rec.advance, phases_kept=phases, **extra,

@@ -6,7 +6,8 @@ time by :func:`~.steps.compute_seconds`, its bytes) and what the run did with it
 status (:func:`trace_status`), tier, nodes held, time in I/O).  The simulator
 (:func:`iolab.sim.batch.run.simulate_batch`) and the real run (:func:`iolab.emulator.batch.trace.batch_trace`)
 hand their kernel's job states here, plus what only they know (a real run's ends, statuses and hosts), and
-take the platform's and the scheduler's attributes from :func:`platform_attrs`.
+take the platform's and the scheduler's attributes from :func:`platform_attrs` (the scheduler named by
+:func:`scheduler_label`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ def trace_status(s) -> str:
     return "pending" if s.state in (FUTURE, QUEUED) else "killed"
 
 
+def scheduler_label(spec, scheduler=None) -> str:
+    """What a batch trace calls its scheduler: ``scheduler``'s name (a policy that replaced the spec's, such as
+    an external decision process's adapter), else the spec's."""
+    return (scheduler.name if scheduler is not None else "") or spec.scheduler.label
+
+
 def platform_attrs(spec, label: str) -> dict[str, Any]:
     """The trace attributes of a batch run's platform and scheduler (``label``: its name in the trace), the
     same in both runtimes; with I/O nodes, theirs and the node allocation's."""
@@ -93,4 +100,4 @@ def platform_attrs(spec, label: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["METRIC_COLUMNS", "job_columns", "node_ranges", "platform_attrs", "trace_status"]
+__all__ = ["METRIC_COLUMNS", "job_columns", "node_ranges", "platform_attrs", "scheduler_label", "trace_status"]

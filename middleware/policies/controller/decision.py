@@ -82,6 +82,10 @@ class LoadController:
         """One predicted response time of ``volume`` (every ``d`` seconds); returns its window entry."""
         return self.window(volume).push(r_out)
 
+    def score(self, volume: str) -> float:
+        """``volume``'s window score (the left side of Eq. 8), as each runtime's sample rows record it."""
+        return self.window(volume).score()
+
     def loaded(self) -> dict[str, bool]:
         return {v: w.loaded() for v, w in sorted(self.windows.items())}
 

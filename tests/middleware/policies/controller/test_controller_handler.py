@@ -118,6 +118,7 @@ def test_load_controller_window_handler_and_sleep_together():
     jobs = jobs_at(now, io_job("a", 0, now), io_job("b", 1, now))
     for r in [100, 100, 100, 100]:  # 4/6 < 0.75: not yet loaded
         c.observe("hps", r)
+    assert c.score("hps") == c.window("hps").score() == 4 / 6  # what the sample rows record
     cy = c.cycle(now, jobs, {"hps": 30.0})
     assert cy.actions == () and cy.loaded == {"hps": False} and cy.sleep == 60
     c.observe("hps", 100)  # 5/6 >= 0.75
