@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies import IONodeArbiter
-from iolab.middleware.policies.io_guard import equal_sharing, io_policy
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_order import Stream
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, node_packs
 from iolab.middleware.policies.io_kernel import IOKernel
@@ -94,7 +94,6 @@ class ArbiterState:
         if not lease > 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease!r}")
         self.policy = io_policy(policy, rate=float(bandwidth), law=law)
-        self.sharing = not self.policy.exclusive and not equal_sharing(self.policy)  # lanes from its shares
         self.bandwidth = float(bandwidth)
         self.time_scale = float(time_scale)
         self.unit_bytes = int(unit_bytes)
@@ -122,6 +121,7 @@ class ArbiterState:
         self.packed = any(len(seq) > 1 for seq in packs) if packed is None else bool(packed)
         # phase reports arrive fire-and-forget: the checker checks their content and count, not their order
         self.kernel = IOKernel(list(apps), self.policy, io_nodes, packs, self.packed, strict=strict, ordered=False)
+        self.sharing = self.kernel.allows.asks_shares  # lanes from its shares (io_fast_paths.py)
         self.violation: InvariantViolation | None = None
         self.t0: float | None = None
 

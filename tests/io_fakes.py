@@ -27,7 +27,7 @@ class QueuesTwice(KeyedQueue):
         super().push(req)
 
 
-def queues_twice(policy):
+def queues_twice(policy, allows=None):
     """In place of ``wait_queue`` for an order given as a ``wait_key`` (fifo)."""
     return QueuesTwice(policy.wait_key)
 

@@ -22,18 +22,20 @@ queues and keeps those books itself.
 
 from __future__ import annotations
 
+from iolab.middleware.policies.io_fast_paths import IOFastPaths, io_fast_paths
 from iolab.middleware.policies.io_order import IORequest, ListPolicy, SharedPolicy
 from iolab.middleware.policies.io_queue import wait_queue
 
 
 class IONodeArbiter:
-    def __init__(self, policy: ListPolicy | SharedPolicy, node: int = 0):
+    def __init__(self, policy: ListPolicy | SharedPolicy, node: int = 0, allows: IOFastPaths | None = None):
         self.policy = policy
         self.node = node
-        self._exclusive = policy.exclusive
+        allows = io_fast_paths(policy) if allows is None else allows  # (its runtime's record, if given)
+        self._exclusive = allows.exclusive
         # a list policy's waiting requests in its order (io_queue: the same queue the
         # simulator's loop for list policies holds); ``shared`` grants them all, in arrival order
-        self._queue = wait_queue(policy) if self._exclusive else None
+        self._queue = wait_queue(policy, allows) if self._exclusive else None
         self._waiting: dict[str, IORequest] = {}  # every waiting request, by app
         self.active: dict[str, IORequest] = {}
 

@@ -66,8 +66,9 @@ class GuardedScheduler(BatchPolicy):
     ``known(job_id)``: the state of a job of the workload (``future``, ``queued``, ``running``, ...; None if
     the workload has no such job), bound by the kernel so that an answer naming a job not waiting says why."""
 
-    # the kernel's speed promises are a built-in's to make: a user's policy is asked at every change and
-    # reads snapshots built afresh (its queue and running jobs), never the kernel's kept profile
+    # the kernel's speed promises are a built-in's to make (batch/fast_paths.py reads them): a user's policy
+    # is asked at every change and reads snapshots built afresh (its queue and running jobs), never the
+    # kernel's kept profile
     reads_profile = False
     stateful = True
     reads_node_ids = True  # a user may read snapshot.free_node_ids: the kernel keeps the ids

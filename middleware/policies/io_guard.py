@@ -39,7 +39,7 @@ from iolab.middleware.policies.io_order import (
 from iolab.middleware.policies.loader import PolicySource
 from iolab.middleware.policies.sharing import SHARING_POLICIES, TBFRule, TokenBucketFilter, sharing_policy
 
-__all__ = ["GuardedSharing", "equal_sharing", "io_policy", "policy_label", "shippable"]
+__all__ = ["GuardedSharing", "io_policy", "policy_label", "shippable"]
 
 _SHARE_TOL = 1e-9
 
@@ -70,13 +70,6 @@ def io_policy(value: Any, *, rate: float | None = None, law=None):
             return build()
         raise TypeError(f"not an I/O policy: {value!r}")
     return _guarded(src.load(), src.label)
-
-
-def equal_sharing(policy: Any) -> bool:
-    """Whether ``policy`` shares its I/O node equally without being asked (``shared``: ``equal`` True), so
-    that a runtime may apply 1/k itself (the simulator's fair-share links, the real run's one bucket); any
-    other non-exclusive policy is asked its shares (docs/sharing.md)."""
-    return bool(getattr(policy, "equal", False))
 
 
 def shippable(value: Any) -> Any:

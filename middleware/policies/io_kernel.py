@@ -54,6 +54,7 @@ from iolab.invariants import strict_default
 from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, PackTurns
 from iolab.middleware.policies.io_checker import IOChecker
+from iolab.middleware.policies.io_fast_paths import IOFastPaths, io_fast_paths
 from iolab.middleware.policies.io_order import IORequest, ListPolicy, SharedPolicy
 
 # what advance() began: (COMPUTE_PHASE, phase index), (IO_WAIT, phase index),
@@ -77,9 +78,12 @@ class IOKernel:
                  exit: float = 0.0, record=None):
         self.apps = list(apps)
         self.policy = policy
-        self.exclusive = policy.exclusive
+        # what the policy allows the runtimes to skip (io_fast_paths.py), read once: the kernel, its
+        # arbiters and the engines around it read this record, never the policy's attributes
+        self.allows: IOFastPaths = io_fast_paths(policy)
+        self.exclusive = self.allows.exclusive
         self.packed = bool(packed)
-        self.arbiters = [IONodeArbiter(policy, n) for n in range(io_nodes)]
+        self.arbiters = [IONodeArbiter(policy, n, self.allows) for n in range(io_nodes)]
         self.turns = PackTurns(packs, [a.release for a in self.apps], self.packed)
         self.check = (IOChecker(self.apps, packs, packed=self.packed, exclusive=self.exclusive,
                                 ordered=ordered, slack=slack) if strict_default(strict) else None)

@@ -32,6 +32,7 @@ from __future__ import annotations
 from heapq import heapify, heappop, heappush
 from typing import Callable, Sequence
 
+from iolab.middleware.policies.io_fast_paths import IOFastPaths, io_fast_paths
 from iolab.middleware.policies.io_order import IORequest, ListPolicy
 
 
@@ -84,11 +85,12 @@ class PickQueue:
         return len(self._items)
 
 
-def wait_queue(policy: ListPolicy) -> KeyedQueue | PickQueue:
-    """An empty queue in ``policy``'s order (a list policy: ``shared`` has no order)."""
+def wait_queue(policy: ListPolicy, allows: IOFastPaths | None = None) -> KeyedQueue | PickQueue:
+    """An empty queue in ``policy``'s order (a list policy: ``shared`` has no order); ``allows``: the
+    policy's record (:func:`~.io_fast_paths.io_fast_paths`, read here if not given)."""
     if not isinstance(policy, ListPolicy):
         raise TypeError(f"policy {getattr(policy, 'name', policy)!r} is not a list policy: it has no order to queue in")
-    if policy.time_dependent:
+    if not (io_fast_paths(policy) if allows is None else allows).fixed_order:
         return PickQueue(policy.pick)
     key = policy.wait_key
     if key is None:  # a fixed order given as key(request, now): its value at the request

@@ -21,7 +21,7 @@ import heapq
 import itertools
 import math
 
-from iolab.middleware.policies.io_guard import equal_sharing, io_policy
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_apps import COMPUTE
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, ENDED, IOKernel
 from iolab.middleware.policies.io_queue import wait_queue
@@ -42,14 +42,14 @@ class EventEngine:
     def __init__(self, scenario: Scenario, policy: str, rows: bool = True, strict: bool | None = None):
         self.sc = scenario
         self.policy = io_policy(policy, rate=scenario.bandwidth, law=scenario.law)
-        self.exclusive = self.policy.exclusive
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
                                    scenario.plan.packed, strict=strict, launch=scenario.launch, gap=scenario.gap,
                                    exit=scenario.exit, record=self.rec)
         self.rec.start, self.rec.end = k.start, k.end  # the trace's starts and ends are the kernel's
+        self.exclusive = k.allows.exclusive  # the loop for list policies (_run_exclusive)
         # ``shared`` (and the list policies, which never share) on fair-share links; any other sharing asked
-        self.weighted = not self.exclusive and not equal_sharing(self.policy)
+        self.weighted = k.allows.asks_shares
         if self.weighted:
             self.links = [WeightedLink(scenario.bandwidth, scenario.law, self.policy, scenario.stream_fields)
                           for _ in range(scenario.io_nodes)]
@@ -208,7 +208,7 @@ class EventEngine:
         fixed = self.fixed
         delayed = self.delayed
         launch, gap, exit_ = sc.launch, sc.gap, sc.exit
-        queues = [wait_queue(self.policy) for _ in range(sc.io_nodes)]  # the waiting requests
+        queues = [wait_queue(self.policy, k.allows) for _ in range(sc.io_nodes)]  # the waiting requests
         queued = [0] * sc.io_nodes  # how many wait on each node
         busy = [False] * sc.io_nodes  # a transfer holds the node
         idx, io_recv, phase_start = k.idx, k.io_recv, k.phase_start

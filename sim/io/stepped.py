@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from iolab.middleware.policies.io_guard import equal_sharing, io_policy
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_order import Stream
 from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, IO_WAIT, IOKernel
 
@@ -46,12 +46,12 @@ class SteppedEngine:
         self.sc = scenario
         self.dt = dt
         self.policy = io_policy(policy, rate=scenario.bandwidth, law=scenario.law)
-        self.weighted = not self.policy.exclusive and not equal_sharing(self.policy)
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
                                    scenario.plan.packed, strict=strict, slack=_TOL * dt, launch=scenario.launch,
                                    gap=scenario.gap, exit=scenario.exit, record=self.rec)
         self.rec.start, self.rec.end = k.start, k.end  # the trace's starts and ends are the kernel's
+        self.weighted = k.allows.asks_shares  # a sharing asked its shares (weighted), else 1/k or exclusive
         n = len(scenario.apps)
         self.left = [0.0] * n  # remaining seconds (compute) or units (I/O) of the current phase
         self.fixed_left = [0.0] * n  # seconds of a granted transfer's fixed cost still to pay
@@ -160,7 +160,7 @@ class SteppedEngine:
                         for r, share in zip(moving, self._shares(arb.node, moving, t)):
                             self.left[r] -= step * share
                     elif moving:
-                        ns = 1 if arb.policy.exclusive else len(moving)  # shared: b x f(ns) split ns ways
+                        ns = 1 if kernel.exclusive else len(moving)  # shared: b x f(ns) split ns ways
                         share = sc.bandwidth * sc.law.factor(ns) * dt / ns
                         for r in moving:
                             self.left[r] -= share

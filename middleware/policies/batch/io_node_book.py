@@ -40,7 +40,8 @@ from iolab.invariants import strict_default
 from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.middleware.policies.batch.io_node_checker import IONodeChecker
 from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_volume
-from iolab.middleware.policies.io_guard import equal_sharing, io_policy
+from iolab.middleware.policies.io_fast_paths import io_fast_paths
+from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_order import IORequest, Stream
 
 __all__ = ["GRANTED", "HELD", "WAITING", "IOJob", "IONodeBook", "IOPart", "IOPhase"]
@@ -95,10 +96,11 @@ class IONodeBook:
     def __init__(self, io_nodes: int, policy, rate: float, law=None, *, strict: bool | None = None,
                  arbiter=IONodeArbiter):
         self.policy = io_policy(policy, rate=rate, law=law)
-        self.sharing = not self.policy.exclusive and not equal_sharing(self.policy)  # asked its shares
+        self.allows = io_fast_paths(self.policy)  # what the policy allows (io_fast_paths.py), read once
+        self.sharing = self.allows.asks_shares  # asked its shares
         self.rate, self.law = rate, law
-        self.arbiters = [arbiter(self.policy, node=j) for j in range(io_nodes)]
-        self.checker = IONodeChecker(io_nodes, self.policy.exclusive) if strict_default(strict) else None
+        self.arbiters = [arbiter(self.policy, node=j, allows=self.allows) for j in range(io_nodes)]
+        self.checker = IONodeChecker(io_nodes, self.allows.exclusive) if strict_default(strict) else None
         self.jobs: dict[str, IOJob] = {}
         self.pending: set[int] = set()  # I/O nodes to dispatch
         self.grants: list[tuple] = []  # the grant rows (job, step, I/O node, request, grant, release)

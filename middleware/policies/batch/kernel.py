@@ -39,7 +39,8 @@ more changes (:meth:`.driver.BatchDriver.decide`, in both runtimes).  Where a de
 its starts and nobody else reads it (EASY and FCFS without projections; no observer, no plans recorded
 or tracked), the kernel asks the policy's quick entry (:meth:`~.snapshot.BatchPolicy.quick_starts`)
 with its own queue and sorted releases instead: the same starts, without a snapshot, a decision or a
-running view per decision.
+running view per decision.  What a policy allows the kernel to skip is one record, read once when the
+kernel is set up (:class:`~.fast_paths.BatchFastPaths`, :attr:`BatchKernel.allows`).
 
 Observers: the kernel tells an ``observer`` (:class:`BatchObserver`) of the platform and the
 workload once, then of every decision and state change, with its books after the change.  Strict
@@ -60,6 +61,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 from iolab.invariants import InvariantViolation
 
 from iolab.middleware.policies.batch import get_scheduler
+from iolab.middleware.policies.batch.fast_paths import BatchFastPaths, fast_paths, set_projection
 from iolab.middleware.policies.batch.io_allocation import IOAwareAllocator, io_load
 from iolab.middleware.policies.batch.nodes import NodeSetReplay, lowest, mask_of, replay_in_start_order
 from iolab.middleware.policies.batch.predictions import PlanRows, PlanTracker
@@ -162,8 +164,7 @@ def make_policy(spec, *, record_plans: bool = False) -> BatchPolicy:
     policy = get_scheduler(s.kind, p=s.p, rng=spec.seed,  # random-tier makes its generator of the seed
                            hps_requests=getattr(s, "hps_requests", False), start_now=getattr(s, "start_now", False),
                            backfill_depth=getattr(s, "backfill_depth", None), conf=getattr(s, "conf", None))
-    if not record_plans:
-        policy.project = False  # nobody reads the projected starts: skip computing them
+    set_projection(policy, record_plans=record_plans)
     return policy
 
 
@@ -220,13 +221,16 @@ class BatchKernel:
         self._sizes: dict[int, int] = {}  # node count -> waiting jobs of that size (the smallest, in O(sizes))
         self._smallest: int | None = None  # min(self._sizes) while known; None: to be taken again
         self.running: dict[str, JobState] = {}  # every job holding nodes
+        # what the policy allows the kernel to skip in this run (fast_paths.py), read once: the kernel
+        # reads this record, never the policy's speed flags
+        self.allows: BatchFastPaths = fast_paths(
+            policy, observed=observer is not None, plans_read=record_plans or track_predictions or advance is not None,
+            decisions_read=on_decision is not None)
+        allows = self.allows
         # The policy's quick entry (BatchPolicy.quick_starts: the jobs to start, from the queue and the
-        # sorted releases, no snapshot and no decision object), when nobody else reads a decision: no
-        # observer, no plans recorded or tracked, no on_decision.  Its policy may still decide on a
-        # snapshot (quick off, or the entry answering None), whose running views are then built afresh.
-        lean = (observer is None and not record_plans and on_decision is None and not track_predictions
-                and advance is None)
-        self._quick = policy.quick_starts if lean and getattr(policy, "quick", False) else None
+        # sorted releases, no snapshot and no decision object).  Its policy may still decide on a
+        # snapshot (the entry answering None), whose running views are then built afresh.
+        self._quick = policy.quick_starts if allows.quick else None
         # what the policies see of each running job, in start order (the snapshot's running tuple), kept
         # as jobs start and end and as a running job's tier, storage or expected end changes (_start,
         # fall_back, resume, extend_estimate, finish): a snapshot copies it instead of building it (None:
@@ -236,8 +240,8 @@ class BatchKernel:
         # finish (a policy reads the next releases without sorting every running job at every decision)
         # and the free counts they make (profile.py), unless the policy never builds a profile from them
         # (None: not kept, the quick entry reads none and a snapshot then carries none)
-        self._releases = (KeptReleases(total_nodes, hps_capacity, getattr(policy, "reads_profile", True))
-                          if self._quick is None or getattr(policy, "quick_reads_releases", True) else None)
+        self._releases = (KeptReleases(total_nodes, hps_capacity, allows.reads_profile)
+                          if self._quick is None or allows.quick_reads_releases else None)
         self._release_of: dict[str, tuple[float, int, int, float]] = {}
         self._started = 0  # start order of the next job seen running
         self.free_nodes = total_nodes
@@ -250,13 +254,13 @@ class BatchKernel:
         self._setup_soysal(estimate, track_predictions or advance is not None)
         # node ids given to the jobs as they start (lowest free, or the io-aware allocator's choice)
         self.keep_ids = (node_ids or observer is not None or self.tracker is not None
-                         or node_allocator is not None or getattr(policy, "reads_node_ids", False))
+                         or node_allocator is not None or allows.reads_node_ids)
         # the times the policy asked to be called again at (Decision.wake_at), each once, in a heap
         self.wakes: list[float] = []
         self.last_plan: tuple = ()  # the plan of the last decision made on a snapshot
         self._stalls = 0  # instants in a row with jobs waiting and nothing else left (stalled)
         self._stall_at = -1
-        self._every = bool(getattr(policy, "sees_every_change", False))  # asked with nothing waiting too
+        self._every = allows.sees_every_change  # asked with nothing waiting too
         # ends a running job the policy killed (Decision.kills): the runtime stops its effectors (processes,
         # link streams) and calls finish(s, t, KILLED, message); the runtime binds it
         self.on_kill: Callable[[JobState, float, str], None] | None = None
@@ -272,7 +276,7 @@ class BatchKernel:
         self._setup_advance(advance)
         # a decision with no waiting job that fits in the free nodes starts nothing, and is skipped, unless
         # someone reads its plan or its policy keeps state between decisions
-        self._may_skip = (not record_plans and self.tracker is None and not getattr(policy, "stateful", False)
+        self._may_skip = (not record_plans and self.tracker is None and not allows.stateful
                           and not self._every)
         if observer is not None:
             disks = (tuple((d.id, d.capacity) for d in allocator.state.disks) if allocator is not None
@@ -286,8 +290,6 @@ class BatchKernel:
         ``scheduler`` is given), its rates, and its disk placement if the HPS has disks."""
         p = spec.platform
         policy = scheduler if scheduler is not None else make_policy(spec, record_plans=record_plans)
-        if not record_plans:
-            policy.project = False  # nobody reads the projected starts: skip computing them
         allocator = None
         if p.hps.servers:
             from iolab.middleware.policies.placement import StorageAllocator  # lazy: an HPS with disks only
@@ -300,8 +302,8 @@ class BatchKernel:
             kw.setdefault("advance", (adv.theta_stable, adv.margin))
         track = kw.setdefault("track_predictions", bool(getattr(spec, "track_predictions", False))
                               or kw.get("advance") is not None)
-        if track:
-            policy.project = True  # the tracker reads every waiting job's planned start
+        # the projected starts are computed if the tracker reads them, not if nobody reads a plan
+        set_projection(policy, record_plans=record_plans, tracked=track)
         kw.setdefault("node_allocator", node_allocator_of(spec))
         if p.io_nodes is not None:
             kw.setdefault("io_span", p.io_nodes_span)
@@ -330,7 +332,7 @@ class BatchKernel:
     def snapshot(self, t: float) -> Snapshot:
         return Snapshot.trusted(
             now=t, total_nodes=self.total_nodes, free_nodes=self.free_nodes,
-            queue=self._fitting_prefix() if self._prefix_only() else tuple(self._queued.values()),
+            queue=self._fitting_prefix() if self.allows.reads_fitting_prefix else tuple(self._queued.values()),
             running=self._running_views(t),
             hps_capacity=self.hps_capacity,
             hps_free=min(max(self.hps_free - self.early_bytes, 0.0), self.hps_capacity),
@@ -357,17 +359,10 @@ class BatchKernel:
                 m ^= low
         return out
 
-    def _prefix_only(self) -> bool:
-        """Whether the policy's decision reads the queue only up to the first job whose nodes are not
-        free (FCFS deciding its starts only) and nobody else reads the snapshot's queue (no strict
-        checks, no plans recorded or tracked): a snapshot then holds that prefix, not a copy of a
-        queue that grows without bound under FCFS at a high load."""
-        return (getattr(self.policy, "reads_fitting_prefix", False) and self.observer is None
-                and not self.record_plans and self.tracker is None)
-
     def _fitting_prefix(self) -> tuple[QueuedJob, ...]:
         """The waiting jobs in queue order while their nodes are free (each takes its own), and the first
-        that does not fit."""
+        that does not fit: the snapshot's queue of a policy that reads no more (``allows.reads_fitting_prefix``),
+        not a copy of a queue that grows without bound under FCFS at a high load."""
         out, free = [], self.free_nodes
         for q in self._queued.values():
             out.append(q)
@@ -738,7 +733,6 @@ class BatchKernel:
         # the last pass's node-set replay, to go on from: (running, free ids, plan, replay after it,
         # sets), or replay_in_start_order's memo for a policy whose plans are in order of start
         self._replayed = None
-        self._in_order = bool(getattr(self.policy, "plans_in_start_order", False))
 
     def _take_nodes(self, s: JobState, node_ids=None) -> None:
         """``s`` starts: on the node ids its start named (``node_ids``), else its planned node set if the
@@ -807,7 +801,7 @@ class BatchKernel:
     def _track(self, t: float, d: Decision) -> None:
         running = [(r.expected_end, r.node_ids) for r in self.running.values()]
         plan = d.plan
-        if self._in_order:
+        if self.allows.plans_in_start_order:
             # FCFS: re-place only until the replay joins the last one (replay_in_start_order);
             # the entries it did not re-place have their old start and set: nothing to record
             sets, fresh, self._replayed = replay_in_start_order(t, self.free_ids, running, plan, self._replayed)
