@@ -46,6 +46,7 @@ from iolab.middleware.policies import IONodeArbiter
 from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_order import Stream
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, node_packs
+from iolab.middleware.policies.io_driver import IODriver
 from iolab.middleware.policies.io_kernel import IOKernel
 
 from iolab.middleware.bucket import TokenBucket
@@ -122,6 +123,10 @@ class ArbiterState:
         # phase reports arrive fire-and-forget: the checker checks their content and count, not their order
         self.kernel = IOKernel(list(apps), self.policy, io_nodes, packs, self.packed, strict=strict, ordered=False)
         self.sharing = self.kernel.allows.asks_shares  # lanes from its shares (io_fast_paths.py)
+        # what happens at an instant; the apps walk their own phases, this state is the effectors
+        self.driver = IODriver(self.kernel, self, walks=False)
+        self._now = math.nan  # the wall time of the dispatch under way, and its grants
+        self._granted: list[tuple[str, dict]] = []
         self.violation: InvariantViolation | None = None
         self.t0: float | None = None
 
@@ -186,7 +191,7 @@ class ArbiterState:
         opened = []
         for a in self.apps.values():
             if a.status == "ready" and self.kernel.due(a.info.rank) <= t:
-                self._checked(self.kernel.begin, a.info.rank, t)
+                self._checked(self.driver.start, a.info.rank, t)
                 a.status = "running"
                 a.start = now
                 a.last_seen = now
@@ -196,10 +201,7 @@ class ArbiterState:
     def _ended(self, a: _App, now: float) -> None:
         """After an app ends (in any way): the next pack of its node may open."""
         t = self.spec_time(now) if self.t0 is not None else 0.0
-        if a.status == "ok":
-            self._checked(self.kernel.finish, a.info.rank, t)
-        else:
-            self.kernel.drop(a.info.rank, t)
+        self._checked(self.driver.end, a.info.rank, t, a.status == "ok")
 
     # -- strict mode ---------------------------------------------------------------------------
     def _checked(self, hook, *args):
@@ -232,19 +234,34 @@ class ArbiterState:
         """Grant what the policy allows now on every I/O node; ``[(app, grant info)]``."""
         if self.t0 is None:
             return []
+        self._now, self._granted = now, []
         t = self.spec_time(now)
-        out = []
-        self.kernel.touched.clear()  # every node dispatches
-        for n in range(len(self.nodes)):
-            for req in self._checked(self.kernel.dispatch, n, t):
-                a = self.apps[req.app]
-                a.granted = now
-                a.last_seen = now
-                a.booked = 0
-                out.append((req.app, self.grant_info(req.app)))
+        self._checked(self.driver.dispatch, t)  # every I/O node touched since its last dispatch
         if self.sharing:
             self._checked(self._share, t)
-        return out
+        return self._granted
+
+    # -- the driver's effectors (:class:`~iolab.middleware.policies.io_driver.AppEffects`) ---------
+    def granted(self, node: int, granted: list, t: float) -> None:
+        """``node``'s grants at ``t``: each app's grant is timed on the wall clock and its lease starts."""
+        now = self._now
+        for req in granted:
+            a = self.apps[req.app]
+            a.granted = now
+            a.last_seen = now
+            a.booked = 0
+            self._granted.append((req.app, self.grant_info(req.app)))
+
+    def due(self, ranks: list[int], t: float) -> None:
+        """The apps of a pack that opened start at their gates (:meth:`gates`, when due)."""
+
+    def ended(self, rank: int, t: float) -> None:
+        """The app's status and wall end are this state's, set before."""
+
+    def compute(self, rank: int, phase: int, t: float) -> None:
+        raise RuntimeError("a real run's apps walk their own phases")
+
+    asked = delay = compute
 
     def _share(self, t: float) -> None:
         """Every I/O node whose granted apps changed since it last shared: the policy's shares, as lanes."""
@@ -359,7 +376,7 @@ class ArbiterState:
         if not math.isnan(a.suspended):
             return
         a.suspended = now
-        self.kernel.suspend(a.info.rank)
+        self.driver.suspend(a.info.rank, self.spec_time(now))
 
     def resume(self, app: str, now: float) -> None:
         a = self._running(app)
@@ -367,7 +384,7 @@ class ArbiterState:
             return
         a.actions.append((a.suspended, now))
         a.suspended = math.nan
-        self.kernel.resume(a.info.rank)
+        self.driver.resume(a.info.rank, self.spec_time(now))
         a.last_seen = now
 
     # -- inspection -----------------------------------------------------------------------------

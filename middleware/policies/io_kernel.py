@@ -24,7 +24,9 @@ What the kernel owns:
   decision and state change (start, request, grant, release, phase, end, drop) as an event
   and keeps its own books; ``check`` is None otherwise.
 
-A driver calls, at spec time ``t``::
+What happens at an instant (the order of these calls, and what a runtime does around them) is
+the I/O level's driver's, :class:`~.io_driver.IODriver`, which every runtime calls.  It calls,
+at spec time ``t``::
 
     k.initial(), k.due(rank)        # which apps may start, and when
     k.begin(rank, t)                # an app starts
@@ -280,8 +282,11 @@ class IOKernel:
 
     def drop(self, rank: int, t: float) -> list[int]:
         """The app failed or was killed at ``t``: what it waited for or held is cancelled, and
-        its pack's turn passes on as if it had ended."""
-        self.arbiters[self.apps[rank].io_node].cancel(self.apps[rank].id)
+        its pack's turn passes on as if it had ended (its I/O node, which a cancelled grant may
+        have freed, dispatches at the instant's end)."""
+        node = self.apps[rank].io_node
+        self.arbiters[node].cancel(self.apps[rank].id)
+        self.touched.add(node)
         self.asking[rank] = None
         self.granted[rank] = False
         self.held.pop(rank, None)

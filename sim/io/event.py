@@ -13,6 +13,12 @@ transfer joins or leaves the link.  Its ``launch``, ``gap`` and ``exit`` delay a
 phase after its start, each next phase after the end of the one before, and the
 app's end after its last phase (a ``_NEXT`` event begins the phase); all 0, no
 event is added and the run is what it was without them.
+
+What happens at an instant is the I/O level's driver's
+(:class:`~iolab.middleware.policies.io_driver.IODriver`, the real run's arbiter calls it too); this
+engine is its clock (the heap) and its effectors (a phase's end timed, a grant's transfer timed or
+put on its link).  Under a list policy :meth:`EventEngine._run_exclusive` writes the driver's
+instants out in one loop, its hot path.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ import math
 
 from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_apps import COMPUTE
-from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, ENDED, IOKernel
+from iolab.middleware.policies.io_driver import IODriver
+from iolab.middleware.policies.io_kernel import IOKernel
 from iolab.middleware.policies.io_queue import wait_queue
 
 from iolab.sim.fairshare import FairShareLink
@@ -60,41 +67,36 @@ class EventEngine:
         self.factors = scenario.factors  # jitter: actual vs stated duration of each phase
         self.fixed = scenario.io_fixed  # platform.overheads.io_phase
         self.delayed = scenario.launch > 0 or scenario.gap > 0 or scenario.exit > 0
+        self._changed_link = [False] * scenario.io_nodes  # a shared link whose transfers changed at this instant
+        self.driver = IODriver(k, self)  # what happens at an instant; this engine is its effectors
 
-    # -- scheduling helpers ---------------------------------------------
+    # -- the effectors (:class:`~iolab.middleware.policies.io_driver.AppEffects`) --------
     def _push(self, t: float, ev: int, arg) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), ev, arg))
 
-    def _start_when_due(self, ranks: list[int]) -> None:
+    def due(self, ranks: list[int], t: float) -> None:
+        """These apps start at their due time."""
         due = self.kernel.due
         for r in ranks:
             self._push(due(r), _START, r)
 
-    # -- transitions ------------------------------------------------------
-    def _after(self, rank: int, t: float, started: bool = False, wait: bool = True) -> None:
-        """The app's phase ended (or, ``started``, the app started) at t: begin its next phase
-        after the platform's gap, exit or launch delay (at once without one; ``wait=False``: at
-        once, the delay is over).  What begins is the kernel's to say."""
-        if wait and self.delayed:
-            d = self.kernel.delay(rank, started)
-            if d > 0:
-                self._push(t + d, _NEXT, rank)
-                return
-        what, x = self.kernel.advance(rank, t)
-        if what == COMPUTE_PHASE:
-            amount = self.sc.apps[rank].amounts[x]
-            factors = self.factors[rank]
-            heapq.heappush(self._heap, (t + (amount * factors[x] if factors else amount), next(self._seq),
-                                        _COMPUTE_END, rank))
-        elif what == DELAY:
-            self._push(t + x, _NEXT, rank)
-        elif what == ENDED and x:
-            self._start_when_due(x)
-        # IO_WAIT: the request waits on its I/O node, which dispatches at the end of the instant
+    def compute(self, rank: int, phase: int, t: float) -> None:
+        """A compute phase began at t: its end, jitter included."""
+        amount = self.sc.apps[rank].amounts[phase]
+        factors = self.factors[rank]
+        heapq.heappush(self._heap, (t + (amount * factors[phase] if factors else amount), next(self._seq),
+                                    _COMPUTE_END, rank))
 
-    def _dispatch(self, node: int, t: float) -> None:
-        """The kernel's grants on ``node`` at t, and their transfers timed."""
-        granted = self.kernel.dispatch(node, t)
+    asked = None  # the request waits on its I/O node, which dispatches at the end of the instant
+
+    def delay(self, rank: int, seconds: float, t: float) -> None:
+        self._push(t + seconds, _NEXT, rank)
+
+    def ended(self, rank: int, t: float) -> None:
+        """The trace's end is the kernel's."""
+
+    def granted(self, node: int, granted: list, t: float) -> None:
+        """The kernel's grants on ``node`` at t: their transfers timed."""
         link = self.links[node]
         if granted:
             exclusive, fixed, factors_of = self.exclusive, self.fixed, self.factors
@@ -113,6 +115,7 @@ class EventEngine:
             nxt = link.next_completion()
             if nxt < math.inf:
                 self._push(nxt, _SHARED, (node, link.version))
+        self._changed_link[node] = False
 
     # -- main loop --------------------------------------------------------
     def run(self) -> Recorder:
@@ -121,36 +124,41 @@ class EventEngine:
         return self._run_general()
 
     def _run_general(self) -> Recorder:
-        """Any policy (``shared`` needs it); list policies run :meth:`_run_exclusive`."""
+        """Any policy (``shared`` needs it); list policies run :meth:`_run_exclusive`.
+
+        The driver's instants, two of them written out here (a call less per event each): a phase's
+        end is the kernel's ``compute_done`` or ``io_done`` then the driver's ``next`` (the driver's
+        ``compute_done``, ``io_done``), and an instant that touched one I/O node dispatches it here."""
         sc = self.sc
-        k = self.kernel
+        k, drv = self.kernel, self.driver
         touched = k.touched
-        self._start_when_due(k.initial())
+        self._changed_link = changed = [False] * sc.io_nodes
+        drv.open(0.0)
         heap = self._heap
         pop = heapq.heappop
+        compute_done, io_done, nxt, dispatch = k.compute_done, k.io_done, drv.next, drv.dispatch
+        dispatch_one, granted = k.dispatch, self.granted
         events = 0
         t = 0.0
-        self._changed_link = changed = [False] * sc.io_nodes
         while heap:
             t = heap[0][0]
             while heap and heap[0][0] == t:
                 _, _, ev, arg = pop(heap)
                 events += 1
                 if ev == _COMPUTE_END:
-                    k.compute_done(arg, t)
-                    self._after(arg, t)
+                    compute_done(arg, t)
+                    nxt(arg, t)
                 elif ev == _IO_END:
-                    k.io_done(arg, t)
-                    self._after(arg, t)
+                    io_done(arg, t)
+                    nxt(arg, t)
                 elif ev == _START:
-                    k.begin(arg, t)
-                    self._after(arg, t, started=True)
+                    drv.start(arg, t)
                 elif ev == _NEXT:
-                    self._after(arg, t, wait=False)
+                    nxt(arg, t, wait=False)
                 elif ev == _JOIN:  # a shared transfer's fixed cost is over: its bytes join the link
                     node, rank, amount, volume = arg
                     if self.weighted:
-                        self.links[node].add(rank, amount, t, volume, self.kernel.grant_time[rank])
+                        self.links[node].add(rank, amount, t, volume, k.grant_time[rank])
                     else:
                         self.links[node].add(rank, amount, t)
                     changed[node] = True
@@ -161,33 +169,30 @@ class EventEngine:
                     if version != link.version:
                         continue
                     for rank in link.pop_finished(t):
-                        k.io_done(rank, t)
-                        self._after(rank, t)
+                        io_done(rank, t)
+                        nxt(rank, t)
                     changed[node] = True
                     touched.add(node)
             if touched:  # every I/O node touched at t dispatches, in node order
                 if len(touched) == 1:
                     node = touched.pop()
-                    self._dispatch(node, t)
-                    changed[node] = False
+                    granted(node, dispatch_one(node, t), t)
                 else:
-                    nodes = sorted(touched)
-                    touched.clear()
-                    for node in nodes:
-                        self._dispatch(node, t)
-                        changed[node] = False
-        k.close(t)
+                    dispatch(t)
+        drv.close(t)
         self.rec.events = events
         return self.rec
 
     def _run_exclusive(self) -> Recorder:
         """The loop for list policies (one transfer at a time per I/O node).
 
-        The same transitions as :meth:`_run_general` with the kernel's methods (``advance``,
-        ``io_done``, ``dispatch``), :meth:`_after` and :meth:`_dispatch`, in the same order and
-        with the same float operations (so the same times, bit for bit;
-        ``tests/sim/io/test_event_loops.py`` runs both on random specs), written out in one function: a call per transition was most of the
-        simulator's time (docs/performance.md, "The I/O simulator's loop").
+        The same instants as :meth:`_run_general` drives through the driver
+        (:class:`~iolab.middleware.policies.io_driver.IODriver`: ``open``, ``start``, ``next``,
+        ``compute_done``, ``io_done``, ``dispatch``), with the kernel's ``advance`` and ``io_done`` and
+        this engine's effectors (``compute``, ``delay``, ``granted``), in the same order and with the
+        same float operations (so the same times, bit for bit; ``tests/sim/io/test_event_loops.py``
+        runs both on random specs), written out in one function: a call per transition was most of
+        the simulator's time (docs/performance.md, "The I/O simulator's loop").
 
         It keeps the kernel's books (its phase index, times, starts and ends, pack turns and
         checker: ``self.kernel``'s lists, written in place) except the request/grant books: who
@@ -260,7 +265,7 @@ class EventEngine:
                 # (_NEXT: a delay is over; nothing ended)
                 i = idx[rank] + 1
                 n = len(kinds)
-                if delayed and ev != _NEXT:  # _after: begin the next phase after a delay
+                if delayed and ev != _NEXT:  # next: begin the next phase after a delay
                     d = launch if ev == _START else (gap if i < n else exit_)
                     if d > 0:
                         push(heap, (t + d, seq, _NEXT, rank))
@@ -311,7 +316,7 @@ class EventEngine:
                     _, _, ev, rank = pop(heap)
                 else:
                     break
-            if touched:  # _dispatch, in node order
+            if touched:  # dispatch, in node order
                 if len(touched) > 1:
                     touched.sort()
                 for node in touched:

@@ -26,7 +26,8 @@ import math
 
 from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_order import Stream
-from iolab.middleware.policies.io_kernel import COMPUTE_PHASE, DELAY, IO_WAIT, IOKernel
+from iolab.middleware.policies.io_driver import IODriver
+from iolab.middleware.policies.io_kernel import IOKernel
 
 from iolab.sim.io.recorder import Recorder
 from iolab.sim.io.scenario import Scenario
@@ -37,7 +38,8 @@ _TOL = 1e-9
 class SteppedEngine:
     """The fixed-step clock around one :class:`~iolab.middleware.policies.io_kernel.IOKernel`
     (``kernel``: the apps' phases, requests, grants, pack turns and strict mode's checker): the
-    step grid and each running phase's work left."""
+    step grid and each running phase's work left.  What happens at a step's instant is the driver's
+    (:class:`~iolab.middleware.policies.io_driver.IODriver`); this engine is its effectors."""
 
     def __init__(self, scenario: Scenario, policy: str, dt: float, rows: bool = True,
                  strict: bool | None = None):
@@ -59,42 +61,33 @@ class SteppedEngine:
         self.start_at = [math.inf] * n  # when each app may start
         self.amount = [0.0] * n  # what the current transfer moves in all (its volume, jitter included)
         self.shares: dict[int, tuple[tuple, list[float]]] = {}  # node -> (moving transfers, their shares)
+        self.driver = IODriver(k, self)  # what happens at an instant; this engine is its effectors
 
-    def _may_start(self, ranks: list[int]) -> None:
+    # -- the effectors (:class:`~iolab.middleware.policies.io_driver.AppEffects`) --------
+    def due(self, ranks: list[int], t: float) -> None:
         for r in ranks:
             self.start_at[r] = self.kernel.due(r)
 
-    def _begin_next(self, rank: int, t: float) -> None:
-        what, x = self.kernel.advance(rank, t)
-        if what == COMPUTE_PHASE:
-            self.left[rank] = self.sc.apps[rank].amounts[x] * self.sc.factor(rank, x)
-            self.state[rank] = "compute"
-            if self.left[rank] <= _TOL:  # empty compute phase ends at once
-                self._end_phase(rank, t)
-        elif what == IO_WAIT:
-            self.left[rank] = self.amount[rank] = self.sc.apps[rank].amounts[x] * self.sc.factor(rank, x)
-            self.state[rank] = "wait"
-        elif what == DELAY:
-            self.state[rank], self.left[rank] = "delay", x
-        else:  # ENDED
-            self.state[rank] = "done"
-            self._may_start(x)
+    def compute(self, rank: int, phase: int, t: float) -> None:
+        self.left[rank] = self.sc.apps[rank].amounts[phase] * self.sc.factor(rank, phase)
+        self.state[rank] = "compute"
+        if self.left[rank] <= _TOL:  # empty compute phase ends at once
+            self.driver.compute_done(rank, t)
 
-    def _end_phase(self, rank: int, t: float) -> None:
-        if self.state[rank] == "compute":
-            self.kernel.compute_done(rank, t)
-        else:
-            self.kernel.io_done(rank, t)
-        self._after(rank, t)
+    def asked(self, rank: int, phase: int, t: float) -> None:
+        self.left[rank] = self.amount[rank] = self.sc.apps[rank].amounts[phase] * self.sc.factor(rank, phase)
+        self.state[rank] = "wait"
 
-    def _after(self, rank: int, t: float, started: bool = False) -> None:
-        """A phase of the app ended (``started``: the app started) at t: its next phase begins
-        after the platform's gap, exit or launch delay, at once without one."""
-        d = self.kernel.delay(rank, started)
-        if d > 0:
-            self.state[rank], self.left[rank] = "delay", d
-            return
-        self._begin_next(rank, t)
+    def delay(self, rank: int, seconds: float, t: float) -> None:
+        self.state[rank], self.left[rank] = "delay", seconds
+
+    def ended(self, rank: int, t: float) -> None:
+        self.state[rank] = "done"
+
+    def granted(self, node: int, granted: list, t: float) -> None:
+        for req in granted:
+            self.state[req.rank] = "io"
+            self.fixed_left[req.rank] = self.sc.io_fixed
 
     def _shares(self, node: int, moving: list[int], t: float) -> list[float]:
         """The policy's shares of the transfers ``moving`` on ``node`` (in the order they were granted: the
@@ -115,8 +108,8 @@ class SteppedEngine:
         return shares
 
     def run(self) -> Recorder:
-        sc, dt, kernel = self.sc, self.dt, self.kernel
-        self._may_start(kernel.initial())
+        sc, dt, kernel, drv = self.sc, self.dt, self.kernel, self.driver
+        drv.open(0.0)
         n = len(sc.apps)
         k = 0
         steps = 0
@@ -126,25 +119,20 @@ class SteppedEngine:
             for r in range(n):
                 if self.state[r] in ("compute", "io", "delay") and self.left[r] <= _TOL * max(1.0, dt):
                     if self.state[r] == "delay":
-                        self._begin_next(r, t)
+                        drv.next(r, t, wait=False)
+                    elif self.state[r] == "compute":
+                        drv.compute_done(r, t)
                     else:
-                        self._end_phase(r, t)
+                        drv.io_done(r, t)
             # 2. apps whose start time has come start (a pack opened in 1 may start now).
             for r in range(n):
                 if self.state[r] == "new" and self.start_at[r] <= t + _TOL * dt:
-                    kernel.begin(r, t)
-                    self._after(r, t, started=True)
+                    drv.start(r, t)
             # 3. every I/O node with news (a request, a release) dispatches; the others would
             #    grant nothing (their waiting requests and transfers are those of their last dispatch).
-            if kernel.touched:
-                nodes = sorted(kernel.touched)
-                kernel.touched.clear()
-                for node in nodes:
-                    for req in kernel.dispatch(node, t):
-                        self.state[req.rank] = "io"
-                        self.fixed_left[req.rank] = sc.io_fixed
+            drv.dispatch(t)
             if all(s == "done" for s in self.state):
-                kernel.close(t)
+                drv.close(t)
                 break
             # 4. progress by one step.
             active = False
