@@ -80,12 +80,12 @@ def test_sbatch_wait_runs_a_script_and_reports_its_state(cluster, job_name, tmp_
     assert words[:2] == ["job", jobid]
     assert words[3] in cluster.idle_nodes
     assert len(expand_hostlist(words[5])) == 2       # the batch host sees its 2-node allocation
-    assert _state(cluster, jobid) is SlurmJobState.COMPLETED
+    assert _final_state(cluster, jobid) is SlurmJobState.COMPLETED
 
     rc, out, _ = cluster.run(["sbatch", "--wait", "--parsable", f"--job-name={job_name}",
                               "--export=ALL,IOLAB_EXIT=3", "--output=/dev/null", str(script)])
     assert rc == 3                                   # sbatch --wait returns the job's code
-    assert _state(cluster, out.strip().split(";")[0]) is SlurmJobState.FAILED
+    assert _final_state(cluster, out.strip().split(";")[0]) is SlurmJobState.FAILED
 
 
 def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name, tmp_path):
@@ -124,6 +124,19 @@ def test_scontrol_suspend_stops_a_step_and_resume_continues_it(cluster, job_name
 
 def _state(cluster, jobid: str) -> SlurmJobState:
     return job_state(jobid, env=cluster.env)
+
+
+def _final_state(cluster, jobid: str, deadline: float = 60.0) -> SlurmJobState:
+    """The state a job ends in. ``sbatch --wait`` returns once the batch script has exited,
+    and slurmctld may still show the job COMPLETING (its epilog and the nodes' clean-up,
+    seen in CI under load): wait for the terminal state, or fail naming the last one."""
+    end = time.monotonic() + deadline
+    state = _state(cluster, jobid)
+    while not state.is_terminal and time.monotonic() < end:
+        time.sleep(0.2)
+        state = _state(cluster, jobid)
+    assert state.is_terminal, f"job {jobid} still {state.value} {deadline:.0f} s after sbatch --wait returned"
+    return state
 
 
 def _lines(path: Path) -> int:
