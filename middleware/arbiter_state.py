@@ -218,15 +218,12 @@ class ArbiterState:
         """Rank 0 asks for its I/O phase ``phase``.  Returns True if there is nothing to
         arbitrate (an empty phase: granted at once, not recorded as a grant)."""
         a = self._running(app)
-        if self.kernel.asking[a.info.rank] is not None:
-            raise RuntimeError(f"app {app!r} already has an I/O request (phase {a.phase})")
-        if not 0 <= phase < len(a.info.kinds) or a.info.kinds[phase] != kind:
-            raise ValueError(f"app {app!r}: phase {phase} is not a {kind} phase of its spec")
+        # the kernel refuses a second request and a phase the spec does not have
+        req = self._checked(self.kernel.request, a.info.rank, phase, self.spec_time(now), int(nbytes),
+                            self.unit_bytes, kind)
         a.last_seen = now
-        volume = a.info.amounts[phase]
-        if volume <= 0:
+        if req is None:
             return True
-        self._checked(self.kernel.request, a.info.rank, phase, self.spec_time(now), int(nbytes), self.unit_bytes)
         a.phase, a.requested, a.granted = phase, now, math.nan
         return False
 

@@ -177,6 +177,29 @@ def test_bad_calls_are_refused():
         ArbiterState([IOApp("A", 0, 1, 0.0, ["compute"], [1.0], 1.0)], policy="nope", bandwidth=1.0)
 
 
+def test_a_second_request_is_refused_whatever_phase_it_names():
+    """The kernel's refusal, the only one: it comes before the phase is looked at, so a second request for an
+    empty phase, or for one the spec does not have, is refused as a second request too."""
+    apps = [IOApp(id="A", rank=0, nodes=1, release=0.0, kinds=["write", "write", "compute"],
+                  amounts=[2.0, 0.0, 1.0], bandwidth=1.0)]
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, unit_bytes=5)
+    st.arrive("A", 0, 1, 0.0)
+    st.start(0.0)
+    st.gates(0.0)
+    assert st.request("A", 0, "write", 10, 1.0) is False
+    for phase, kind in ((0, "write"), (1, "write"), (2, "write"), (7, "read")):
+        with pytest.raises(RuntimeError) as err:
+            st.request("A", phase, kind, 0, 1.5)
+        assert str(err.value) == "app 'A' already has an I/O request (phase 0)"
+    st.dispatch(1.5)
+    st.release("A", 0, 2.0)
+    assert st.dispatch(2.0) == []
+    with pytest.raises(ValueError, match="phase 2 is not a write phase of its spec"):
+        st.request("A", 2, "write", 0, 2.5)
+    assert st.request("A", 1, "write", 0, 2.5) is True  # empty: nothing asked of the I/O node
+    assert st.kernel.asking[0] is None and not st.kernel.touched
+
+
 # -- strict mode (the I/O kernel's checker, on spec time) -------------------------------------------
 def test_strict_stops_a_second_grant_on_a_busy_io_node_in_spec_time():
     st = two_apps("fifo", strict=True, time_scale=0.5)
