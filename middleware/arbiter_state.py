@@ -15,7 +15,8 @@ Life of an app::
     dispatch(now) -> [(app, info)]  # grants decided now, by the shared policy objects
     acquire(app, nbytes, now)       # any rank: seconds to wait under the I/O node's cap
     release(app, phase, now)        # transfer done; the node is free for the next app
-    finish(app, ok, message, now)   # -> "ok" / "failed"; the next pack may start
+    finish(app, ok, message, now)   # -> "ok" / "failed"; the next pack may start; the last of a
+                                    #    run whose apps all ended ok closes the kernel (strict: every app ended)
     fail(app, reason, now)          # crash seen by the orchestrator: grant cancelled
     expire(now) -> [app]            # grants whose lease ran out: cancelled, app failed
 
@@ -218,15 +219,12 @@ class ArbiterState:
         """Rank 0 asks for its I/O phase ``phase``.  Returns True if there is nothing to
         arbitrate (an empty phase: granted at once, not recorded as a grant)."""
         a = self._running(app)
-        if self.kernel.asking[a.info.rank] is not None:
-            raise RuntimeError(f"app {app!r} already has an I/O request (phase {a.phase})")
-        if not 0 <= phase < len(a.info.kinds) or a.info.kinds[phase] != kind:
-            raise ValueError(f"app {app!r}: phase {phase} is not a {kind} phase of its spec")
+        # the kernel refuses a second request and a phase the spec does not have
+        req = self._checked(self.kernel.request, a.info.rank, phase, self.spec_time(now), int(nbytes),
+                            self.unit_bytes, kind)
         a.last_seen = now
-        volume = a.info.amounts[phase]
-        if volume <= 0:
+        if req is None:
             return True
-        self._checked(self.kernel.request, a.info.rank, phase, self.spec_time(now), int(nbytes), self.unit_bytes)
         a.phase, a.requested, a.granted = phase, now, math.nan
         return False
 
@@ -340,6 +338,10 @@ class ArbiterState:
             return
         a.status, a.end, a.message = "ok", now, message
         self._ended(a, now)
+        if all(x.status == "ok" for x in self.apps.values()):
+            # the run ended well: the kernel's last check, the simulator's at its last event (a run that
+            # failed or was stopped has said why already)
+            self._checked(self.driver.close, self.spec_time(now))
 
     def fail(self, app: str, reason: str, now: float, status: str = "failed") -> bool:
         """Cancel everything ``app`` holds or waits for; it is ``status`` from now on.

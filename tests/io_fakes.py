@@ -81,3 +81,18 @@ def kernel_forgets_a_phase_index(monkeypatch):
         return what, x
 
     monkeypatch.setattr(IOKernel, "advance", advance)
+
+
+def checker_forgets_an_end(monkeypatch):
+    """The checker sees the first app end normally but keeps it as not ended: only the run's close (every app
+    ended) catches it."""
+    from iolab.middleware.policies.io_checker import IOChecker
+
+    real = IOChecker.end
+
+    def end(self, rank, t):
+        real(self, rank, t)
+        if rank == 0:
+            self.ended[rank] = False
+
+    monkeypatch.setattr(IOChecker, "end", end)

@@ -59,6 +59,7 @@ from iolab.errors import RunError
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.driver import BatchDriver
+from iolab.middleware.policies.batch.job_table import scheduler_label
 from iolab.middleware.policies.batch.kernel import ALLOCATING, HOLDING, KILLED, BatchKernel
 from iolab.middleware.policies.interference import law_of, tier_laws
 from iolab.middleware.io_node_actor import IONodes
@@ -137,7 +138,7 @@ class BatchEmulation(JobEffectors):
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.driver = BatchDriver(self.kernel, self)  # the instants: decide, retry, end, kill, suspend, resume
         self.kernel.on_kill = self._killed_by_policy  # a policy's kill is noted, then the driver's
-        self.label = scheduler.name if scheduler is not None else spec.scheduler.label  # what the trace calls it
+        self.label = scheduler_label(spec, scheduler)  # what the trace calls it
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
         self.hps_capacity = p.hps.total_capacity

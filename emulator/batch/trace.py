@@ -18,7 +18,7 @@ from typing import Callable
 from iolab import calibration
 from iolab.middleware.policies.batch.kernel import ENDED
 from iolab.middleware.policies.batch.nodes import ranges
-from iolab.middleware.policies.batch.job_table import job_columns, platform_attrs, trace_status
+from iolab.middleware.policies.batch.job_table import job_columns, platform_attrs, scheduler_label, trace_status
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 from iolab.trace.provenance import provenance
@@ -132,7 +132,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         wall_rates=_nominal(s, p) if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
-        **provenance(spec, "emulator-batch", real=True), **platform_attrs(spec, label or spec.scheduler.label),
+        **provenance(spec, "emulator-batch", real=True), **platform_attrs(spec, label or scheduler_label(spec)),
         time_scale=s.time_scale, bytes_scale=s.bytes_scale,
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,
         wall_seconds=time.time() - t0 if t0 else 0.0, t0=t0 or 0.0, work_dir=str(work),

@@ -29,10 +29,9 @@ from iolab.names import path_component
 from iolab.workloads.carretero import CarreteroParams, generate
 from iolab.specs.base import problems_of
 from iolab.specs.batch import BatchExperiment, SchedulerSpec
-from iolab.specs.policy_ref import PolicyRef, policy_label
+from iolab.specs.policy_ref import PolicyRef
 from iolab.specs.io import IOExperiment, Mapping
 from iolab.specs.load import KINDS, STDIN, parse_spec, read_document, spec_dir
-from iolab.specs.policy_ref import policy_label
 from iolab.specs.size import MAX_RUNS
 from iolab.campaign.spec import Campaign, FileWorkload, GeneratedWorkload
 
@@ -259,6 +258,8 @@ class _Expander:
     def runs(self) -> list[Run]:
         if self.level == "batch":
             return self._batch_runs()
+        from iolab.middleware.policies.io_guard import policy_label  # lazy: the I/O policies, for an I/O campaign only
+
         c, ax = self.c, self.c.axes
         if ax.schedulers:
             self.fail("axes.schedulers", "applies to a batch base (kind batch); an I/O base sweeps axes.policies")
@@ -339,7 +340,7 @@ class _Expander:
                 experiment = spec.model_dump(mode="json")
                 params = {"workload": label, "workload_source": "base" if not isinstance(c.base, str) else c.base,
                           "alpha_gen": None, "replicate": 0, "workload_seed": None, "seed": seed,
-                          "policy": scheduler_label(sched), "mapping": None, "io_nodes": None,
+                          "policy": scheduler_column(sched), "mapping": None, "io_nodes": None,
                           "nodes_per_io_node": None, "bandwidth": None, "apps": None, "runtime": c.runtime,
                           "mode": None, "dt": None}
                 rid = run_id(experiment, params, c.runtime)
@@ -374,13 +375,13 @@ class _Expander:
             return None
 
 
-def scheduler_label(s: SchedulerSpec | PolicyRef) -> str:
-    """A scheduler as the runs' ``policy`` column: its kind, and the options given (``random-tier(p=0.4)``);
-    a user's: ``file.py:Class`` and its options."""
-    if isinstance(s, PolicyRef):
-        return s.label + (f"({', '.join(f'{k}={v}' for k, v in sorted(s.options.items()))})" if s.options else "")
-    given = s.model_dump(mode="json", exclude_defaults=True, exclude={"kind"})
-    return s.kind + (f"({', '.join(f'{k}={v}' for k, v in sorted(given.items()))})" if given else "")
+def scheduler_column(s: SchedulerSpec | PolicyRef) -> str:
+    """A scheduler as the runs' ``policy`` column: the name its traces give it (``label``: a built-in's kind,
+    ``file.py:Class`` for a user's) and the options given (``random-tier(p=0.4)``), so that two runs that differ
+    only in an option differ in the column too."""
+    given = s.options if isinstance(s, PolicyRef) else s.model_dump(mode="json", exclude_defaults=True,
+                                                                      exclude={"kind"})
+    return s.label + (f"({', '.join(f'{k}={v}' for k, v in sorted(given.items()))})" if given else "")
 
 
 def expand(campaign: Campaign, source: str | Path = "<campaign>", *, root: str | Path | None = None,

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import click
 
-from iolab.units import cell, column_formats, decimals_for, fmt, seconds  # re-exported: the command line's formatters
+from iolab.units import cell, column_formats, fmt, seconds  # re-exported: the command line's formatters
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4, per_row: bool = False) -> str:

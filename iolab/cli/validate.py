@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -86,7 +87,7 @@ def print_policy(run, spec) -> None:
                 for a, v in [*d["apps"].items(), ("makespan", d["makespan"])]]
         click.echo(table(["", "real median", "sim median [5..95 %]", "percentile", "error", "KS D", "verdict"],
                          rows))
-    click.get_text_stream("stdout").flush()
+    sys.stdout.flush()  # this policy's lines out before the next policy runs, whatever else wrote to stdout
 
 
 def parse_jitter(text: str):

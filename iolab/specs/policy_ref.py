@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from iolab.specs.base import StrictModel
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUPS", "USER", "builtin_or_user", "MAX_POLICY_FILE", "PolicyRef", "is_policy_ref", "parse_policy", "policy_label",
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUPS", "USER", "builtin_or_user", "MAX_POLICY_FILE", "PolicyRef", "is_policy_ref", "parse_policy",
            "registered", "user_policies"]
 
 #: the decision point -> the entry-point group an installed package registers its policies under
@@ -254,14 +254,6 @@ def parse_policy(value: object, point: str, builtins: tuple[str, ...] | frozense
     extra = f"; registered by installed packages: {', '.join(sorted(names))}" if names else ""
     raise ValueError(f"unknown {POINT_NAMES[point]} {text!r}; built-in: {', '.join(builtins)}{extra}; or your own "
                      "(file.py:Class, pkg.mod:Class, or {kind: python, path: ..., class: ...})")
-
-
-def policy_label(value: object) -> str:
-    """A decision point's value as one short text (a built-in's name, ``file.py:Class`` for a user's)."""
-    if isinstance(value, PolicyRef):
-        return str(value)
-    kind = getattr(value, "kind", None)
-    return str(kind if kind is not None else value)
 
 
 def user_policies(model: object, where: str = "") -> list[tuple[str, PolicyRef]]:

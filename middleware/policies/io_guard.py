@@ -81,7 +81,8 @@ def shippable(value: Any) -> Any:
 
 
 def policy_label(value: Any) -> str:
-    """A short text for an I/O policy value or object: a built-in's name, ``file.py:Class`` for a user's."""
+    """A short text for an I/O policy value or object: a built-in's name, ``file.py:Class`` for a user's.  What
+    a trace's ``policy`` attribute and a campaign's ``policy`` column call the policy."""
     if isinstance(value, str):
         return value
     if isinstance(value, PolicySource):

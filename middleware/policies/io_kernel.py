@@ -218,16 +218,24 @@ class IOKernel:
             self.check.phase(rank, index, kind, volume, t)
 
     # -- requests, grants, releases --------------------------------------------------------
-    def request(self, rank: int, phase: int, t: float, nbytes: int | None = None, unit_bytes: int = 1) -> IORequest:
-        """A real app asks for its I/O phase ``phase`` at ``t`` (``nbytes``: what it will move)."""
+    def request(self, rank: int, phase: int, t: float, nbytes: int | None = None, unit_bytes: int = 1,
+                kind: str | None = None) -> IORequest | None:
+        """A real app asks for its I/O phase ``phase`` at ``t`` (``nbytes``: what it will move; ``kind``: the
+        phase's kind as the app names it, refused if its spec's phase ``phase`` is not one).  None: the phase is
+        empty, nothing to arbitrate (no request is made)."""
+        app = self.apps[rank]
         held = self.asking[rank]
         if held is not None:
-            raise RuntimeError(f"app {self.apps[rank].id!r} already has an I/O request (phase {held.phase})")
+            raise RuntimeError(f"app {app.id!r} already has an I/O request (phase {held.phase})")
+        if kind is not None and not (0 <= phase < len(app.kinds) and app.kinds[phase] == kind):
+            raise ValueError(f"app {app.id!r}: phase {phase} is not a {kind} phase of its spec")
+        if app.amounts[phase] <= 0:
+            return None
         if nbytes is not None and self.check is not None:
             self.check.bytes_asked(rank, phase, int(nbytes), unit_bytes, t)
         self.idx[rank] = phase
         self.req_time[rank] = t
-        req = self.apps[rank].request(phase, t, self.start[rank], self.io_recv[rank])
+        req = app.request(phase, t, self.start[rank], self.io_recv[rank])
         if self.check is not None:
             self.check.request(req, t)
         self.asking[rank] = req
@@ -235,7 +243,7 @@ class IOKernel:
         if rank in self.suspended:
             self.held[rank] = req
         else:
-            node = self.apps[rank].io_node
+            node = app.io_node
             self.arbiters[node].submit(req)
             self.touched.add(node)
         return req

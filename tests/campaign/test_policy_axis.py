@@ -10,8 +10,13 @@ import sys
 import pytest
 
 from iolab.campaign.expand import expand, load_campaign
+from iolab.middleware.policies.batch.job_table import scheduler_label
+from iolab.middleware.policies.io_guard import policy_label
+from iolab.sim.io.run import simulate
+from iolab.specs.batch import BatchExperiment
+from iolab.specs.io import IOExperiment
 
-from policy_files import write
+from policy_files import batch_doc, write
 
 ORDERS = '''
 from iolab.policy import IOOrder
@@ -61,6 +66,40 @@ def test_an_io_campaign_expands_user_orders_beside_built_ins(tmp_path):
     assert [r.params["policy"] for r in runs] == ["fifo", "orders.py:LAS"] * 2
     user = runs[1].experiment["policy"]
     assert user["path"] == str(tmp_path / "pol" / "orders.py") and len(user["sha256"]) == 64
+
+
+def test_an_io_campaigns_policy_column_is_the_traces_policy_attribute(tmp_path):
+    """The column and the trace name a policy by one rule (io_guard's policy_label)."""
+    write(tmp_path, "orders.py", ORDERS)
+    camp = tmp_path / "c.json"
+    tbf = {"kind": "tbf", "rules": [{"job": "A*", "rate": 0.5}], "default_rate": 1.0}
+    camp.write_text(json.dumps({
+        "kind": "campaign", "name": "labels",
+        "base": {"platform": {"io_nodes": 1, "nodes_per_io_node": 8, "bandwidth": 1.0},
+                 "apps": [{"id": f"A{i}", "nodes": 2, "iterations": 2, "compute": 1.0 + i, "io_volume": 1.0}
+                          for i in range(3)]},
+        "axes": {"policies": ["fifo", tbf, "orders.py:LAS"]}}))
+    runs = expand(load_campaign(camp), camp)
+    assert [r.params["policy"] for r in runs] == ["fifo", "tbf", "orders.py:LAS"]
+    for r in runs:
+        spec = IOExperiment.model_validate(r.experiment)
+        assert r.params["policy"] == policy_label(spec.policy) == simulate(spec, strict=True).attrs["policy"]
+
+
+def test_a_batch_campaigns_policy_column_is_the_traces_scheduler_and_the_options_given(tmp_path):
+    """The trace's name for the scheduler (job_table's scheduler_label), then the options given: runs that
+    differ in an option differ in the column."""
+    write(tmp_path, "sjf.py", SJF)
+    camp = tmp_path / "c.json"
+    camp.write_text(json.dumps({
+        "kind": "campaign", "name": "labels", "base": batch_doc("fcfs"),
+        "axes": {"schedulers": ["easy", {"kind": "random-tier", "p": 0.4}, "sjf.py:SJF",
+                                {"kind": "python", "path": "sjf.py", "class": "SJF", "options": {"depth": 8}}]}}))
+    runs = expand(load_campaign(camp), camp)
+    assert [r.params["policy"] for r in runs] == ["easy", "random-tier(p=0.4)", "sjf.py:SJF", "sjf.py:SJF(depth=8)"]
+    for r, options in zip(runs, ["", "(p=0.4)", "", "(depth=8)"]):
+        spec = BatchExperiment.model_validate(r.experiment, context={"base_dir": tmp_path})
+        assert r.params["policy"] == scheduler_label(spec) + options
 
 
 @pytest.mark.ray

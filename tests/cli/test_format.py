@@ -53,3 +53,22 @@ def test_sizes_with_a_unit_read_back_as_the_same_bytes(b):
     text = format_size(b)
     assert parse_size(text) == b and text.split()[-1] in ("B", "kB", "MB", "GB", "TB", "PB")
     assert "e" not in text.split()[0].lower()
+
+
+def test_the_formatters_format_takes_from_units_are_used_there_or_imported_from_it():
+    """iolab.units writes each formatter once; format.py imports only those it uses or another module (the
+    package's, a test's, a benchmark's) imports from it."""
+    import ast
+
+    from shared_data import REPO
+
+    tree = ast.parse((REPO / "iolab" / "cli" / "format.py").read_text())
+    taken = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "iolab.units"
+             for a in n.names}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    imported = set()
+    for path in (p for d in REPO.iterdir() if d.is_dir() and not d.name.startswith(".") for p in d.rglob("*.py")):
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.module == "iolab.cli.format":
+                imported |= {a.name for a in n.names}
+    assert taken and not taken - used - imported, sorted(taken - used - imported)

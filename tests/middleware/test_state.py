@@ -11,7 +11,7 @@ from iolab.middleware.bucket import TokenBucket
 from iolab.middleware.policies.io_apps import IOApp
 from iolab.middleware.arbiter_state import AppFailed, ArbiterState
 
-from io_fakes import GrantsTwice, kernel_forgets_the_arbiters_release
+from io_fakes import GrantsTwice, checker_forgets_an_end, kernel_forgets_the_arbiters_release
 
 
 def two_apps(policy="fifo", lease=math.inf, cap=None, **kw):
@@ -177,6 +177,29 @@ def test_bad_calls_are_refused():
         ArbiterState([IOApp("A", 0, 1, 0.0, ["compute"], [1.0], 1.0)], policy="nope", bandwidth=1.0)
 
 
+def test_a_second_request_is_refused_whatever_phase_it_names():
+    """The kernel's refusal, the only one: it comes before the phase is looked at, so a second request for an
+    empty phase, or for one the spec does not have, is refused as a second request too."""
+    apps = [IOApp(id="A", rank=0, nodes=1, release=0.0, kinds=["write", "write", "compute"],
+                  amounts=[2.0, 0.0, 1.0], bandwidth=1.0)]
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, unit_bytes=5)
+    st.arrive("A", 0, 1, 0.0)
+    st.start(0.0)
+    st.gates(0.0)
+    assert st.request("A", 0, "write", 10, 1.0) is False
+    for phase, kind in ((0, "write"), (1, "write"), (2, "write"), (7, "read")):
+        with pytest.raises(RuntimeError) as err:
+            st.request("A", phase, kind, 0, 1.5)
+        assert str(err.value) == "app 'A' already has an I/O request (phase 0)"
+    st.dispatch(1.5)
+    st.release("A", 0, 2.0)
+    assert st.dispatch(2.0) == []
+    with pytest.raises(ValueError, match="phase 2 is not a write phase of its spec"):
+        st.request("A", 2, "write", 0, 2.5)
+    assert st.request("A", 1, "write", 0, 2.5) is True  # empty: nothing asked of the I/O node
+    assert st.kernel.asking[0] is None and not st.kernel.touched
+
+
 # -- strict mode (the I/O kernel's checker, on spec time) -------------------------------------------
 def test_strict_stops_a_second_grant_on_a_busy_io_node_in_spec_time():
     st = two_apps("fifo", strict=True, time_scale=0.5)
@@ -244,20 +267,26 @@ def test_strict_checks_the_bytes_an_app_asks_for_and_moves():
     assert (err.value.rule, err.value.subject, err.value.time) == ("phase-order", "app A", 3.0)
 
 
-def test_strict_passes_a_clean_run_and_lenient_state_does_not_check():
-    st = two_apps("fifo", strict=True)
-    t = 0.0
+def walk(st, app, t=0.0) -> float:
+    """``app`` of :func:`two_apps` walks its phases alone from ``t`` (compute 1 s, write 2 s) and ends ok; returns
+    its end."""
     for phase in (0, 1, 2, 3):
         if phase % 2 == 0:
-            st.report("A", phase, "compute", t, t + 1, 0)
+            st.report(app, phase, "compute", t, t + 1, 0)
             t += 1
             continue
-        st.request("A", phase, "write", 10, t)
-        assert [a for a, _ in st.dispatch(t)] == ["A"]
-        st.release("A", phase, t + 2)
-        st.report("A", phase, "write", t, t + 2, 10)
+        st.request(app, phase, "write", 10, t)
+        assert [a for a, _ in st.dispatch(t)] == [app]
+        st.release(app, phase, t + 2)
+        st.report(app, phase, "write", t, t + 2, 10)
         t += 2
-    st.finish("A", True, "", t)
+    st.finish(app, True, "", t)
+    return t
+
+
+def test_strict_passes_a_clean_run_and_lenient_state_does_not_check():
+    st = two_apps("fifo", strict=True)
+    walk(st, "A")
     assert st.apps["A"].status == "ok" and st.violation is None
     lenient = two_apps("fifo", strict=False)
     lenient.nodes[0] = GrantsTwice(lenient.policy, 0)
@@ -276,3 +305,43 @@ def test_a_packed_plan_waits_for_every_release_of_a_pack_even_with_one_pack_per_
     st.start(0.0)
     assert st.gates(1.0) == [] and st.next_due() == 4.0
     assert st.gates(4.0) == ["A", "B"]
+
+
+# -- the end of a run ---------------------------------------------------------------------------
+def test_the_last_app_to_end_ok_closes_the_kernel_once(monkeypatch):
+    st = two_apps("fifo", strict=True, time_scale=0.5)
+    closed = []
+    monkeypatch.setattr(st.kernel, "close", closed.append)
+    t = walk(st, "A")
+    assert closed == []  # B is still going
+    end = walk(st, "B", t)
+    assert closed == [end / 0.5] and st.violation is None  # at the spec time of B's end
+
+
+def test_a_run_where_an_app_failed_is_not_closed(monkeypatch):
+    checker_forgets_an_end(monkeypatch)  # a close would raise
+    st = two_apps("fifo", strict=True)
+    walk(st, "A")
+    st.fail("B", "processes exited with code 1", 7.0)
+    assert st.apps["B"].status == "failed" and st.violation is None
+
+
+def test_an_app_the_checker_lost_is_the_same_violation_as_in_the_simulator(monkeypatch):
+    """The close is the simulator's check at its last event: a run that ended well with an app the books
+    never saw end raises the same violation in both runtimes."""
+    from iolab.sim.io.run import simulate
+    from iolab.specs import parse_spec
+
+    checker_forgets_an_end(monkeypatch)
+    doc = {"name": "close", "platform": {"io_nodes": 1, "nodes_per_io_node": 2, "bandwidth": 1.0},
+           "apps": [{"id": a, "nodes": 1, "iterations": 2, "compute": 1.0, "io_volume": 2.0} for a in "AB"]}
+    with pytest.raises(InvariantViolation) as sim:
+        simulate(parse_spec(doc), strict=True)
+    st = two_apps("fifo", strict=True)
+    t = walk(st, "A")
+    with pytest.raises(InvariantViolation) as real:
+        walk(st, "B", t)
+    assert (real.value.rule, real.value.subject, real.value.detail) == \
+        (sim.value.rule, sim.value.subject, sim.value.detail) == \
+        ("unfinished", "app A", "the run is over while it has not ended")
+    assert st.violation is real.value

@@ -80,6 +80,18 @@ def test_a_request_twice_and_a_release_without_a_grant_are_refused():
     assert k.io_recv[0] == 2.0 and k.asking[0] is None
 
 
+def test_a_request_names_a_phase_of_its_kind_and_an_empty_one_asks_nothing():
+    k, _ = one_app(strict=False)  # the kernel's own protocol (the app reports no phase here)
+    k.begin(0, 0.0)
+    with pytest.raises(ValueError, match="'A': phase 0 is not a write phase of its spec"):
+        k.request(0, 0, 1.0, kind="write")  # phase 0 computes
+    with pytest.raises(ValueError, match="phase 4 is not a read phase"):
+        k.request(0, 4, 1.0, kind="read")  # the app has 4 phases
+    assert k.request(0, 1, 1.0, kind="write") is None  # empty: no request, no I/O node touched
+    assert k.asking[0] is None and not k.touched
+    assert k.request(0, 2, 1.0, 10, 5, kind="write").phase == 2 and k.touched == {0}
+
+
 def test_an_end_or_a_drop_opens_the_next_pack_of_its_io_node():
     apps = [IOApp(id=a, rank=i, nodes=1, release=r, kinds=["compute"], amounts=[1.0], bandwidth=1.0)
             for i, (a, r) in enumerate([("A", 0.0), ("B", 0.5), ("C", 9.0)])]
