@@ -31,7 +31,7 @@ import uuid
 
 from iolab.middleware.policies.controller.response_model import predictor_args
 from iolab.middleware.controller_actor import LoadControllerActor
-from iolab.middleware.policies.batch.kernel import RUNNING, SUSPENDED
+from iolab.middleware.policies.batch.kernel import CONTROLLED
 from iolab.middleware.policies.controller import ControllerParams
 from iolab.middleware.policies.interference import tier_laws
 from iolab.middleware.volume_probe import open_files
@@ -92,7 +92,7 @@ class ControllerDriver:
     def usages(self, run) -> list:
         out = []
         for j in run.kernel.running.values():
-            if j.state not in (RUNNING, SUSPENDED) or j.proc is None:
+            if j.state not in CONTROLLED or j.proc is None:
                 continue
             pids = self.suspender.pids(j.queued.id, j.proc.pid)
             files = {}
@@ -126,8 +126,8 @@ class ControllerDriver:
 
     # -- the effectors of a suspension (the batch driver's pause and unpause) ----------------------------
     def pause(self, j) -> bool:
-        """``j``'s process tree stops (False: it is not running, or its processes are gone)."""
-        if j.state != RUNNING or j.proc is None or j.proc.poll() is not None:
+        """``j``'s process tree stops (False: its processes are gone; the driver asks only for a running job)."""
+        if j.proc is None or j.proc.poll() is not None:
             return False
         return self.suspender.suspend(j.queued.id, j.proc.pid)
 

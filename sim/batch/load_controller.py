@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iolab.middleware.policies.batch.kernel import ENDED, STAGE_IN, STAGE_OUT, RUNNING, SUSPENDED
+from iolab.middleware.policies.batch.kernel import CONTROLLED, ENDED, SUSPENDED
 from iolab.middleware.policies.controller import ControllerParams, JobUsage, LoadController, OpenFile
 from iolab.middleware.policies.interference import InterferenceLaw
 
@@ -183,7 +183,7 @@ class SimController:
     def usages(self, engine, t: float) -> dict[str, JobUsage]:
         out = {}
         for s in engine.kernel.running.values():
-            if s.state not in (STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED) or s.step < 0:
+            if s.state not in CONTROLLED or s.step < 0:
                 continue
             files = []
             for v in self.models:

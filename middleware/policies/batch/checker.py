@@ -267,7 +267,7 @@ class BatchChecker:
 
     def suspended(self, job: str, t: float) -> None:
         j = self._job(job, t)
-        if j.state not in ("stage-in", "running", "stage-out"):
+        if j.state != "running":  # a stage copy is not the job's processes: only a running job is stopped
             raise InvariantViolation("job-state", t, job, f"suspend of a {j.state} job")
         j.resume_state, j.state = j.state, "suspended"
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Iterable, Protocol
 
-from iolab.middleware.policies.batch.kernel import ALLOCATING, DONE, KILLED, SUSPENDED, BatchKernel, JobState
+from iolab.middleware.policies.batch.kernel import ALLOCATING, DONE, KILLED, SUSPENDABLE, SUSPENDED, BatchKernel, JobState
 
 # the controller's resume action (``iolab.middleware.policies.controller.handler``), here by value: a batch run
 # without a load controller (every SWF trace) does not import the controller's package
@@ -84,8 +84,9 @@ class BatchDriver:
 
     # -- the load controller's actions ----------------------------------------------------------------
     def suspend(self, s: JobState, t: float) -> bool:
-        """``s`` stops where it is and keeps its nodes and space (False: its effect could not stop)."""
-        if not self.effects.pause(s, t):
+        """``s`` stops where it is and keeps its nodes and space (False: it is not running, or its effect
+        could not stop)."""
+        if s.state not in SUSPENDABLE or not self.effects.pause(s, t):
             return False
         self.kernel.suspend(s, t)
         return True

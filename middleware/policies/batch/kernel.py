@@ -86,6 +86,10 @@ FUTURE, QUEUED, ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED = (
 DONE, FAILED, KILLED = "done", "failed", "killed"
 HOLDING = frozenset({ALLOCATING, STAGE_IN, RUNNING, STAGE_OUT, SUSPENDED})  # hold nodes (and HPS bytes)
 ENDED = frozenset({DONE, FAILED, KILLED})
+# The load controller's jobs, in both runtimes: it sees the running and the suspended ones, and stops only a
+# running one (a stage copy is the storage manager's, not the job's processes, so no runtime can stop it).
+CONTROLLED = frozenset({RUNNING, SUSPENDED})
+SUSPENDABLE = frozenset({RUNNING})
 STATUS = {DONE: "ok", FAILED: "failed", KILLED: "killed"}  # the trace's status column
 POOL = "hps"  # disk id of an HPS without disks (one pool)
 MAX_IDLE_WAKES = 10_000  # calls a policy may ask for in a row with jobs waiting and nothing else left
@@ -653,7 +657,7 @@ class BatchKernel:
     def suspend(self, s: JobState, t: float) -> None:
         """Stop ``s``'s progress (the load controller, dheenadayalan2017 §4.3); it keeps its
         nodes and its HPS space, as a suspended LSF job keeps its slot."""
-        if s.state not in (STAGE_IN, RUNNING, STAGE_OUT):
+        if s.state not in SUSPENDABLE:
             raise InvariantViolation("job-state", t, s.queued.id, f"suspend of a {s.state} job")
         s.resume_state, s.state = s.state, SUSPENDED
         s.suspended_at = t

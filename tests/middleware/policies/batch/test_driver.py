@@ -37,11 +37,11 @@ class Effects:
         return True
 
 
-def make(jobs, scheduler=None):
+def make(jobs, scheduler=None, name="easy"):
     s = BatchExperiment.model_validate({
         "platform": {"nodes": 4, "lps": {"rate": "1 GB/s"}, "hps": {"rate": "15 GB/s", "capacity": "100 GB"},
                      "stage_rate": "5 GB/s"},
-        "scheduler": "easy", "workload": jobs})
+        "scheduler": name, "workload": jobs})
     k = BatchKernel.from_spec(s, load_workload(s), observer=BatchChecker(), scheduler=scheduler)
     fx = Effects(k)
     return k, fx, BatchDriver(k, fx)
@@ -126,3 +126,28 @@ def test_the_resume_kind_is_the_controllers():
     from iolab.middleware.policies.controller import RESUME
 
     assert driver.RESUME == RESUME  # the driver holds it by value (its package is not imported by every run)
+
+
+def test_only_a_running_job_is_suspended_in_either_runtime():
+    # a stage copy is the storage manager's, not the job's processes: the real run cannot stop it, so the
+    # simulator does not either; the driver refuses before any effect, the kernel and the checker likewise
+    import pytest
+
+    from iolab.invariants import InvariantViolation
+
+    k, fx, d = make([{"id": "a", "submit": 0, "nodes": 1, "walltime": 100, "runtime": 50, "input": "10GB",
+                      "output": "10GB", "storage": "20GB"}], name="sas")
+    (a,) = k.jobs
+    k.submit(a, 0.0)
+    d.decide(0.0)
+    assert a.state == "stage-in"
+    assert d.act([("suspend", "a", "hps", "volume loaded")], 1.0) == []
+    assert a.state == "stage-in" and not any(c[0] == "pause" for c in fx.calls)  # no effect was asked
+    with pytest.raises(InvariantViolation) as err:
+        k.suspend(a, 1.0)
+    assert err.value.rule == "job-state" and "suspend of a stage-in job" in str(err.value)
+    with pytest.raises(InvariantViolation):
+        k.observer.suspended("a", 1.0)  # the checker's own books say the same
+    k.enter(a, "running", 3.0)
+    assert d.act([("suspend", "a", "hps", "volume loaded")], 4.0) == [(4.0, "a", "suspend", "hps", "volume loaded")]
+
