@@ -636,8 +636,8 @@ def read_swf(path: str | Path, *, strict: bool = True, limit: int | None = None,
             bad = ~ok
             if not bad.any() and known[0] is not None:  # the common case: only the duplicates to look for, by columns
                 col = table[:, 0]
-                distinct = np.unique(col)
-                fresh = len(distinct) == len(col) and not _any_in(known[0], distinct)
+                distinct = np.sort(col)  # np.unique(col) if no two are equal (np.unique would load numpy.ma)
+                fresh = not (distinct[1:] == distinct[:-1]).any() and not _any_in(known[0], distinct)
                 if fresh and (limit is None or accepted[0] + len(col) <= limit):
                     merged = np.concatenate([known[0], distinct])
                     merged.sort(kind="stable")  # two sorted runs: merged in one pass
