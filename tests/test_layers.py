@@ -62,12 +62,12 @@ DEFERRED = frozenset({"yaml"})
 # subprocess) by a command that runs things here only (iolab/cli/network.py); the batch simulator's load controller
 # for a spec that has one; the Feitelson generator and the Theta reader for their workloads; the guards of a user's
 # policies (and the controller's handler they import) for a run that has one, the I/O policies for a batch platform
-# with I/O nodes.
+# with I/O nodes; the I/O level's metrics for a run of that level (iolab/metrics/__init__.py).
 DEFERRED_MODULES = frozenset({"iolab.specs.io", "iolab.specs.batch", "iolab.calibration",
                               "iolab.emulator.netns", "iolab.emulator.launchers", "iolab.emulator.ray_session",
                               "iolab.sim.batch.load_controller", "iolab.sim.batch.io_node_layer", "iolab.workloads.feitelson", "iolab.workloads.theta",
                               "iolab.workloads.job_columns", "iolab.middleware.policies.guard",
-                              "iolab.middleware.policies.io_guard"})
+                              "iolab.middleware.policies.io_guard", "iolab.metrics.io"})
 
 BOTTOM = frozenset({
     "iolab", "iolab.specs", "iolab.units", "iolab.calibration", "iolab.trace", "iolab.metrics",

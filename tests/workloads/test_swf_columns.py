@@ -266,6 +266,24 @@ def test_numpys_parser_reads_a_token_as_float_does_or_not_at_all():
         assert math.copysign(1, got) == math.copysign(1, want), tok
 
 
+def test_integer_lines_read_as_float_reads_them():
+    """:func:`swf._numbers` reads a block of integers with numpy's integer parser: the same floats as ``float``
+    (rounded alike past 2**53, an int64's overflow read by the float parser), ``-0`` included, on any line of
+    the block; a block with one float token is read by the float parser, every value as ``float`` reads it."""
+    def line(last: str) -> bytes:
+        return (" ".join(["1"] * 17) + " " + last).encode()
+
+    for tok in ("0", "-0", "+0", "-000", "7", "-1", "+12", "00012", str(2 ** 53 + 1), str(2 ** 63 - 1), str(2 ** 63),
+                str(-2 ** 63), str(-2 ** 63 - 1), "9" * 20):
+        for block in ([line(tok)], [line("5"), line(tok)], [line(tok), line("2.5")]):
+            table = swf._numbers(block)
+            assert table is not None, tok
+            for row, text in zip(table, block):
+                want = [float(x) for x in text.split()]
+                assert row.tolist() == want and [math.copysign(1, x) for x in row] == [math.copysign(1, x) for x in
+                                                                                        want], (tok, block)
+
+
 def test_the_readers_jobs_are_what_model_construct_builds(kth):
     """``SWFTrace.jobs`` builds its jobs without a call per job: each is still ``Job.model_construct`` of its
     fields, to the attribute order and the fields set, and jobs of one user share the user's string."""
