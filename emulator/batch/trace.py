@@ -18,7 +18,7 @@ from typing import Callable
 from iolab import calibration
 from iolab.middleware.policies.batch.kernel import ENDED
 from iolab.middleware.policies.batch.nodes import ranges
-from iolab.middleware.policies.batch.job_table import job_columns, platform_attrs, scheduler_label, trace_status
+from iolab.middleware.policies.batch.job_table import job_columns, platform_attrs, trace_status
 from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 from iolab.trace.provenance import provenance
@@ -41,7 +41,7 @@ def _nominal(s, p) -> dict[str, float]:
 def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | None, decisions: int,
                 work: Path, complete: bool, requests: list[tuple] = (), samples: list[tuple] = (),
                 predictions: list[tuple] = (), hosts: Callable[[JobRun], str] | None = None, io=None,
-                label: str | None = None) -> Trace:
+                label: str) -> Trace:
     """The trace of ``jobs`` (in submission order) run with the storage manager ``mgr`` from wall
     time ``t0``; an unreachable manager gives a trace without storage rows.  ``requests``: the
     kernel's request-level placement rows (split, requeued, refused, failed; spec bytes and
@@ -50,7 +50,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
     ``io``: the I/O nodes' actor of a platform with I/O nodes: an I/O phase then has one row per part
     (``io_node`` its I/O node, ``start`` the phase's start, ``end`` the part's end, ``volume`` its bytes)
     and every grant of a part is a ``grants`` row (its phase as the job's step index).  ``label``: the
-    scheduler's name in the trace (default: the spec's)."""
+    scheduler's name in the trace (:func:`~iolab.middleware.policies.batch.job_table.scheduler_label`)."""
     s, p = spec.emulator, spec.platform
     bs = s.bytes_scale
     by_id = {j.queued.id: j for j in jobs}
@@ -132,7 +132,7 @@ def batch_trace(spec: BatchExperiment, jobs: list[JobRun], mgr, *, t0: float | N
         wall_rates=_nominal(s, p) if s.bandwidth_cap else None,
         staging=[(st["start"], st["end"], float(st["bytes"])) for st in staging], stage_wall_rate=s.wall_rate(p.stage_rate))
     return tb.build(
-        **provenance(spec, "emulator-batch", real=True), **platform_attrs(spec, label or scheduler_label(spec)),
+        **provenance(spec, "emulator-batch", real=True), **platform_attrs(spec, label),
         time_scale=s.time_scale, bytes_scale=s.bytes_scale,
         bandwidth_cap=s.bandwidth_cap, decisions=decisions, complete=complete,
         wall_seconds=time.time() - t0 if t0 else 0.0, t0=t0 or 0.0, work_dir=str(work),
