@@ -120,16 +120,17 @@ def aggregate_per_k(phases):
     over it would charge the new k with the old one's rate); the aggregate is the sum of the writers'
     rates, weighted by the length of the interval when k is the same in several.  Time between a
     writer's rows (its switch from one checkpoint file to the next) moves nothing and is not counted.
-    The count starts once every writer has started: the writers are released together, and until the
-    last one's process is up (launches are staggered on a loaded machine) the first ones write their
-    first checkpoint, whose one-off costs (the first HDF5 file, the layout's probe) are not a k's rate."""
+    The count starts once every writer has written its first checkpoint: a writer's first row holds
+    one-off costs (the first HDF5 file, the layout's probe) that are not a k's rate, and the writers'
+    launches are staggered on a loaded machine, so the last one's first row can fall well inside the
+    window where all k write (a short one: the first writer ends after ten checkpoints)."""
     rows: dict[str, list] = {}
     for r in phases:
         if r["kind"] == "write":
             rows.setdefault(r["job"], []).append((r["start"], r["end"], r["volume"]))
     span = {j: (min(w[0] for w in ws), max(w[1] for w in ws)) for j, ws in rows.items()}
-    begin = max(s for s, _ in span.values())
-    cuts = sorted({t for s, e in span.values() for t in (s, e) if t >= begin})
+    begin = max(min(w[1] for w in ws) for ws in rows.values())  # every writer's first row has ended
+    cuts = sorted({begin} | {t for s, e in span.values() for t in (s, e) if t >= begin})
     moved, length = {}, {}
     for a, b in zip(cuts, cuts[1:]):
         active = [j for j, (s, e) in span.items() if s <= a and b <= e]
@@ -155,6 +156,12 @@ def test_the_measure_per_k_charges_each_k_its_own_rate():
     # before b's first write, a was alone at a tenth of the rate: not counted (the writers' start)
     rows[0]["volume"] = 0.5
     assert aggregate_per_k(rows) == {1: pytest.approx(1.0), 2: pytest.approx(1.0)}
+    # b's first row, slowed by its one-off costs, ends at 20: not counted either (a's rows from 20 on are)
+    rows[5]["volume"] = 1
+    assert aggregate_per_k(rows) == {1: pytest.approx(1.0), 2: pytest.approx(1.0)}
+    # what is counted is measured: a slower second row of b lowers k = 2's rate
+    rows[6]["volume"] = 2.5
+    assert aggregate_per_k(rows) == {1: pytest.approx(1.0), 2: pytest.approx(0.75)}
 
 
 @pytest.mark.parametrize("law", [{"gamma": 0.25, "knee": 1}, {"table": {2: 0.9, 3: 0.75, 4: 0.6}}],
