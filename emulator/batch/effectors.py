@@ -38,10 +38,11 @@ class JobEffectors:
         kernel placed, else launch it."""
         if not j.hosts:
             j.hosts = node_ids(j.node_ids)  # the kernel's allocator chose them (lowest free ids)
+        self._began(j)  # the loop's: its retry if it waits for disks, its predicted end
         if j.queued.id in self.early_runs and self._use_early(j):
             return
         if j.state == ALLOCATING:
-            return  # the kernel asks the disks again at j.retry_at
+            return  # the kernel asks the disks again at j.retry_at (the loop's retry)
         if j.state == STAGE_IN:
             bs = self.s.bytes_scale
             parts = [(d, int(b * bs)) for d, b in j.parts] if self.kernel.allocator is not None else None
@@ -178,9 +179,7 @@ class JobEffectors:
         inputs into its HPS directory), move them on, and drop the ones the kernel wasted."""
         import ray  # lazy: Ray only when a run starts
 
-        k = self.kernel
-        if now >= k.advance_due():
-            k.advance_check(now)
+        k = self.kernel  # (the kernel decided them at the loop's advance checks)
         bs = self.s.bytes_scale
         for job in k.early:
             if job not in self.early_runs:

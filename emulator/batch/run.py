@@ -60,7 +60,8 @@ from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.driver import BatchDriver
 from iolab.middleware.policies.batch.job_table import scheduler_label
-from iolab.middleware.policies.batch.kernel import ALLOCATING, HOLDING, KILLED, BatchKernel
+from iolab.middleware.policies.batch.kernel import ALLOCATING, FUTURE, HOLDING, KILLED, BatchKernel
+from iolab.middleware.policies.batch.loop import BatchLoop
 from iolab.middleware.policies.interference import law_of, tier_laws
 from iolab.middleware.io_node_actor import IONodes
 from iolab.middleware.storage_actor import StorageManager
@@ -120,10 +121,12 @@ def run_batch_emulation(spec: BatchExperiment, *, out: str | Path | None = None,
 LIVE_EVERY = 0.5  # wall seconds between snapshots for a live view
 
 
-class BatchEmulation(JobEffectors):
-    """The batch driver advanced on wall time, with the effectors of a real run (:class:`JobEffectors`)."""
+class BatchEmulation(JobEffectors, BatchLoop):
+    """The batch loop (:class:`BatchLoop`, the simulator's) on the wall clock, with the effectors of a real
+    run (:class:`JobEffectors`): a poll of the jobs' processes and copies every ``poll`` wall seconds
+    (:meth:`_poll`) is its own event."""
 
-    poll = 0.05
+    poll = 0.05  # wall seconds between two polls
 
     def __init__(self, spec: BatchExperiment, jobs: list, work: Path, mpiexec: str, address: str | None,
                  progress: StatusLine, on_launch: Callable[[str, Any], None] | None = None,
@@ -137,6 +140,11 @@ class BatchEmulation(JobEffectors):
         self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict), scheduler=scheduler,
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.driver = BatchDriver(self.kernel, self)  # the instants: decide, retry, end, kill, suspend, resume
+        self.state = self.kernel.jobs  # the loop's jobs, in submit order
+        self.links: dict = {}  # no simulated link: bytes move in the jobs' processes and the manager's copies
+        self.clock = self._wait
+        self._loop_state()
+        self.instant = 0.0  # spec seconds: the time of the instant the loop is at (now())
         self.kernel.on_kill = self._killed_by_policy  # a policy's kill is noted, then the driver's
         self.label = scheduler_label(spec, scheduler)  # what the trace calls it
         self.policy = self.kernel.policy
@@ -161,7 +169,21 @@ class BatchEmulation(JobEffectors):
 
     # -- clock ----------------------------------------------------------------------------------
     def now(self) -> float:
+        """The instant's time, spec seconds: what every decision and state change of an instant is stamped with."""
+        return self.instant
+
+    def wall_now(self) -> float:
+        """Spec seconds elapsed on the wall clock since the run's start."""
         return (time.time() - self.t0) / self.s.time_scale
+
+    def _wait(self, t: float) -> float:
+        """The loop's clock: sleep until spec time ``t`` (at most a poll ahead while the run goes), and the
+        instant is when it is then (never before the last one)."""
+        ahead = self.t0 + t * self.s.time_scale - time.time()
+        if ahead > 0:
+            time.sleep(ahead)
+        self.instant = max(self.instant, self.wall_now())
+        return self.instant
 
     # -- life cycle -------------------------------------------------------------------------------
     def run(self, out: str | Path | None) -> Trace:
@@ -238,6 +260,8 @@ class BatchEmulation(JobEffectors):
 
     def _interrupted(self, out, why: str = "interrupted") -> None:
         self.progress.note(f"{why}: killing every job")
+        if self.t0 is not None:
+            self.instant = max(self.instant, self.wall_now())  # the jobs end now, not at the last poll
         if self.controller is not None:
             self.controller.release(self, "interrupted")
         self._kill_all()
@@ -257,49 +281,47 @@ class BatchEmulation(JobEffectors):
     def _kill_all(self) -> None:
         self.procs.kill_all(self.jobs)
 
-    # -- the loop: the kernel on wall time ----------------------------------------------------------
+    # -- the loop on wall time: its poll --------------------------------------------------------------
     def _loop(self) -> None:
+        self.loop()  # the batch loop (iolab.middleware.policies.batch.loop) with this clock and these effectors
+
+    def _start(self) -> None:
+        self.push_poll(0.0)
+        self._last_line = self._last_shown = -math.inf
+
+    def _poll(self, t: float) -> None:
+        """A poll at ``t``: each job's processes and copies move it on (its end), the load controller's
+        cycle if due, advance stage-in's early copies, the strict I/O-node checks, the partial trace, the
+        live view; the next poll, while jobs are left."""
         k = self.kernel
-        future = list(self.jobs)
-        last = last_shown = -math.inf
-        while True:
-            now = self.now()
-            while future and future[0].queued.submit <= now:
-                k.submit(future.pop(0), now)
-            for j in list(k.running.values()):
-                if j.state == ALLOCATING:
-                    if now >= j.retry_at:
-                        self.driver.retry(j, now)
-                else:
-                    if now >= k.estimate_due(j):  # the predictor's estimate is revised at its predicted end
-                        k.extend_estimate(j, now)
-                    self._advance(j)
-            if self.controller is not None:
-                self.controller.step(self)
-            if k.wakes:
-                k.wake_due(now)  # a call the policy asked for (Decision.wake_at) is due: decide now
-            self.driver.decide(self.now())
-            if k.advance is not None:
-                self._advance_early(self.now())
-            self._check_io()
-            self._write_partial()
-            if self.work_deleted is None and not self.work.is_dir():
-                self.work_deleted = self.now()
-                self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and "
-                                   "checkpoints are lost")
-            if not future and not k.queue and not k.running:
-                self._check_io(force=True)
-                self._progress_line(force=True)
-                return
-            if not future and not k.running and not k.changed:
-                k.stalled(self.now())  # jobs wait, nothing else is left: only a call the policy asked for
-            if time.time() - last >= self.s.progress_every:
-                self._progress_line()
-                last = time.time()
-            if self.progress.live and time.time() - last_shown >= LIVE_EVERY:
-                self.progress.show(self.snapshot())
-                last_shown = time.time()
-            time.sleep(self.poll)
+        for j in list(k.running.values()):
+            if j.state != ALLOCATING:  # (a job waiting for disks retries at its retry_at: the loop's event)
+                self._advance(j)
+        if self.controller is not None:
+            self.controller.step(self)
+        if k.advance is not None:
+            self._advance_early(t)
+        self._check_io()
+        self._write_partial()
+        if self.work_deleted is None and not self.work.is_dir():
+            self.work_deleted = t
+            self.progress.note(f"the work folder {self.work} was deleted during the run: its logs and "
+                               "checkpoints are lost")
+        arriving = any(j.state == FUTURE for j in self.jobs)
+        if not arriving and not k.queue and not k.running:
+            self._check_io(force=True)
+            self._progress_line(force=True)
+            self._heap.clear()  # the run is over: nothing left in the heap (a stale estimate) is waited for
+            return
+        if not arriving and not k.running and not k.changed:
+            k.stalled(t)  # jobs wait, nothing else is left: only a call the policy asked for
+        if time.time() - self._last_line >= self.s.progress_every:
+            self._progress_line()
+            self._last_line = time.time()
+        if self.progress.live and time.time() - self._last_shown >= LIVE_EVERY:
+            self.progress.show(self.snapshot())
+            self._last_shown = time.time()
+        self.push_poll(t + self.poll / self.s.time_scale)
 
     def _check_io(self, force: bool = False) -> None:
         """Strict mode: the I/O nodes' checks broke a rule (the actor keeps the first violation): stop

@@ -29,8 +29,6 @@ node-allocation-prediction studies need plans over time.
 from __future__ import annotations
 
 import heapq
-import itertools
-import math
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -40,11 +38,11 @@ from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.driver import BatchDriver
 from iolab.middleware.policies.batch.kernel import (ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, SUSPENDED, BatchKernel,
                                                     JobState)
+from iolab.middleware.policies.batch.loop import _STEP_END, PROGRESS_EVERY, BatchLoop
 
 from iolab.sim.fairshare import FairShareLink
 from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_lists
 
-_SUBMIT, _STEP_END, _LINK, _RETRY, _ESTIMATE, _ADVANCE, _CONTROL = 0, 1, 2, 3, 4, 5, 6  # _CONTROL: the load controller's own events
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
 
 
@@ -111,14 +109,13 @@ class BatchRecord:
     grants: list[tuple] = field(default_factory=list)  # I/O nodes' grants (job, phase, io_node, request, grant, release)
 
 
-PROGRESS_EVERY = 16384  # events between two progress calls
 PHASE_MODES = ("all", "jobs", "none")  # what a run keeps of its phases (BatchEngine.around)
 
 
-class BatchEngine:
-    """Runs a :class:`BatchKernel` on simulated time.  Built from the kernel's arguments
-    (``BatchEngine(jobs, policy, total_nodes=..., ...)``) or around a kernel
-    (:meth:`around`)."""
+class BatchEngine(BatchLoop):
+    """Runs a :class:`BatchKernel` on simulated time (the batch loop, :class:`BatchLoop`, without a
+    clock).  Built from the kernel's arguments (``BatchEngine(jobs, policy, total_nodes=..., ...)``) or
+    around a kernel (:meth:`around`)."""
 
     def __init__(self, jobs, policy: BatchPolicy, *, total_nodes: int, hps_capacity: float,
                  rates: TierRates, memory_per_node: float, rows: bool = True,
@@ -168,28 +165,20 @@ class BatchEngine:
         ph = self.rec.phases  # its columns' appends, bound once (a row per phase)
         self._row_appends = (ph.job.append, ph.index.append, ph.kind.append, ph.start.append, ph.end.append,
                              ph.volume.append, ph.tier.append)
-        self._heap: list[tuple] = []
-        self._seq = itertools.count()
-        self._touched_links: set[str] = set()
-        self._step_end: dict[int, float] = {}  # job index -> end of its current compute step
+        self._loop_state()  # the loop's heap, its links touched, its timed steps' ends
         self._paused: dict[int, float] = {}  # suspended job index -> seconds or bytes left of its step
         self.controller = None  # a load controller driver (iolab.sim.batch.load_controller), if the spec has one
         # the platform's I/O nodes (iolab.sim.batch.io_node_layer): they stand in for the tier links, if any
         self.io_nodes = None
-        # progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
-        self.progress: Callable[[float, int, int], None] | None = None
-        self.events = 0  # events taken (set when the run ends)
+        # on_progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
+        self.on_progress: Callable[[float, int, int], None] | None = None
         self.driver = BatchDriver(kernel, self)  # the instants; it answers the policy's kills
-
-    # -- helpers ------------------------------------------------------------
-    def _push(self, t: float, ev: int, arg) -> None:
-        heapq.heappush(self._heap, (t, next(self._seq), ev, arg))
 
     # -- the effectors (iolab.middleware.policies.batch.driver.JobEffects) ----------------------------
     def begin(self, s: JobState, t: float) -> None:
         """A job the kernel started (or placed after a retry) begins its steps on its tier."""
         if s.state == ALLOCATING:
-            self._push(s.retry_at, _RETRY, s.index)
+            self._began(s)  # its retry
             return
         k = self.kernel
         steps = s.steps = self._step_list(s.job, s.tier)
@@ -208,14 +197,7 @@ class BatchEngine:
         else:
             s.step = -1
             self._go_on(s, t)
-        if k.predictor is not None:  # without a predictor no estimate is ever revised (estimate_due: inf)
-            self._watch_estimate(s)  # after the first step's end: a job ending at its predicted end is not extended
-
-    def _watch_estimate(self, s: JobState) -> None:
-        """The predictor's estimate of a running job is revised at its predicted end."""
-        due = self.kernel.estimate_due(s)
-        if due < math.inf:
-            self._push(due, _ESTIMATE, s.index)
+        self._began(s)  # its predicted end, after its first step's end is scheduled
 
     def _go_on(self, s: JobState, t: float, done=None) -> None:
         """``done``, the step of ``s`` that ended at ``t`` (None at the job's start), leaves its phase row
@@ -310,129 +292,12 @@ class BatchEngine:
             self._touched_links.add(st.link)
         return True
 
-    # -- main loop --------------------------------------------------------
-    def push_control(self, t: float, arg) -> None:
-        """A load-controller event at ``t`` (the controller's ``event`` gets ``arg`` back)."""
-        self._push(t, _CONTROL, arg)
-
+    # -- the run ------------------------------------------------------------------------------------------
     def run(self) -> BatchRecord:
-        k = self.kernel
-        # The submissions are not in the heap: the jobs are in submit order (the kernel sorts them), so
-        # the next one is read from this list.  At an instant they are handled before the heap's events,
-        # as when each was pushed first (the lowest sequence numbers): the same order, n pushes fewer.
-        submits = [s.queued.submit for s in self.state]
-        n_jobs = len(submits)
-        if self.controller is not None:
-            self.controller.start(self)
-        heap = self._heap
-        heappop, seq = heapq.heappop, self._seq
-        state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
-        go_on, submit, finish, decide, lean = self._go_on, k.submit, k.finish, k.decide, not self._all_rows
-        begin, retry = self.begin, self.driver.retry
-        # The links' completions are not in the heap either: a link has one completion event at a time,
-        # (time, sequence number, name, the link's version then), the one scheduled last; it goes stale
-        # when the link changes (its version moves) and is replaced when the link is scheduled again.
-        # ``due`` holds them by link, ``first`` the earliest by (time, sequence number), and the loop
-        # takes it between the heap's events in sequence order: the order a heap holding them gave.
-        # Every event scheduled is counted once, when it is taken, dropped stale or replaced.
-        due: dict[str, tuple] = {}
-        first = None
-        events = 0
-        submitted = 0
-        report = PROGRESS_EVERY if self.progress is not None else math.inf
-        advance_at: set[float] = set()  # times of the early-copy checks in the heap
-        inf = math.inf
-        wakes = k.wakes  # the times the policy asked to be called at (Decision.wake_at): not in the heap
-        while heap or submitted < n_jobs or first is not None or (wakes and k.queue):
-            t = heap[0][0] if heap else inf
-            if first is not None and first[0] < t:
-                t = first[0]
-            if submitted < n_jobs and submits[submitted] <= t:
-                t = submits[submitted]
-            if wakes and wakes[0] <= t:
-                if t == inf and not k.running:  # only the policy's calls are left
-                    k.stalled(wakes[0])
-                t = wakes[0]
-                k.wake_due(t)
-                events += 1
-            if events >= report:
-                self.progress(t, submitted, n_jobs)
-                report = events + PROGRESS_EVERY
-            while submitted < n_jobs and submits[submitted] == t:
-                submit(state[submitted], t)
-                submitted += 1
-                events += 1
-            while True:
-                if heap and heap[0][0] == t and (first is None or first[0] != t or heap[0][1] < first[1]):
-                    _, _, ev, arg = heappop(heap)
-                    events += 1
-                    if ev == _STEP_END:  # the most frequent events first
-                        if step_end.get(arg) != t:
-                            continue  # the step was suspended (its end moved)
-                        del step_end[arg]
-                        s = state[arg]
-                        if lean and len(s.steps) == 1:  # its one compute step ended: _go_on's last turn, inline
-                            s.step = 1
-                            finish(s, t)
-                            s.steps = ()
-                        else:
-                            go_on(s, t, s.steps[s.step])
-                    elif ev == _CONTROL:
-                        self.controller.event(self, arg, t)
-                    elif ev == _ADVANCE:  # an early stage-in may be due under the current plan
-                        advance_at.discard(t)
-                        k.advance_check(t)
-                    elif ev == _ESTIMATE:  # still running at its predicted end: the prediction doubles
-                        s = state[arg]
-                        if k.extend_estimate(s, t):
-                            self._watch_estimate(s)
-                    else:  # _RETRY: ask the disks again for a requeued HPS placement (unless it was killed)
-                        retry(state[arg], t)
-                elif first is not None and first[0] == t:  # a link's completion
-                    _, _, name, version = first
-                    del due[name]
-                    first = min(due.values()) if due else None
-                    events += 1
-                    link = links[name]
-                    if version != link.version:
-                        continue
-                    for idx in link.pop_finished(t):
-                        s = state[idx]
-                        st = s.steps[s.step]
-                        if k.observer is not None and st.link == "stage":
-                            early = k.early_staged.get(s.queued.id, 0.0) if st.kind == "stage-in" else 0.0
-                            k.staged(s, st.kind, st.amount + early, t)
-                        go_on(s, t, st)
-                    touched.add(name)
-                else:
-                    break
-            # the driver's decide (BatchDriver.decide: again while a decision's starts end at once, runtime 0),
-            # inline: once per instant at which something changed (a call there costs: docs/results.md)
-            decided = False
-            while k.changed:
-                decided = True
-                for s in decide(t):
-                    begin(s, t)
-            if k.advance is not None and (decided or heap or due):  # (the heap's next event is later than t)
-                d = k.advance_due()
-                if t < d < math.inf and d not in advance_at:  # one check per due time
-                    advance_at.add(d)
-                    self._push(d, _ADVANCE, None)
-            if touched:
-                for name in sorted(touched) if len(touched) > 1 else touched:
-                    link = links[name]
-                    nxt = link.next_completion()
-                    if name in due:  # replaced (stale: the link changed since it was scheduled)
-                        events += 1
-                        del due[name]
-                    if nxt < inf:
-                        due[name] = (nxt if nxt > t else t, next(seq), name, link.version)
-                touched.clear()
-                first = min(due.values()) if due else None
-        self.events = events
+        t = self.loop()  # the batch loop on simulated time (iolab.middleware.policies.batch.loop)
         self._close()
-        if k.queue:
-            k.stalled(t)  # (raises: no call is left)
+        if self.kernel.queue:
+            self.kernel.stalled(t)  # (raises: no call is left)
         return self.rec
 
     def _close(self) -> None:

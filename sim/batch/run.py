@@ -47,7 +47,7 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     engine = BatchEngine.around(kernel, memory_per_node=spec.platform.memory_per_node, rows=rows,
                                 overheads=spec.platform.overheads, phases=phases,
                                 laws={name: law for name, law in laws.items() if not law.lossless})
-    engine.progress = progress
+    engine.on_progress = progress
     c = getattr(spec, "controller", None)
     if c is not None:  # its volume model holds with the controller off too (the same platform)
         from iolab.sim.batch.load_controller import SimController  # lazy: the load controller, for a spec that has one
