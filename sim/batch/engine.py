@@ -41,6 +41,7 @@ from iolab.middleware.policies.batch.kernel import (ALLOCATING, RUNNING, STAGE_I
 from iolab.middleware.policies.batch.loop import _STEP_END, PROGRESS_EVERY, BatchLoop
 
 from iolab.sim.fairshare import FairShareLink
+from iolab.middleware.policies.batch.io_parts import through_io_nodes
 from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_lists
 
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
@@ -48,10 +49,11 @@ _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: runni
 
 class PhaseColumns:
     """The phase rows of a batch run, column by column: times and volumes as arrays of doubles, no
-    tuple and no boxed float per row (a row cost ~170 B, 41 MB on SDSC-BLUE; now ~48 B).  Columns in
-    the trace schema's order, ``io_node`` -1 (None: no column) unless the platform's I/O nodes gave each
-    part its row (``iolab.sim.batch.io_node_layer``); ``columns()`` is what ``TraceBuilder.extend_columns``
-    takes, ``rows()`` (and iteration) the same rows as tuples, as ``BatchRecord.phases`` held them before."""
+    tuple and no boxed float per row (~48 B a row, where a tuple of boxed floats is ~170 B).  Columns in
+    the trace schema's order; ``io_node`` is None (no column: -1 in ``rows()``) unless the platform has I/O
+    nodes, where a tier phase that went through them has a row per part (``BatchEngine._part_rows``);
+    ``columns()`` is what ``TraceBuilder.extend_columns`` takes, ``rows()`` (and iteration) the same rows as
+    tuples."""
 
     __slots__ = ("job", "index", "kind", "start", "end", "volume", "tier", "io_node")
 
@@ -170,6 +172,7 @@ class BatchEngine(BatchLoop):
         self.controller = None  # a load controller driver (iolab.sim.batch.load_controller), if the spec has one
         # the platform's I/O nodes (iolab.sim.batch.io_node_layer): they stand in for the tier links, if any
         self.io_nodes = None
+        self._parts_ended: dict | None = None  # the I/O nodes' book of the parts of each phase ended (their rows)
         # on_progress(t, submitted, total): called every PROGRESS_EVERY events (a front end throttles and prints)
         self.on_progress: Callable[[float, int, int], None] | None = None
         self.driver = BatchDriver(kernel, self)  # the instants; it answers the policy's kills
@@ -213,14 +216,17 @@ class BatchEngine(BatchLoop):
                     if kind != COMPUTE:
                         self._io_time[s.index] += t - s.step_start
                     if self._all_rows:
-                        job, index, kinds, start, end, volume, tier = self._row_appends
-                        job(s.queued.id)
-                        index(done.index if done.index >= 0 else i)
-                        kinds(kind)
-                        start(s.step_start)
-                        end(t)
-                        volume(0.0 if kind == COMPUTE else done.amount)
-                        tier("stage" if done.link == "stage" else s.tier)
+                        if self._parts_ended is not None:  # on a platform with I/O nodes: a row per part
+                            self._part_rows(s, i, done, t)
+                        else:
+                            job, index, kinds, start, end, volume, tier = self._row_appends
+                            job(s.queued.id)
+                            index(done.index if done.index >= 0 else i)
+                            kinds(kind)
+                            start(s.step_start)
+                            end(t)
+                            volume(0.0 if kind == COMPUTE else done.amount)
+                            tier("stage" if done.link == "stage" else s.tier)
             i += 1
             if i >= n:
                 break
@@ -247,6 +253,19 @@ class BatchEngine(BatchLoop):
         # straight away (the hot path: once per job)
         self.kernel.finish(s, t)
         s.steps = ()  # read only while the job runs: 243 306 step lists on SDSC-BLUE otherwise
+
+    def _part_rows(self, s: JobState, i: int, done, t: float) -> None:
+        """The phase rows of step ``i`` of ``s`` (``done``, ended at ``t``) on a platform with I/O nodes: a
+        tier phase that went through them has a row per part (the phase's start, the part's end, bytes and
+        I/O node: the book's, :attr:`IONodeBook.ended`); any other phase one row, ``io_node`` -1."""
+        ph = self.rec.phases
+        kind, job = done.kind, s.queued.id
+        index = done.index if done.index >= 0 else i
+        tier = "stage" if done.link == "stage" else s.tier
+        parts = self._parts_ended.get((job, index)) if through_io_nodes(tier) else None
+        for node, nbytes, end in parts or ((-1, 0.0 if kind == COMPUTE else done.amount, t),):
+            ph.append(job, index, kind, s.step_start, end, nbytes, tier)
+            ph.io_node.append(node)
 
     def halt(self, s: JobState, t: float, state: str, message: str) -> None:
         """``s`` ends: a step it was cut short in stops where it is (its stream leaves its link, its timed

@@ -36,7 +36,7 @@ import math
 
 from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.middleware.policies.batch.io_node_book import IONodeBook, IOPart, IOPhase
-from iolab.middleware.policies.batch.io_parts import JobIOFacts, node_counts, through_io_nodes
+from iolab.middleware.policies.batch.io_parts import JobIOFacts, node_counts
 from iolab.middleware.policies.interference import law_of
 from iolab.workloads.steps import job_steps
 
@@ -101,6 +101,9 @@ class IONodeLayer:
             engine.links[name] = TierView(self, name)
             self.share[name] = float(getattr(d, name)) if d is not None else 1.0
         engine.io_nodes = self
+        if engine._all_rows:  # the phase rows: one per part of a phase through them (BatchEngine._part_rows)
+            engine._parts_ended = self.io_book.ended
+            engine.rec.phases.io_node = []
 
     # -- the link interface (through TierView) -------------------------------------------------
     def add(self, key: int, amount: float, now: float, tier: str) -> None:
@@ -267,33 +270,6 @@ class IONodeLayer:
             for part, x in zip(parts, shares):
                 caps[index[id(part)]] = total * x
         return caps
-
-    # -- the trace -------------------------------------------------------------------------------------------
-    def expand_rows(self, phases) -> None:
-        """Give ``phases`` (the engine's :class:`~iolab.sim.batch.engine.PhaseColumns`) one row per part
-        of each phase that went through I/O nodes: the phase's start, the part's end, bytes and I/O node;
-        every other row keeps ``io_node`` -1."""
-        cols = phases.columns()
-        out = {name: [] for name in cols}
-        out["io_node"] = []
-        ended = self.io_book.ended
-        for i in range(len(phases)):
-            key = (cols["job"][i], cols["index"][i])
-            parts = ended.get(key) if through_io_nodes(cols["tier"][i]) else None
-            if not parts:
-                for name in cols:
-                    out[name].append(cols[name][i])
-                out["io_node"].append(-1)
-                continue
-            for node, nbytes, end in parts:
-                for name in cols:
-                    out[name].append(cols[name][i])
-                out["end"][-1] = end
-                out["volume"][-1] = nbytes
-                out["io_node"].append(node)
-        phases.job, phases.index, phases.kind, phases.tier = out["job"], out["index"], out["kind"], out["tier"]
-        phases.start, phases.end, phases.volume = out["start"], out["end"], out["volume"]
-        phases.io_node = out["io_node"]
 
 
 class TierView:

@@ -63,8 +63,6 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
         rec = engine.run()
         layer.close(max((s.end for s in rec.jobs), default=0.0))
         rec.grants = layer.grants
-        if len(rec.phases):
-            layer.expand_rows(rec.phases)
         return rec
     except InvariantViolation as exc:  # a broken rule or a policy that raised: what ran so far goes with it
         exc.record = engine.partial()

@@ -223,7 +223,6 @@ def run_with(sp, controller=None):
     e.controller = controller
     rec = e.run()
     layer.close(max(s.end for s in rec.jobs))
-    layer.expand_rows(rec.phases)
     return rec, layer
 
 
@@ -266,7 +265,7 @@ def test_without_io_nodes_the_layer_is_never_touched(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the I/O-node layer was touched on a platform without I/O nodes")
 
-    for name in ("add", "remove", "next_completion", "pop_finished", "install", "expand_rows"):
+    for name in ("add", "remove", "next_completion", "pop_finished", "install"):
         monkeypatch.setattr(io_nodes.IONodeLayer, name, boom)
     monkeypatch.setattr(io_nodes, "max_min_rates", boom)
     monkeypatch.setattr(io_parts, "split_parts", boom)
