@@ -58,10 +58,9 @@ from typing import Any, Callable
 from iolab.errors import RunError
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checker import BatchChecker
-from iolab.middleware.policies.batch.driver import BatchDriver
+from iolab.middleware.policies.batch.driver import BatchDriver, BatchLoop
 from iolab.middleware.policies.batch.job_table import scheduler_label
 from iolab.middleware.policies.batch.kernel import ALLOCATING, FUTURE, HOLDING, KILLED, BatchKernel
-from iolab.middleware.policies.batch.loop import BatchLoop
 from iolab.middleware.policies.interference import law_of, tier_laws
 from iolab.middleware.io_node_actor import IONodes
 from iolab.middleware.storage_actor import StorageManager
@@ -283,7 +282,7 @@ class BatchEmulation(JobEffectors, BatchLoop):
 
     # -- the loop on wall time: its poll --------------------------------------------------------------
     def _loop(self) -> None:
-        self.loop()  # the batch loop (iolab.middleware.policies.batch.loop) with this clock and these effectors
+        self.loop()  # the batch loop (iolab.middleware.policies.batch.driver) with this clock and these effectors
 
     def _start(self) -> None:
         self.push_poll(0.0)

@@ -35,13 +35,12 @@ from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
 from iolab.middleware.policies.batch.checker import BatchChecker
-from iolab.middleware.policies.batch.driver import BatchDriver
 from iolab.middleware.policies.batch.kernel import (ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, SUSPENDED, BatchKernel,
                                                     JobState)
-from iolab.middleware.policies.batch.loop import _STEP_END, PROGRESS_EVERY, BatchLoop
+from iolab.middleware.policies.batch.driver import _STEP_END, PROGRESS_EVERY, BatchDriver, BatchLoop
 
 from iolab.sim.fairshare import FairShareLink
-from iolab.middleware.policies.batch.io_parts import through_io_nodes
+from iolab.middleware.policies.batch.io_parts import TIER_LINKS
 from iolab.workloads.steps import COMPUTE, FIXED, OVERHEADS, step_lists
 
 _STATE_OF = {"stage-in": STAGE_IN, "stage-out": STAGE_OUT}  # other steps: running
@@ -262,7 +261,7 @@ class BatchEngine(BatchLoop):
         kind, job = done.kind, s.queued.id
         index = done.index if done.index >= 0 else i
         tier = "stage" if done.link == "stage" else s.tier
-        parts = self._parts_ended.get((job, index)) if through_io_nodes(tier) else None
+        parts = self._parts_ended.get((job, index)) if tier in TIER_LINKS else None  # (io_parts.through_io_nodes)
         for node, nbytes, end in parts or ((-1, 0.0 if kind == COMPUTE else done.amount, t),):
             ph.append(job, index, kind, s.step_start, end, nbytes, tier)
             ph.io_node.append(node)
@@ -313,7 +312,7 @@ class BatchEngine(BatchLoop):
 
     # -- the run ------------------------------------------------------------------------------------------
     def run(self) -> BatchRecord:
-        t = self.loop()  # the batch loop on simulated time (iolab.middleware.policies.batch.loop)
+        t = self.loop()  # the batch loop on simulated time (iolab.middleware.policies.batch.driver)
         self._close()
         if self.kernel.queue:
             self.kernel.stalled(t)  # (raises: no call is left)

@@ -272,7 +272,7 @@ def test_simulate_prints_the_time_left_in_its_progress_lines(tmp_path, monkeypat
     import re
 
     import iolab.cli.simulate as simulate
-    import iolab.middleware.policies.batch.loop as engine  # the batch loop calls the hook
+    import iolab.middleware.policies.batch.driver as engine  # the batch loop calls the hook
 
     monkeypatch.setattr(simulate, "SimProgress", functools.partial(simulate.SimProgress, every=0))
     monkeypatch.setattr(engine, "PROGRESS_EVERY", 16)  # a call every 16 events, not 16 384: a small run has several

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from iolab.cli.simulate import SimProgress
-from iolab.middleware.policies.batch import loop as engine_mod  # the batch loop calls the hook
+from iolab.middleware.policies.batch import driver as engine_mod  # the batch loop calls the hook
 from iolab.sim.batch.run import run_batch
 from iolab.specs.load import parse_spec
 

@@ -1,4 +1,4 @@
-"""The batch loop under two clocks: the simulator's (none: it jumps to its next event) and a polled one.
+"""The batch driver's loop under two clocks: the simulator's (none: it jumps to its next event) and a polled one.
 
 ``Polled`` is a runtime written here the way the real run is built: it learns of a job's end only when it
 polls (a poll is its own event, every ``poll`` seconds), and its clock may hand back a later time than the
@@ -14,9 +14,8 @@ import math
 import pytest
 
 from iolab.middleware.policies.batch.checker import BatchChecker
-from iolab.middleware.policies.batch.driver import BatchDriver
+from iolab.middleware.policies.batch.driver import BatchDriver, BatchLoop
 from iolab.middleware.policies.batch.kernel import FUTURE, BatchKernel
-from iolab.middleware.policies.batch.loop import BatchLoop
 from iolab.sim.batch.run import run_batch
 from iolab.specs.batch import BatchExperiment
 from iolab.workloads import load_workload
