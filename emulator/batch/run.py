@@ -13,9 +13,11 @@ and a real clock (docs/storage.md):
 3. **Ray + the storage manager actor** (:mod:`iolab.middleware.storage_actor`),
    which owns ``WORK/lps`` and ``WORK/hps`` (capacity ``capacity *
    bytes_scale`` bytes, disks if the platform has them).
-4. **The loop** (clock ``t = (wall - t0) / time_scale`` spec seconds): jobs
-   are submitted at their submit times; at every submission and every job end
-   the *same* batch policy object as the simulator's decides on a
+4. **The loop**, the simulator's (:class:`~iolab.middleware.policies.batch.driver.BatchLoop`)
+   on the wall clock (``t = (wall - t0) / time_scale`` spec seconds; it sleeps until
+   the next event, and a poll of the jobs' processes and copies every ``poll`` wall
+   seconds is one): jobs are submitted at their submit times; at every submission and
+   every job end the *same* batch policy object as the simulator's decides on a
    :class:`Snapshot`.  A started job takes ``nodes`` logical nodes of the
    node budget and then runs lackner2019's steps (:func:`iolab.workloads.steps.job_steps`):
    on HPS the manager allocates its ``storage`` bytes, opens its HPS
@@ -42,9 +44,9 @@ The parts: :mod:`iolab.emulator.batch.prerun_checks` (step 1 and the settings),
 :mod:`iolab.emulator.batch.jobs` (the job record, inputs, processes and their outputs),
 :mod:`iolab.emulator.batch.launch` (``mpiexec`` or ``srun``: start, kill, pause, hosts),
 :mod:`iolab.emulator.batch.trace` (step 5), :mod:`iolab.emulator.batch.effectors` (what happens to a
-job's processes, files and copies); this module holds the loop, the wall clock.  What happens at an instant
-(decide, start, retry, end, kill, suspend, resume) is the batch driver's,
-:class:`iolab.middleware.policies.batch.driver.BatchDriver`, the simulator's too.
+job's processes, files and copies); this module holds the run's set-up, its clock and its poll.  What happens
+at an instant (decide, start, retry, end, kill, suspend, resume) and which instant comes next are the batch
+driver's and its loop's, :mod:`iolab.middleware.policies.batch.driver`, the simulator's too.
 """
 
 from __future__ import annotations

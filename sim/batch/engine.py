@@ -15,13 +15,14 @@ Model (lackner2019 §III-A, §IV-B):
 Everything decision-relevant (queue, job states, snapshot, policy, nodes, HPS
 bytes, disk placement, strict checks) is the kernel's,
 :class:`iolab.middleware.policies.batch.kernel.BatchKernel`, the very object the
-real-clock batch loop (``iolab.emulator.batch.run``) drives; what happens at an
-instant (decide, start, retry, end, kill, suspend, resume) is the driver's,
-:class:`iolab.middleware.policies.batch.driver.BatchDriver`, the real run's too.
-This module adds simulated time (an event heap: submissions, step ends, link
-completions, placement retries) and the effectors of a job's steps
-(:mod:`.steps`) on the links: :meth:`BatchEngine.begin`, ``halt``, ``pause``,
-``unpause``.  Every decision's
+real run (``iolab.emulator.batch.run``) drives; what happens at an instant
+(decide, start, retry, end, kill, suspend, resume) is the driver's,
+:class:`iolab.middleware.policies.batch.driver.BatchDriver`, and which instant
+comes next is its loop's, :class:`~iolab.middleware.policies.batch.driver.BatchLoop`,
+the real run's too.  This module runs the loop without a clock (simulated time)
+and adds the effectors of a job's steps (:mod:`iolab.workloads.steps`) on the
+links: :meth:`BatchEngine.begin`, ``halt``, ``pause``, ``unpause``, and a
+timed step's end or a link's completion (``_go_on``).  Every decision's
 plan can be recorded (``record_plans``): soysal2019's walltime-quality and
 node-allocation-prediction studies need plans over time.
 """
