@@ -358,6 +358,16 @@ IO_RATE_DOC = ("the rate the I/O fractions are filled at: link (R_lps, lackner20
 CHECKPOINT_DOC = "checkpoint interval or Young-Daly rule; absent: lackner2019's checkpoint_fraction rule"
 
 
+# lackner2019 §IV-B's I/O model: the fields a FeitelsonWorkload and an IOModelSpec share, each written once
+# (its default, bounds and description), in the order both models list them
+IOFraction = Annotated[float, Field(0.10, ge=0, lt=1, description="mean share of runtime reading input + writing output")]
+IOFractionSD = Annotated[float, Field(0.02, ge=0, le=1)]
+CheckpointFraction = Annotated[float, Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")]
+CheckpointMinRuntime = Annotated[Seconds, Field(3600.0, description="no checkpoints for shorter jobs")]
+IORateField = Annotated[IORate, Field("link", description=IO_RATE_DOC)]
+CheckpointField = Annotated[CheckpointSpec | None, Field(None, description=CHECKPOINT_DOC)]
+
+
 def io_model_problems(m: Any) -> list[tuple[str, str]]:
     """Cross-field problems of the I/O fields a FeitelsonWorkload and an IOModelSpec share."""
     if m.checkpoint is not None and "checkpoint_fraction" in m.model_fields_set:
@@ -375,12 +385,12 @@ class FeitelsonWorkload(StrictModel):
     arrival_factor: PosSeconds = Field(500.0, description="mean inter-arrival of new jobs, seconds")
     shortest: PosSeconds = Field(1800.0)
     longest: PosSeconds = Field(86400.0)
-    io_fraction: float = Field(0.10, ge=0, lt=1, description="mean share of runtime reading input + writing output")
-    io_fraction_sd: float = Field(0.02, ge=0, le=1)
-    checkpoint_fraction: float = Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")
-    checkpoint_min_runtime: Seconds = Field(3600.0, description="no checkpoints for shorter jobs")
-    io_rate: IORate = Field("link", description=IO_RATE_DOC)
-    checkpoint: CheckpointSpec | None = Field(None, description=CHECKPOINT_DOC)
+    io_fraction: IOFraction
+    io_fraction_sd: IOFractionSD
+    checkpoint_fraction: CheckpointFraction
+    checkpoint_min_runtime: CheckpointMinRuntime
+    io_rate: IORateField
+    checkpoint: CheckpointField
     theta: float = Field(0.0, ge=0, le=10, description="relative sd of the user's I/O estimates (§V-B)")
     users: int = Field(32, ge=1, le=10_000_000)
 
@@ -402,12 +412,12 @@ class IOModelSpec(StrictModel):
     form: ``io: lackner``."""
 
     model: Literal["lackner"] = "lackner"
-    io_fraction: float = Field(0.10, ge=0, lt=1, description="mean share of runtime reading input + writing output")
-    io_fraction_sd: float = Field(0.02, ge=0, le=1)
-    checkpoint_fraction: float = Field(0.10, ge=0, lt=1, description="share of runtime spent checkpointing")
-    checkpoint_min_runtime: Seconds = Field(3600.0, description="no checkpoints for shorter jobs")
-    io_rate: IORate = Field("link", description=IO_RATE_DOC)
-    checkpoint: CheckpointSpec | None = Field(None, description=CHECKPOINT_DOC)
+    io_fraction: IOFraction
+    io_fraction_sd: IOFractionSD
+    checkpoint_fraction: CheckpointFraction
+    checkpoint_min_runtime: CheckpointMinRuntime
+    io_rate: IORateField
+    checkpoint: CheckpointField
 
     @model_validator(mode="before")
     @classmethod

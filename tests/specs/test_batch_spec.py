@@ -85,3 +85,22 @@ def test_workload_sources(tmp_path):
 
 def test_unknown_field_refused():
     assert "unknown field" in problems({**BASE, "sheduler": "sas"})["sheduler"]
+
+
+def test_the_io_model_fields_mean_the_same_in_a_feitelson_workload_and_an_swf_io_model():
+    from iolab.specs.batch import FeitelsonWorkload, IOModelSpec
+
+    shared = ["io_fraction", "io_fraction_sd", "checkpoint_fraction", "checkpoint_min_runtime", "io_rate", "checkpoint"]
+    assert [f for f in IOModelSpec.model_fields if f in shared] == shared  # in this order in both
+    assert [f for f in FeitelsonWorkload.model_fields if f in shared] == shared
+    for name in shared:
+        a, b = FeitelsonWorkload.model_fields[name], IOModelSpec.model_fields[name]
+        assert (a.default, a.description, a.metadata, a.annotation) == (b.default, b.description, b.metadata,
+                                                                         b.annotation), name
+    # and they are checked alike: the same bad value names the same field with the same reason
+    from pydantic import ValidationError
+
+    for model in (FeitelsonWorkload, IOModelSpec):
+        with pytest.raises(ValidationError) as e:
+            model.model_validate({"io_fraction": 1.0})
+        assert e.value.errors()[0]["loc"] == ("io_fraction",) and "less than 1" in e.value.errors()[0]["msg"]
