@@ -18,7 +18,7 @@ leaving out what runs while a module is imported.  It counts:
 
 By default the command runs in this process, and what it runs in other processes (a real run's MPI ranks
 and Ray workers, the command re-executed in its own network namespace) is not seen.  ``--every-process``
-runs it as a child (``python -m iolab``) with the same hook in every Python process it starts: the folder
+runs it as a child (through ``iolab.cli.main``, the in-process walk's entry) with the same hook in every Python process it starts: the folder
 ``code_walk_site/`` goes first on ``PYTHONPATH``, and its ``sitecustomize`` installs the hook (in every
 thread) when ``IOLAB_CODE_WALK`` names a folder; each process appends each file it enters (with the time)
 and each return it sees, the first time, to a file of its own there, as it goes (a Ray worker is killed,
@@ -131,7 +131,7 @@ def instrument_this_process() -> None:
 
 
 def every_process(repo: Path, args: list[str]) -> tuple[Walk, int]:
-    """``python -m iolab ARGS`` with the hook in every Python process it starts: the merged walk (files in
+    """``iolab ARGS`` in a child process, with the hook in every Python process it starts: the merged walk (files in
     the order the first process entered them) and the number of processes that entered the project."""
     folder = Path(tempfile.mkdtemp(prefix="iolab-walk-"))
     path = os.environ.get("PYTHONPATH")

@@ -253,7 +253,7 @@ class BatchEmulation(JobEffectors, BatchLoop):
         nodes' actor) stops the run as Ctrl-C does (every job killed, the partial trace written) and
         propagates."""
         try:
-            self._loop()
+            self.loop()  # the batch loop (iolab.middleware.policies.batch.driver) with this clock and these effectors
         except InvariantViolation as exc:
             self.stopped = f"strict invariant {exc.rule}"
             self._interrupted(self.out, f"strict mode: {exc}")
@@ -283,9 +283,6 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.procs.kill_all(self.jobs)
 
     # -- the loop on wall time: its poll --------------------------------------------------------------
-    def _loop(self) -> None:
-        self.loop()  # the batch loop (iolab.middleware.policies.batch.driver) with this clock and these effectors
-
     def _start(self) -> None:
         self.push_poll(0.0)
         self._last_line = self._last_shown = -math.inf

@@ -216,17 +216,20 @@ class BatchEngine(BatchLoop):
                     if kind != COMPUTE:
                         self._io_time[s.index] += t - s.step_start
                     if self._all_rows:
-                        if self._parts_ended is not None:  # on a platform with I/O nodes: a row per part
-                            self._part_rows(s, i, done, t)
-                        else:
-                            job, index, kinds, start, end, volume, tier = self._row_appends
-                            job(s.queued.id)
-                            index(done.index if done.index >= 0 else i)
-                            kinds(kind)
-                            start(s.step_start)
-                            end(t)
-                            volume(0.0 if kind == COMPUTE else done.amount)
-                            tier("stage" if done.link == "stage" else s.tier)
+                        index = done.index if done.index >= 0 else i
+                        volume = 0.0 if kind == COMPUTE else done.amount
+                        tier = "stage" if done.link == "stage" else s.tier
+                        if self._parts_ended is None:
+                            a_job, a_index, a_kind, a_start, a_end, a_volume, a_tier = self._row_appends
+                            a_job(s.queued.id)
+                            a_index(index)
+                            a_kind(kind)
+                            a_start(s.step_start)
+                            a_end(t)
+                            a_volume(volume)
+                            a_tier(tier)
+                        else:  # on a platform with I/O nodes: a row per part
+                            self._part_rows(s.queued.id, index, kind, s.step_start, t, volume, tier)
             i += 1
             if i >= n:
                 break
@@ -254,17 +257,15 @@ class BatchEngine(BatchLoop):
         self.kernel.finish(s, t)
         s.steps = ()  # read only while the job runs: 243 306 step lists on SDSC-BLUE otherwise
 
-    def _part_rows(self, s: JobState, i: int, done, t: float) -> None:
-        """The phase rows of step ``i`` of ``s`` (``done``, ended at ``t``) on a platform with I/O nodes: a
-        tier phase that went through them has a row per part (the phase's start, the part's end, bytes and
-        I/O node: the book's, :attr:`IONodeBook.ended`); any other phase one row, ``io_node`` -1."""
+    def _part_rows(self, job: str, index: int, kind: str, start: float, end: float, volume: float,
+                   tier: str) -> None:
+        """A phase's rows on a platform with I/O nodes: a tier phase that went through them has a row per
+        part (the phase's start, the part's end, bytes and I/O node: the book's, :attr:`IONodeBook.ended`);
+        any other phase its one row, ``io_node`` -1."""
         ph = self.rec.phases
-        kind, job = done.kind, s.queued.id
-        index = done.index if done.index >= 0 else i
-        tier = "stage" if done.link == "stage" else s.tier
         parts = self._parts_ended.get((job, index)) if tier in TIER_LINKS else None  # (io_parts.through_io_nodes)
-        for node, nbytes, end in parts or ((-1, 0.0 if kind == COMPUTE else done.amount, t),):
-            ph.append(job, index, kind, s.step_start, end, nbytes, tier)
+        for node, nbytes, part_end in parts or ((-1, volume, end),):
+            ph.append(job, index, kind, start, part_end, nbytes, tier)
             ph.io_node.append(node)
 
     def halt(self, s: JobState, t: float, state: str, message: str) -> None:
