@@ -28,15 +28,17 @@ its leaf's value and the forest their mean, summed in tree order.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import pickle
 import zipfile
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["FORMAT", "MAX_BYTES", "VERSION", "Forest", "ModelFileError", "from_sklearn", "load", "save"]
+__all__ = ["FORMAT", "MAX_BYTES", "VERSION", "Forest", "ModelFileError", "from_sklearn", "load", "load_legacy", "save"]
 
 FORMAT, VERSION = "iolab-forest", 1
 MAX_BYTES = 1 << 30  # the arrays of a model file, unpacked: a forest of 200 trees on 10^5 samples is ~100 MB
@@ -115,6 +117,35 @@ def save(forest: Forest, f: BinaryIO) -> None:
         features=np.array(forest.features, dtype=str), offsets=forest.offsets, left=forest.left, right=forest.right,
         feature=forest.feature, threshold=forest.threshold, value=forest.value,
         meta=np.array(json.dumps(forest.meta, allow_nan=True)))
+
+
+# The globals an older iolab's pickled model names (its dict of features, numbers and text holds a
+# scikit-learn random forest of regression trees, NumPy arrays and scalars): the only ones its unpickler builds
+LEGACY_GLOBALS = frozenset({
+    ("numpy", "dtype"), ("numpy", "ndarray"),
+    ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"), ("numpy.core.multiarray", "scalar"),
+    ("sklearn.ensemble._forest", "RandomForestRegressor"), ("sklearn.tree._classes", "DecisionTreeRegressor"),
+    ("sklearn.tree._tree", "Tree"),
+})
+
+
+class _LegacyUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) not in LEGACY_GLOBALS:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which no model of an older iolab holds; "
+                                         "refused before any of it ran")
+        return super().find_class(module, name)
+
+
+def load_legacy(data: bytes) -> dict:
+    """The dict of an older iolab's pickled model (``iolab controller convert``).  Its unpickler builds only
+    :data:`LEGACY_GLOBALS`: a pickle that names any other function or class (``os.system``, a class of its
+    own) raises ``pickle.UnpicklingError`` before anything it names runs."""
+    d = _LegacyUnpickler(io.BytesIO(data)).load()
+    if not isinstance(d, dict):
+        raise ValueError(f"a {type(d).__name__}, not a dict")
+    return d
 
 
 def _pickle_message(path) -> str:

@@ -193,3 +193,27 @@ def test_convert_needs_trust_then_writes_a_model_that_predicts_the_same(tmp_path
     m = forest_file.load(new)
     X = np.random.default_rng(1).uniform(0, 10, (50, 3))
     assert np.array_equal(m.predict(X), rf.predict(X)) and m.meta["oob_r2"] == 0.9
+
+
+class _RunsCode:
+    """A pickle that, loaded by a plain unpickler, runs a command (here: creates a file)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.path}",))
+
+
+def test_convert_with_trust_still_runs_nothing_but_a_forest(tmp_path):
+    ran = tmp_path / "ran"
+    for payload in ({"features": ["writers"], "forest": _RunsCode(ran)}, _RunsCode(ran)):
+        bad = tmp_path / "bad.pkl"
+        bad.write_bytes(pickle.dumps(payload))
+        assert pickle.loads(pickle.dumps(_RunsCode(tmp_path / "proof"))) == 0 and (tmp_path / "proof").exists()
+        new = tmp_path / "new.npz"
+        r = CliRunner().invoke(cli, ["controller", "convert", str(bad), "-o", str(new), "--trust-pickle"])
+        assert r.exit_code == 2 and "posix.system" in r.output and "refused before any of it ran" in r.output, r.output
+        assert not ran.exists() and not new.exists()  # nothing ran, nothing written
+    with pytest.raises(pickle.UnpicklingError, match="builtins.eval"):
+        forest_file.load_legacy(pickle.dumps(eval))
