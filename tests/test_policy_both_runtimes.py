@@ -56,8 +56,11 @@ def the_spec(folder) -> BatchExperiment:
                      "hps": {"rate": "20 GB/s", "capacity": "1 TB"}, "stage_rate": "20 GB/s",
                      "io_nodes": 1, "nodes_per_io_node": 3,
                      "io_node": {"rate": "1 GB/s", "policy": "order.py:NewestJobFirst"}},
-        "workload": [job("h", 1, 9000, 10, "600GB"), job("x", 1, 8000, 100, "100GB"),
-                     job("y", 1, 7000, 200, "100GB"), job("z", 3, 100, 50)],
+        # x and y ask 300 and 400 spec s (6 and 8 wall s) after their start, h at 10: launches staggered by a
+        # loaded machine (seconds, three MPI jobs started back to back) still leave h first; h holds the I/O
+        # node until ~1010 s, after both have asked
+        "workload": [job("h", 1, 9000, 10, "1000GB"), job("x", 1, 8000, 300, "100GB"),
+                     job("y", 1, 7000, 400, "100GB"), job("z", 3, 100, 50)],
         "emulator": {"time_scale": TS, "bytes_scale": BS, "chunk_bytes": 64 * 1024},
     }, context={"base_dir": folder})
 
