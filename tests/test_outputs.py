@@ -93,7 +93,7 @@ def test_a_block_device_is_never_an_output(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["simulate-spec", "simulate-swf", "export", "train", "import-slurm",
-                                  "convert", "simulate-calibration"])
+                                  "convert", "simulate-calibration", "slurm-replay-record", "slurm-compare-figure"])
 def test_an_output_that_is_an_input_is_refused_before_the_work(tmp_path, spec, trace, case):
     swf = tmp_path / "w.swf"
     swf.write_text(SWF)
@@ -101,6 +101,8 @@ def test_an_output_that_is_an_input_is_refused_before_the_work(tmp_path, spec, t
     swf_spec.write_text(json.dumps({**BATCH, "workload": {"source": "swf", "path": "w.swf"}}))
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --time=10:00\nsrun hostname\n")
+    log = tmp_path / "record.png"  # a Slurm job completion log, named as a figure may be
+    log.write_bytes((Path(__file__).parent / "data" / "slurm" / "replay-8nodes.jobcomp").read_bytes())
     args, victim = {
         "simulate-spec": (["simulate", spec, "--out", spec], spec),
         "simulate-swf": (["simulate", swf_spec, "--out", swf], swf),  # the spec's workload file
@@ -109,6 +111,9 @@ def test_an_output_that_is_an_input_is_refused_before_the_work(tmp_path, spec, t
         "import-slurm": (["workload", "import", "slurm", script, "-o", script], script),
         "convert": (["controller", "convert", trace, "-o", trace, "--trust-pickle"], trace),
         "simulate-calibration": (["simulate", spec, "--calibration", trace, "--out", trace], trace),
+        # before anything is submitted to Slurm (no cluster is needed to be refused)
+        "slurm-replay-record": (["slurm", "replay", swf_spec, "--record", swf], swf),
+        "slurm-compare-figure": (["slurm", "compare", log, "--figure", log], log),
     }[case]
     before = victim.read_bytes()
     r = run(*args)
@@ -199,3 +204,15 @@ def test_an_input_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path, k
     r = run("simulate", spec)
     want = "is a folder" if kind == "folder" else "is a FIFO"
     assert r.exit_code == 2 and "workload.path" in r.output and want in r.output, r.output
+
+
+@pytest.mark.parametrize("command", ["validate", "slurm-compare"])
+def test_a_figure_named_as_no_figure_is_written_is_refused_before_the_work(tmp_path, spec, command):
+    """matplotlib picks the format from the name: a name it cannot write would fail after the whole run."""
+    fig = tmp_path / "fig.txt"
+    log = Path(__file__).parent / "data" / "slurm" / "replay-8nodes.jobcomp"
+    args = {"validate": ["validate", spec, "--figure", fig, "--work-dir", tmp_path / "w"],
+            "slurm-compare": ["slurm", "compare", log, "--figure", fig]}[command]
+    r = run(*args)
+    assert r.exit_code == 2 and f"--figure {fig}: a figure is written as .png, .svg, .pdf" in r.output, r.output
+    assert list(tmp_path.iterdir()) == [spec]  # nothing written, no work folder made

@@ -14,17 +14,18 @@ from pathlib import Path
 
 import click
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
 from iolab.emulator.launchers import expand_hostlist
-from iolab.emulator.slurm_replay import (backfill_cycle_at, cluster_config, cycle_phase, partition_nodes,
-                                         probe_cycle, queued_in, recorded, submit_replay, wait_done)
+from iolab.emulator.slurm_replay import cluster_config
 from iolab.errors import IolabError
+from iolab.plots import check_figure
 from iolab.plots.slurm_replay import replay_figure
-from iolab.specs.load import load_spec
+from iolab.specs.load import input_files, load_spec
 from iolab.specs.slurm_conf import SlurmConf
-from iolab.workloads import load_workload
 from iolab.workloads.slurm_accounting import read_accounting, wall_seconds
-from iolab.validation.slurm_replay import POLICIES, TARGET_MAKESPAN, TARGET_SHARE, compare, conf_from_config
+from iolab.middleware.policies.batch.registry import SCHEDULERS
+from iolab.validation.slurm_replay import (POLICIES, TARGET_MAKESPAN, TARGET_SHARE, compare, conf_from_config,
+                                        replay as replay_on_cluster)
 
 
 @click.group()
@@ -48,6 +49,9 @@ def _print(result, as_json: bool, extra: dict | None = None) -> None:
                    f"{r.max_abs:>8.1f}s {r.makespan:>8.0f}s {100 * r.makespan_error:>+6.1f}% {r.mean_wait:>8.1f}s "
                    f"{r.same_rank:>5}/{len(r.errors)}")
     s = result.slurm
+    if s is None:
+        click.echo("targets for slurm: not measured (slurm is not among --policies)")
+        return
     click.echo(f"targets for slurm: >= {100 * TARGET_SHARE:.0f} % of jobs within bf_interval ({s.interval:g} s): "
                f"{100 * s.share:.0f} %; makespan within {100 * TARGET_MAKESPAN:.0f} %: {100 * s.makespan_error:+.1f} %"
                f" -> {'met' if result.targets_met() else 'NOT met'}")
@@ -77,54 +81,29 @@ def replay(spec: str, time_scale: float, partition: str | None, policies: str, r
     exp = load_spec(spec)
     if getattr(exp, "kind", None) != "batch":
         raise IolabError(f"{spec}: a replay needs a batch spec (kind: batch)")
-    jobs = load_workload(exp)
-    cfg = cluster_config()
-    part, nodes = partition_nodes(partition)
-    big = max(jobs, key=lambda j: j.nodes)
-    if big.nodes > len(nodes):
-        raise IolabError(f"{spec}: job {big.id} needs {big.nodes} nodes; partition {part} has {len(nodes)}")
-    busy = queued_in(part)
-    if busy:
-        raise IolabError(f"partition {part} is not empty (jobs {', '.join(busy[:10])}): a replay needs it alone")
-    conf = conf_from_config(cfg)
-    click.echo(f"replaying {len(jobs)} jobs on partition {part} ({len(nodes)} nodes), time scale {time_scale:g}",
-               err=True)
-    # the backfill thread's clock: its cycles are every bf_interval from one of them; sdiag names the last
-    # one, read at every poll (the phase most of them share)
-    cycles: set[float] = set()
-
-    def sample() -> None:
-        t = backfill_cycle_at()
-        if t is not None:
-            cycles.add(t)
-
-    submitted: dict[str, float] = {}
-    ids = submit_replay(jobs, time_scale=time_scale, partition=part, on_submit=lambda *_: sample(),
-                        submitted=submitted)
-    interval = conf.SchedulerParameters.bf_interval
-    exact = probe_cycle(interval) if conf.SchedulerType == "sched/backfill" else None  # while jobs wait
-    wait_done(ids.values(), on_poll=sample)
-    acc = recorded(cfg, ids.values())
-    cycle = cycle_phase(sorted(cycles), interval)
-    if exact is not None and (cycle is None or math.floor(exact) % interval == cycle % interval):
-        cycle = exact  # the cycles' fraction of a second too
-    if cycle is not None:
-        conf = conf.model_copy(update={"bf_cycle_at": cycle})
-    # the exact times: the submissions as this process made them, and the run times as sleep + the launch
-    # cost the record shows on average (a completed job's recorded run time - its sleep)
-    sleep_of = {ids[j.id]: j.runtime / time_scale for j in jobs}
-    done = [r.end - r.start - sleep_of[r.id] for r in acc.kept if r.state == "COMPLETED"]
-    launch = min(max(sum(done) / len(done), 0.0), 1.0) if done else 0.0
-    runtimes = {r.id: (sleep_of[r.id] + launch if r.state == "COMPLETED" else r.end - r.start) for r in acc.kept}
+    inputs = input_files(exp, spec)  # the outputs are checked before anything is submitted
     if record_out:
-        want = set(ids.values())
-        lines = [ln for ln in Path(acc.source).read_text().splitlines() if ln.split(" ", 1)[0][6:] in want]
-        atomic_write_text(Path(record_out), "\n".join(lines) + "\n")
-    result = compare(acc.kept, len(nodes), conf, tuple(p.strip() for p in policies.split(",") if p.strip()),
-                     submits=submitted, runtimes=runtimes)
-    _print(result, as_json, {"spec": spec, "time_scale": time_scale, "partition": part, "launch_cost": launch,
-                             "submitted": submitted, "runtimes": runtimes})
-    _figure(result, figure, f"{Path(spec).name} on Slurm ({len(nodes)} nodes)")
+        check_output(record_out, inputs, option="--record")
+    if figure:
+        check_figure(figure, inputs)
+    names = _policies(policies)
+    done = replay_on_cluster(exp, spec, time_scale=time_scale, partition=partition, policies=names,
+                  keep_record=bool(record_out), note=lambda line: click.echo(line, err=True))
+    if record_out:
+        atomic_write_text(Path(record_out), "\n".join(done.record) + "\n")
+    result = done.result
+    _print(result, as_json, {"spec": spec, "time_scale": time_scale, **done.details()})
+    _figure(result, figure, f"{Path(spec).name} on Slurm ({result.nodes} nodes)")
+
+
+def _policies(text: str) -> tuple[str, ...]:
+    """``--policies``: built-in schedulers' names, checked before anything is submitted or simulated."""
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [n for n in names if n not in SCHEDULERS]
+    if unknown or not names:
+        raise click.BadParameter(f"{', '.join(unknown) or 'none given'}: not a built-in scheduler "
+                                 f"(one or more of {', '.join(SCHEDULERS)}, comma-separated)", param_hint="--policies")
+    return names
 
 
 @slurm.command("compare")
@@ -145,6 +124,9 @@ def compare_log(log: str, nodes: int | None, scheduler_parameters: str | None, p
                 as_json: bool) -> None:
     """Compare a recorded LOG (sacct --parsable2 output or a job completion log) with the simulations."""
 
+    if figure:
+        check_figure(figure, [log])
+    chosen = _policies(policies)
     acc = read_accounting(log)
     if not acc.kept:
         raise IolabError(f"{log}: no job that started and ended ({', '.join(f'{v} {k}' for k, v in acc.dropped.items()) or 'empty'})")
@@ -170,6 +152,6 @@ def compare_log(log: str, nodes: int | None, scheduler_parameters: str | None, p
         nodes = max(len(names), max(j.nodes for j in acc.kept))
     if acc.dropped and not as_json:
         click.echo(f"left out: {', '.join(f'{v} {k}' for k, v in acc.dropped.items())}", err=True)
-    result = compare(acc.kept, nodes, conf, tuple(p.strip() for p in policies.split(",") if p.strip()))
+    result = compare(acc.kept, nodes, conf, chosen)
     _print(result, as_json, {"log": log, "dropped": acc.dropped})
     _figure(result, figure, f"{Path(log).name} ({nodes} nodes)")

@@ -10,6 +10,7 @@ import click
 import yaml
 
 from iolab.atomic import atomic_write_text, check_output
+from iolab.plots import check_figure
 from iolab.campaign.validation import campaign_traces, is_campaign_results, repeats_campaign
 from iolab.calibration import describe_io, read_calibration
 from iolab.validation.io_comparison import ranking_words
@@ -113,7 +114,7 @@ def parse_jitter(text: str):
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--policies", default="all", show_default=True, help="'all' (the 8 list policies) or p1,p2,...")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON (nothing else on stdout)")
-@click.option("--figure", "figure_path", type=click.Path(dir_okay=False), help="PNG: simulated vs real stretch")
+@click.option("--figure", "figure_path", type=click.Path(dir_okay=False), help="simulated vs real stretch (.png, .svg or .pdf)")
 @click.option("--address", help="join this Ray (GCS host:port) instead of starting a local one")
 @click.option("--work-dir", type=click.Path(file_okay=False),
               help="checkpoints and logs, one folder per policy, and each policy's trace POLICY.h5")
@@ -161,9 +162,11 @@ def validate(ctx, spec_path, policies, as_json, figure_path, address, work_dir, 
     spec, inputs = parse_overridden(document, spec_path, source)
     inputs += [calibration] if calibration else []
     for option, where, folder in (("--work-dir", work_dir, True), ("--report", report_dir, True),
-                                  ("--figure", figure_path, False), ("--campaign", campaign_path, False)):
+                                  ("--campaign", campaign_path, False)):
         if where:
             check_output(where, inputs, option=option, folder=folder)
+    if figure_path:
+        check_figure(figure_path, inputs)
     if not campaign_path:  # one validation per work folder and report folder (held until the command ends)
         ctx.with_resource(hold_outputs([work_dir, report_dir], "output of iolab validate"))
     if level_of(spec) == "batch":

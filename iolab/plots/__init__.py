@@ -14,6 +14,20 @@ from pathlib import Path
 import numpy as np
 
 FORMATS = ("png", "svg")
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")  # what a figure a user names may be written as
+
+
+def check_figure(path: str | Path, inputs=(), option: str = "--figure") -> Path:
+    """A figure's path a user named, refused before any work (:class:`~iolab.atomic.OutputError`, exit 2,
+    naming ``option``) as :func:`~iolab.atomic.check_output` refuses an output, and if its suffix is not
+    one a figure is written as (:data:`FIGURE_SUFFIXES`)."""
+    from iolab.atomic import OutputError, check_output
+
+    path = Path(path)
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise OutputError(f"{option} {path}: a figure is written as {', '.join(FIGURE_SUFFIXES)}; "
+                          f"name the file with one of them")
+    return check_output(path, inputs, option=option, devices=False)
 
 
 def new_figure(width: float, height: float):

@@ -11,24 +11,34 @@ partition's node count, so only the scheduler differs.  The measures, per policy
   submit (the target: within 2 %);
 - **same start rank**: jobs whose rank in start order (ties: submit order) is the same in both;
 - the mean wait, recorded and simulated.
+
+:func:`replay` submits a spec's jobs to a real Slurm cluster first (``iolab slurm replay``) and compares
+its record; :func:`compare` takes a record already made (``iolab slurm compare``).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from iolab.emulator.slurm_replay import (backfill_cycle_at, cluster_config, cycle_phase, partition_nodes,
+                                         probe_cycle, queued_in, recorded, submit_replay, wait_done)
+from iolab.errors import IolabError
 from iolab.metrics.batch import makespan, wait_time
 from iolab.names import path_component
 from iolab.sim.batch.run import simulate_batch
 from iolab.specs.load import parse_spec
 from iolab.specs.slurm_conf import SlurmConf
+from iolab.workloads import load_workload
 from iolab.workloads.slurm_accounting import AccountingJob, limit_of
 
-__all__ = ["POLICIES", "PolicyResult", "ReplayResult", "compare", "job_order", "replay_spec", "TARGET_SHARE", "TARGET_MAKESPAN"]
+__all__ = ["POLICIES", "PolicyResult", "Replayed", "ReplayResult", "compare", "job_order", "replay", "replay_spec",
+           "TARGET_SHARE", "TARGET_MAKESPAN"]
 
 POLICIES = ("slurm", "fcfs", "easy", "conservative")
 TARGET_SHARE = 0.90  # of jobs within the backfill interval
@@ -125,11 +135,15 @@ class ReplayResult:
     results: list[PolicyResult]
 
     @property
-    def slurm(self) -> PolicyResult:
-        return next(r for r in self.results if r.policy == "slurm")
+    def slurm(self) -> PolicyResult | None:
+        """The ``slurm`` scheduler's result, None if it was not among the policies simulated."""
+        return next((r for r in self.results if r.policy == "slurm"), None)
 
-    def targets_met(self) -> bool:
+    def targets_met(self) -> bool | None:
+        """The targets hold for the ``slurm`` scheduler (None: it was not simulated)."""
         s = self.slurm
+        if s is None:
+            return None
         return s.share >= TARGET_SHARE and abs(s.makespan_error) <= TARGET_MAKESPAN
 
     def to_json(self) -> dict:
@@ -215,3 +229,79 @@ def _scontrol_duration(text: str) -> object:
     if len(words) == 2 and words[0].isdigit():
         return float(words[0]) * {"sec": 1 / 60, "min": 1, "hour": 60}.get(words[1], 1)
     return text
+
+
+@dataclass
+class Replayed:
+    """A replay on a real cluster (:func:`replay`): the comparison, and what the replay measured."""
+
+    result: ReplayResult
+    partition: str
+    launch_cost: float  # seconds: a completed job's recorded run time - its sleep, on average (0 to 1 s)
+    submitted: dict[str, float]  # Slurm job id -> when this process submitted it (the records' clock)
+    runtimes: dict[str, float]  # Slurm job id -> its run time as the simulations take it
+    record: list[str]  # Slurm's job completion log lines of the replay's jobs ([] under sacct)
+
+    def details(self) -> dict:
+        return {"partition": self.partition, "launch_cost": self.launch_cost, "submitted": self.submitted,
+                "runtimes": self.runtimes}
+
+
+def replay(spec, source: str, *, time_scale: float = 1.0, partition: str | None = None, policies=POLICIES,
+           keep_record: bool = False, note: Callable[[str], None] = lambda _: None) -> Replayed:
+    """Submit the batch ``spec``'s jobs to this host's Slurm cluster as sleep jobs (their submit offsets, run
+    times and limits divided by ``time_scale``) on ``partition`` (default: the cluster's default one), wait
+    for them, read Slurm's record and compare it with ``policies`` simulated (:func:`compare`).  Refused
+    (:class:`~iolab.errors.IolabError`, naming ``source``) before anything is submitted if a job needs more
+    nodes than the partition has, the partition is not empty, or ``keep_record`` asks for the job completion
+    log's lines of the jobs and the cluster keeps none this host can read.  ``note`` is told when the jobs go in.
+
+    The simulations take the exact times of the replay: the submissions as this process made them, and a
+    completed job's run time as its sleep + the launch cost the record shows on average; the backfill
+    thread's cycles, every ``bf_interval`` from one of them, are located from sdiag (read at every poll, and
+    probed to the fraction of a second while jobs wait)."""
+    if not time_scale > 0:
+        raise ValueError(f"time_scale must be > 0, not {time_scale}")
+    jobs = load_workload(spec)
+    cfg = cluster_config()
+    part, nodes = partition_nodes(partition)
+    big = max(jobs, key=lambda j: j.nodes)
+    if big.nodes > len(nodes):
+        raise IolabError(f"{source}: job {big.id} needs {big.nodes} nodes; partition {part} has {len(nodes)}")
+    if keep_record and not (cfg.get("JobCompType") == "jobcomp/filetxt" and Path(cfg.get("JobCompLoc", "")).is_file()):
+        raise IolabError(f"--record: Slurm writes no job completion log this host can read (JobCompType="
+                         f"{cfg.get('JobCompType') or '(none)'}, JobCompLoc={cfg.get('JobCompLoc') or '(none)'}); "
+                         "its record is read from sacct, whose output --json gives")
+    busy = queued_in(part)
+    if busy:
+        raise IolabError(f"partition {part} is not empty (jobs {', '.join(busy[:10])}): a replay needs it alone")
+    conf = conf_from_config(cfg)
+    note(f"replaying {len(jobs)} jobs on partition {part} ({len(nodes)} nodes), time scale {time_scale:g}")
+    cycles: set[float] = set()  # the backfill cycles sdiag named, one per poll
+
+    def sample() -> None:
+        t = backfill_cycle_at()
+        if t is not None:
+            cycles.add(t)
+
+    submitted: dict[str, float] = {}
+    ids = submit_replay(jobs, time_scale=time_scale, partition=part, on_submit=lambda *_: sample(),
+                        submitted=submitted)
+    interval = conf.SchedulerParameters.bf_interval
+    exact = probe_cycle(interval) if conf.SchedulerType == "sched/backfill" else None  # while jobs wait
+    wait_done(ids.values(), on_poll=sample)
+    acc = recorded(cfg, ids.values())
+    cycle = cycle_phase(sorted(cycles), interval)
+    if exact is not None and (cycle is None or math.floor(exact) % interval == cycle % interval):
+        cycle = exact  # the cycles' fraction of a second too
+    if cycle is not None:
+        conf = conf.model_copy(update={"bf_cycle_at": cycle})
+    sleep_of = {ids[j.id]: j.runtime / time_scale for j in jobs}
+    done = [r.end - r.start - sleep_of[r.id] for r in acc.kept if r.state == "COMPLETED"]
+    launch = min(max(sum(done) / len(done), 0.0), 1.0) if done else 0.0
+    runtimes = {r.id: (sleep_of[r.id] + launch if r.state == "COMPLETED" else r.end - r.start) for r in acc.kept}
+    want = set(ids.values())  # a completion log's line starts with JobId=ID
+    record = ([ln for ln in Path(acc.source).read_text().splitlines() if ln.split(" ", 1)[0][6:] in want]
+              if keep_record else [])
+    result = compare(acc.kept, len(nodes), conf, policies, submits=submitted, runtimes=runtimes)
+    return Replayed(result, part, launch, submitted, runtimes, record)
