@@ -44,8 +44,9 @@ from iolab.specs.load import load_spec
 spec = load_spec(sys.argv[1])
 PHASES = sys.argv[2]
 mark("read the spec")
-from iolab.cli.simulate import MAX_JOBS, _batch_jobs
-jobs = _batch_jobs(spec, MAX_JOBS, sys.argv[1])  # the command's: the job cap checked, the workload read
+from iolab.cli.simulate import MAX_JOBS
+from iolab.workloads import load_jobs_within
+jobs = load_jobs_within(spec, MAX_JOBS, sys.argv[1])  # the command's: the job cap checked, the workload read
 mark("read or generate the workload")
 gc.freeze()  # then the run, with the collector on, its youngest generation passed over every 10 000 objects
 gc.enable()

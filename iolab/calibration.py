@@ -248,6 +248,16 @@ def describe_io(cal: dict[str, Any], spec) -> str:
     return describe_costs(bandwidth, o, f" ({how})")
 
 
+def describe_batch(spec) -> str:
+    """One line for the costs a batch calibration put in ``spec`` (:func:`calibrated`'s result: its overheads
+    and the share of their rates the tiers' links deliver)."""
+    o = spec.platform.overheads
+    d = o.delivered
+    return (f"launch {short(o.launch)} s, exit {short(o.exit)} s, I/O phase {short(o.io_phase)} s (spec seconds at "
+            f"time_scale {spec.emulator.time_scale:g}); links deliver lps {short(d.lps, 3)}, hps {short(d.hps, 3)}, "
+            f"stage {short(d.stage, 3)} of their rates")
+
+
 def trace_calibration(trace) -> dict[str, Any]:
     """A real I/O run's calibration record: the one its trace stores, else measured now."""
     cal = trace.attrs.get("calibration")

@@ -17,7 +17,7 @@ from iolab.cli.format import dumps, seconds, table
 from iolab.cli.network import NETNS_MARKER
 from iolab.cli.options import Finite, strict_option
 from iolab.cli.outcome import exit_if_failed
-from iolab.cli.simulate import SimProgress, _partial_kept
+from iolab.cli.simulate import SimProgress, partial_kept
 from iolab.emulator.work_folder import ended_well, finish, work_folder
 from iolab.errors import Interrupted
 from iolab.runners import level_of, runner
@@ -66,7 +66,7 @@ def batsim(spec_path: str, endpoint: str, timeout: float, real: bool, out: str |
         check_output(out, input_files(spec, spec_path), option="--out", devices=not real)
     if real:
         return _real(spec, spec_path, endpoint, timeout, out, time_scale, work_dir, keep_work, as_json, quiet)
-    with _partial_kept(out):
+    with partial_kept(out):
         trace = run_batsim(spec, endpoint, timeout=timeout, phases="all" if out else "jobs", node_ids=bool(out),
                            progress=SimProgress(spec.name), source=spec_path)
     if out:

@@ -17,10 +17,9 @@ from iolab.runners import runner
 from iolab.signals import ctrl_c_came
 from iolab.atomic import check_output
 from iolab.specs.load import MAX_APPS
-from iolab.specs.size import MAX_BATCH_EVENTS, MAX_EVENTS, MAX_JOBS, Size, batch_size, io_size
+from iolab.specs.size import MAX_BATCH_EVENTS, MAX_EVENTS, MAX_JOBS, io_size
 from iolab.trace import write_trace
 from iolab.cli.format import batch_metrics_table, dumps, metrics_json, print_metrics, seconds
-from iolab.units import short
 from iolab.cli.options import IO_POLICY, Finite, parse_overridden, read_overridden, strict_option
 
 
@@ -89,7 +88,7 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
     if size.estimate > 1e6 and not as_json:  # announced once the imports are done: the run itself starts now
         click.echo(f"{spec.name}: about {size.estimate:,.0f} {size.what} to simulate (Ctrl-C stops)", err=True)
-    with _collector_paused_on_startup(), _partial_kept(out):
+    with _collector_paused_on_startup(), partial_kept(out):
         trace = run(spec)
         m = metrics(trace)
     if out:
@@ -102,29 +101,6 @@ def simulate(spec_path: str, policy: str | None, mode: str | None, dt: float | N
                          f"{trace.attrs['runtime']}" + (f" dt={spec.sim.dt}" if spec.sim.mode == "step" else ""))
         if out:
             click.echo(f"trace written to {out}")
-
-
-def _batch_jobs(spec, max_jobs: int, source: str) -> list:
-    """The jobs of a batch spec, refused above ``max_jobs`` (exit 2, naming ``workload.jobs``) before the run
-    starts.  An SWF file is counted by its reader as it reads it (:func:`iolab.workloads.load_workload`),
-    not read once to count and again to parse; a Theta file (parsed whole to be counted, YAML read in
-    Python: 60 ms for 57 jobs) is read once and its jobs counted; the others are sized first
-    (:func:`batch_size`: their count is in the spec)."""
-    from iolab.workloads import TooManyJobLines, load_workload  # lazy: the batch models, for a batch spec only
-
-    if spec.workload.source == "theta":  # one job per entry of its `jobs` list, or an error naming the entries
-        jobs = load_workload(spec)
-        Size("jobs", float(len(jobs)), max_jobs, "--max-jobs").check(source, "workload.jobs")
-        return jobs
-    if spec.workload.source != "swf":
-        batch_size(spec, max_jobs).check(source, "workload.jobs")
-        return load_workload(spec)
-    try:  # the run only reads the jobs: an SWF trace's as tuples, no pydantic model per job (load_workload)
-        return load_workload(spec, max_jobs=max_jobs, rows=True)
-    except TooManyJobLines as exc:
-        size = Size("jobs", exc.jobs, max_jobs, "--max-jobs")
-        size.check(source, "workload.jobs")
-        raise AssertionError(f"{exc}, yet {size} is within the limit") from None  # pragma: no cover
 
 
 @contextmanager
@@ -151,7 +127,7 @@ def _collector_paused_on_startup():
 
 
 @contextmanager
-def _partial_kept(out: str | None):
+def partial_kept(out: str | None):
     """A run stopped by a broken rule or a policy that raised: the trace up to there (the violation's
     ``trace``, complete False) is written to ``out``, and the violation goes on (exit 1)."""
     try:
@@ -205,19 +181,16 @@ def _simulate_batch(spec_path: str, document: dict, out: str | None, as_json: bo
     if out:
         check_output(out, inputs + ([calibration] if calibration else []), option="--out")
     if cal is not None:
-        from iolab.calibration import calibrated  # lazy: for --calibration only
+        from iolab.calibration import calibrated, describe_batch  # lazy: for --calibration only
         spec = calibrated(spec, cal)
-        o = spec.platform.overheads
         if not as_json:
-            d = o.delivered
-            click.echo(f"calibration: launch {short(o.launch)} s, exit {short(o.exit)} s, I/O phase "
-                       f"{short(o.io_phase)} s (spec seconds at time_scale {spec.emulator.time_scale:g}); links "
-                       f"deliver lps {short(d.lps, 3)}, hps {short(d.hps, 3)}, stage {short(d.stage, 3)} of their rates",
-                       err=True)
-    jobs = _batch_jobs(spec, max_jobs, _source(spec_path))
+            click.echo(f"calibration: {describe_batch(spec)}", err=True)
+    from iolab.workloads import load_jobs_within  # lazy: the batch models, for a batch spec only
+
+    jobs = load_jobs_within(spec, max_jobs, _source(spec_path))
     sim = runner("batch", "sim")
     run, metrics = sim.run, sim.metrics  # imported here, before the collector's pause
-    with _collector_paused_on_startup(), _partial_kept(out):
+    with _collector_paused_on_startup(), partial_kept(out):
         # without --out nobody reads the trace but its metrics: no node set written as text, no other column
         trace = run(spec, jobs, progress=SimProgress(spec.name), phases=phases, node_ids=bool(out),
                     max_events=max_events, source=_source(spec_path), metrics_only=not out)

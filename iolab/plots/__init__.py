@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from iolab.atomic import OutputError, check_output
+
 FORMATS = ("png", "svg")
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")  # what a figure a user names may be written as
 
@@ -21,8 +23,6 @@ def check_figure(path: str | Path, inputs=(), option: str = "--figure") -> Path:
     """A figure's path a user named, refused before any work (:class:`~iolab.atomic.OutputError`, exit 2,
     naming ``option``) as :func:`~iolab.atomic.check_output` refuses an output, and if its suffix is not
     one a figure is written as (:data:`FIGURE_SUFFIXES`)."""
-    from iolab.atomic import OutputError, check_output
-
     path = Path(path)
     if path.suffix.lower() not in FIGURE_SUFFIXES:
         raise OutputError(f"{option} {path}: a figure is written as {', '.join(FIGURE_SUFFIXES)}; "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from iolab.specs.size import Size, batch_size
 from iolab.workloads.swf import SWFError, SWFJob, SWFTrace, TooManyJobLines, read_swf, swf_jobs
 
 
@@ -74,6 +75,28 @@ def load_workload(experiment: Any, max_jobs: int | None = None, rows: bool = Fal
 
         return theta_jobs(w.path)
     raise ValueError(f"unknown workload source {src!r}")
+
+
+def load_jobs_within(experiment: Any, max_jobs: int, source: str) -> list[Any]:
+    """The jobs of a batch experiment for a run, refused above ``max_jobs`` (:class:`~iolab.errors.SpecError`,
+    exit 2, naming ``source`` and ``workload.jobs``) before the run starts.  An SWF file's jobs are counted
+    by its reader as it reads them, as tuples (``rows``: the run only reads them), not read once to count
+    and again to parse; a Theta file (parsed whole to be counted) is read once and its jobs counted; the
+    others are sized from the spec first (:func:`iolab.specs.size.batch_size`: their count is in it)."""
+    where = experiment.workload.source
+    if where == "theta":  # one job per entry of its `jobs` list, or an error naming the entries
+        jobs = load_workload(experiment)
+        Size("jobs", float(len(jobs)), max_jobs, "--max-jobs").check(source, "workload.jobs")
+        return jobs
+    if where != "swf":
+        batch_size(experiment, max_jobs).check(source, "workload.jobs")
+        return load_workload(experiment)
+    try:
+        return load_workload(experiment, max_jobs=max_jobs, rows=True)
+    except TooManyJobLines as exc:
+        size = Size("jobs", exc.jobs, max_jobs, "--max-jobs")
+        size.check(source, "workload.jobs")
+        raise AssertionError(f"{exc}, yet {size} is within the limit") from None  # pragma: no cover
 
 
 def swf_window_io(jobs: list[Any], experiment: Any) -> list[Any]:
