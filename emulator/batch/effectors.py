@@ -9,7 +9,8 @@ tree stopped and continued for the load controller (``pause``, ``unpause``), and
 copies.  What happens to the kernel at each of these is the driver's (``driver``: end, kill, suspend,
 resume).  It is a mixin: the loop's class holds the state it uses (``kernel``, ``driver``, ``mgr``,
 ``procs``, ``launcher``, ``io``, ``controller``, ``progress``, ``early_runs``, ``session``, ``on_launch``,
-``stopped``, ``s``, ``lps``) and its clock (``now``) and I/O-node calls (``_io``).
+``stopped``, ``s``, ``lps``) and its I/O-node calls (``_io``).  Each effector is told the instant it acts at
+(``t``, spec seconds), as the simulator's are.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class JobEffectors:
         ref, j.ref, j.pending = j.ref, None, ""
         return result(ref)
 
-    def _advance(self, j: JobRun) -> None:
-        """Move ``j`` on if its current effector is done."""
+    def _advance(self, j: JobRun, t: float) -> None:
+        """Move ``j`` on at the poll's instant ``t`` if its current effector is done."""
         k = self.kernel
         try:
             if j.pending == "alloc":
@@ -70,7 +71,7 @@ class JobEffectors:
                     return
                 if a["status"] != "allocated":  # refused by the manager (hps_full: refuse): fall back to LPS
                     self.progress.note(f"{j.queued.id}: HPS allocation {a['status']} ({a['reason']}); runs on LPS")
-                    k.fall_back(j, self.now(), f"storage manager: {a['status']} ({a['reason']})")
+                    k.fall_back(j, t, f"storage manager: {a['status']} ({a['reason']})")
                     self._launch(j)
                     return
                 j.directory = self.mgr.open_dir("hps", j.queued.id)
@@ -79,7 +80,7 @@ class JobEffectors:
                     j.ref = self.mgr.stage_async(j.queued.id, "stage-in", sources, j.directory + "/input")
                     j.pending = "stage-in"
                     return
-                k.enter(j, RUNNING, self.now())
+                k.enter(j, RUNNING, t)
                 self._launch(j)
                 return
             if j.pending == "stage-in":
@@ -87,20 +88,20 @@ class JobEffectors:
                 if rec is None:
                     return
                 j.staged.append(rec)
-                k.staged(j, "stage-in", rec["bytes"] / self.s.bytes_scale, self.now(), tol=1 / self.s.bytes_scale)
-                k.enter(j, RUNNING, self.now())
+                k.staged(j, "stage-in", rec["bytes"] / self.s.bytes_scale, t, tol=1 / self.s.bytes_scale)
+                k.enter(j, RUNNING, t)
                 self._launch(j)
                 return
             if j.state == RUNNING:
-                self._watch(j)
+                self._watch(j, t)
                 return
             if j.pending == "stage-out":
                 rec = self._ready(j)
                 if rec is None:
                     return
                 j.staged.append(rec)
-                k.staged(j, "stage-out", rec["bytes"] / self.s.bytes_scale, self.now(), tol=1 / self.s.bytes_scale)
-                self.driver.end(j, self.now(), DONE)
+                k.staged(j, "stage-out", rec["bytes"] / self.s.bytes_scale, t, tol=1 / self.s.bytes_scale)
+                self.driver.end(j, t, DONE)
         except InvariantViolation:
             raise  # strict mode: a broken rule stops the run
         except Exception as exc:  # a staging or storage error ends this job only
@@ -109,16 +110,16 @@ class JobEffectors:
             if isinstance(exc, RayActorError):
                 raise RunError(f"the storage manager actor died ({type(exc).__name__}); the run is lost") from None
             self.progress.note(f"{j.queued.id} failed in {j.state}: {type(exc).__name__}: {exc}")
-            self.driver.end(j, self.now(), FAILED, f"{j.state}: {exc}")
+            self.driver.end(j, t, FAILED, f"{j.state}: {exc}")
 
-    def _watch(self, j: JobRun) -> None:
+    def _watch(self, j: JobRun, t: float) -> None:
         rc = j.proc.poll()
         if rc is None:
             limit = self.s.kill_factor * float(j.job.walltime) * self.s.time_scale + 60  # the request, not the estimate
             if time.time() - j.launched > limit:
                 j.rc = self.launcher.kill(j, grace=2.0)
                 self.progress.note(f"{j.queued.id} killed: ran {limit:.0f} s wall (kill_factor x walltime)")
-                self.driver.end(j, self.now(), KILLED, f"ran longer than {limit:.0f} s wall")
+                self.driver.end(j, t, KILLED, f"ran longer than {limit:.0f} s wall")
             return
         j.rc, j.exited = rc, time.time()
         if rc != 0:
@@ -126,12 +127,12 @@ class JobEffectors:
             quota = self.mgr.quota_refusal(j.queued.id) if j.tier == "hps" else ""  # the manager refused a write
             self.progress.note(f"{j.queued.id} failed: exit {rc}{': ' + quota if quota else ''} "
                                f"(log: {self.procs.log(j)})")
-            self.driver.end(j, self.now(), FAILED,
+            self.driver.end(j, t, FAILED,
                             f"processes exited with code {rc}" + (f"; {quota}" if quota else ""))
             return
         files = self.procs.output_files(j)
         if j.tier == "hps" and j.job.output > 0 and files:
-            self.kernel.enter(j, STAGE_OUT, self.now())
+            self.kernel.enter(j, STAGE_OUT, t)
             j.ref = self.mgr.stage_async(j.queued.id, "stage-out", files, str(self.lps / "outputs" / j.queued.id))
             j.pending = "stage-out"
             return
@@ -140,7 +141,7 @@ class JobEffectors:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(dest, ignore_errors=True)
             os.replace(Path(files[0]).parent, dest)  # LPS is the permanent store: a rename, no copy
-        self.driver.end(j, self.now(), DONE)
+        self.driver.end(j, t, DONE)
 
     def halt(self, j: JobRun, t: float, state: str, message: str) -> None:
         """``j`` ends (done, failed, killed): the controller lets go of it (a stopped tree is continued, to
@@ -235,11 +236,6 @@ class JobEffectors:
         """The scheduler killed ``j`` (Decision.kills): noted, then the driver ends it."""
         self.progress.note(f"{j.queued.id}: {message}")
         self.driver.kill(j, t, message)
-
-    def cancel(self, job: str) -> None:
-        """Withdraw a waiting job (cancelled before its start): its early copy is deleted."""
-        self.kernel.withdraw(job, self.now())
-        self._drop_early(job)
 
     # -- launching -----------------------------------------------------------------------------------------
     def _launch(self, j: JobRun) -> None:

@@ -13,14 +13,13 @@ import time
 from iolab.middleware.policies.batch.kernel import ENDED, FAILED, FUTURE, HOLDING, KILLED, QUEUED, STAGE_IN, STAGE_OUT
 
 
-def snapshot(run) -> dict:
+def snapshot(run, now: float) -> dict:
     """What a live view shows now (plain data): per job its state, tier and step; nodes
     free; per tier the capacity used and free (from the storage manager); the jobs the
     load controller has suspended (``suspended``); with I/O nodes, per I/O node the jobs
     holding a grant, waiting (policy order) and held by a suspension (``io_nodes``, from the
-    I/O nodes' actor, and its ``io_policy``)."""
+    I/O nodes' actor, and its ``io_policy``), at the loop's instant ``now`` (spec seconds)."""
     k = run.kernel
-    now = run.now()
     jobs = []
     for j in run.jobs:
         jobs.append({"id": j.queued.id, "state": j.state, "tier": j.tier, "nodes": j.queued.nodes,
@@ -43,8 +42,8 @@ def snapshot(run) -> dict:
     return snap
 
 
-def progress_line(run) -> None:
-    """The progress line (none with a live view: it shows all this and more)."""
+def progress_line(run, now: float) -> None:
+    """The progress line at the loop's instant ``now`` (none with a live view: it shows all this and more)."""
     if not run.progress.enabled or run.progress.live:
         return
     k = run.kernel
@@ -55,7 +54,7 @@ def progress_line(run) -> None:
     held = sum(j.storage for j in k.running.values())
     ended = sum(counts.get(x, 0) for x in ENDED)
     failed = counts.get(FAILED, 0) + counts.get(KILLED, 0)
-    line = (f"t={run.now():.0f} s ({time.time() - run.t0:.0f} s wall)  submitted "
+    line = (f"t={now:.0f} s ({time.time() - run.t0:.0f} s wall)  submitted "
             f"{len(run.jobs) - counts.get(FUTURE, 0)}/{len(run.jobs)}  queued {counts.get(QUEUED, 0)}  "
             f"running {len(k.running)} ({on_hps} on HPS, {counts.get(STAGE_IN, 0) + counts.get(STAGE_OUT, 0)} "
             f"staging)  ended {ended} ({failed} failed)  nodes free {k.free_nodes}/{k.total_nodes}  "

@@ -33,7 +33,6 @@ from iolab.middleware.policies.controller.response_model import predictor_args
 from iolab.middleware.controller_actor import LoadControllerActor
 from iolab.middleware.policies.batch.kernel import CONTROLLED
 from iolab.middleware.policies.controller import ControllerParams
-from iolab.middleware.policies.interference import tier_laws
 from iolab.middleware.volume_probe import open_files
 
 from iolab.emulator.suspension import Suspender
@@ -51,14 +50,14 @@ def _both(job: str, at: float, storage, io_nodes) -> None:
         io_nodes(job, at)
 
 
-def tier_probes(spec) -> dict:
+def tier_probes(spec, laws: dict) -> dict:
     """volume -> (spec bytes/s, law) of each watched volume whose probe is its paced tier
-    (``controller.model.probe: tier``): the unit's ``probe_rate``, else the tier's rate."""
+    (``controller.model.probe: tier``): the unit's ``probe_rate``, else the tier's rate; ``laws``: the
+    tiers' interference laws (:func:`~iolab.middleware.policies.interference.tier_laws`), the run's."""
     c = spec.controller
     m = c.model
     if m is None or m.probe != "tier":
         return {}
-    laws = tier_laws(spec)
     return {v: (m.probe_rate or getattr(spec.platform, v).rate, laws[v]) for v in c.volumes}
 
 
@@ -75,7 +74,7 @@ class ControllerDriver:
             self.params, self.volumes, time_scale=s.time_scale, unit_bytes=max(1, int(c.p * s.bytes_scale)),
             name=f"controller-{uuid.uuid4().hex[:8]}", namespace=session.namespace, forecast=c.forecast,
             ar_order=c.ar_order, manager=(run.mgr.name, run.mgr.namespace), bytes_scale=s.bytes_scale,
-            prediction=predictor_args(c, run.spec.seed), tiers=tier_probes(run.spec), policy=c.policy)
+            prediction=predictor_args(c, run.spec.seed), tiers=tier_probes(run.spec, run.laws), policy=c.policy)
         self.suspender = Suspender(on_suspend=lambda job, at: _both(job, at, run.mgr.suspend,
                                                                     run.io and run.io.suspend),
                                    on_resume=lambda job, at: _both(job, at, run.mgr.resume,
@@ -112,16 +111,17 @@ class ControllerDriver:
         return out
 
     # -- one step of the batch loop ------------------------------------------------------------------
-    def step(self, run) -> None:
-        now = run.now()
+    def step(self, run, now: float) -> None:
+        """The controller's cycle, if due at the poll's instant ``now``: the actor samples and decides, the
+        batch driver carries out its actions."""
         if self.dead or now < self.next:
             return
         try:
             cy = self.actor.cycle(now, self.usages(run))
         except Exception as exc:  # noqa: BLE001 - any failure of the actor: resume everything, go on
-            self.fail(run, f"{type(exc).__name__}: {exc}")
+            self.fail(run, now, f"{type(exc).__name__}: {exc}")
             return
-        self.rows += run.driver.act(cy["actions"], run.now())  # carried out by the batch driver
+        self.rows += run.driver.act(cy["actions"], now)  # carried out by the batch driver
         self.next = now + cy["sleep"]
 
     # -- the effectors of a suspension (the batch driver's pause and unpause) ----------------------------
@@ -138,15 +138,15 @@ class ControllerDriver:
         self.suspender.resume(j.queued.id)
         return True
 
-    def release(self, run, reason: str) -> list[str]:
-        """Every stopped job goes on (through the batch driver); the jobs resumed."""
-        rows = run.driver.release(run.now(), reason, list(self.suspender.stopped))
+    def release(self, run, t: float, reason: str) -> list[str]:
+        """Every stopped job goes on at ``t`` (through the batch driver); the jobs resumed."""
+        rows = run.driver.release(t, reason, list(self.suspender.stopped))
         self.rows += rows
         return [r[1] for r in rows]
 
-    def fail(self, run, why: str) -> None:
+    def fail(self, run, t: float, why: str) -> None:
         self.dead = why
-        jobs = self.release(run, "controller lost")
+        jobs = self.release(run, t, "controller lost")
         self.progress.note(f"load controller lost ({why}); resumed {len(jobs)} suspended job(s), going on without it")
 
     def ended(self, j) -> None:
@@ -170,8 +170,9 @@ class ControllerDriver:
                 for wall, v, r, writers, rate, in_flight, score, fed, ops, queued in self.records.get("samples", [])]
         # (the actor's first sample is taken as it starts, a moment before the run's clock: time < 0)
 
-    def stop(self, run) -> None:
-        self.release(run, "run ends")
+    def stop(self, run, t: float) -> None:
+        """The run ends at ``t``: every stopped job goes on, the actor's last records are kept, it is killed."""
+        self.release(run, t, "run ends")
         if not self.dead:  # the last records, also when a partial trace read earlier ones
             try:
                 self.records = self.actor.records()

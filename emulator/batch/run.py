@@ -145,12 +145,13 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.links: dict = {}  # no simulated link: bytes move in the jobs' processes and the manager's copies
         self.clock = self._wait
         self._loop_state()
-        self.instant = 0.0  # spec seconds: the time of the instant the loop is at (now())
+        self.instant = 0.0  # spec seconds: the instant the loop is at, what its decisions and changes are stamped with
         self.kernel.on_kill = self._killed_by_policy  # a policy's kill is noted, then the driver's
         self.label = scheduler_label(spec, scheduler)  # what the trace calls it
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
         self.hps_capacity = p.hps.total_capacity
+        self.laws = tier_laws(spec)  # each tier's interference law: the storage manager's and the controller's probes
         self.mgr = None
         self.t0: float | None = None
         self.wall0 = time.time()
@@ -169,10 +170,6 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.stopped = ""  # why the run was stopped by a broken strict rule ("" while it goes)
 
     # -- clock ----------------------------------------------------------------------------------
-    def now(self) -> float:
-        """The instant's time, spec seconds: what every decision and state change of an instant is stamped with."""
-        return self.instant
-
     def wall_now(self) -> float:
         """Spec seconds elapsed on the wall clock since the run's start."""
         return (time.time() - self.t0) / self.s.time_scale
@@ -210,7 +207,7 @@ class BatchEmulation(JobEffectors, BatchLoop):
                 rates={"lps": s.wall_rate(p.lps.rate) if cap else None,
                        "hps": s.wall_rate(p.hps.rate) if cap else None,
                        "stage": s.wall_rate(p.stage_rate) if cap else None},
-                laws=tier_laws(self.spec),  # the tiers' interference (the simulator's links take the same)
+                laws=self.laws,  # the tiers' interference (the simulator's links take the same)
                 name=f"storage-{uuid.uuid4().hex[:8]}", namespace=session.namespace)
             if p.io_nodes is not None:  # one actor holds every I/O node's arbiter and bucket
                 self.io = IONodes.create(
@@ -235,7 +232,7 @@ class BatchEmulation(JobEffectors, BatchLoop):
             return run_clock(self._loop_or_stop, self._interrupted, self._trace, out)
         finally:
             if self.controller is not None:
-                self.controller.stop(self)  # no job is left stopped, whatever happened
+                self.controller.stop(self, self.instant)  # no job is left stopped, whatever happened
             self.progress.done()
             self._kill_all()
             if self.mgr is not None:
@@ -264,17 +261,17 @@ class BatchEmulation(JobEffectors, BatchLoop):
         if self.t0 is not None:
             self.instant = max(self.instant, self.wall_now())  # the jobs end now, not at the last poll
         if self.controller is not None:
-            self.controller.release(self, "interrupted")
+            self.controller.release(self, self.instant, "interrupted")
         self._kill_all()
         for j in self.jobs:
             if j.state in HOLDING:
                 try:
-                    self.driver.end(j, self.now(), KILLED, self.stopped or "interrupted")
+                    self.driver.end(j, self.instant, KILLED, self.stopped or "interrupted")
                 except InvariantViolation:  # the kernel's checker broke: the job stays as it was
                     pass
         if self.progress.live:  # the last frame shows the jobs killed, not still running
             try:
-                self.progress.show(self.snapshot())
+                self.progress.show(self.snapshot(self.instant))
             except Exception:  # a dead storage manager: the notes say what happened
                 pass
         save_partial(lambda: self._trace(complete=False), out, self.work, self.progress)
@@ -294,9 +291,9 @@ class BatchEmulation(JobEffectors, BatchLoop):
         k = self.kernel
         for j in list(k.running.values()):
             if j.state != ALLOCATING:  # (a job waiting for disks retries at its retry_at: the loop's event)
-                self._advance(j)
+                self._advance(j, t)
         if self.controller is not None:
-            self.controller.step(self)
+            self.controller.step(self, t)
         if k.advance is not None:
             self._advance_early(t)
         self._check_io()
@@ -308,16 +305,16 @@ class BatchEmulation(JobEffectors, BatchLoop):
         arriving = any(j.state == FUTURE for j in self.jobs)
         if not arriving and not k.queue and not k.running:
             self._check_io(force=True)
-            self._progress_line(force=True)
+            live.progress_line(self, t)
             self._heap.clear()  # the run is over: nothing left in the heap (a stale estimate) is waited for
             return
         if not arriving and not k.running and not k.changed:
             k.stalled(t)  # jobs wait, nothing else is left: only a call the policy asked for
         if time.time() - self._last_line >= self.s.progress_every:
-            self._progress_line()
+            live.progress_line(self, t)
             self._last_line = time.time()
         if self.progress.live and time.time() - self._last_shown >= LIVE_EVERY:
-            self.progress.show(self.snapshot())
+            self.progress.show(self.snapshot(t))
             self._last_shown = time.time()
         self.push_poll(t + self.poll / self.s.time_scale)
 
@@ -348,11 +345,8 @@ class BatchEmulation(JobEffectors, BatchLoop):
             raise
 
     # -- what it shows and records ---------------------------------------------------------------------
-    def snapshot(self) -> dict:
-        return live.snapshot(self)
-
-    def _progress_line(self, force: bool = False) -> None:
-        live.progress_line(self)
+    def snapshot(self, t: float) -> dict:
+        return live.snapshot(self, t)
 
     def _trace(self, complete: bool) -> Trace:
         return run_trace(self, complete)

@@ -163,7 +163,7 @@ def run_trace(run, complete: bool) -> Trace:
                         label=run.label)
     trace.attrs["launcher"] = run.launcher.name
     if run.work_deleted is None and run.t0 is not None and not run.work.is_dir():
-        run.work_deleted = run.now()
+        run.work_deleted = run.instant
     if run.work_deleted is not None:
         trace.attrs["work_dir_deleted"] = run.work_deleted
     trace.attrs["advance_stage_in"] = dict(run.kernel.advance_stats)

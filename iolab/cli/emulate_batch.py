@@ -29,14 +29,14 @@ def emulate_batch(spec, path: str, *, out, address, work_dir, as_json: bool, qui
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; partial trace in {out}") from None
     m = real.metrics(trace)
-    a = trace.attrs
+    a = trace.attrs  # the scheduler as the trace names it, as iolab simulate prints it
     if as_json:
-        click.echo(dumps({**asdict(m), "scheduler": spec.scheduler.label, "failures": a.get("failures", {}),
+        click.echo(dumps({**asdict(m), "scheduler": a["scheduler"], "failures": a.get("failures", {}),
                           "wall_seconds": a["wall_seconds"], "staging_rate_achieved": a["staging_rate_achieved"],
                           "staging_rate_target": a["staging_rate_target"],
                           "launch_overhead": a.get("launch_overhead", {})}))
         return trace
-    click.echo(f"{spec.name}: scheduler {spec.scheduler.label}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes, "
+    click.echo(f"{spec.name}: scheduler {a['scheduler']}, {m.jobs:,} jobs on {spec.platform.nodes:,} nodes, "
                f"emulator ({a.get('launcher', 'mpiexec')}, time scale {a['time_scale']:g}, bytes scale {a['bytes_scale']:g}, "
                f"{a['wall_seconds']:.0f} s wall)")
     click.echo(batch_metrics_table(m))

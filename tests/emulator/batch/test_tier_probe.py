@@ -8,7 +8,7 @@ import pytest
 from iolab.emulator.batch.load_controller import tier_probes
 from iolab.middleware.bucket import TokenBucket
 from iolab.middleware.controller_actor import tier_response
-from iolab.middleware.policies.interference import InterferenceLaw
+from iolab.middleware.policies.interference import InterferenceLaw, tier_laws
 from iolab.middleware.storage import StorageState
 from iolab.sim.batch.load_controller import VolumeModel
 from iolab.specs.batch import BatchExperiment
@@ -51,11 +51,14 @@ def spec(probe: str | None, **model) -> BatchExperiment:
 
 
 def test_tier_probes_name_each_watched_volume_with_its_rate_and_law():
-    assert tier_probes(spec(None)) == {} and tier_probes(spec("disk")) == {}
-    got = tier_probes(spec("tier"))
+    def tier_probes_of(sp):
+        return tier_probes(sp, tier_laws(sp))
+
+    assert tier_probes_of(spec(None)) == {} and tier_probes_of(spec("disk")) == {}
+    got = tier_probes_of(spec("tier"))
     assert set(got) == {"lps", "hps"}
     assert got["lps"] == (1e9, InterferenceLaw.parametric(0.5, 1)) and got["hps"] == (1e10, InterferenceLaw())
-    assert tier_probes(spec("tier", probe_rate=2e9))["lps"][0] == 2e9
+    assert tier_probes_of(spec("tier", probe_rate=2e9))["lps"][0] == 2e9
 
 
 def test_a_probe_that_is_neither_disk_nor_tier_is_refused_by_name():
