@@ -9,7 +9,7 @@ tree stopped and continued for the load controller (``pause``, ``unpause``), and
 copies.  What happens to the kernel at each of these is the driver's (``driver``: end, kill, suspend,
 resume).  It is a mixin: the loop's class holds the state it uses (``kernel``, ``driver``, ``mgr``,
 ``procs``, ``launcher``, ``io``, ``controller``, ``progress``, ``early_runs``, ``session``, ``on_launch``,
-``stopped``, ``s``, ``lps``) and its I/O-node calls (``_io``).  Each effector is told the instant it acts at
+``stopped``, ``s``, ``lps``).  A storage manager's or I/O nodes' actor that dies loses the run (``RunError``).  Each effector is told the instant it acts at
 (``t``, spec seconds), as the simulator's are.
 """
 
@@ -236,6 +236,20 @@ class JobEffectors:
         """The scheduler killed ``j`` (Decision.kills): noted, then the driver ends it."""
         self.progress.note(f"{j.queued.id}: {message}")
         self.driver.kill(j, t, message)
+
+    def _io(self, call, *args):
+        """A call to the I/O nodes' actor; its death loses the run (``RunError``, as the storage manager's in
+        :meth:`_advance`)."""
+        try:
+            return call(*args)
+        except InvariantViolation:
+            raise
+        except Exception as exc:
+            from ray.exceptions import RayActorError  # lazy: Ray only when a run starts
+
+            if isinstance(exc, RayActorError):
+                raise RunError(f"the I/O nodes' actor died ({type(exc).__name__}); the run is lost") from None
+            raise
 
     # -- launching -----------------------------------------------------------------------------------------
     def _launch(self, j: JobRun) -> None:

@@ -58,5 +58,5 @@ def progress_line(run, now: float) -> None:
             f"{len(run.jobs) - counts.get(FUTURE, 0)}/{len(run.jobs)}  queued {counts.get(QUEUED, 0)}  "
             f"running {len(k.running)} ({on_hps} on HPS, {counts.get(STAGE_IN, 0) + counts.get(STAGE_OUT, 0)} "
             f"staging)  ended {ended} ({failed} failed)  nodes free {k.free_nodes}/{k.total_nodes}  "
-            f"HPS held {held / max(run.hps_capacity, 1e-300):.0%}")
+            f"HPS held {held / max(k.hps_capacity, 1e-300):.0%}")
     run.progress.note(line)

@@ -57,7 +57,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from iolab.errors import RunError
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.driver import BatchDriver, BatchLoop
@@ -135,7 +134,6 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.spec, self.work, self.address = spec, work, address
         self.s = spec.emulator
         self.progress, self.on_launch = progress, on_launch
-        p = spec.platform
         ranks = self.s.ranks_for
         self.strict = strict
         self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict), scheduler=scheduler,
@@ -150,7 +148,6 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.label = scheduler_label(spec, scheduler)  # what the trace calls it
         self.policy = self.kernel.policy
         self.jobs: list[JobRun] = self.kernel.jobs  # type: ignore[assignment]
-        self.hps_capacity = p.hps.total_capacity
         self.laws = tier_laws(spec)  # each tier's interference law: the storage manager's and the controller's probes
         self.mgr = None
         self.t0: float | None = None
@@ -202,7 +199,7 @@ class BatchEmulation(JobEffectors, BatchLoop):
             if disks:  # the kernel places the bytes (spec's placement); the manager holds them, scaled
                 disks = [{**d, "capacity": int(d["capacity"] * s.bytes_scale)} for d in disks]
             self.mgr = StorageManager.create(
-                str(self.lps), str(self.hps), math.ceil(self.hps_capacity * s.bytes_scale), disks=disks,
+                str(self.lps), str(self.hps), math.ceil(self.kernel.hps_capacity * s.bytes_scale), disks=disks,
                 rng=self.spec.seed, on_full=s.hps_full, chunk=s.chunk_bytes,
                 rates={"lps": s.wall_rate(p.lps.rate) if cap else None,
                        "hps": s.wall_rate(p.hps.rate) if cap else None,
@@ -330,19 +327,6 @@ class BatchEmulation(JobEffectors, BatchLoop):
         v = self._io(self.io.violation)
         if v is not None:
             raise v
-
-    def _io(self, call, *args):
-        """A call to the I/O nodes' actor; its death loses the run (``RunError``, as the storage manager's)."""
-        try:
-            return call(*args)
-        except InvariantViolation:
-            raise
-        except Exception as exc:
-            from ray.exceptions import RayActorError  # lazy: Ray only when a run starts
-
-            if isinstance(exc, RayActorError):
-                raise RunError(f"the I/O nodes' actor died ({type(exc).__name__}); the run is lost") from None
-            raise
 
     # -- what it shows and records ---------------------------------------------------------------------
     def snapshot(self, t: float) -> dict:
