@@ -152,20 +152,8 @@ class IOKernel:
                 self.idx[rank] = i
                 self.phase_start[rank] = t
                 return COMPUTE_PHASE, i
-            if amounts[i] > 0:  # the books of request(), written out: one call less per phase
-                self.idx[rank] = i
-                self.req_time[rank] = t
-                req = app.request(i, t, self.start[rank], self.io_recv[rank])
-                if check is not None:
-                    check.request(req, t)
-                self.asking[rank] = req
-                self.granted[rank] = False
-                if self.suspended and rank in self.suspended:
-                    self.held[rank] = req
-                else:
-                    node = app.io_node
-                    self.arbiters[node].submit(req)
-                    self.touched.add(node)
+            if amounts[i] > 0:
+                self._ask(rank, i, t)
                 return IO_WAIT, i
             if self._rows:
                 self.record.phase(rank, i, kinds[i], t, t, 0.0)
@@ -198,19 +186,9 @@ class IOKernel:
             if self._rows:
                 record.phase(rank, i, app.kinds[i], g, t, volume)
             record.grant(rank, i, self.req_time[rank], g, t)
-        # release's books, written out (one call less per transfer); the simulator releases
-        # only what it was granted
-        node = app.io_node
-        self.arbiters[node].release(app.id)
-        check = self.check
-        if check is not None:
-            check.release(rank, i, t)
-        self.touched.add(node)
-        self.io_recv[rank] += t - g
-        self.asking[rank] = None
-        self.granted[rank] = False
-        if check is not None:
-            check.phase(rank, i, app.kinds[i], volume, t)
+        self._release(rank, i, t)  # the simulator releases only what it was granted
+        if self.check is not None:
+            self.check.phase(rank, i, app.kinds[i], volume, t)
 
     def recorded(self, rank: int, index: int, kind: str, volume: float, t: float) -> None:
         """A real app reported its phase ``index`` ended at ``t`` (the checker sees it)."""
@@ -233,6 +211,12 @@ class IOKernel:
             return None
         if nbytes is not None and self.check is not None:
             self.check.bytes_asked(rank, phase, int(nbytes), unit_bytes, t)
+        return self._ask(rank, phase, t)
+
+    def _ask(self, rank: int, phase: int, t: float) -> IORequest:
+        """The books of a request, the simulator's (:meth:`advance`) and a real app's (:meth:`request`): the
+        app's I/O phase ``phase`` asks its I/O node at ``t`` (set aside while the app is suspended)."""
+        app = self.apps[rank]
         self.idx[rank] = phase
         self.req_time[rank] = t
         req = app.request(phase, t, self.start[rank], self.io_recv[rank])
@@ -264,8 +248,14 @@ class IOKernel:
         req = self.asking[rank]
         if req is None or req.phase != phase or not self.granted[rank]:
             raise RuntimeError(f"app {self.apps[rank].id!r} releases phase {phase} but holds no grant for it")
-        node = self.apps[rank].io_node
-        self.arbiters[node].release(req.app)
+        self._release(rank, phase, t)
+
+    def _release(self, rank: int, phase: int, t: float) -> None:
+        """The books of a release, the simulator's (:meth:`io_done`) and a real app's (:meth:`release`): the
+        app's transfer of phase ``phase`` ended at ``t``, its I/O node is free (dispatched at the instant's end)."""
+        app = self.apps[rank]
+        node = app.io_node
+        self.arbiters[node].release(app.id)
         if self.check is not None:
             self.check.release(rank, phase, t)
         self.touched.add(node)
