@@ -47,12 +47,14 @@ class _ArbiterActor:
         self.calls = 0
 
     # -- the ticker ------------------------------------------------------------------------
-    def _settle(self, wake: bool = True) -> None:
-        """Decide now; ``wake``: a call changed the state, so the ticker recomputes when it is next due.
-        The ticker itself settles with ``wake=False``: waking itself would make it spin (one core of the
-        machine busy in the arbiter throughout every real run)."""
+    def _settle(self, wake: bool = True, now: float | None = None) -> None:
+        """Decide at ``now`` (wall seconds; default: the clock's now), the time of the call that changed the
+        state, so what it changed and what that decides are one instant (a request to a free I/O node is
+        granted at the time it was made, as in the simulator); ``wake``: a call changed the state, so the
+        ticker recomputes when it is next due.  The ticker itself settles with ``wake=False``: waking itself
+        would make it spin (one core of the machine busy in the arbiter throughout every real run)."""
         try:
-            self._decide()
+            self._decide(time.time() if now is None else now)
         except InvariantViolation as exc:  # strict mode: the run stops; every waiting app is told
             for app in list(self.gate_waiters) + list(self.grant_waiters):
                 self._fail_waiters(app, exc)
@@ -64,10 +66,9 @@ class _ArbiterActor:
         if self.state.violation is not None:
             raise self.state.violation
 
-    def _decide(self) -> None:
+    def _decide(self, now: float) -> None:
         st = self.state
         self._check()
-        now = time.time()
         for app in st.expire(now):
             self._fail_waiters(app)
         for app in st.gates(now):
@@ -122,8 +123,9 @@ class _ArbiterActor:
     async def arrive(self, app: str, rank: int, size: int) -> dict:
         self._check()
         self._ensure_ticker()
-        self.state.arrive(app, rank, size, time.time())
-        self._settle()
+        now = time.time()
+        self.state.arrive(app, rank, size, now)
+        self._settle(now=now)
         if self.state.apps[app].status == "running":
             return self._start_info(app)
         fut = asyncio.get_running_loop().create_future()
@@ -139,14 +141,15 @@ class _ArbiterActor:
                     "lease": self.state.lease, "io_node": self.state.apps[app].info.io_node, "phase": phase}
         fut = asyncio.get_running_loop().create_future()
         self.grant_waiters[app] = fut
-        self._settle()
+        self._settle(now=now)
         return await fut
 
     async def release(self, app: str, phase: int) -> None:
         self._check()
         self.calls += 1
-        self.state.release(app, phase, time.time())
-        self._settle()
+        now = time.time()
+        self.state.release(app, phase, now)
+        self._settle(now=now)
 
     async def book(self, app: str, nbytes: int) -> tuple[float, float]:
         """Book ``nbytes`` on the app's I/O node's link: the interval ``(start, end)`` of wall times
@@ -166,30 +169,35 @@ class _ArbiterActor:
 
     async def finish(self, app: str, ok: bool, message: str) -> None:
         self._check()
-        self.state.finish(app, ok, message, time.time())
+        now = time.time()
+        self.state.finish(app, ok, message, now)
         self._fail_waiters(app)
-        self._settle()
+        self._settle(now=now)
 
     async def fail(self, app: str, reason: str) -> bool:
-        changed = self.state.fail(app, reason, time.time())
+        now = time.time()
+        changed = self.state.fail(app, reason, now)
         self._fail_waiters(app)
-        self._settle()
+        self._settle(now=now)
         return changed
 
     async def stop(self) -> list[str]:
-        killed = self.state.stop(time.time())
+        now = time.time()
+        killed = self.state.stop(now)
         for app in killed:
             self._fail_waiters(app)
-        self._settle()
+        self._settle(now=now)
         return killed
 
     async def suspend(self, app: str) -> None:
-        self.state.suspend(app, time.time())
-        self._settle()
+        now = time.time()
+        self.state.suspend(app, now)
+        self._settle(now=now)
 
     async def resume(self, app: str) -> None:
-        self.state.resume(app, time.time())
-        self._settle()
+        now = time.time()
+        self.state.resume(app, now)
+        self._settle(now=now)
 
     async def status(self) -> dict:
         self._check()

@@ -71,9 +71,12 @@ class _IONodesActor:
     async def nice(self) -> int:
         return os.nice(0)
 
-    def _settle(self) -> None:
+    def _settle(self, now: float | None = None) -> None:
+        """Dispatch at ``now`` (wall seconds; default: the clock's now), the time of the call that changed the
+        books, so a request to a free I/O node is granted at the time it was made, as in the simulator."""
+        now = time.time() if now is None else now
         try:
-            granted = self.state.dispatch(time.time())
+            granted = self.state.dispatch(now)
         except InvariantViolation as exc:  # strict mode: every waiting rank is told, the run stops
             for key in list(self.waiters):
                 self._fail(key, exc)
@@ -81,7 +84,7 @@ class _IONodesActor:
         for key in granted:
             for fut in self.waiters.pop(key, []):
                 if not fut.done():
-                    fut.set_result(time.time())
+                    fut.set_result(now)
 
     def _fail(self, key, err: Exception) -> None:
         for fut in self.waiters.pop(key, []):
@@ -109,10 +112,11 @@ class _IONodesActor:
         self.state.close(time.time())
 
     async def drop(self, job: str, reason: str) -> bool:
-        dropped = self.state.drop(job, reason, time.time())
+        now = time.time()
+        dropped = self.state.drop(job, reason, now)
         for key in [k for k in self.waiters if k[0] == job]:
             self._fail(key, JobGone(f"job {job!r} is gone: {reason}"))
-        self._settle()
+        self._settle(now)
         return dropped
 
     async def suspend(self, job: str, at: float | None = None) -> None:
@@ -137,9 +141,10 @@ class _IONodesActor:
     # -- the ranks' side ---------------------------------------------------------------------------
     async def request(self, job: str, node: int, phase: int, kind: str, nbytes: int) -> None:
         """The part's lowest rank: ask for ``phase`` and wait for the grant."""
-        if self.state.request(job, node, phase, kind, nbytes, time.time()):
+        now = time.time()
+        if self.state.request(job, node, phase, kind, nbytes, now):
             return
-        self._settle()
+        self._settle(now)
         await self._grant(job, node, phase)
 
     async def wait_grant(self, job: str, node: int, phase: int) -> None:
@@ -157,8 +162,9 @@ class _IONodesActor:
             at = None  # the booking counts from the new grant
 
     async def part_done(self, job: str, node: int, phase: int, rank: int) -> None:
-        self.state.part_done(job, node, phase, rank, time.time())
-        self._settle()
+        now = time.time()
+        self.state.part_done(job, node, phase, rank, now)
+        self._settle(now)
 
 
 class IONodes(ActorHandle):

@@ -182,3 +182,39 @@ def test_a_writer_moves_its_bytes_inside_their_booking_however_slow_the_actor_an
         assert all(end - start == pytest.approx(0.4) for _, start, end in log)
     finally:
         ray.kill(actor)
+
+
+def test_a_call_and_what_it_decides_are_one_instant(ray_up):
+    """As in the simulator, a request to a free I/O node is granted at the time it was made, and a waiting
+    request at the time the release that freed the node was made: the actor decides at the time of the call
+    that changed its books, not a moment later."""
+    import ray
+
+    apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["write"], amounts=[1.0], bandwidth=1.0)
+            for i, a in enumerate("AB")]
+    # strict mode off: the apps here move no bytes, which its byte count would refuse
+    arb = Arbiter.create(apps, policy="fifo", bandwidth=1.0, lease=30.0, directories=["/tmp"], strict=False,
+                         name="one-instant", namespace="iolab-test")
+    try:
+        gates = [arb.handle.arrive.remote(app, 0, 1) for app in "AB"]  # each waits at its start gate
+        deadline = time.time() + 60
+        while sum(s["arrived"] for s in arb.status().values()) < 2:
+            assert time.time() < deadline, "the apps never reached their start gates"
+            time.sleep(0.02)
+        arb.start()
+        ray.get(gates, timeout=60)
+        arb.request("A", 0, "write", 1)  # the node is free: granted at once
+        waiting = arb.handle.request.remote("B", 0, "write", 1)  # behind A
+        time.sleep(0.2)
+        assert not ray.wait([waiting], timeout=0)[0], "B was granted while A held the node"
+        arb.release("A", 0)
+        ray.get(waiting, timeout=60)
+        arb.release("B", 0)
+        for app in "AB":
+            arb.finish(app, True)
+        rows = {r[0]: r for r in arb.records()["grants"]}  # (app, phase, node, request, grant, release)
+    finally:
+        arb.kill()
+    assert rows["A"][3] == rows["A"][4], rows["A"]  # no wait on a free node
+    assert rows["B"][4] == rows["A"][5], (rows["A"], rows["B"])  # granted at A's release
+    assert rows["B"][3] < rows["B"][4]  # and it did wait

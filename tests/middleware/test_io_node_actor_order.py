@@ -51,3 +51,28 @@ def test_requests_waiting_together_are_ranked_by_the_policy():
     a.state.request("big", 0, 1, "write", 100, now)
     a.state.request("small", 0, 1, "write", 10, now)
     assert [g[0] for g in a.state.dispatch(now)] == ["small"]
+
+
+def test_a_call_and_what_it_decides_are_one_instant():
+    """As in the simulator, a request to an idle I/O node is granted at the time it was made, and the request
+    waiting behind it at the time of the release that freed the node: the actor dispatches at the time of
+    the call that changed its books, not a moment later."""
+    async def run() -> list[tuple]:
+        a = actor("fifo")
+
+        async def one(job: str, nbytes: int, hold: float):
+            await a.request(job, 0, 1, "write", nbytes)
+            a.state.book(job, 0, nbytes, time.time())  # strict mode counts the bytes each part moved
+            await asyncio.sleep(hold)
+            await a.part_done(job, 0, 1, 0)
+
+        first = asyncio.create_task(one("big", 100, 0.05))
+        await asyncio.sleep(0.01)  # small asks while big holds the node
+        await one("small", 10, 0.0)
+        await first
+        a.state.close(time.time())
+        return a.state.records()["grants"]
+
+    rows = {r[0]: r for r in asyncio.run(run())}  # (job, step, node, request, grant, release), spec seconds
+    assert rows["big"][3] == rows["big"][4], rows["big"]  # an idle node: no wait
+    assert rows["small"][3] < rows["small"][4] == rows["big"][5], (rows["big"], rows["small"])  # at big's release
