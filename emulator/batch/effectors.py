@@ -39,7 +39,6 @@ class JobEffectors:
         kernel placed, else launch it."""
         if not j.hosts:
             j.hosts = node_ids(j.node_ids)  # the kernel's allocator chose them (lowest free ids)
-        self._began(j)  # the loop's: its retry if it waits for disks, its predicted end
         if j.queued.id in self.early_runs and self._use_early(j):
             return
         if j.state == ALLOCATING:

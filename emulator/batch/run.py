@@ -142,7 +142,6 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.state = self.kernel.jobs  # the loop's jobs, in submit order
         self.links: dict = {}  # no simulated link: bytes move in the jobs' processes and the manager's copies
         self.clock = self._wait
-        self._loop_state()
         self.instant = 0.0  # spec seconds: the instant the loop is at, what its decisions and changes are stamped with
         self.kernel.on_kill = self._killed_by_policy  # a policy's kill is noted, then the driver's
         self.label = scheduler_label(spec, scheduler)  # what the trace calls it

@@ -167,7 +167,6 @@ class BatchEngine(BatchLoop):
         ph = self.rec.phases  # its columns' appends, bound once (a row per phase)
         self._row_appends = (ph.job.append, ph.index.append, ph.kind.append, ph.start.append, ph.end.append,
                              ph.volume.append, ph.tier.append)
-        self._loop_state()  # the loop's heap, its links touched, its timed steps' ends
         self._paused: dict[int, float] = {}  # suspended job index -> seconds or bytes left of its step
         self.controller = None  # a load controller driver (iolab.sim.batch.load_controller), if the spec has one
         # the platform's I/O nodes (iolab.sim.batch.io_node_layer): they stand in for the tier links, if any
@@ -181,8 +180,7 @@ class BatchEngine(BatchLoop):
     def begin(self, s: JobState, t: float) -> None:
         """A job the kernel started (or placed after a retry) begins its steps on its tier."""
         if s.state == ALLOCATING:
-            self._began(s)  # its retry
-            return
+            return  # the loop asks the disks again at its retry
         k = self.kernel
         steps = s.steps = self._step_list(s.job, s.tier)
         early = k.early_staged.get(s.queued.id, 0.0) if k.early_staged else 0.0
@@ -200,7 +198,6 @@ class BatchEngine(BatchLoop):
         else:
             s.step = -1
             self._go_on(s, t)
-        self._began(s)  # its predicted end, after its first step's end is scheduled
 
     def _go_on(self, s: JobState, t: float, done=None) -> None:
         """``done``, the step of ``s`` that ended at ``t`` (None at the job's start), leaves its phase row

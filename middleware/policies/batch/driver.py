@@ -41,9 +41,11 @@ brings its clock.
 A runtime sets, before :meth:`loop`: ``kernel``, ``driver``, ``state`` (the kernel's jobs, in submit
 order), ``links`` (name -> a link: ``version``, ``pop_finished``, ``next_completion``; none in a real
 run), ``controller`` (or None), ``clock``, ``on_progress`` (``(t, submitted, total)`` every
-:data:`PROGRESS_EVERY` events, or None), and calls :meth:`_loop_state`; it defines ``begin`` and, as it
-needs them, ``_go_on`` (a step of a job ended), ``_start`` (the loop begins: its first own events) and
-``_poll`` (a ``_POLL`` event).
+:data:`PROGRESS_EVERY` events, or None); it defines ``begin`` and, as it needs them, ``_go_on`` (a step
+of a job ended), ``_start`` (the loop begins: its first own events) and ``_poll`` (a ``_POLL`` event).  The
+loop keeps its own state (its heap, the timed steps' ends, the links touched: :meth:`_loop_state`, when it
+starts) and what it watches of a job that began (its placement retry, its predicted end: :meth:`_began`,
+after the runtime's ``begin``).
 """
 
 from __future__ import annotations
@@ -159,8 +161,10 @@ class BatchLoop:
     clock: Callable[[float], float] | None = None
     on_progress: Callable[[float, int, int], None] | None = None
     _all_rows = True  # every phase leaves a row: the loop's inline end of a lone compute step is off
+    events = 0  # events taken (set when the loop ends)
 
     def _loop_state(self) -> None:
+        """The loop's own state, new when it starts."""
         self._heap: list[tuple] = []
         self._seq = itertools.count()
         self._touched_links: set[str] = set()
@@ -186,9 +190,9 @@ class BatchLoop:
             self._push(due, _ESTIMATE, s.index)
 
     def _began(self, s) -> None:
-        """What the loop watches of a job the runtime began: its placement retry (it waits for disks), and
-        its predicted end (with a predictor: after its first step's end, so a job ending at its predicted
-        end is not extended)."""
+        """What the loop watches of a job the runtime began (called after the runtime's ``begin``): its
+        placement retry (it waits for disks), and its predicted end (with a predictor: after its first
+        step's end, so a job ending at its predicted end is not extended)."""
         if s.state == ALLOCATING:
             self._push(s.retry_at, _RETRY, s.index)
         elif self.kernel.predictor is not None:  # without a predictor no estimate is ever revised
@@ -214,12 +218,13 @@ class BatchLoop:
         # as when each was pushed first (the lowest sequence numbers): the same order, n pushes fewer.
         submits = [s.queued.submit for s in self.state]
         n_jobs = len(submits)
+        self._loop_state()
         self._start()
         heap = self._heap
         heappop, seq = heapq.heappop, self._seq
         state, links, step_end, touched = self.state, self.links, self._step_end, self._touched_links
         go_on, submit, finish, decide, lean = self._go_on, k.submit, k.finish, k.decide, not self._all_rows
-        begin, retry = self.begin, self.driver.retry
+        begin, began, retry = self.begin, self._began, self.driver.retry
         clock = self.clock
         # The links' completions are not in the heap either: a link has one completion event at a time,
         # (time, sequence number, name, the link's version then), the one scheduled last; it goes stale
@@ -285,7 +290,9 @@ class BatchLoop:
                         if k.extend_estimate(s, t):
                             self._watch_estimate(s)
                     else:  # _RETRY: ask the disks again for a requeued HPS placement (unless it was killed)
-                        retry(state[arg], t)
+                        s = state[arg]
+                        if retry(s, t):
+                            began(s)
                 elif first is not None and first[0] <= t:  # a link's completion
                     _, _, name, version = first
                     del due[name]
@@ -311,6 +318,7 @@ class BatchLoop:
                 decided = True
                 for s in decide(t):
                     begin(s, t)
+                    began(s)
             if k.advance is not None and (decided or heap or due):  # (the heap's next event is later than t)
                 d = k.advance_due()
                 if t < d < math.inf and d not in advance_at:  # one check per due time

@@ -25,7 +25,6 @@ class Polled(BatchLoop):
     def __init__(self, kernel: BatchKernel, poll: float, late: float = 0.0):
         self.kernel, self.driver = kernel, BatchDriver(kernel, self)
         self.state, self.links, self.controller = kernel.jobs, {}, None
-        self._loop_state()
         self.poll, self.late = poll, late
         self.clock = self._clock
         self.asked: list[tuple[float, float]] = []  # (time asked for, the instant's time)
@@ -41,7 +40,6 @@ class Polled(BatchLoop):
         self.push_poll(0.0)
 
     def begin(self, s, t: float) -> None:
-        self._began(s)
         self.ends[s.index] = t + float(s.job.runtime)
 
     def halt(self, s, t, state, message) -> None:
