@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from iolab.atomic import atomic_write_text
+from iolab.atomic import atomic_write_text, check_output
 from iolab.cli.format import dumps
 from iolab.cli.study import hold_study_output
 from iolab.errors import IolabError
@@ -43,6 +43,14 @@ def reproduce(papers, size, out_dir, real, docs, workers, address, no_ray, no_fi
         wanted = [paper_of(p) for p in papers]
     except ValueError as exc:
         raise IolabError(str(exc)) from None
+    if docs:  # before any experiment runs: a file with no block to rewrite would be found out at the end
+        if not Path(docs).is_file():  # a device or a FIFO is no page to rewrite
+            raise IolabError(f"--docs {docs}: not a regular file; name the page whose generated block to rewrite")
+        check_output(docs, option="--docs")
+        try:
+            rewrite_block(Path(docs).read_text(), "")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise IolabError(f"--docs {docs}: {exc}; nothing was run") from None
     small = size == "quick" and workers is None and address is None
     engine = Engine(workers=workers, address=address, use_ray=not (no_ray or small), stop_on_sigterm=True,
                     progress=not as_json)

@@ -7,6 +7,7 @@ import csv
 import json
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -112,3 +113,27 @@ def test_docs_option_rewrites_the_block_from_a_rerun_that_resumes(quick, tmp_pat
     rows = block_rows(read_block(page.read_text()))
     assert sorted(r["id"] for r in rows) == sorted(c.id for c in CLAIMS)  # every paper measured in out, rejudged
     assert page.read_text().startswith("intro\n")
+
+
+@pytest.mark.parametrize("what", ["no block", "two blocks", "not text", "a device"])
+def test_a_docs_page_it_cannot_rewrite_is_refused_before_any_experiment(tmp_path, what):
+    """A page with no generated block (or two), a file that is not text, or a device would be found out only
+    after the whole reproduction (hours at --paper-size --real): it is refused first, exit 2, nothing run."""
+    page = tmp_path / "page.md"
+    if what == "no block":
+        page.write_text("intro only\n")
+    elif what == "two blocks":
+        page.write_text(f"{BEGIN}\n{END}\n{BEGIN}\n{END}\n")
+    elif what == "not text":
+        page.write_bytes(b"\xff\xfe\x00\x01")
+    else:
+        page = Path("/dev/null")
+    before = page.read_bytes() if page.is_file() else None
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["reproduce", "carretero", "--quick", "--no-figures", "--out", str(out),
+                                   "--docs", str(page)])
+    assert res.exit_code == 2 and f"--docs {page}" in res.output, res.output
+    assert "Traceback" not in res.output
+    assert not out.exists()  # no experiment ran, no scorecard
+    if before is not None:
+        assert page.read_bytes() == before
