@@ -186,8 +186,10 @@ class JobEffectors:
                 q = k.by_id[job].queued
                 self.early_runs[job] = {"ref": self.mgr.allocate_async(job, int(q.storage * bs)), "pending": "alloc"}
         for job, e in list(self.early_runs.items()):
-            if job not in k.early and k.by_id[job].state in (FUTURE, QUEUED):
-                self._drop_early(job)  # the plan moved the job elsewhere: the copy is wasted
+            if job not in k.early and k.by_id[job].state in (FUTURE, QUEUED, KILLED):
+                # the kernel wasted the copy (the plan moved the job elsewhere, or the job was withdrawn
+                # before its start: rejected by its scheduler) and counts its space free: so does the manager
+                self._drop_early(job)
                 continue
             if e["pending"] != "alloc" or not ray.wait([e["ref"]], timeout=0)[0]:
                 continue
