@@ -286,10 +286,6 @@ class ArbiterState:
         return {"directory": self.directories[a.info.io_node], "granted_at": a.granted, "lease": self.lease,
                 "io_node": a.info.io_node, "phase": a.phase}
 
-    def holds_grant(self, app: str) -> bool:
-        a = self._app(app)
-        return not math.isnan(a.granted)
-
     def release(self, app: str, phase: int, now: float) -> None:
         a = self._running(app)
         self._checked(self.kernel.release, a.info.rank, phase, self.spec_time(now))

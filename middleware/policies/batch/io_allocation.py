@@ -27,7 +27,6 @@ O(running jobs + nodes) per start, for machines of tens to thousands of nodes.
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 from iolab.middleware.policies.batch.allocation import NodeAllocator, NodeView
 from iolab.middleware.policies.batch.nodes import ids, lowest, mask_of
@@ -139,7 +138,3 @@ class IOAwareAllocator(NodeAllocator):
     def release(self, job: str) -> None:
         """``job`` ended: its load leaves its I/O nodes."""
         self.held.pop(job, None)
-
-    def per_io_node(self, mask: int) -> Sequence[int]:
-        """How many of the ids ``mask`` each I/O node serves."""
-        return [(mask & m).bit_count() for m in self.masks]

@@ -527,10 +527,6 @@ class BatchKernel:
                                      f"{len(self.queue)} job(s) still wait, nothing runs or arrives any more, and "
                                      f"the policy {asked}; first: {next(iter(self.queue))}")
 
-    def next_wake(self) -> float:
-        """The next time the policy asked to be called at (``inf`` if none)."""
-        return self.wakes[0] if self.wakes else math.inf
-
     def _start(self, s: JobState, tier: str, expected_end: float, t: float, node_ids=None) -> None:
         q = s.queued
         if s.state != QUEUED:
@@ -679,11 +675,6 @@ class BatchKernel:
         self.changed = True  # a reservation behind it moved
         if self.observer is not None:
             self.observer.resumed(s.queued.id, t)
-
-    def suspended_time(self, s: JobState, t: float) -> float:
-        """Seconds ``s`` spent suspended up to ``t``."""
-        done = sum(b - a for a, b in s.suspensions)
-        return done + (t - s.suspended_at if s.state == SUSPENDED else 0.0)
 
     def finish(self, s: JobState, t: float, state: str = DONE, message: str = "") -> None:
         """``s`` ended (``done``, ``failed`` or ``killed``): its nodes and HPS bytes return."""
