@@ -271,7 +271,7 @@ def replay(spec, source: str, *, time_scale: float = 1.0, partition: str | None 
     if keep_record and not (cfg.get("JobCompType") == "jobcomp/filetxt" and Path(cfg.get("JobCompLoc", "")).is_file()):
         raise IolabError(f"--record: Slurm writes no job completion log this host can read (JobCompType="
                          f"{cfg.get('JobCompType') or '(none)'}, JobCompLoc={cfg.get('JobCompLoc') or '(none)'}); "
-                         "its record is read from sacct, whose output --json gives")
+                         "the replay reads its record from accounting, which `sacct --parsable2` prints")
     busy = queued_in(part)
     if busy:
         raise IolabError(f"partition {part} is not empty (jobs {', '.join(busy[:10])}): a replay needs it alone")
