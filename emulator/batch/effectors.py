@@ -9,8 +9,8 @@ tree stopped and continued for the load controller (``pause``, ``unpause``), and
 copies.  What happens to the kernel at each of these is the driver's (``driver``: end, kill, suspend,
 resume).  It is a mixin: the loop's class holds the state it uses (``kernel``, ``driver``, ``mgr``,
 ``procs``, ``launcher``, ``io``, ``controller``, ``progress``, ``early_runs``, ``session``, ``on_launch``,
-``stopped``, ``s``, ``lps``).  A storage manager's or I/O nodes' actor that dies loses the run (``RunError``).  Each effector is told the instant it acts at
-(``t``, spec seconds), as the simulator's are.
+``stopped``, ``s``, ``lps``).  Each effector is told the instant it acts at (``t``, spec seconds), as the
+simulator's are.  A storage manager's or I/O nodes' actor that dies loses the run (``RunError``).
 """
 
 from __future__ import annotations
