@@ -267,7 +267,7 @@ class BatchEmulation(JobEffectors, BatchLoop):
                     pass
         if self.progress.live:  # the last frame shows the jobs killed, not still running
             try:
-                self.progress.show(self.snapshot(self.instant))
+                self.progress.show(live.snapshot(self, self.instant))
             except Exception:  # a dead storage manager: the notes say what happened
                 pass
         save_partial(lambda: self._trace(complete=False), out, self.work, self.progress)
@@ -310,7 +310,7 @@ class BatchEmulation(JobEffectors, BatchLoop):
             live.progress_line(self, t)
             self._last_line = time.time()
         if self.progress.live and time.time() - self._last_shown >= LIVE_EVERY:
-            self.progress.show(self.snapshot(t))
+            self.progress.show(live.snapshot(self, t))
             self._last_shown = time.time()
         self.push_poll(t + self.poll / self.s.time_scale)
 
@@ -328,8 +328,5 @@ class BatchEmulation(JobEffectors, BatchLoop):
             raise v
 
     # -- what it shows and records ---------------------------------------------------------------------
-    def snapshot(self, t: float) -> dict:
-        return live.snapshot(self, t)
-
     def _trace(self, complete: bool) -> Trace:
         return run_trace(self, complete)

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import click
@@ -18,12 +17,12 @@ from iolab.atomic import atomic_write_text, check_output
 from iolab.emulator.launchers import expand_hostlist
 from iolab.emulator.slurm_replay import cluster_config
 from iolab.errors import IolabError
+from iolab.middleware.policies.batch.registry import SCHEDULERS
 from iolab.plots import check_figure
 from iolab.plots.slurm_replay import replay_figure
 from iolab.specs.load import input_files, load_spec
 from iolab.specs.slurm_conf import SlurmConf
 from iolab.workloads.slurm_accounting import read_accounting, wall_seconds
-from iolab.middleware.policies.batch.registry import SCHEDULERS
 from iolab.validation.slurm_replay import (POLICIES, TARGET_MAKESPAN, TARGET_SHARE, compare, conf_from_config,
                                         replay as replay_on_cluster)
 
@@ -88,7 +87,7 @@ def replay(spec: str, time_scale: float, partition: str | None, policies: str, r
         check_figure(figure, inputs)
     names = _policies(policies)
     done = replay_on_cluster(exp, spec, time_scale=time_scale, partition=partition, policies=names,
-                  keep_record=bool(record_out), note=lambda line: click.echo(line, err=True))
+                             keep_record=bool(record_out), note=lambda line: click.echo(line, err=True))
     if record_out:
         atomic_write_text(Path(record_out), "\n".join(done.record) + "\n")
     result = done.result

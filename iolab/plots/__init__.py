@@ -27,7 +27,9 @@ def check_figure(path: str | Path, inputs=(), option: str = "--figure") -> Path:
     if path.suffix.lower() not in FIGURE_SUFFIXES:
         raise OutputError(f"{option} {path}: a figure is written as {', '.join(FIGURE_SUFFIXES)}; "
                           f"name the file with one of them")
-    return check_output(path, inputs, option=option, devices=False)
+    if path.exists() and not path.is_file() and not path.is_dir():  # (a folder: check_output names it)
+        raise OutputError(f"{option} {path}: a device, FIFO or socket; a figure is written as a file")
+    return check_output(path, inputs, option=option)
 
 
 def new_figure(width: float, height: float):
