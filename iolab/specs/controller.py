@@ -178,16 +178,5 @@ class ControllerSpec(StrictModel):
             self.__dict__["ws"] = self.beta * self.d  # so a dumped spec (ws and beta both written) reads back
         return self
 
-    @property
-    def window(self) -> int:
-        return self.beta if self.beta is not None else max(1, round(self.ws / self.d))
-
-    def scaled(self, time_scale: float, bytes_scale: float) -> dict:
-        """The parameters of a real run: wall seconds and real bytes."""
-        return {"d": self.d * time_scale, "r_threshold": self.r_threshold * time_scale, "t": self.t * time_scale,
-                "short_sleep": self.short_sleep * time_scale, "recent": self.recent * time_scale,
-                "ws": self.ws * time_scale, "p": self.p * bytes_scale, "omega": self.omega * bytes_scale,
-                "beta": self.window}
-
 
 __all__ = ["FEATURES", "VOLUMES", "ControllerSpec", "VolumeModelSpec"]

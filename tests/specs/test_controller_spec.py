@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import pytest
@@ -37,20 +36,19 @@ def test_absent_means_off_and_true_means_the_papers_parameters():
     c = spec(True).controller
     assert c.enabled
     # §5: d = 10 s, r_threshold = 60 s, beta = 18, ws = 3 min, alpha = 0.75, t = 3 min, p = 1 GB, omega = 4000 MB
-    assert (c.d, c.r_threshold, c.window, c.ws, c.alpha, c.t, c.p, c.omega) == \
-        (10, 60, 18, 180, 0.75, 180, 1e9, 4000e6)
+    assert (c.d, c.r_threshold, c.beta, c.ws, c.alpha, c.t, c.p, c.omega) == \
+        (10, 60, None, 180, 0.75, 180, 1e9, 4000e6)
     p = ControllerParams.from_spec(c)
-    assert p == dataclasses.replace(ControllerParams(), beta=18)  # the policy's defaults are the paper's too
-    assert p.window == 18
+    assert p == ControllerParams()  # the policy's defaults are the paper's too
+    assert p.window == 18  # Eq. 5: ws / d
 
 
 def test_units_and_scaling():
     c = spec({"d": "20s", "ws": "4m", "t": "5m", "p": "2GB", "omega": "500MB", "volumes": ["hps"]}).controller
-    assert (c.d, c.ws, c.window, c.t, c.p, c.omega) == (20, 240, 12, 300, 2e9, 500e6)
-    s = c.scaled(time_scale=0.1, bytes_scale=1e-4)
-    assert s["d"] == pytest.approx(2.0) and s["t"] == pytest.approx(30.0)
-    assert s["p"] == pytest.approx(2e5) and s["omega"] == pytest.approx(5e4)
-    assert s["beta"] == 12  # a count: not scaled
+    assert (c.d, c.ws, c.t, c.p, c.omega) == (20, 240, 300, 2e9, 500e6)
+    assert ControllerParams.from_spec(c).window == 12  # Eq. 5: 4 min / 20 s
+    given = spec({"d": "20s", "beta": 7, "volumes": ["hps"]}).controller  # beta alone: the window spans beta d
+    assert (given.ws, ControllerParams.from_spec(given).window) == (140, 7)
 
 
 @pytest.mark.parametrize("section,where,reason", [
@@ -78,8 +76,9 @@ def test_a_dumped_controller_section_reads_back_the_same(section):
 
     c = ControllerSpec.model_validate(section)
     again = ControllerSpec.model_validate(c.model_dump(mode="json"))
-    assert again == c and again.window == c.window
-    assert c.ws == pytest.approx(c.window * c.d)  # beta alone sets the window's span
+    window = ControllerParams.from_spec(c).window
+    assert again == c and ControllerParams.from_spec(again).window == window
+    assert c.ws == pytest.approx(window * c.d)  # beta alone sets the window's span
 
 
 def test_model_file_must_be_a_model_of_controller_train(tmp_path):

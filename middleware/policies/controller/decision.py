@@ -49,9 +49,10 @@ class ControllerParams:
 
     @classmethod
     def from_spec(cls, c) -> "ControllerParams":
-        """From an ``iolab.specs.controller.ControllerSpec`` (duck-typed; its ``ws`` is in seconds)."""
+        """From an ``iolab.specs.controller.ControllerSpec`` (duck-typed; its ``ws`` is in seconds, its ``beta``
+        None when not given: then :attr:`window` is Eq. 5's)."""
         return cls(d=c.d, r_threshold=c.r_threshold, ws=c.ws / 60.0, alpha=c.alpha, t=c.t, p=c.p, omega=c.omega,
-                   beta=c.window, recent=c.recent, short_sleep=c.short_sleep)
+                   beta=c.beta or 0, recent=c.recent, short_sleep=c.short_sleep)
 
 
 @dataclass(frozen=True)
