@@ -24,7 +24,7 @@ import os
 import time
 from typing import Any
 
-from iolab.invariants import InvariantViolation, strict_default
+from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.io_apps import IOApp, io_apps
 from iolab.middleware.policies.interference import law_of
 
@@ -223,19 +223,19 @@ class Arbiter(ActorHandle):
     def create(cls, apps: list[IOApp], *, policy: str, bandwidth: float, io_nodes: int = 1,
                packs: list[list[list[int]]] | None = None, packed: bool | None = None,
                directories: list[str] | None = None, lease: float = math.inf, cap: float | None = None,
-               time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None, law=None,
+               time_scale: float = 1.0, unit_bytes: int = 1, strict: bool = False, law=None,
                name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
-        """``strict`` (default: ``IOLAB_STRICT`` here, on the caller's side): the actor checks
+        """``strict`` (the run's, which read ``IOLAB_STRICT`` where it started): the actor checks
         every call with the I/O level's checker; a violation stops the run (every later call,
         the orchestrator's ``status`` and ``progress`` included, raises it)."""
         kwargs = dict(apps=list(apps), policy=shippable(policy), bandwidth=bandwidth, io_nodes=io_nodes, packs=packs,
                       packed=packed, directories=directories, lease=lease, cap=cap, time_scale=time_scale,
-                      unit_bytes=unit_bytes, strict=strict_default(strict), law=law)
+                      unit_bytes=unit_bytes, strict=bool(strict), law=law)
         ArbiterState(**kwargs)  # validate here, on the caller's side
         return cls._spawn(_ArbiterActor, kwargs, name, namespace)
 
     @classmethod
-    def from_spec(cls, spec, plan, *, policy: str | None = None, directories: list[str], strict: bool | None = None,
+    def from_spec(cls, spec, plan, *, policy: str | None = None, directories: list[str], strict: bool = False,
                   name: str = "iolab-arbiter", namespace: str = "iolab") -> "Arbiter":
         """The arbiter of an experiment: the kernel's view of its apps (``io_apps``) and the plan's packs."""
         s = spec.emulator

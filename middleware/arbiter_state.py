@@ -86,7 +86,7 @@ class ArbiterState:
     def __init__(self, apps: list[IOApp], *, policy: str, bandwidth: float, io_nodes: int = 1,
                  packs: list[list[list[int]]] | None = None, packed: bool | None = None,
                  directories: list[str] | None = None, lease: float = math.inf, cap: float | None = None,
-                 time_scale: float = 1.0, unit_bytes: int = 1, strict: bool | None = None, law=None):
+                 time_scale: float = 1.0, unit_bytes: int = 1, strict: bool = False, law=None):
         if not apps:
             raise ValueError("an arbiter needs at least one app")
         if not bandwidth > 0:

@@ -28,7 +28,7 @@ import os
 import time
 from typing import Any
 
-from iolab.invariants import InvariantViolation, strict_default
+from iolab.invariants import InvariantViolation
 
 from iolab.middleware.actor_handle import ActorHandle, call
 from iolab.middleware.io_node_state import IONodesState, JobGone
@@ -173,11 +173,11 @@ class IONodes(ActorHandle):
     @classmethod
     def create(cls, io_nodes: int, *, policy: str, rate: float, rates: dict[str, float], cap: float | None = None,
                law=None,
-               time_scale: float = 1.0, bytes_scale: float = 1.0, strict: bool | None = None,
+               time_scale: float = 1.0, bytes_scale: float = 1.0, strict: bool = False,
                name: str = "iolab-io-nodes", namespace: str = "iolab") -> "IONodes":
         kwargs = dict(io_nodes=io_nodes, policy=policy, rate=rate, rates=dict(rates), cap=cap, law=law,
                       time_scale=time_scale,
-                      bytes_scale=bytes_scale, strict=strict_default(strict))
+                      bytes_scale=bytes_scale, strict=bool(strict))
         IONodesState(**kwargs)  # validate on the caller's side
         fault = os.environ.get(FAULT_ENV)
         if fault:  # the test hook (module doc), read here so that it reaches an actor on any Ray cluster

@@ -83,7 +83,7 @@ class IONodesState:
 
     def __init__(self, io_nodes: int, *, policy: str, rate: float, rates: dict[str, float],
                  cap: float | None = None, law=None, time_scale: float = 1.0, bytes_scale: float = 1.0,
-                 strict: bool | None = None):
+                 strict: bool = False):
         if not io_nodes >= 1:
             raise ValueError(f"io_nodes must be >= 1, got {io_nodes!r}")
         if not rate > 0:

@@ -57,7 +57,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from iolab.invariants import InvariantViolation
+from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.driver import BatchDriver, BatchLoop
 from iolab.middleware.policies.batch.job_table import scheduler_label
@@ -135,8 +135,8 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.s = spec.emulator
         self.progress, self.on_launch = progress, on_launch
         ranks = self.s.ranks_for
-        self.strict = strict
-        self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker.if_strict(strict), scheduler=scheduler,
+        self.strict = strict = strict_default(strict)  # once for the run: what it builds is told
+        self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker() if strict else None, scheduler=scheduler,
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.driver = BatchDriver(self.kernel, self)  # the instants: decide, retry, end, kill, suspend, resume
         self.state = self.kernel.jobs  # the loop's jobs, in submit order

@@ -27,6 +27,7 @@ from pathlib import Path
 from iolab import calibration
 from iolab.apps.jacobi_command import calibrate_argv, jacobi_argv, rank_env
 from iolab.errors import RunError
+from iolab.invariants import strict_default
 from iolab.middleware.arbiter_actor import Arbiter
 from iolab.middleware.policies.plan import Plan, make_plan
 from iolab.specs.io import IOExperiment
@@ -80,7 +81,7 @@ class Emulation:
     def __init__(self, spec: IOExperiment, plan: Plan, work: Path, mpiexec: str, address: str | None,
                  progress: StatusLine, launcher=None, strict: bool | None = None):
         self.spec, self.plan, self.work, self.mpiexec = spec, plan, work, mpiexec
-        self.strict = strict
+        self.strict = strict_default(strict)  # once for the run: the arbiter is told
         # how apps start (mpiexec here, srun in an allocation): iolab.emulator.slurm_launch
         self.launcher = launcher or MpiexecApps(mpiexec, work / "hosts")
         self.address = address

@@ -51,8 +51,6 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from iolab.invariants import strict_default
-
 from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.middleware.policies.io_apps import COMPUTE, IOApp, PackTurns
 from iolab.middleware.policies.io_checker import IOChecker
@@ -75,7 +73,7 @@ class IOKernel:
     """
 
     def __init__(self, apps: Sequence[IOApp], policy: ListPolicy | SharedPolicy, io_nodes: int,
-                 packs: Sequence[Sequence[Sequence[int]]], packed: bool, *, strict: bool | None = None,
+                 packs: Sequence[Sequence[Sequence[int]]], packed: bool, *, strict: bool = False,
                  ordered: bool = True, slack: float = 0.0, launch: float = 0.0, gap: float = 0.0,
                  exit: float = 0.0, record=None):
         self.apps = list(apps)
@@ -88,7 +86,7 @@ class IOKernel:
         self.arbiters = [IONodeArbiter(policy, n, self.allows) for n in range(io_nodes)]
         self.turns = PackTurns(packs, [a.release for a in self.apps], self.packed)
         self.check = (IOChecker(self.apps, packs, packed=self.packed, exclusive=self.exclusive,
-                                ordered=ordered, slack=slack) if strict_default(strict) else None)
+                                ordered=ordered, slack=slack) if strict else None)
         self.record = record
         self._rows = record is not None and getattr(record, "rows", True)  # phase rows wanted
         self.launch, self.gap, self.exit = float(launch), float(gap), float(exit)

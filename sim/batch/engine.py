@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from iolab.middleware.policies.batch import HPS, LPS, BatchPolicy, Decision, TierRates
+from iolab.invariants import strict_default
 from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.middleware.policies.batch.kernel import (ALLOCATING, RUNNING, STAGE_IN, STAGE_OUT, SUSPENDED, BatchKernel,
                                                     JobState)
@@ -124,7 +125,8 @@ class BatchEngine(BatchLoop):
                  record_plans: bool = False, on_decision: Callable[[Decision], None] | None = None,
                  allocator=None, strict: bool | None = None, overheads=None, phases: str | None = None):
         kernel = BatchKernel(jobs, policy, total_nodes=total_nodes, hps_capacity=hps_capacity, rates=rates,
-                             allocator=allocator, observer=BatchChecker.if_strict(strict), record_plans=record_plans,
+                             allocator=allocator, observer=BatchChecker() if strict_default(strict) else None,
+                             record_plans=record_plans,
                              on_decision=on_decision)
         self._setup(kernel, memory_per_node, rows, overheads, phases)
 

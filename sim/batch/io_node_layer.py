@@ -63,7 +63,7 @@ class _Phase(IOPhase):
 class IONodeLayer:
     """The I/O nodes of one batch run; :meth:`install` puts it in front of ``engine``'s tier links."""
 
-    def __init__(self, io_nodes: int, span: int, rate: float, policy: str, law=None, *, strict: bool | None = None):
+    def __init__(self, io_nodes: int, span: int, rate: float, policy: str, law=None, *, strict: bool = False):
         self.io_book = IONodeBook(io_nodes, policy, rate, law, strict=strict, arbiter=IONodeArbiter)
         self.policy, self.arbiters, self.checker = self.io_book.policy, self.io_book.arbiters, self.io_book.checker
         self.grants = self.io_book.grants  # the trace's grants rows (job, phase, io_node, request, grant, release)
@@ -84,7 +84,7 @@ class IONodeLayer:
         self._seq = itertools.count()
 
     @classmethod
-    def from_spec(cls, spec, *, strict: bool | None = None) -> "IONodeLayer | None":
+    def from_spec(cls, spec, *, strict: bool = False) -> "IONodeLayer | None":
         p = spec.platform
         if p.io_nodes is None:
             return None

@@ -9,7 +9,7 @@ from iolab.specs.batch import BatchExperiment
 from iolab.trace import Trace, TraceBuilder
 from iolab.middleware.policies.batch.checker import BatchChecker
 from iolab.trace.provenance import provenance
-from iolab.invariants import InvariantViolation
+from iolab.invariants import InvariantViolation, strict_default
 from iolab.middleware.policies.batch.kernel import DONE, BatchKernel
 from iolab.middleware.policies.interference import tier_laws
 
@@ -39,8 +39,9 @@ def run_batch(spec, jobs=None, *, scheduler=None, rows: bool = True, record_plan
     :data:`~iolab.workloads.run_size.MAX_BATCH_EVENTS`): one too big raises ``SpecError`` naming ``source``
     (default: the spec's name) and the field."""
     jobs = load_workload(spec) if jobs is None else jobs
+    strict = strict_default(strict)  # once for the run: what it builds is told
     check_batch_run(spec, jobs, source or spec.name, max_events, rows=rows and phases in (None, "all"))
-    kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker.if_strict(strict),
+    kernel = BatchKernel.from_spec(spec, jobs, scheduler=scheduler, observer=BatchChecker() if strict else None,
                                    record_plans=record_plans,
                                    node_ids=node_ids or spec.platform.io_nodes is not None)  # the parts' split
     laws = tier_laws(spec)  # each tier's interference law (docs/simulator.md)

@@ -27,6 +27,7 @@ import heapq
 import itertools
 import math
 
+from iolab.invariants import strict_default
 from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_apps import COMPUTE
 from iolab.middleware.policies.io_driver import IODriver
@@ -51,8 +52,8 @@ class EventEngine:
         self.policy = io_policy(policy, rate=scenario.bandwidth, law=scenario.law)
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
-                                   scenario.plan.packed, strict=strict, launch=scenario.launch, gap=scenario.gap,
-                                   exit=scenario.exit, record=self.rec)
+                                   scenario.plan.packed, strict=strict_default(strict), launch=scenario.launch,
+                                   gap=scenario.gap, exit=scenario.exit, record=self.rec)
         self.rec.start, self.rec.end = k.start, k.end  # the trace's starts and ends are the kernel's
         self.exclusive = k.allows.exclusive  # the loop for list policies (_run_exclusive)
         # ``shared`` (and the list policies, which never share) on fair-share links; any other sharing asked

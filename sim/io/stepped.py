@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from iolab.invariants import strict_default
 from iolab.middleware.policies.io_guard import io_policy
 from iolab.middleware.policies.io_order import Stream
 from iolab.middleware.policies.io_driver import IODriver
@@ -50,8 +51,8 @@ class SteppedEngine:
         self.policy = io_policy(policy, rate=scenario.bandwidth, law=scenario.law)
         self.rec = Recorder(scenario, rows)
         self.kernel = k = IOKernel(scenario.apps, self.policy, scenario.io_nodes, scenario.plan.nodes,
-                                   scenario.plan.packed, strict=strict, slack=_TOL * dt, launch=scenario.launch,
-                                   gap=scenario.gap, exit=scenario.exit, record=self.rec)
+                                   scenario.plan.packed, strict=strict_default(strict), slack=_TOL * dt,
+                                   launch=scenario.launch, gap=scenario.gap, exit=scenario.exit, record=self.rec)
         self.rec.start, self.rec.end = k.start, k.end  # the trace's starts and ends are the kernel's
         self.weighted = k.allows.asks_shares  # a sharing asked its shares (weighted), else 1/k or exclusive
         n = len(scenario.apps)

@@ -31,7 +31,7 @@ def make(policy, name, cap=None, phases=4):
     apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["write"] * phases, amounts=[1.0] * phases,
                   bandwidth=1.0) for i, a in enumerate("AB")]
     return Arbiter.create(apps, policy=policy, bandwidth=1.0, lease=30.0, cap=cap, directories=["/tmp"],
-                          name=name, namespace="iolab-test")
+                          strict=True, name=name, namespace="iolab-test")
 
 
 CLIENT = Path(__file__).with_name("arbiter_client.py")

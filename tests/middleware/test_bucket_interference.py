@@ -56,7 +56,7 @@ def test_the_arbiter_paces_shared_apps_under_the_platforms_law():
     apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["write"], amounts=[1.0], bandwidth=1.0)
             for i, a in enumerate("ABC")]
     law = InterferenceLaw.table({3: 0.5})
-    st = ArbiterState(apps, policy="shared", bandwidth=1.0, cap=1e6, law=law)
+    st = ArbiterState(apps, policy="shared", bandwidth=1.0, cap=1e6, law=law, strict=True)
     for a in "ABC":
         for r in (0, 1):
             st.arrive(a, r, 2, 0.0)
@@ -71,7 +71,7 @@ def test_the_arbiter_paces_shared_apps_under_the_platforms_law():
         now = start
     assert 600_000 / end == pytest.approx(0.5e6, rel=0.01)
     # without the law: the whole cap
-    plain = ArbiterState(apps, policy="shared", bandwidth=1.0, cap=1e6)
+    plain = ArbiterState(apps, policy="shared", bandwidth=1.0, cap=1e6, strict=True)
     for a in "ABC":
         for r in (0, 1):
             plain.arrive(a, r, 2, 0.0)

@@ -124,7 +124,8 @@ def test_a_sharing_that_raises_stops_the_arbiter_naming_the_policy(tmp_path):
 
 # ---------------------------------------------------------------- the batch level's I/O nodes
 def io_nodes(policy):
-    st = IONodesState(1, policy=policy, rate=1.0, rates={"lps": 10.0, "hps": 10.0, "stage": 10.0}, cap=100.0)
+    st = IONodesState(1, policy=policy, rate=1.0, rates={"lps": 10.0, "hps": 10.0, "stage": 10.0}, cap=100.0,
+                      strict=True)
     st.start(0.0)
     steps = [Step("compute", 1.0), Step("write", 100.0, "lps")]
     for rank, (job, nodes, user) in enumerate((("a", 3, "alice"), ("b", 1, "bob"))):

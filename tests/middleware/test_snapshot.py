@@ -10,7 +10,7 @@ def three_apps(policy: str, io_time: dict[str, float]) -> ArbiterState:
     """A, B, C on one I/O node, each asking for one write phase of io_time[app] seconds."""
     apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["compute", "write"], amounts=[1.0, io_time[a]],
                   bandwidth=1.0) for i, a in enumerate("ABC")]
-    st = ArbiterState(apps, policy=policy, bandwidth=1.0)
+    st = ArbiterState(apps, policy=policy, bandwidth=1.0, strict=True)
     for a in "ABC":
         st.arrive(a, 0, 1, 0.0)
     st.start(0.0)

@@ -14,11 +14,11 @@ from iolab.middleware.arbiter_state import AppFailed, ArbiterState
 from io_fakes import GrantsTwice, checker_forgets_an_end, kernel_forgets_the_arbiters_release
 
 
-def two_apps(policy="fifo", lease=math.inf, cap=None, **kw):
+def two_apps(policy="fifo", lease=math.inf, cap=None, strict=True, **kw):
     apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["compute", "write"] * 2, amounts=[1.0, 2.0] * 2,
                   bandwidth=1.0) for i, a in enumerate("AB")]
     # 5 B a unit: the 2-unit phases are the 10 B the apps below ask for
-    st = ArbiterState(apps, policy=policy, bandwidth=1.0, lease=lease, cap=cap, unit_bytes=5, **kw)
+    st = ArbiterState(apps, policy=policy, bandwidth=1.0, lease=lease, cap=cap, unit_bytes=5, strict=strict, **kw)
     for a in "AB":
         st.arrive(a, 0, 1, 0.0)
     st.start(0.0)
@@ -131,7 +131,7 @@ def test_requests_carry_the_simulators_fields():
 def test_packs_start_when_the_previous_pack_has_ended():
     apps = [IOApp(id=a, rank=i, nodes=1, release=0.0, kinds=["compute"], amounts=[1.0], bandwidth=1.0)
             for i, a in enumerate("AB")]
-    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, packs=[[[0], [1]]])
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, packs=[[[0], [1]]], strict=True)
     for a in "AB":
         st.arrive(a, 0, 1, 0.0)
     st.start(0.0)
@@ -144,7 +144,7 @@ def test_packs_start_when_the_previous_pack_has_ended():
 
 def test_release_times_open_gates_later():
     apps = [IOApp(id="A", rank=0, nodes=1, release=5.0, kinds=["compute"], amounts=[1.0], bandwidth=1.0)]
-    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, time_scale=2.0)
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, time_scale=2.0, strict=True)
     st.arrive("A", 0, 2, 0.0)
     assert st.apps["A"].status == "pending"  # one rank of two
     st.arrive("A", 1, 2, 0.0)
@@ -182,7 +182,7 @@ def test_a_second_request_is_refused_whatever_phase_it_names():
     empty phase, or for one the spec does not have, is refused as a second request too."""
     apps = [IOApp(id="A", rank=0, nodes=1, release=0.0, kinds=["write", "write", "compute"],
                   amounts=[2.0, 0.0, 1.0], bandwidth=1.0)]
-    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, unit_bytes=5)
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, unit_bytes=5, strict=True)
     st.arrive("A", 0, 1, 0.0)
     st.start(0.0)
     st.gates(0.0)
@@ -299,7 +299,7 @@ def test_a_packed_plan_waits_for_every_release_of_a_pack_even_with_one_pack_per_
     # as the simulator does: with packs (make-pack / first-fit), a pack's apps start together
     apps = [IOApp(id=a, rank=i, nodes=1, release=r, kinds=["compute"], amounts=[1.0], bandwidth=1.0)
             for i, (a, r) in enumerate([("A", 0.0), ("B", 4.0)])]
-    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, packs=[[[0, 1]]], packed=True)
+    st = ArbiterState(apps, policy="fifo", bandwidth=1.0, packs=[[[0, 1]]], packed=True, strict=True)
     for a in "AB":
         st.arrive(a, 0, 1, 0.0)
     st.start(0.0)

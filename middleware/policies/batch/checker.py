@@ -46,7 +46,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from iolab.invariants import InvariantViolation, strict_default
+from iolab.invariants import InvariantViolation
 
 from iolab.middleware.policies.batch.snapshot import HPS, TIERS, Decision, QueuedJob, Snapshot
 
@@ -106,11 +106,6 @@ class BatchChecker:
         self.capacity: dict[str, float] = {}  # disk id -> bytes
         self.used: dict[str, float] = {}  # disk id -> bytes placed and not freed
         self.events = 0
-
-    @classmethod
-    def if_strict(cls, strict: bool | None = None) -> "BatchChecker | None":
-        """A checker if ``strict`` (default: ``IOLAB_STRICT``), else None (the kernel then checks nothing)."""
-        return cls() if strict_default(strict) else None
 
     def _job(self, job: str, t: float) -> _Job:
         j = self.jobs.get(job)

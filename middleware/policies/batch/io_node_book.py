@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from iolab.invariants import strict_default
 from iolab.middleware.policies.arbiter import IONodeArbiter
 from iolab.middleware.policies.batch.io_node_checker import IONodeChecker
 from iolab.middleware.policies.batch.io_parts import JobIOFacts, split_volume
@@ -93,14 +92,14 @@ class IONodeBook:
     (a spec's ``io_node.policy`` value, or a policy object); ``arbiter``: the class of each I/O node's
     arbiter."""
 
-    def __init__(self, io_nodes: int, policy, rate: float, law=None, *, strict: bool | None = None,
+    def __init__(self, io_nodes: int, policy, rate: float, law=None, *, strict: bool = False,
                  arbiter=IONodeArbiter):
         self.policy = io_policy(policy, rate=rate, law=law)
         self.allows = io_fast_paths(self.policy)  # what the policy allows (io_fast_paths.py), read once
         self.sharing = self.allows.asks_shares  # asked its shares
         self.rate, self.law = rate, law
         self.arbiters = [arbiter(self.policy, node=j, allows=self.allows) for j in range(io_nodes)]
-        self.checker = IONodeChecker(io_nodes, self.allows.exclusive) if strict_default(strict) else None
+        self.checker = IONodeChecker(io_nodes, self.allows.exclusive) if strict else None
         self.jobs: dict[str, IOJob] = {}
         self.pending: set[int] = set()  # I/O nodes to dispatch
         self.grants: list[tuple] = []  # the grant rows (job, step, I/O node, request, grant, release)

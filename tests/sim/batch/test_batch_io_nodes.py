@@ -218,7 +218,7 @@ class Stopper:
 def run_with(sp, controller=None):
     k = BatchKernel.from_spec(sp, sp.workload.jobs)
     e = BatchEngine.around(k, memory_per_node=sp.platform.memory_per_node)
-    layer = IONodeLayer.from_spec(sp)
+    layer = IONodeLayer.from_spec(sp, strict=True)
     layer.install(e)
     e.controller = controller
     rec = e.run()

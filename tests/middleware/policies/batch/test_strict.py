@@ -14,6 +14,7 @@ import pytest
 from iolab.invariants import InvariantViolation
 from iolab.middleware.policies.batch import BatchPolicy, Decision, Start
 from iolab.middleware.policies.batch.checker import BatchChecker
+from iolab.middleware.policies.batch.io_node_book import IONodeBook
 from iolab.middleware.policies.batch.kernel import BatchKernel
 from iolab.middleware.policies.placement import StorageAllocator
 from iolab.sim.batch.engine import BatchEngine
@@ -155,7 +156,7 @@ def test_a_disk_whose_books_do_not_add_up():
 
 def kernel(strict=True) -> BatchKernel:
     s = spec(JOBS)
-    return BatchKernel.from_spec(s, load_workload(s), observer=BatchChecker.if_strict(strict))
+    return BatchKernel.from_spec(s, load_workload(s), observer=BatchChecker() if strict else None)
 
 
 def test_a_runtime_that_queues_a_job_early_or_moves_it_illegally():
@@ -203,7 +204,29 @@ def test_without_strict_the_decision_checks_are_off_but_the_books_still_refuse_d
     with pytest.raises(InvariantViolation) as err:
         run_batch(s, scheduler=Scripted(fcfs_all()), strict=False)
     assert (err.value.rule, err.value.subject) == ("node-double-booked", "c")
-    assert kernel(strict=False).observer is None and isinstance(kernel().observer, BatchChecker)
+
+
+def test_iolab_strict_is_read_where_a_run_starts_and_what_it_builds_is_told(monkeypatch):
+    made = []
+
+    class Counted(BatchChecker):
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr("iolab.sim.batch.run.BatchChecker", Counted)
+    s = spec(JOBS)
+    for env, strict, checks in (("1", None, True), ("0", None, False), ("0", True, True), ("1", False, False)):
+        monkeypatch.setenv("IOLAB_STRICT", env)
+        made.clear()
+        run_batch(s, strict=strict)
+        assert len(made) == int(checks), (env, strict)
+        if checks:
+            assert sorted(made[0].jobs) == ["a", "b", "c"]  # it watched the run
+    # the pure layer never reads the environment: built alone, it checks only when told
+    monkeypatch.setenv("IOLAB_STRICT", "1")
+    assert IONodeBook(1, "fifo", 1.0).checker is None
+    assert IONodeBook(1, "fifo", 1.0, strict=True).checker is not None
 
 
 @pytest.mark.parametrize("scheduler", ["fcfs", "easy", "conservative", "sas"])
