@@ -58,6 +58,10 @@ DEFAULT_CHUNK = 2 * 1024 * 1024
 Throttle = Callable[[int], None]
 
 
+def _unpaced(n: int) -> None:
+    """The throttle of a write no link paces (``throttle=None``): nothing to wait for."""
+
+
 # -- names ---------------------------------------------------------------------------
 def manifest_path(out_dir: str | Path, app_id: str) -> Path:
     return Path(out_dir) / f"{app_id}.manifest.json"
@@ -159,7 +163,7 @@ def write_rank_file(
     block: np.ndarray,
     attrs: dict[str, np.ndarray],
     nbytes: int,
-    throttle: Throttle,
+    throttle: Throttle | None,
     fill: np.ndarray,
     fsync: bool = True,
     quota: Any = None,
@@ -167,8 +171,8 @@ def write_rank_file(
 ) -> int:
     """Write one rank's file of ``nbytes`` bytes (at least its block) atomically; return its size.
 
-    ``throttle(n)`` is called before every write of ``n`` bytes, and ``throttle(0)`` once the file is
-    in place (a paced writer waits there for the link to carry its last bytes; ``carried=False``
+    ``throttle(n)`` is called before every write of ``n`` bytes (None: no link paces the write), and
+    ``throttle(0)`` once the file is in place (a paced writer waits there for the link to carry its last bytes; ``carried=False``
     leaves that wait to the caller, who may have more to do while the link carries them); ``fill``
     is one chunk of filler bytes (its size is the chunk size).  The first call books the file's
     header, block and first filler chunk together, before anything else: a paced link carries them
@@ -176,6 +180,7 @@ def write_rank_file(
     ``quota``: see the module's doc (reserve the file's bytes before writing any, settle them after).
     The file is 0600, its new folders 0700.
     """
+    throttle = throttle or _unpaced
     block = np.ascontiguousarray(block)
     overhead = metadata_overhead(block.shape, attrs)
     filler = max(0, nbytes - overhead - block.nbytes)

@@ -121,7 +121,7 @@ class JobProcesses:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
             for r in range(j.ranks):
                 checkpoint.write_rank_file(checkpoint.rank_file(d, r), np.zeros((1, 1)), {},
-                                           checkpoint.share(total, j.ranks, r), lambda n: None,
+                                           checkpoint.share(total, j.ranks, r), None,
                                            checkpoint.pattern(self.spec.seed, r, self.s.chunk_bytes), False)
 
     def inputs(self, j: JobRun) -> list[str]:

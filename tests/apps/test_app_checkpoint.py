@@ -41,6 +41,17 @@ def test_a_rank_file_has_exactly_the_asked_size_and_every_byte_is_throttled(tmp_
     assert [p.name for p in tmp.iterdir()] == ["r.h5"]
 
 
+def test_an_unpaced_write_has_no_throttle_and_the_same_file(tmp_path):
+    block = np.arange(16.0).reshape(4, 4)
+    want = ck.metadata_overhead(block.shape, ATTRS) + block.nbytes + 300_000
+    fill = ck.pattern(3, 0, 4096)
+    paced = ck.write_rank_file(tmp_path / "paced.h5", block, ATTRS, want, Meter(), fill, fsync=False)
+    unpaced = ck.write_rank_file(tmp_path / "unpaced.h5", block, ATTRS, want, None, fill, fsync=False)
+    assert paced == unpaced == want == (tmp_path / "unpaced.h5").stat().st_size
+    with h5py.File(tmp_path / "paced.h5") as a, h5py.File(tmp_path / "unpaced.h5") as b:
+        assert np.array_equal(a["u"][...], b["u"][...]) and np.array_equal(a["filler"][...], b["filler"][...])
+
+
 def test_a_volume_below_the_block_still_writes_the_block(tmp_path):
     block = np.ones((8, 8))
     size = ck.write_rank_file(tmp_path / "r.h5", block, ATTRS, 10, Meter(), ck.pattern(0, 0, 4096), fsync=False)
