@@ -13,11 +13,10 @@ from iolab.emulator.work_folder import ended_well, finish, work_folder
 from iolab.atomic import check_output
 from iolab.errors import Interrupted
 from iolab.runners import level_of, runner
-from iolab.specs.load import input_files, parse_spec, spec_dir
 from iolab.cli.emulate_batch import emulate_batch
 from iolab.cli.format import dumps, metrics_json, print_metrics, seconds
 from iolab.cli.live import LiveView
-from iolab.cli.options import IO_POLICY, Finite, read_overridden, strict_option
+from iolab.cli.options import IO_POLICY, Finite, parse_overridden, read_overridden, strict_option
 from iolab.cli.outcome import exit_if_failed
 
 EXAMPLE = "table1-emulation.yaml"
@@ -60,10 +59,10 @@ def emulate(spec_path, policy, time_scale, out, address, work_dir, keep_work, as
     path = spec_path or str(example_path())
     source = "<stdin>" if path == "-" else path
     _, document = read_overridden(path, {"policy": policy, "emulator.time_scale": time_scale}, source)
-    spec = parse_spec(document, source, base_dir=spec_dir(path))  # load_spec's, with the overrides
-    check_output(out, input_files(spec, spec_path), option="--out", devices=False)
+    spec, inputs = parse_overridden(document, path, source)
+    check_output(out, inputs, option="--out", devices=False)
     if work_dir is not None:
-        check_output(work_dir, input_files(spec, spec_path), option="--work-dir", folder=True)
+        check_output(work_dir, inputs, option="--work-dir", folder=True)
     work = work_folder(spec, out, work_dir)
     existed = work_dir is not None and work.exists()
     if level_of(spec) == "batch":  # a batch experiment: the real-clock batch loop (emulator/batch/run.py)
