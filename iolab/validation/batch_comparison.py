@@ -26,7 +26,7 @@ from iolab.metrics.batch import turnaround, wait_time
 from iolab.metrics.batch_trace import trace_batch_metrics
 from iolab.trace import Trace
 
-from iolab.validation.errors import geo_error, rel_error
+from iolab.validation.relative_errors import geo_error, rel_error
 
 RUN_METRICS = ("makespan", "mean_turnaround", "node_utilisation", "hps_utilisation")
 

@@ -35,7 +35,7 @@ from iolab.sim.io.run import simulate
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace, read_trace
 
-from iolab.validation.errors import geo_error
+from iolab.validation.relative_errors import geo_error
 from iolab.validation.io_comparison import compare, measured_bandwidth, ranking
 from iolab.emulator.ray_session import RaySession
 from iolab.emulator.io.run import run_emulation

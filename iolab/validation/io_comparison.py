@@ -11,7 +11,7 @@ import numpy as np
 
 from iolab.metrics.io import io_makespan, slowdown
 from iolab.trace import Trace
-from iolab.validation.errors import geo_error, rel_error
+from iolab.validation.relative_errors import geo_error, rel_error
 
 
 def measured_bandwidth(trace: Trace) -> float:

@@ -37,7 +37,7 @@ from iolab.sim.io.scenario import Scenario, resample_jitter
 from iolab.specs.io import IOExperiment, Jitter
 from iolab.trace import Trace
 
-from iolab.validation.errors import geo_error
+from iolab.validation.relative_errors import geo_error
 from iolab.validation.fair_replay import fair_share_durations
 
 __all__ = ["Spread", "measured_jitter", "simulate_spread", "compare_spread", "duration_ratios"]
