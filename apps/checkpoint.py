@@ -172,9 +172,9 @@ def write_rank_file(
     """Write one rank's file of ``nbytes`` bytes (at least its block) atomically; return its size.
 
     ``throttle(n)`` is called before every write of ``n`` bytes (None: no link paces the write), and
-    ``throttle(0)`` once the file is in place (a paced writer waits there for the link to carry its last bytes; ``carried=False``
-    leaves that wait to the caller, who may have more to do while the link carries them); ``fill``
-    is one chunk of filler bytes (its size is the chunk size).  The first call books the file's
+    ``throttle(0)`` once the file is in place (a paced writer waits there for the link to carry its last
+    bytes; ``carried=False`` leaves that wait to the caller, who may have more to do while the link carries
+    them); ``fill`` is one chunk of filler bytes (its size is the chunk size).  The first call books the file's
     header, block and first filler chunk together, before anything else: a paced link carries them
     while the folder is made, the quota answers and the HDF5 file is laid out, instead of idling.
     ``quota``: see the module's doc (reserve the file's bytes before writing any, settle them after).

@@ -136,7 +136,8 @@ class BatchEmulation(JobEffectors, BatchLoop):
         self.progress, self.on_launch = progress, on_launch
         ranks = self.s.ranks_for
         self.strict = strict = strict_default(strict)  # once for the run: what it builds is told
-        self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker() if strict else None, scheduler=scheduler,
+        self.kernel = BatchKernel.from_spec(spec, jobs, observer=BatchChecker() if strict else None,
+                                            scheduler=scheduler,
                                             make_job=lambda k, job, q: JobRun(k, job, q, ranks=ranks(job.nodes)))
         self.driver = BatchDriver(self.kernel, self)  # the instants: decide, retry, end, kill, suspend, resume
         self.state = self.kernel.jobs  # the loop's jobs, in submit order
