@@ -181,6 +181,7 @@ def test_a_spread_draws_the_tail_from_the_spec_seed():
 def test_the_forest_feeds_the_window_its_prediction_after_the_warmup():
     import numpy as np
 
+    from iolab.middleware.policies.controller import ControllerParams
     from iolab.middleware.policies.controller.window import ResponseWindow
     from iolab.sim.batch.run import simulate_batch
 
@@ -207,7 +208,7 @@ def test_the_forest_feeds_the_window_its_prediction_after_the_warmup():
             assert v == pytest.approx(float(np.mean(r[:W][k[:W] == kk])), rel=0.1)
     # the window was fed the prediction: its score, recomputed from the predicted column, is the trace's
     c = spec.controller
-    w = ResponseWindow(c.window, c.alpha, c.r_threshold)
+    w = ResponseWindow(ControllerParams.from_spec(c).window, c.alpha, c.r_threshold)
     for v, score in zip(fed, s["score"]):
         w.push(float(v))
         assert w.score() == pytest.approx(score)
