@@ -3,7 +3,9 @@
 The real program (``iolab emulate``, a subprocess) re-executes itself in a network namespace of its
 own.  While a small real run goes, every port the run's process tree listens on is connected to
 from the host's non-loopback address (a connection from another host arrives there): each must be
-refused.  The driver's namespace is read on /proc (/proc/PID/net/dev, /proc/PID/net/tcp{,6}).
+refused, and every process that listens must be in the run's namespace.  A port that another program
+(another test's run) also listens on in the host's namespace is left out of the probe: it would answer
+whatever the run does.  The driver's namespace is read on /proc (/proc/PID/net/dev, /proc/PID/net/tcp{,6}).
 Without a namespace (``unshare`` refused), Ray and the ranks stay on 127.0.0.1 and one line says
 what stays reachable.  Cheap checks of where the process lands (namespace or not, same PID) use a
 spec path that is a FIFO: the command blocks reading it after the re-execution, while the test
@@ -120,13 +122,22 @@ def test_no_socket_of_a_local_run_is_reachable_from_the_host_address(tmp_path):
     try:
         assert driver.poll() is None, "the run ended before its sockets were sampled"
         # the driver (the same PID: exec) is in a namespace of its own, where only loopback exists
-        assert network_namespace(driver.pid) not in ("", network_namespace())
+        run_ns = network_namespace(driver.pid)
+        assert run_ns not in ("", network_namespace())
         assert interfaces(driver.pid) == ["lo"]
         ports = sorted({port for (_, _, port) in sockets})
         assert len(ports) >= 5, sockets  # Ray's GCS, raylet, workers; Hydra's control ports; the ranks
         assert any("iolab.apps.jacobi" in c for c in sockets.values()), "no rank was seen listening"
+        # every process of the run seen listening is in the run's namespace (one that has ended reads "")
+        outside = {(pid, c[:60]) for (pid, _, _), c in sockets.items() if network_namespace(pid) not in (run_ns, "")}
+        assert outside == set()
+        probed = [port for port in ports if reachable_from_host(port)]
+        # a port that another program listens on in the host's namespace (another test's real run, a
+        # service) answers whatever the run does; the run's sockets are all in its own namespace (above),
+        # so such a port is a number both happen to use, not the run's
+        others = {port for _, port in listening_inodes().values()}
         reachable = [(port, [c[:60] for (_, _, p), c in sockets.items() if p == port])
-                     for port in ports if reachable_from_host(port)]
+                     for port in probed if port not in others]
         assert reachable == []
         # inside the namespace, every listening socket (the run's and any other) is on loopback or on
         # the wildcard address of a namespace that has nothing but loopback
