@@ -230,7 +230,7 @@ class Arbiter(ActorHandle):
         the orchestrator's ``status`` and ``progress`` included, raises it)."""
         kwargs = dict(apps=list(apps), policy=shippable(policy), bandwidth=bandwidth, io_nodes=io_nodes, packs=packs,
                       packed=packed, directories=directories, lease=lease, cap=cap, time_scale=time_scale,
-                      unit_bytes=unit_bytes, strict=bool(strict), law=law)
+                      unit_bytes=unit_bytes, strict=strict, law=law)
         ArbiterState(**kwargs)  # validate here, on the caller's side
         return cls._spawn(_ArbiterActor, kwargs, name, namespace)
 

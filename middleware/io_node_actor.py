@@ -177,7 +177,7 @@ class IONodes(ActorHandle):
                name: str = "iolab-io-nodes", namespace: str = "iolab") -> "IONodes":
         kwargs = dict(io_nodes=io_nodes, policy=policy, rate=rate, rates=dict(rates), cap=cap, law=law,
                       time_scale=time_scale,
-                      bytes_scale=bytes_scale, strict=bool(strict))
+                      bytes_scale=bytes_scale, strict=strict)
         IONodesState(**kwargs)  # validate on the caller's side
         fault = os.environ.get(FAULT_ENV)
         if fault:  # the test hook (module doc), read here so that it reaches an actor on any Ray cluster
